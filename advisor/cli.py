@@ -1,0 +1,109 @@
+"""Entry point: `xfs-advisor [SUBCOMMAND]`. Never imports Textual (only advisor.tui does).
+
+Each subcommand lives in advisor/commands/<name>.py and exposes `register(subparsers, common)` and
+`run(args) -> int`. Command modules import their heavy dependencies inside `run`, so that building
+the parser stays cheap. Without a subcommand: `--json`, `--device` or `--workload` ask for a
+proposal (advisor.commands.propose); otherwise, in a terminal, the interactive advisor starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from advisor import SCHEMA_VERSION, __version__
+from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
+
+#: Subcommand modules, in the order `--help` lists them.
+COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile")
+
+
+def common_options(*, suppress: bool) -> argparse.ArgumentParser:
+    """Options valid both before and after the subcommand (`--json devices` = `devices --json`)."""
+    default = argparse.SUPPRESS if suppress else None
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument(
+        "--sysroot",
+        metavar="DIR",
+        default=default,
+        help="read DIR/sys and DIR/proc instead of the live system (a captured tree)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="print machine-readable JSON on stdout (errors as JSON on stderr)",
+    )
+    return p
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(f"advisor.commands.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xfs-advisor",
+        description="Propose mkfs.xfs and mount options for a device and a workload, "
+        "explain every choice, and validate it with an A/B benchmark.",
+        parents=[common_options(suppress=False)],
+    )
+    parser.add_argument("--version", action="version", version=f"xfs-advisor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = common_options(suppress=True)
+    for name in COMMANDS:
+        _load(name).register(sub, common)
+    # The proposal's options are also valid without a subcommand (`xfs-advisor --json --device X`).
+    _load("propose").add_options(parser)
+    return parser
+
+
+def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
+    message = err.message if isinstance(err, AdvisorError) else err
+    if as_json:
+        kind = err.kind if isinstance(err, AdvisorError) else "internal"
+        doc = {"schema_version": SCHEMA_VERSION, "error": {"kind": kind, "message": message,
+                                                           "exit_code": code}}
+        print(json.dumps(doc), file=sys.stderr)
+    else:
+        print(f"xfs-advisor: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    as_json = bool(getattr(args, "json", False))
+    try:
+        if args.command:
+            return int(_load(args.command).run(args))
+        if as_json or args.device or args.workload:
+            return int(_load("propose").run(args))
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise BadInput("no terminal for the interactive advisor: use a subcommand or --json "
+                           "(see xfs-advisor --help)")
+        from advisor.tui.app import run_tui  # the only path that imports Textual
+
+        return run_tui(args)
+    except AdvisorError as err:
+        return _report(err, err.exit_code, as_json)
+    except KeyboardInterrupt:
+        return _report("interrupted", EXIT_INTERRUPTED, as_json)
+    except BrokenPipeError:
+        # stdout closed early (e.g. `| head`): not an error worth a message.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # a bug: still one line, unless the developer asked for the traceback
+        if os.environ.get("XFS_ADVISOR_DEBUG"):
+            raise
+        return _report(
+            f"internal error: {type(exc).__name__}: {exc} (set XFS_ADVISOR_DEBUG=1 for a traceback)",
+            EXIT_BUG,
+            as_json,
+        )

@@ -1,0 +1,1 @@
+"""Pydantic shapes shared by every layer: device facts, workload answers, rules, proposals, runs."""

@@ -1,0 +1,75 @@
+"""Every external command goes through here: argv lists (never a shell string), a timeout, and
+stderr captured for the error message. Built on `sh`."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+import sh
+
+from advisor.errors import ToolProblem
+
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def first_error_line(self) -> str:
+        for line in (self.stderr or self.stdout).splitlines():
+            if line.strip():
+                return line.strip()
+        return f"exit status {self.returncode}"
+
+
+def which(tool: str) -> str | None:
+    """Path of a tool, also looking in the sbin directories a non-root PATH may lack."""
+    return shutil.which(tool) or shutil.which(tool, path="/usr/local/sbin:/usr/sbin:/sbin")
+
+
+def run(
+    argv: list[str],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    check: bool = True,
+    input: str | None = None,  # noqa: A002 - mirrors subprocess's name
+) -> Result:
+    """Run argv and return its output. With check, a non-zero exit raises ToolProblem naming the
+    command and the first line of its stderr; a missing tool always raises ToolProblem."""
+    if not argv:
+        raise ValueError("empty argv")
+    exe = which(argv[0])
+    if exe is None:
+        raise ToolProblem(f"{argv[0]} not found: install it (Debian: see README, ./bootstrap)")
+    cmd = sh.Command(exe)
+    try:
+        proc = cmd(
+            *argv[1:],
+            _timeout=timeout,
+            _ok_code=list(range(256)),
+            _in=input,
+            _return_cmd=True,
+            _tty_out=False,
+            _encoding="utf-8",
+            _decode_errors="replace",
+        )
+    except sh.TimeoutException as exc:
+        raise ToolProblem(f"{' '.join(argv)} timed out after {timeout:g}s") from exc
+    result = Result(
+        argv=tuple(argv),
+        returncode=int(proc.exit_code),
+        stdout=str(proc.stdout if isinstance(proc.stdout, str) else proc.stdout.decode()),
+        stderr=str(proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode()),
+    )
+    if check and not result.ok:
+        raise ToolProblem(f"{argv[0]} failed: {result.first_error_line()}")
+    return result

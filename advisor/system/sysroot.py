@@ -1,0 +1,79 @@
+"""One reader for /sys and /proc, live or from a captured tree (lsblk's --sysroot meaning).
+
+Everything else parses the strings this returns. A `SysRoot` can record what it read, which is how
+`xfs-advisor capture` writes exactly the files the advisor needs and no more.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.errors import BadInput
+
+
+@dataclass
+class SysRoot:
+    """A root directory holding `sys/` and `proc/`: `/` for the live system, or a captured tree."""
+
+    root: Path = Path("/")
+    #: When not None, every path read (relative to root) is added here, for capture.
+    recorded: set[str] | None = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str] | None) -> SysRoot:
+        """Check that `root` looks like a system root and return a reader for it."""
+        path = Path(root) if root else Path("/")
+        if not path.is_dir():
+            raise BadInput(f"sysroot {path} is not a readable directory")
+        if not (path / "sys" / "block").is_dir() and not (path / "sys" / "dev" / "block").is_dir():
+            raise BadInput(f"sysroot {path} has no sys/block: not a system root or a capture")
+        if not os.access(path / "sys", os.R_OK | os.X_OK):
+            raise BadInput(f"sysroot {path}/sys is not readable")
+        return cls(path)
+
+    @property
+    def live(self) -> bool:
+        """True when reading the running system (libblkid and udev can then be asked too)."""
+        return self.root.resolve() == Path("/")
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel.lstrip("/")
+
+    def _note(self, rel: str) -> None:
+        if self.recorded is not None:
+            self.recorded.add(rel.lstrip("/"))
+
+    def read(self, rel: str) -> str | None:
+        """The stripped text of a file, or None when it is missing or unreadable."""
+        self._note(rel)
+        try:
+            with open(self.path(rel), "rb") as f:
+                data = f.read(1 << 20)
+        except OSError:
+            return None
+        return data.decode("utf-8", "replace").strip()
+
+    def listdir(self, rel: str) -> list[str]:
+        """Sorted entries of a directory; empty when it is missing or unreadable."""
+        self._note(rel)
+        try:
+            return sorted(os.listdir(self.path(rel)))
+        except OSError:
+            return []
+
+    def readlink(self, rel: str) -> str | None:
+        """The target of a symlink, or None."""
+        self._note(rel)
+        try:
+            return os.readlink(self.path(rel))
+        except OSError:
+            return None
+
+    def exists(self, rel: str) -> bool:
+        self._note(rel)
+        return os.path.lexists(self.path(rel))
+
+    def isdir(self, rel: str) -> bool:
+        return self.path(rel).is_dir()

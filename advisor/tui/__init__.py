@@ -1,0 +1,1 @@
+"""The interactive advisor. The only package that imports Textual."""

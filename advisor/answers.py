@@ -1,0 +1,111 @@
+"""Loading workload answers from a TOML or JSON file and from command-line flags (flags win)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from advisor.errors import BadInput
+from advisor.models.workload import Storage, Workload
+
+
+def _first_error(err: ValidationError, origin: str) -> BadInput:
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    msg = e["msg"].removeprefix("Value error, ")
+    if e["type"] == "extra_forbidden":
+        msg = "unknown key"
+    more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return BadInput(f"{origin}: {key}: {msg}{more}")
+
+
+def parse_workload(data: dict[str, Any], origin: str = "workload") -> Workload:
+    try:
+        return Workload.model_validate(data)
+    except ValidationError as err:
+        raise _first_error(err, origin) from None
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Read answers from FILE (.toml, or .json; other names are tried as TOML then JSON)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(f"cannot read workload file {p}: {getattr(err, 'strerror', None) or err}") from None
+    data: Any
+    if p.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise BadInput(f"{p}: malformed JSON at line {err.lineno}: {err.msg}") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            raise BadInput(f"{p}: malformed TOML: {err}") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{p}: expected a table of answers at the top level")
+    return parse_workload(data, str(p))
+
+
+def dump_workload_toml(w: Workload) -> str:
+    """Answers as TOML, only those given (a file that loads back to the same Workload)."""
+    lines = []
+    data = w.model_dump(mode="json", exclude_none=True)
+    storage = data.pop("storage", {})
+    for k, v in data.items():
+        lines.append(f"{k} = {json.dumps(v)}")
+    if storage:
+        lines += ["", "[storage]"] + [f"{k} = {json.dumps(v)}" for k, v in storage.items()]
+    return "\n".join(lines) + "\n"
+
+
+# ---- flags: one per answer, generated from the models so they never drift ----
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_workload_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("workload answers (override the --workload file)")
+    for model, prefix in ((Workload, ""), (Storage, "storage.")):
+        for name, field in model.model_fields.items():
+            if name == "storage":
+                continue
+            help_text = (field.description or "").replace("%", "%%")
+            g.add_argument(_flag(name), dest=f"answer:{prefix}{name}", metavar="VALUE",
+                           default=None, help=help_text)
+
+
+_BOOL = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    """The --workload file (if any) with the answer flags applied on top."""
+    base = load_workload(args.workload) if getattr(args, "workload", None) else Workload()
+    data = base.model_dump(exclude_none=True)
+    storage = data.setdefault("storage", {})
+    given = False
+    for key, value in vars(args).items():
+        if not key.startswith("answer:") or value is None:
+            continue
+        given = True
+        name = key.removeprefix("answer:")
+        target, field = (storage, name.removeprefix("storage.")) if name.startswith("storage.") else (data, name)
+        model = Storage if target is storage else Workload
+        ann = str(model.model_fields[field].annotation)
+        if "bool" in ann:
+            if value.lower() not in _BOOL:
+                raise BadInput(f"{_flag(field)}: expected yes or no, got {value!r}")
+            target[field] = _BOOL[value.lower()]
+        else:
+            target[field] = value
+    if not given:
+        return base
+    return parse_workload(data, "flags")

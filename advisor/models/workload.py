@@ -1,0 +1,89 @@
+"""Workload answers: what the device cannot tell. A contract: the same keys in TOML, JSON and as
+command-line flags; unknown keys are an error; every answer is optional (null = "don't know")."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from advisor.models.base import Model
+from advisor.models.units import ByteSize
+
+Access = Literal["read-heavy", "write-heavy", "mixed"]
+
+
+class Storage(Model):
+    """What the device hides: hardware RAID geometry and a protected controller cache."""
+
+    raid_stripe_unit: ByteSize | None = Field(default=None, gt=0)
+    """Hardware RAID stripe unit (chunk) in bytes or a size like "256KiB"."""
+    raid_data_disks: int | None = Field(default=None, ge=1, le=1024)
+    """Data disks per stripe in the hardware RAID (RAID6 of 10 disks: 8)."""
+    nonvolatile_write_cache: bool | None = None
+    """The controller or drive cache is battery- or flash-backed (survives power loss)."""
+
+    @model_validator(mode="after")
+    def _geometry_pairs(self) -> Storage:
+        if (self.raid_stripe_unit is None) != (self.raid_data_disks is None):
+            raise ValueError("give raid_stripe_unit and raid_data_disks together")
+        return self
+
+
+class Workload(Model):
+    """Answers about the workload. Missing means "don't know": the rules keep the default then."""
+
+    largest_directory_entries: int | None = Field(default=None, ge=0)
+    """Most entries any one directory will hold (drives the directory block size, -n size)."""
+    access: Access | None = None
+    """read-heavy, write-heavy or mixed (moves the directory-size thresholds)."""
+    fsyncs_per_second: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """fsync/fdatasync calls per second on the whole filesystem (log stripe unit, logbsize)."""
+    concurrent_writers: int | None = Field(default=None, ge=1)
+    """Processes or threads modifying the filesystem at once (allocation groups, log size)."""
+    median_file_size: ByteSize | None = None
+    """Typical file size, in bytes or as "16KiB" (benchmark shape)."""
+    xattr_bytes_per_file: int | None = Field(default=None, ge=0)
+    """Extended-attribute bytes per file: SELinux, Samba, Ceph... (inode size)."""
+    largest_xattr_value: ByteSize | None = None
+    """Largest single xattr value in bytes (over 254 never goes inline)."""
+    eventual_size: ByteSize | None = Field(default=None, gt=0)
+    """Planned size after growth, in bytes or as "40TiB" (allocation group size)."""
+    growth_factor: float | None = Field(default=None, ge=1, allow_inf_nan=False)
+    """Planned eventual size / initial size (alternative to eventual_size)."""
+    atime_needed: bool | None = None
+    """Something relies on access times (mail readers, tmp cleaners, HSM)."""
+    nfs_32bit_clients: bool | None = None
+    """32-bit NFS clients or 32-bit applications use the filesystem (inode32)."""
+    mount_point: str | None = None
+    """Where it will be mounted (for the fstab line)."""
+    must_mount_on_kernel: str | None = None
+    """Oldest kernel that must mount it, like "5.10" (rescue media, an older distro)."""
+    storage: Storage = Field(default_factory=Storage)
+    """What the device cannot tell about itself."""
+
+    @field_validator("mount_point")
+    @classmethod
+    def _absolute(cls, v: str | None) -> str | None:
+        if v is not None and (not v.startswith("/") or any(c.isspace() for c in v)):
+            raise ValueError("must be an absolute path without spaces")
+        return v
+
+    @field_validator("must_mount_on_kernel")
+    @classmethod
+    def _kernel(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[2-9]\.\d{1,2}", v):
+            raise ValueError('must be a kernel version like "5.10"')
+        return v
+
+    @model_validator(mode="after")
+    def _one_growth_key(self) -> Workload:
+        if self.eventual_size is not None and self.growth_factor is not None:
+            raise ValueError("give eventual_size or growth_factor, not both")
+        return self
+
+    def answered(self) -> set[str]:
+        """Names of the answers given (storage answers as storage.NAME)."""
+        top = {k for k, v in self if k != "storage" and v is not None}
+        return top | {f"storage.{k}" for k, v in self.storage if v is not None}

@@ -1,0 +1,81 @@
+"""The one place that builds argv lists for the system tools the advisor runs. Nothing here runs
+anything: advisor.system.runner does, so that every command can also be printed as a plan."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Sequence
+
+
+def mkfs_xfs(
+    target: str,
+    options: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    no_discard: bool = False,
+) -> list[str]:
+    """`mkfs.xfs [-N] [-f] [-K] OPTIONS TARGET`. -N prints the geometry and writes nothing;
+    -K skips the discard pass (a fresh loop file has nothing to discard and it costs time)."""
+    argv = ["mkfs.xfs"]
+    if dry_run:
+        argv.append("-N")
+    if force:
+        argv.append("-f")
+    if no_discard:
+        argv.append("-K")
+    return [*argv, *options, target]
+
+
+def mkfs_version() -> list[str]:
+    return ["mkfs.xfs", "-V"]
+
+
+def mount(device: str, mountpoint: str, options: Iterable[str] = (), fstype: str = "xfs") -> list[str]:
+    opts = ",".join(options)
+    return ["mount", "-t", fstype, *(["-o", opts] if opts else []), device, mountpoint]
+
+
+def umount(mountpoint: str, *, lazy: bool = False) -> list[str]:
+    return ["umount", *(["-l"] if lazy else []), mountpoint]
+
+
+def losetup_attach(backing_file: str, *, sector_size: int = 512, direct_io: bool = False) -> list[str]:
+    argv = ["losetup", "--find", "--show", "-b", str(sector_size)]
+    if direct_io:
+        argv.append("--direct-io=on")
+    return [*argv, backing_file]
+
+
+def losetup_detach(device: str) -> list[str]:
+    return ["losetup", "-d", device]
+
+
+def losetup_list() -> list[str]:
+    """Every attached loop device with its backing file, as JSON."""
+    return ["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"]
+
+
+def xfs_info(target: str) -> list[str]:
+    return ["xfs_info", target]
+
+
+def xfs_spaceman(mountpoint: str, command: str) -> list[str]:
+    return ["xfs_spaceman", "-c", command, mountpoint]
+
+
+def fio(jobfile: str, *, output_format: str = "json") -> list[str]:
+    return ["fio", f"--output-format={output_format}", jobfile]
+
+
+def fio_version() -> list[str]:
+    return ["fio", "--version"]
+
+
+def sync() -> list[str]:
+    return ["sync"]
+
+
+def shell_line(argv: Sequence[str]) -> str:
+    """argv as one line a person can paste into a shell."""
+    return shlex.join(argv)

@@ -1,4 +1,4 @@
-"""xfs-advisor: mkfs.xfs and mount advice from the device and the workload, validated by A/B runs."""
+"""xfs-advisor: mkfs.xfs and mount advice from the device and the workload, checked by A/B runs."""
 
 __version__ = "0.1.0"
 

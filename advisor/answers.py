@@ -37,7 +37,8 @@ def load_workload(path: str | Path) -> Workload:
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"cannot read workload file {p}: {getattr(err, 'strerror', None) or err}") from None
+        reason = getattr(err, "strerror", None) or err
+        raise BadInput(f"cannot read workload file {p}: {reason}") from None
     data: Any
     if p.suffix.lower() == ".json" or text.lstrip().startswith("{"):
         try:
@@ -97,7 +98,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
             continue
         given = True
         name = key.removeprefix("answer:")
-        target, field = (storage, name.removeprefix("storage.")) if name.startswith("storage.") else (data, name)
+        in_storage = name.startswith("storage.")
+        target, field = (storage, name.removeprefix("storage.")) if in_storage else (data, name)
         model = Storage if target is storage else Workload
         ann = str(model.model_fields[field].annotation)
         if "bool" in ann:

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "(see xfs-advisor --help)")
         from advisor.tui.app import run_tui  # the only path that imports Textual
 
-        return run_tui(args)
+        return int(run_tui(args))
     except AdvisorError as err:
         return _report(err, err.exit_code, as_json)
     except KeyboardInterrupt:
@@ -103,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("XFS_ADVISOR_DEBUG"):
             raise
         return _report(
-            f"internal error: {type(exc).__name__}: {exc} (set XFS_ADVISOR_DEBUG=1 for a traceback)",
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(set XFS_ADVISOR_DEBUG=1 for a traceback)",
             EXIT_BUG,
             as_json,
         )

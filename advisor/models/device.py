@@ -82,7 +82,8 @@ class Usage(Model):
     swap: bool = False
     """Listed in /proc/swaps."""
     signatures: list[Fact[str]] = Field(default_factory=list)
-    """Signatures libblkid found: filesystem, partition table, RAID or LVM member, swap (live only)."""
+    """Signatures libblkid found: filesystem, partition table, RAID or LVM member, swap (live
+    only)."""
     probed: bool = False
     """True when libblkid was asked (live system as root), so an empty `signatures` means empty."""
 

@@ -42,7 +42,9 @@ def parse_size(value: Any) -> int:
     number, unit = m.groups()
     factor = _UNITS.get(unit.lower())
     if factor is None:
-        raise ValueError(f"unknown unit {unit!r} in {value!r} (use B, KiB, MiB, GiB, TiB, or k, m, g, t)")
+        raise ValueError(
+            f"unknown unit {unit!r} in {value!r} (use B, KiB, MiB, GiB, TiB, or k, m, g, t)"
+        )
     return int(float(number) * factor)
 
 

@@ -31,7 +31,9 @@ def mkfs_version() -> list[str]:
     return ["mkfs.xfs", "-V"]
 
 
-def mount(device: str, mountpoint: str, options: Iterable[str] = (), fstype: str = "xfs") -> list[str]:
+def mount(
+    device: str, mountpoint: str, options: Iterable[str] = (), fstype: str = "xfs"
+) -> list[str]:
     opts = ",".join(options)
     return ["mount", "-t", fstype, *(["-o", opts] if opts else []), device, mountpoint]
 
@@ -40,7 +42,9 @@ def umount(mountpoint: str, *, lazy: bool = False) -> list[str]:
     return ["umount", *(["-l"] if lazy else []), mountpoint]
 
 
-def losetup_attach(backing_file: str, *, sector_size: int = 512, direct_io: bool = False) -> list[str]:
+def losetup_attach(
+    backing_file: str, *, sector_size: int = 512, direct_io: bool = False
+) -> list[str]:
     argv = ["losetup", "--find", "--show", "-b", str(sector_size)]
     if direct_io:
         argv.append("--direct-io=on")

@@ -41,7 +41,7 @@ def run(
     *,
     timeout: float | None = DEFAULT_TIMEOUT,
     check: bool = True,
-    input: str | None = None,  # noqa: A002 - mirrors subprocess's name
+    input: str | None = None,
 ) -> Result:
     """Run argv and return its output. With check, a non-zero exit raises ToolProblem naming the
     command and the first line of its stderr; a missing tool always raises ToolProblem."""

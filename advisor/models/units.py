@@ -7,6 +7,7 @@ Single letters and IEC suffixes are binary, as in mkfs.xfs (k = KiB = 1024); SI 
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer
@@ -45,7 +46,7 @@ def parse_size(value: Any) -> int:
         raise ValueError(
             f"unknown unit {unit!r} in {value!r} (use B, KiB, MiB, GiB, TiB, or k, m, g, t)"
         )
-    return int(float(number) * factor)
+    return int(Fraction(number) * factor)  # exact: no float rounding of large byte counts
 
 
 def format_size(n: int) -> str:

@@ -1,0 +1,124 @@
+"""The boundary around libblkid (pylibblkid, imported as `blkid`): what is on a live device, and the
+I/O topology the kernel reports for it. Only live devices can be probed; captures carry the results.
+
+`probe_signatures` asks the way mkfs.xfs checks for existing data before it overwrites a device:
+superblocks (type and usage) and partition tables, in one safe probe.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from advisor.errors import DeviceProblem
+from advisor.models.base import FrozenModel
+from advisor.models.device import Fact
+
+SOURCE = "blkid"
+
+
+class Topology(FrozenModel):
+    """I/O topology as libblkid reports it for a live device (the numbers mkfs.xfs starts from)."""
+
+    minimum_io_size: Fact[int] = Fact()
+    """Minimum I/O size in bytes (mkfs.xfs's stripe unit candidate)."""
+    optimal_io_size: Fact[int] = Fact()
+    """Optimal I/O size in bytes (0: not reported; mkfs.xfs's stripe width candidate)."""
+    alignment_offset: Fact[int] = Fact()
+    """Alignment offset in bytes."""
+    logical_sector_size: Fact[int] = Fact()
+    """Logical sector size in bytes."""
+    physical_sector_size: Fact[int] = Fact()
+    """Physical sector size in bytes."""
+
+
+def _library() -> Any:
+    try:
+        import blkid
+    except ImportError as exc:  # the binding is a declared dependency; say how to get it back
+        raise DeviceProblem(
+            f"cannot probe devices: the libblkid binding is missing ({exc}); run ./bootstrap"
+        ) from exc
+    return blkid
+
+
+def _open(path: str) -> Any:
+    lib = _library()
+    probe = lib.Probe()
+    try:
+        probe.set_device(path, flags=os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise DeviceProblem(f"cannot open {path} for probing: {exc.strerror or exc}") from exc
+    except RuntimeError as exc:
+        raise DeviceProblem(f"cannot probe {path}: {exc}") from exc
+    return probe
+
+
+def _value(probe: Any, key: str) -> str | None:
+    try:
+        raw = probe.lookup_value(key)
+    except RuntimeError:  # pylibblkid raises when the key was not found
+        return None
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", "replace")
+    return str(raw)
+
+
+def probe_signatures(path: str) -> list[Fact[str]]:
+    """Every signature libblkid finds on `path`: a filesystem, swap, RAID or LVM member (TYPE, with
+    USAGE) and a partition table (PTTYPE). Empty when the device holds nothing libblkid knows.
+    Raises DeviceProblem when the device cannot be opened."""
+    lib = _library()
+    probe = _open(path)
+    probe.enable_superblocks(True)
+    probe.set_superblocks_flags(lib.SUBLKS_TYPE | lib.SUBLKS_USAGE | lib.SUBLKS_VERSION)
+    probe.enable_partitions(True)
+    note: str | None = None
+    try:
+        found = bool(probe.do_safeprobe())
+    except RuntimeError:
+        # Ambivalent results (two filesystems, or a filesystem and a RAID signature): a full probe
+        # still names the first one, which is what matters before overwriting.
+        probe.reset_probe()
+        found = bool(probe.do_fullprobe())
+        note = "libblkid found more than one signature (ambivalent); the first is reported"
+    if not found:
+        return []
+    facts: list[Fact[str]] = []
+    fstype = _value(probe, "TYPE")
+    if fstype is not None:
+        usage = _value(probe, "USAGE")
+        version = _value(probe, "VERSION")
+        raw = " ".join(
+            f"{k}={v}" for k, v in (("TYPE", fstype), ("USAGE", usage), ("VERSION", version)) if v
+        )
+        facts.append(Fact[str](value=fstype, source=SOURCE, path=path, raw=raw, note=note))
+    pttype = _value(probe, "PTTYPE")
+    if pttype is not None:
+        facts.append(Fact[str](value=pttype, source=SOURCE, path=path, raw=f"PTTYPE={pttype}",
+                               note="partition table"))
+    return facts
+
+
+def probe_topology(path: str) -> Topology:
+    """Minimum/optimal I/O size, alignment offset and sector sizes of a live device, as libblkid
+    (and so mkfs.xfs) sees them. Raises DeviceProblem when the device cannot be probed."""
+    probe = _open(path)
+    try:
+        topo = probe.topology
+    except RuntimeError as exc:  # raised for regular files, which have no topology
+        raise DeviceProblem(f"no I/O topology for {path}: {exc}") from exc
+
+    def fact(name: str) -> Fact[int]:
+        value = getattr(topo, name, None)
+        if not isinstance(value, int):
+            return Fact[int](source=SOURCE, path=path, note=f"libblkid gave no {name}")
+        return Fact[int](value=value, source=SOURCE, path=path, raw=f"{name}={value}")
+
+    return Topology(
+        minimum_io_size=fact("minimum_io_size"),
+        optimal_io_size=fact("optimal_io_size"),
+        alignment_offset=fact("alignment_offset"),
+        logical_sector_size=fact("logical_sector_size"),
+        physical_sector_size=fact("physical_sector_size"),
+    )

@@ -1,0 +1,372 @@
+"""Every block device of a host, from sysfs and /proc (live or a captured tree), plus libblkid and
+udev on the live system. One code path: the live system is just the sysroot `/`.
+
+Reads go through SysRoot; parsing is in advisor.inspect.parsers; the stripe rules are in
+advisor.inspect.geometry. A missing or garbage attribute becomes a null fact with a note.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from advisor.errors import DeviceProblem
+from advisor.inspect import geometry, parsers
+from advisor.inspect.probes import Probes, can_probe, load_probes, probe_live
+from advisor.models.device import (
+    Device,
+    DeviceKind,
+    Fact,
+    Inventory,
+    MdInfo,
+    StripeGeometry,
+    Usage,
+)
+from advisor.models.units import format_size
+from advisor.system.sysroot import SysRoot
+
+T = TypeVar("T")
+
+SYSFS = "sysfs"
+#: RAM disks (major 1) are left out, as lsblk does by default: never a place for a filesystem.
+EXCLUDED_MAJORS = frozenset({"1"})
+
+# Concrete Fact classes, built once: parametrising a generic model on every call is costly.
+FactInt = Fact[int]
+FactBool = Fact[bool]
+FactStr = Fact[str]
+
+
+@dataclass
+class _Reader:
+    """Reads one attribute into a Fact, collecting notes about garbage values for the device."""
+
+    root: SysRoot
+    notes: list[str] = field(default_factory=list)
+
+    def fact(self, cls: type[Fact[T]], rel: str, parse: Callable[[str], T], *,
+             optional: bool = False) -> Fact[T]:
+        """`optional`: an empty file is as good as a missing one (identity strings)."""
+        raw = self.root.read(rel)
+        if raw is None or (optional and not raw):
+            return cls.model_construct(value=None, source=SYSFS, path=rel, raw=None,
+                                       note="missing")
+        try:
+            value = parse(raw)
+        except ValueError as err:
+            self.notes.append(f"{rel}: unparsable ({err})")
+            return cls.model_construct(value=None, source=SYSFS, path=rel, raw=raw[:200],
+                                       note=f"unparsable: {err}")
+        return cls.model_construct(value=value, source=SYSFS, path=rel, raw=raw, note=None)
+
+
+#: Queue attributes: Device field, file under queue/, parser.
+_QUEUE: tuple[tuple[str, str, type[Fact[Any]], Callable[[str], Any]], ...] = (
+    ("rotational", "rotational", FactBool, parsers.parse_flag),
+    ("nr_requests", "nr_requests", FactInt, parsers.parse_int),
+    ("write_cache", "write_cache", FactStr, parsers.parse_write_cache),
+    ("fua", "fua", FactBool, parsers.parse_flag),
+    ("dax", "dax", FactBool, parsers.parse_flag),
+    ("zoned", "zoned", FactStr, parsers.parse_zoned),
+    ("scheduler", "scheduler", FactStr, parsers.parse_scheduler),
+    ("discard_granularity", "discard_granularity", FactInt, parsers.parse_int),
+    ("discard_max_bytes", "discard_max_bytes", FactInt, parsers.parse_int),
+    ("logical_sector", "logical_block_size", FactInt, parsers.parse_int),
+    ("physical_sector", "physical_block_size", FactInt, parsers.parse_int),
+    ("min_io", "minimum_io_size", FactInt, parsers.parse_int),
+    ("opt_io", "optimal_io_size", FactInt, parsers.parse_int),
+)
+
+
+def _kind_of(name: str) -> DeviceKind:
+    for prefix, kind in (("dm-", "dm"), ("md", "md"), ("loop", "loop"), ("zram", "zram"),
+                         ("sr", "rom")):
+        if name.startswith(prefix):
+            return kind  # type: ignore[return-value]  # the literal comes from the table above
+    return "disk"
+
+
+def _vanished(root: SysRoot, rel: str, name: str) -> DeviceProblem:
+    return DeviceProblem(f"device {name} disappeared while it was being inspected "
+                         f"({root.path(rel)} is gone); run the command again")
+
+
+def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
+    """The facts of one /sys/block entry and its partitions, as Device field dicts (without the
+    tree, stripe and usage, which need every device). Empty when the device is skipped."""
+    base = f"sys/block/{name}"
+    rd = _Reader(root)
+    maj_min = rd.fact(FactStr, f"{base}/dev", parsers.parse_maj_min)
+    size = rd.fact(FactInt, f"{base}/size", parsers.parse_sectors)
+    if maj_min.value is None and size.value is None and not root.exists(base):
+        raise _vanished(root, base, name)
+    if maj_min.value is not None and maj_min.value.split(":")[0] in EXCLUDED_MAJORS:
+        return []
+    if size.value == 0:
+        return []  # an unattached loop device, an empty drive: lsblk hides these too
+
+    kind = _kind_of(name)
+    fields: dict[str, Any] = {
+        "name": name, "display_name": name, "path": f"/dev/{name}", "maj_min": maj_min.value,
+        "kind": kind, "size_bytes": size,
+        "read_only": rd.fact(FactBool, f"{base}/ro", parsers.parse_flag),
+        "removable": rd.fact(FactBool, f"{base}/removable", parsers.parse_flag),
+        "alignment_offset": rd.fact(FactInt, f"{base}/alignment_offset", parsers.parse_int),
+    }
+    for attr, fname, cls, parse in _QUEUE:
+        fields[attr] = rd.fact(cls, f"{base}/queue/{fname}", parse)
+
+    mq = root.listdir(f"{base}/mq")
+    if mq:
+        fields["hw_queues"] = FactInt.model_construct(
+            value=len(mq), source=SYSFS, path=f"{base}/mq", raw=" ".join(mq), note=None)
+        fields["hw_queue_tags"] = rd.fact(FactInt, f"{base}/mq/{mq[0]}/nr_tags", parsers.parse_int)
+    else:
+        fields["hw_queues"] = FactInt.model_construct(value=None, source=SYSFS, path=f"{base}/mq",
+                                                      raw=None, note="no blk-mq hardware queues")
+
+    if kind in ("disk", "rom"):
+        link = root.readlink(base)
+        fields["transport"] = parsers.transport_from_link(link) if link else None
+        fields["queue_depth"] = rd.fact(FactInt, f"{base}/device/queue_depth", parsers.parse_int)
+        fields["model"] = rd.fact(FactStr, f"{base}/device/model", parsers.parse_word,
+                                  optional=True)
+        fields["serial"] = rd.fact(FactStr, f"{base}/device/serial", parsers.parse_word,
+                                  optional=True)
+        wwid = rd.fact(FactStr, f"{base}/wwid", parsers.parse_word,
+                                  optional=True)
+        if wwid.value is None:
+            wwid = rd.fact(FactStr, f"{base}/device/wwid", parsers.parse_word,
+                                  optional=True)
+        fields["wwn"] = wwid
+    elif kind == "dm":
+        dm_name = root.read(f"{base}/dm/name")
+        dm_uuid = root.read(f"{base}/dm/uuid")
+        if dm_name:
+            fields["dm_name"] = dm_name
+            fields["display_name"] = dm_name
+            fields["path"] = f"/dev/mapper/{dm_name}"
+        else:
+            rd.notes.append(f"{base}/dm/name: missing")
+        fields["dm_uuid"] = dm_uuid or None
+        fields["dm_kind"] = parsers.dm_kind_from_uuid(dm_uuid) if dm_uuid else "other"
+    elif kind == "md":
+        fields["md"] = _read_md(rd, base)
+
+    fields["parents"] = root.listdir(f"{base}/slaves")
+    holders = root.listdir(f"{base}/holders")
+    fields["holders"] = holders
+    partitions = [_read_partition(root, name, entry, fields)
+                  for entry in root.listdir(base)
+                  if entry.startswith(name) and entry != name
+                  and root.exists(f"{base}/{entry}/partition")]
+    fields["children"] = [p["name"] for p in partitions] + holders
+    fields["notes"] = rd.notes
+    return [fields, *partitions]
+
+
+def _read_md(rd: _Reader, base: str) -> MdInfo:
+    level = rd.fact(FactStr, f"{base}/md/level", parsers.parse_word)
+    chunk = rd.fact(FactInt, f"{base}/md/chunk_size", parsers.parse_int)
+    disks = rd.fact(FactInt, f"{base}/md/raid_disks", parsers.parse_int)
+    layout = rd.fact(FactInt, f"{base}/md/layout", parsers.parse_int)
+    data: Fact[int]
+    if level.value is None or disks.value is None:
+        data = FactInt.model_construct(value=None, source="derived", path=f"{base}/md",
+                                       raw=None, note="md level or raid_disks unknown")
+    else:
+        try:
+            value = parsers.md_data_disks(level.value, disks.value, layout.value or 0)
+            data = FactInt.model_construct(
+                value=value, source="derived", path=f"{base}/md",
+                raw=f"level={level.value} raid_disks={disks.value} layout={layout.raw}", note=None)
+        except ValueError as err:
+            data = FactInt.model_construct(value=None, source="derived", path=f"{base}/md",
+                                           raw=None, note=str(err))
+    return MdInfo.model_construct(level=level, chunk_bytes=chunk, raid_disks=disks, layout=layout,
+                                  data_disks=data)
+
+
+def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, Any]
+                    ) -> dict[str, Any]:
+    base = f"sys/block/{disk}/{name}"
+    rd = _Reader(root)
+    fields: dict[str, Any] = {
+        "name": name, "display_name": name, "path": f"/dev/{name}", "kind": "part",
+        "maj_min": rd.fact(FactStr, f"{base}/dev", parsers.parse_maj_min).value,
+        "size_bytes": rd.fact(FactInt, f"{base}/size", parsers.parse_sectors),
+        "read_only": rd.fact(FactBool, f"{base}/ro", parsers.parse_flag),
+        "removable": disk_fields["removable"],
+        "alignment_offset": rd.fact(FactInt, f"{base}/alignment_offset", parsers.parse_int),
+        "partition_start": rd.fact(FactInt, f"{base}/start", parsers.parse_sectors),
+        "transport": disk_fields.get("transport"),
+    }
+    # A partition has no queue of its own: its limits are the whole disk's.
+    for attr, *_ in _QUEUE:
+        fields[attr] = disk_fields[attr]
+    for attr in ("hw_queues", "hw_queue_tags", "queue_depth"):
+        if attr in disk_fields:
+            fields[attr] = disk_fields[attr]
+    holders = root.listdir(f"{base}/holders")
+    fields.update(parents=[disk], holders=holders, children=holders, notes=rd.notes)
+    return fields
+
+
+def _topological(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parents before children, otherwise in sysfs order."""
+    index = {f["name"]: i for i, f in enumerate(fields)}
+    waiting = [sum(1 for p in f["parents"] if p in index) for f in fields]
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    order: list[dict[str, Any]] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(fields[i])
+        for child in fields[i]["children"]:
+            j = index.get(child)
+            if j is not None and fields[i]["name"] in fields[j]["parents"]:
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    heapq.heappush(ready, j)
+    if len(order) < len(fields):  # a cycle in a broken tree: keep the rest in sysfs order
+        seen = {f["name"] for f in order}
+        order.extend(f for f in fields if f["name"] not in seen)
+    return order
+
+
+def _md_origin(dev: dict[str, Any]) -> tuple[tuple[int, int], str] | None:
+    md: MdInfo | None = dev.get("md")
+    if md is None:
+        return None
+    found = geometry.md_stripe(md.chunk_bytes.value, md.data_disks.value)
+    if found is None:
+        return None
+    unit = found[0]
+    label = (f"{dev['name']} (md {md.level.value}, {md.raid_disks.value} disks, "
+             f"chunk {format_size(unit)})")
+    return found, label
+
+
+def _stripe(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> StripeGeometry:
+    stripe = geometry.mkfs_detected_stripe(
+        min_io=dev["min_io"].value, opt_io=dev["opt_io"].value,
+        physical_sector=dev["physical_sector"].value, logical_sector=dev["logical_sector"].value,
+        size_bytes=dev["size_bytes"].value, source=f"{dev['name']} (min/opt io)")
+    own = _md_origin(dev)
+    if own is not None:
+        return geometry.with_origin(stripe, own[1]) if stripe.source != "none" else stripe
+    # An md array further down (LVM or dm-crypt on md RAID): name it as the origin.
+    seen: set[str] = set()
+    stack = list(dev["parents"])
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        below = _md_origin(by_name[name])
+        if below is None:
+            stack.extend(by_name[name]["parents"])
+            continue
+        md_geometry, label = below
+        if stripe.sunit_bytes == md_geometry[0] and stripe.swidth_bytes == md_geometry[1]:
+            return geometry.with_origin(stripe, f"{label}, passed up to {dev['display_name']}")
+        if stripe.source == "none" and dev["kind"] != "part":
+            return geometry.hidden_below(md_geometry, label, dev["display_name"])
+    return stripe
+
+
+def _usage(dev: dict[str, Any], table: str, mounts: dict[str, list[parsers.MountEntry]],
+           swaps: set[str], probes: Probes) -> Usage:
+    entries = mounts.get(dev["name"], [])
+    fstype: Fact[str] = FactStr.model_construct(value=None, source="unknown", path=None, raw=None,
+                                                note=None)
+    if entries:
+        fstype = FactStr.model_construct(value=entries[0].fstype, source="mountinfo",
+                                         path=table, raw=entries[0].raw, note=None)
+    signatures = probes.signatures.get(dev["name"], [])
+    if fstype.value is None:
+        for sig in signatures:
+            if sig.raw and sig.raw.startswith("TYPE="):
+                fstype = sig
+                break
+    probed = probes.probed and dev["name"] in probes.signatures
+    return Usage.model_construct(
+        mountpoints=[e.mountpoint for e in entries], fstype=fstype,
+        swap=dev["name"] in swaps, signatures=signatures, probed=probed)
+
+
+def _mount_table(root: SysRoot) -> tuple[str, list[parsers.MountEntry]]:
+    """The mount table and which file it came from: captures may hold either."""
+    text = root.read("proc/self/mountinfo")
+    if text is not None:
+        return "proc/self/mountinfo", parsers.parse_mountinfo(text)
+    text = root.read("proc/mounts")
+    if text is not None:
+        return "proc/mounts", parsers.parse_proc_mounts(text)
+    return "none", []
+
+
+def _by_device(fields: list[dict[str, Any]], entries: list[parsers.MountEntry]
+               ) -> dict[str, list[parsers.MountEntry]]:
+    by_devno = {f["maj_min"]: f["name"] for f in fields if f["maj_min"]}
+    by_path = {f["path"]: f["name"] for f in fields}
+    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields})
+    out: dict[str, list[parsers.MountEntry]] = {}
+    for e in entries:
+        name = by_devno.get(e.maj_min or "") or by_path.get(e.source)
+        if name is not None:
+            out.setdefault(name, []).append(e)
+    return out
+
+
+def inspect_devices(root: SysRoot, *, probe: bool = True) -> Inventory:
+    """Every block device under `root` (partitions included), parents before children.
+
+    With `probe`, libblkid and udev are asked too: on the live system when running as root, or
+    from the probe file of a capture. Raises DeviceProblem when a device vanishes mid-scan."""
+    fields: list[dict[str, Any]] = []
+    for name in root.listdir("sys/block"):
+        fields.extend(_read_device(root, name))
+    by_name = {f["name"]: f for f in fields}
+    for f in fields:  # a holder/slave outside the inventory (excluded or empty) is not shown
+        f["parents"] = [p for p in f["parents"] if p in by_name]
+        f["children"] = [c for c in f["children"] if c in by_name]
+        f["holders"] = [h for h in f["holders"] if h in by_name]
+
+    probes = Probes()
+    if probe:
+        probes = probe_live([f["name"] for f in fields]) if can_probe(root) else load_probes(root)
+    table, entries = _mount_table(root)
+    mounts = _by_device(fields, entries)
+    swap_paths = set(parsers.parse_swaps(root.read("proc/swaps") or ""))
+    swaps = {f["name"] for f in fields if f["path"] in swap_paths
+             or f"/dev/{f['name']}" in swap_paths}
+
+    devices: list[Device] = []
+    for f in _topological(fields):
+        f["stripe"] = _stripe(f, by_name)
+        f["usage"] = _usage(f, table, mounts, swaps, probes)
+        error = probes.errors.get(f["name"])
+        if error:
+            f["notes"] = [*f["notes"], f"libblkid: {error}"]
+        udev = probes.udev.get(f["name"], {})
+        for attr, key in (("model", "ID_MODEL"), ("serial", "ID_SERIAL_SHORT"), ("wwn", "ID_WWN")):
+            if key in udev:
+                f[attr] = FactStr.model_construct(value=udev[key], source="udev",
+                                                  path=f"udev:{key}", raw=udev[key], note=None)
+        devices.append(Device.model_construct(**f))
+    return Inventory.model_construct(schema_version=1, sysroot=str(root.root), live=root.live,
+                                     devices=devices)
+
+
+def find_device(inv: Inventory, name: str) -> Device:
+    """The device called `name` (kernel name, dm name, /dev path); DeviceProblem listing the known
+    ones otherwise."""
+    dev = inv.get(name)
+    if dev is None:
+        known = ", ".join(d.display_name for d in inv.devices) or "none"
+        raise DeviceProblem(f"unknown device '{name}' (known: {known})")
+    return dev
+

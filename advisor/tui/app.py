@@ -1,0 +1,198 @@
+"""The interactive advisor: devices -> workload -> proposal -> validation, keyboard first.
+
+Each step is a Textual mode (its screen keeps its state while another is shown). The app holds the
+shared state (the inventory, the chosen device, the answers); screens read it and call the core
+through advisor.tui.core. Nothing here decides anything about XFS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from advisor.models.device import Device, Inventory
+from advisor.models.workload import Workload
+
+STEPS = ("devices", "workload", "proposal", "validate")
+
+
+@dataclass
+class AdvisorState:
+    """What the person has chosen so far; every screen reads it, the screens that own a part of it
+    write it."""
+
+    inventory: Inventory
+    device_name: str | None = None
+    workload: Workload = field(default_factory=Workload)
+    """The last valid answers (the form may hold invalid text meanwhile)."""
+    workload_problem: str | None = None
+    """Why the form's current text is not a valid workload, when it is not."""
+    workload_path: str | None = None
+    """The file the answers were loaded from or last saved to."""
+    sysroot: str | None = None
+
+    @property
+    def device(self) -> Device | None:
+        return self.inventory.get(self.device_name) if self.device_name else None
+
+
+class AdvisorApp(App[int]):
+    """The xfs-advisor TUI."""
+
+    TITLE = "xfs-advisor"
+    CSS_PATH = "app.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f2", "step('devices')", "Devices"),
+        Binding("f3", "step('workload')", "Workload"),
+        Binding("f4", "step('proposal')", "Proposal"),
+        Binding("f5", "step('validate')", "Validate"),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+    ]
+
+    def __init__(
+        self,
+        state: AdvisorState,
+        *,
+        reload_inventory: Callable[[], Inventory] | None = None,
+        follow_hotplug: bool = False,
+        start: str = "devices",
+    ) -> None:
+        super().__init__()
+        self.state = state
+        self._reload_inventory = reload_inventory
+        self._follow_hotplug = follow_hotplug
+        self._start = start
+        self._observer: Any = None
+
+    def on_mount(self) -> None:
+        from advisor.tui.devices import DevicesScreen
+        from advisor.tui.proposal import ProposalScreen
+        from advisor.tui.validate import ValidateScreen
+        from advisor.tui.workload import WorkloadScreen
+
+        factories: dict[str, Callable[[], Screen[Any]]] = {
+            "devices": DevicesScreen, "workload": WorkloadScreen,
+            "proposal": ProposalScreen, "validate": ValidateScreen,
+        }
+        for name, factory in factories.items():
+            self.add_mode(name, factory)
+        self.switch_mode(self._start)
+        if self._follow_hotplug:
+            self._start_hotplug()
+
+    # ---- steps ----
+
+    def action_step(self, name: str) -> None:
+        if name in STEPS and self.current_mode != name:
+            self.switch_mode(name)
+
+    def choose_device(self, name: str) -> None:
+        """The person picked a device: remember it and move on to the questions."""
+        self.state.device_name = name
+        self.sub_title = name
+        self.switch_mode("workload")
+
+    def action_help(self) -> None:
+        from advisor.tui.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.current_mode))
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for name in STEPS:
+            yield SystemCommand(f"Go to {name}", f"Show the {name} step",
+                                lambda name=name: self.action_step(name))
+        yield SystemCommand("Toggle light/dark theme", "Switch between the light and dark theme",
+                            self.action_toggle_theme)
+
+    # ---- devices coming and going ----
+
+    def reload_devices(self) -> None:
+        """Read the devices again (hotplug, or `r`) and tell the devices screen."""
+        if self._reload_inventory is None:
+            return
+        try:
+            self.state.inventory = self._reload_inventory()
+        except Exception as err:  # a device vanishing mid-scan must not end the session
+            self.notify(f"could not re-read devices: {err}", severity="error")
+            return
+        from advisor.tui.devices import DevicesScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, DevicesScreen):
+                screen.show_inventory()
+        with contextlib.suppress(Exception):
+            devices = self.get_screen("devices")
+            if isinstance(devices, DevicesScreen) and devices.is_mounted:
+                devices.show_inventory()
+
+    def _start_hotplug(self) -> None:
+        try:
+            import pyudev
+
+            context = pyudev.Context()
+            monitor = pyudev.Monitor.from_netlink(context)
+            monitor.filter_by("block")
+            self._observer = pyudev.MonitorObserver(
+                monitor, callback=lambda _device: self.call_from_thread(self._hotplug_seen))
+            self._observer.start()
+        except Exception as err:  # no netlink (container, not root): the list just does not follow
+            self.notify(f"not following hotplug: {err}", severity="warning")
+            self._observer = None
+
+    def _hotplug_seen(self) -> None:
+        # Events come in bursts (a disk and its partitions): read once when they settle.
+        self.set_timer(0.3, self.reload_devices, name="hotplug")
+
+    def on_unmount(self) -> None:
+        if self._observer is not None:
+            with contextlib.suppress(Exception):
+                self._observer.send_stop()
+
+
+def build_app(args: argparse.Namespace) -> AdvisorApp:
+    """The app for the command line's arguments: reads devices and answers before any screen shows,
+    so a bad sysroot, device or workload file is a one-line error, not a broken screen."""
+    from advisor.answers import load_workload
+    from advisor.errors import DeviceProblem
+    from advisor.tui.core import is_live, read_inventory
+
+    sysroot = getattr(args, "sysroot", None)
+    inventory = read_inventory(sysroot)
+    state = AdvisorState(inventory=inventory, sysroot=sysroot)
+    workload_path = getattr(args, "workload", None)
+    if workload_path:
+        state.workload = load_workload(workload_path)
+        state.workload_path = workload_path
+    device = getattr(args, "device", None)
+    start = "devices"
+    if device:
+        found = inventory.get(device)
+        if found is None:
+            known = ", ".join(d.name for d in inventory.devices) or "none"
+            raise DeviceProblem(f"no device {device!r} (known: {known})")
+        state.device_name = found.name
+        start = "proposal" if workload_path else "workload"
+    live = is_live(sysroot)
+    return AdvisorApp(state, reload_inventory=lambda: read_inventory(sysroot),
+                      follow_hotplug=live, start=start)
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    """Run the interactive advisor until the person quits; the exit code."""
+    app = build_app(args)
+    result = app.run()
+    return int(result or 0)

@@ -1,0 +1,128 @@
+"""Step 1: the block devices as a stacking tree with the facts that matter at a glance, badges for
+what stands in the way, and every fact with its provenance in the details pane."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container, Vertical
+from textual.coordinate import Coordinate
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from advisor.tui.device_view import badges, columns, fact_lines, tree_rows
+
+if TYPE_CHECKING:
+    from advisor.tui.app import AdvisorApp
+
+
+class DevicesScreen(Screen[None]):
+    """Pick the device to format."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "choose", "Choose", priority=True),
+        Binding("r", "reload", "Reload"),
+    ]
+    # The details pane goes below the list when the terminal is too narrow for both side by side.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012 (Textual's own type)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._names: dict[str, str] = {}
+
+    @property
+    def advisor(self) -> AdvisorApp:
+        from advisor.tui.app import AdvisorApp
+
+        assert isinstance(self.app, AdvisorApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Container(id="devices-body"):
+            yield DataTable(id="device-table", cursor_type="row", zebra_stripes=False)
+            with Vertical(id="device-details"):
+                yield Static(id="details-title")
+                yield DataTable(id="facts", cursor_type="row", show_cursor=False)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.title = "xfs-advisor: devices"
+        table = self.query_one("#device-table", DataTable)
+        table.add_column("NAME", key="name")
+        for label in ("SIZE", "MEDIA", "CACHE", "FUA", "STRIPE", "STATE"):
+            table.add_column(label, key=label.lower())
+        facts = self.query_one("#facts", DataTable)
+        facts.add_columns("fact", "value", "source", "from")
+        self.show_inventory()
+        table.focus()
+
+    def show_inventory(self) -> None:
+        """(Re)fill the tree from the app's inventory, keeping the cursor on the same device."""
+        table = self.query_one("#device-table", DataTable)
+        state = self.advisor.state
+        keep = state.device_name
+        if table.row_count and table.cursor_row >= 0:
+            keep = self._name_at(table.cursor_row) or keep
+        table.clear()
+        self._names = {}
+        cursor = 0
+        for i, row in enumerate(tree_rows(state.inventory)):
+            device = row.device
+            name = Text(row.prefix, style="dim") + Text(device.display_name)
+            state_text = Text(" ").join(Text(b.text, style=b.style) for b in badges(device))
+            table.add_row(name, *columns(device), state_text, key=row.key)
+            self._names[row.key] = device.name
+            if device.name == keep and not cursor:
+                cursor = i
+        where = "live system" if state.inventory.live else f"capture {state.inventory.sysroot}"
+        table.border_title = f"{len(state.inventory.devices)} devices ({where})"
+        if table.row_count:
+            table.move_cursor(row=cursor)
+            self._show_details(self._name_at(cursor))
+        else:
+            self._show_details(None)
+
+    def _name_at(self, row: int) -> str | None:
+        table = self.query_one("#device-table", DataTable)
+        try:
+            key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+        except Exception:
+            return None
+        return self._names.get(key or "")
+
+    def _show_details(self, name: str | None) -> None:
+        title = self.query_one("#details-title", Static)
+        facts = self.query_one("#facts", DataTable)
+        facts.clear()
+        device = self.advisor.state.inventory.get(name) if name else None
+        if device is None:
+            title.update("no device")
+            return
+        kind = device.kind + (f" ({device.dm_kind})" if device.dm_kind else "")
+        title.update(Text.assemble((device.path, "bold"), f"  {kind}"))
+        for line in fact_lines(device):
+            value = Text(line.value, style="dim" if line.value == "unknown" else "")
+            facts.add_row(line.name, value, line.source, line.origin)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "device-table":
+            self._show_details(self._names.get(event.row_key.value or ""))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "device-table":
+            name = self._names.get(event.row_key.value or "")
+            if name:
+                self.advisor.choose_device(name)
+
+    def action_choose(self) -> None:
+        table = self.query_one("#device-table", DataTable)
+        name = self._name_at(table.cursor_row)
+        if name:
+            self.advisor.choose_device(name)
+
+    def action_reload(self) -> None:
+        self.advisor.reload_devices()

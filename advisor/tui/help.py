@@ -1,0 +1,65 @@
+"""`?`: what each step is for and its keys."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+GENERAL = """\
+**Keys everywhere**: `F2` devices, `F3` workload, `F4` proposal, `F5` validate, `?` this help,
+`q` quit (`ctrl+q` inside a text field), `ctrl+p` command palette (theme, steps, keys),
+`ctrl+t` light/dark theme. The mouse works too.
+"""
+
+STEP_HELP = {
+    "devices": """\
+## Devices
+The block devices as they stack (partitions, md, LVM and other dm devices under what they are
+built on). Columns: size, HDD/SSD, write cache (`wback` = volatile, flushes sent; `wthru`), FUA,
+the stripe mkfs.xfs will use (in brackets when it would ignore it), and the state: `free`, or what
+stands in the way (mounted, holds data, misaligned, held by another device).
+The right pane shows every fact with where it was read. `Enter` chooses the device, `r` re-reads.
+""",
+    "workload": """\
+## Workload
+One question per answer the device cannot give. Leave a field empty for "don't know": the advisor
+then keeps mkfs.xfs's default for what it drives. Values are checked as you type; the error shows
+next to the field. `ctrl+s` saves the answers to a file, `ctrl+o` loads a file.
+""",
+    "proposal": """\
+## Proposal
+The mkfs.xfs command and the fstab line, then every decision with its default and reason, warnings,
+why old advice is not followed, and what differs from mkfs.xfs's own choices.
+`c` copies the mkfs command (OSC 52), `f` copies the fstab line, `s` saves both to a file.
+""",
+    "validate": """\
+## Validate
+An A/B benchmark: mkfs.xfs defaults against the proposal, on a loop device over a temporary file
+(results then reflect the backing storage) or on a scratch device you confirm by typing its name.
+`Enter` starts, `escape` cancels cleanly (unmounts and detaches everything).
+""",
+}
+
+
+class HelpScreen(ModalScreen[None]):
+    """The help for the step being shown, then the keys that work everywhere."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q,f1", "dismiss", "Close"),
+    ]
+
+    def __init__(self, step: str) -> None:
+        super().__init__()
+        self.step = step
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Markdown(STEP_HELP.get(self.step, "") + "\n" + GENERAL)
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

@@ -1,0 +1,198 @@
+"""Step 2: the workload questions, generated from the contract, checked as typed; answers can be
+loaded from and saved to a workload file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Header, Input, Label, Select, Static
+
+from advisor.errors import AdvisorError
+from advisor.tui.form import FormValue, Question, check, questions, values_of
+
+if TYPE_CHECKING:
+    from advisor.tui.app import AdvisorApp
+
+_YES_NO: list[tuple[str, bool]] = [("yes", True), ("no", False)]
+
+
+class PathPrompt(ModalScreen[str | None]):
+    """Ask for a file name (Enter accepts, escape cancels)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, value: str) -> None:
+        super().__init__()
+        self.prompt_title = title
+        self.initial = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt-box"):
+            yield Label(self.prompt_title)
+            yield Input(value=self.initial, id="prompt-path")
+
+    @on(Input.Submitted, "#prompt-path")
+    def accept(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class WorkloadScreen(Screen[None]):
+    """What the device cannot tell: one question per answer, "don't know" always allowed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Save answers"),
+        Binding("ctrl+o", "load", "Load answers"),
+        Binding("ctrl+q", "app.quit", "Quit", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.questions = questions()
+        self._filling = False
+
+    @property
+    def advisor(self) -> AdvisorApp:
+        from advisor.tui.app import AdvisorApp
+
+        assert isinstance(self.app, AdvisorApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="form"):
+            for q in self.questions:
+                with Vertical(classes="question"):
+                    yield Label(q.label, classes="question-name")
+                    yield Static(q.help, classes="question-help")
+                    with Horizontal(classes="question-row"):
+                        yield self._widget_for(q)
+                        yield Static("", id=f"{q.widget_id}-error", classes="question-error")
+        yield Static("", id="form-status")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def _widget_for(self, q: Question) -> Input | Select[Any]:
+        if q.kind == "yes-no":
+            return Select(_YES_NO, prompt="don't know", id=q.widget_id)
+        if q.kind == "choice":
+            return Select([(c, c) for c in q.choices], prompt="don't know", id=q.widget_id)
+        placeholder = "don't know" + (" (e.g. 64KiB)" if q.is_size else "")
+        return Input(placeholder=placeholder, id=q.widget_id)
+
+    def on_mount(self) -> None:
+        self.title = "xfs-advisor: workload"
+        self.fill(self.advisor.state.workload)
+
+    def on_screen_resume(self) -> None:
+        device = self.advisor.state.device_name
+        self.sub_title = f"for {device}" if device else "no device chosen yet (F2)"
+
+    # ---- reading and writing the widgets ----
+
+    def fill(self, workload: Any) -> None:
+        """Show these answers in the form."""
+        self._filling = True
+        try:
+            for key, value in values_of(workload).items():
+                q = next(q for q in self.questions if q.key == key)
+                widget = self.query_one(f"#{q.widget_id}")
+                if isinstance(widget, Input):
+                    widget.value = "" if value is None else str(value)
+                elif isinstance(widget, Select):
+                    if value is None:
+                        widget.clear()
+                    else:
+                        widget.value = value
+        finally:
+            self._filling = False
+        self.revalidate()
+
+    def values(self) -> dict[str, FormValue]:
+        """The form's content, question key -> text, True/False, or None (don't know)."""
+        out: dict[str, FormValue] = {}
+        for q in self.questions:
+            widget = self.query_one(f"#{q.widget_id}")
+            if isinstance(widget, Input):
+                out[q.key] = widget.value
+            elif isinstance(widget, Select):
+                choice = widget.value
+                out[q.key] = choice if isinstance(choice, str | bool) else None
+        return out
+
+    def revalidate(self) -> None:
+        """Check the whole form; show each error beside its field; keep the answers when valid."""
+        result = check(self.values())
+        for q in self.questions:
+            error = result.field_errors.get(q.key, "")
+            self.query_one(f"#{q.widget_id}-error", Static).update(error)
+        status = self.query_one("#form-status", Static)
+        state = self.advisor.state
+        if result.workload is not None:
+            state.workload = result.workload
+            state.workload_problem = None
+            given = len(result.workload.answered())
+            status.update(f"{given} answered, {len(self.questions) - given} don't know: "
+                          "F4 shows the proposal")
+            status.remove_class("-invalid")
+        else:
+            count = len(result.field_errors) + (1 if result.form_error else 0)
+            problem = result.form_error or f"{count} answer(s) need fixing"
+            state.workload_problem = problem
+            status.update(f"not valid: {problem}")
+            status.add_class("-invalid")
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self) -> None:
+        if not self._filling:
+            self.revalidate()
+
+    # ---- files ----
+
+    def action_save(self) -> None:
+        default = self.advisor.state.workload_path or "workload.toml"
+        self.app.push_screen(PathPrompt("Save the answers to (TOML):", default), self._save_to)
+
+    def _save_to(self, path: str | None) -> None:
+        if not path:
+            return
+        from advisor.answers import dump_workload_toml
+
+        state = self.advisor.state
+        if state.workload_problem:
+            self.notify(f"not saved: {state.workload_problem}", severity="error")
+            return
+        try:
+            Path(path).write_text(dump_workload_toml(state.workload), encoding="utf-8")
+        except OSError as err:
+            self.notify(f"cannot write {path}: {err.strerror}", severity="error")
+            return
+        state.workload_path = path
+        self.notify(f"answers saved to {path}")
+
+    def action_load(self) -> None:
+        default = self.advisor.state.workload_path or ""
+        prompt = PathPrompt("Load answers from (TOML or JSON):", default)
+        self.app.push_screen(prompt, self._load_from)
+
+    def _load_from(self, path: str | None) -> None:
+        if not path:
+            return
+        from advisor.answers import load_workload
+
+        try:
+            workload = load_workload(path)
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
+        self.advisor.state.workload_path = path
+        self.fill(workload)
+        self.notify(f"answers loaded from {path}")

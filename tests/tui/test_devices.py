@@ -1,0 +1,94 @@
+"""Step 1 by keys: the stacking tree, the at-a-glance columns, badges and provenance."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from advisor.tui.device_view import badges, tree_rows
+from tests.tui.conftest import AppFactory
+from tests.tui.inventory import build_inventory
+
+
+def _cells(table: DataTable, row: int) -> list[str]:
+    return [str(c.plain if isinstance(c, Text) else c) for c in table.get_row_at(row)]
+
+
+def test_tree_rows_show_stacking_like_lsblk() -> None:
+    rows = tree_rows(build_inventory())
+    names = [r.prefix + r.device.display_name for r in rows]
+    assert names[:4] == ["sda", "├─ sda1", "└─ sda2", "nvme0n1"]
+    # md0 sits on four disks: shown under each, with the LVM volume under it, keys unique.
+    assert names.count("└─ md0") == 4
+    assert "   └─ vg0-data" in names
+    assert len({r.key for r in rows}) == len(rows)
+
+
+def test_badges_name_what_stands_in_the_way() -> None:
+    inv = build_inventory()
+    text = {d.name: [b.text for b in badges(d)] for d in inv.devices}
+    assert text["sda1"] == ["mounted /"]
+    assert text["sda2"] == ["misaligned +3072B"]
+    assert text["nvme0n1"] == ["free"]
+    assert text["sdb"] == ["held by md0", "holds linux_raid_member"]
+
+
+async def test_device_list_and_details_by_keys(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#device-table", DataTable)
+        assert _cells(table, 0)[:6] == ["sda", "4 TiB", "HDD", "wback", "no", "-"]
+        assert _cells(table, 3)[:5] == ["nvme0n1", "1 TiB", "SSD", "wthru", "yes"]
+        assert _cells(table, 5)[-2:] == ["512KiBx2", "held by dm-0"]
+        await pilot.press("down", "down")
+        title = app.screen.query_one("#details-title", Static)
+        assert "/dev/sda2" in str(title.render())
+        facts = app.screen.query_one("#facts", DataTable)
+        lines = {_cells(facts, i)[0]: _cells(facts, i) for i in range(facts.row_count)}
+        assert lines["alignment_offset"][1:] == ["3 KiB (3072)", "sysfs",
+                                                 "sys/block/sda2/alignment_offset"]
+        assert lines["size_bytes"][3] == "sys/block/sda2/size; raw '6442450944'"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.current_mode == "workload"
+        assert app.state.device_name == "sda2"
+
+
+async def test_reload_keeps_the_cursor_on_the_same_device(make_app: AppFactory) -> None:
+    app = make_app()
+    reads = []
+
+    def reread():  # type: ignore[no-untyped-def]
+        reads.append(1)
+        inv = build_inventory()
+        inv.devices = [d for d in inv.devices if d.name != "sda2"] + [
+            inv.devices[2].model_copy(update={"name": "sdz", "display_name": "sdz",
+                                              "parents": []})]
+        return inv
+
+    app._reload_inventory = reread
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "down", "down")  # nvme0n1 (sda, sda1, sda2, nvme0n1)
+        await pilot.press("r")
+        await pilot.pause()
+        table = app.screen.query_one("#device-table", DataTable)
+        assert reads == [1]
+        assert _cells(table, table.cursor_row)[0] == "nvme0n1"
+        assert _cells(table, table.row_count - 1)[0] == "sdz"
+
+
+async def test_help_opens_and_closes(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "DevicesScreen"
+        await pilot.press("ctrl+t")
+        assert app.theme == "textual-light"
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0

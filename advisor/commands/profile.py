@@ -1,16 +1,114 @@
-"""`xfs-advisor profile` (being built)."""
+"""`xfs-advisor profile PATH`: measure an existing tree instead of guessing the workload answers."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+import time
+from typing import Any, TextIO
 
-from advisor.errors import AdvisorError
+from advisor.errors import EXIT_INTERRUPTED, EXIT_OK, BadInput
+
+#: Seconds between two progress lines.
+PROGRESS_INTERVAL = 0.5
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    sub.add_parser("profile", parents=[common], help="(being built)")
+    p = sub.add_parser(
+        "profile", parents=[common],
+        help="measure an existing tree: file sizes, directory sizes, xattrs -> workload answers",
+        description="Walk PATH (never following symlinks) and report files, directories, bytes, "
+        "the largest directories, the directory-size and file-size distributions, extended "
+        "attributes (sampled), hard links, sparse and special files, and the workload answers "
+        "they support. Ctrl-C prints what was seen so far and exits 130.")
+    p.add_argument("path", metavar="PATH", help="the tree to measure (a symlink here is followed)")
+    p.add_argument("--write-workload", metavar="FILE", default=None,
+                   help="merge the measured answers into FILE (TOML or JSON; created if missing), "
+                   "keeping its other answers and comments")
+    p.add_argument("-x", "--one-file-system", action="store_true",
+                   help="do not descend into other filesystems mounted below PATH")
+    p.add_argument("--top", type=_positive, default=10, metavar="N",
+                   help="how many of the largest directories to list (default 10)")
+    p.add_argument("--xattr-sample", type=_positive, default=10_000, metavar="N",
+                   help="read extended attributes of at most N files and directories, a uniform "
+                   "random sample (default 10000; 0 skips them)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress on stderr (default: when stderr is a terminal)")
+
+
+class ProgressLine:
+    """Entries seen and rate on stderr, at most every PROGRESS_INTERVAL seconds. On a terminal the
+    line rewrites itself; elsewhere (--progress into a log) each report is its own line."""
+
+    def __init__(self, stream: TextIO, path: str) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last = 0.0
+        self.shown = False
+        print(f"profiling {path} ...", file=stream, flush=True)
+
+    def __call__(self, entries: int, elapsed: float) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_INTERVAL:
+            return
+        self.last = now
+        rate = entries / elapsed if elapsed > 0 else 0.0
+        text = f"  {entries:,} entries, {rate:,.0f}/s"
+        if self.tty:
+            self.stream.write(f"\r{text}\x1b[K")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.tty and self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
 
 def run(args: argparse.Namespace) -> int:
-    raise AdvisorError("'profile' is not built yet")
+    import json
+
+    from advisor.profile.report import render_text
+    from advisor.profile.walker import Walker, display_path
+    from advisor.profile.workload_file import write_measured_answers
+
+    show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    progress = ProgressLine(sys.stderr, display_path(args.path)) if show_progress else None
+    walker = Walker(one_file_system=args.one_file_system, top_directories=args.top,
+                    xattr_sample=args.xattr_sample, progress=progress)
+    try:
+        profile = walker.walk(args.path)
+    finally:
+        if progress is not None:
+            progress.close()
+
+    if args.json:
+        print(json.dumps(profile.model_dump(mode="json"), indent=2))
+    else:
+        sys.stdout.write(render_text(profile))
+    sys.stdout.flush()
+
+    if profile.partial:
+        print("xfs-advisor: interrupted: the report covers only what was seen"
+              + (", workload file not written" if args.write_workload else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if args.write_workload:
+        if not profile.answers.model_dump(exclude_none=True):
+            raise BadInput(f"nothing measured in {profile.path} to write to {args.write_workload}")
+        _, kept = write_measured_answers(args.write_workload, profile.answers)
+        note = "" if kept else " (rewritten from the answers: its comments could not be kept)"
+        print(f"xfs-advisor: wrote the measured answers to {args.write_workload}{note}",
+              file=sys.stderr)
+    return EXIT_OK

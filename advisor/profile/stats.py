@@ -1,0 +1,177 @@
+"""Summaries whose memory does not grow with the number of values: a power-of-two histogram, the
+N largest items, and a uniform reservoir sample."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+from advisor.models.profile import Bucket, Distribution
+
+#: Bucket b holds the values whose bit_length is b: 0 | 1 | 2-3 | 4-7 | ... (2**(b-1) to 2**b - 1).
+BUCKETS = 65
+PERCENTILES = (("p10", 0.10), ("p25", 0.25), ("median", 0.50), ("p75", 0.75), ("p90", 0.90),
+               ("p99", 0.99))
+
+
+def bucket_bounds(b: int) -> tuple[int, int]:
+    """The smallest and largest value of bucket b."""
+    return (0, 0) if b == 0 else (1 << (b - 1), (1 << b) - 1)
+
+
+class Log2Histogram:
+    """Counts, sums and exact extremes per power-of-two bucket of non-negative integers.
+
+    The lists are public so that a hot loop can update them inline (see `add`)."""
+
+    def __init__(self) -> None:
+        self.counts = [0] * BUCKETS
+        self.totals = [0] * BUCKETS
+        self.minimums = [0] * BUCKETS
+        self.maximums = [0] * BUCKETS
+
+    def add(self, value: int) -> None:
+        b = value.bit_length()
+        if self.counts[b] == 0:
+            self.minimums[b] = self.maximums[b] = value
+        elif value < self.minimums[b]:
+            self.minimums[b] = value
+        elif value > self.maximums[b]:
+            self.maximums[b] = value
+        self.counts[b] += 1
+        self.totals[b] += value
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def percentile(self, q: float) -> tuple[int, bool] | None:
+        """The nearest-rank q-quantile and whether it is exact; None when empty.
+
+        Within a bucket the rank is interpolated linearly between the bucket's smallest and largest
+        value; it is exact when those are equal."""
+        n = self.count
+        if n == 0:
+            return None
+        rank = max(1, math.ceil(q * n))
+        seen = 0
+        for b in range(BUCKETS):
+            c = self.counts[b]
+            if seen + c >= rank:
+                lo, hi = self.minimums[b], self.maximums[b]
+                if lo == hi:
+                    return lo, True
+                position = rank - seen - 1
+                return lo + round((hi - lo) * position / (c - 1)), False
+            seen += c
+        raise AssertionError("rank beyond the histogram")  # pragma: no cover
+
+    def distribution(self) -> Distribution:
+        n = self.count
+        total = sum(self.totals)
+        used = [b for b in range(BUCKETS) if self.counts[b]]
+        buckets = [Bucket(low=bucket_bounds(b)[0], high=bucket_bounds(b)[1], count=self.counts[b],
+                          total=self.totals[b]) for b in used]
+        if not used:
+            return Distribution(count=0, total=0)
+        values: dict[str, int] = {}
+        exact = True
+        for name, q in PERCENTILES:
+            found = self.percentile(q)
+            assert found is not None
+            values[name] = found[0]
+            exact = exact and found[1]
+        return Distribution(count=n, total=total, minimum=self.minimums[used[0]],
+                            maximum=self.maximums[used[-1]], mean=total / n,
+                            percentiles_exact=exact, buckets=buckets, **values)
+
+
+def exact_distribution(values: Sequence[int]) -> Distribution:
+    """A Distribution of values held in memory (a sample): exact percentiles, log2 buckets."""
+    hist = Log2Histogram()
+    for v in values:
+        hist.add(v)
+    dist = hist.distribution()
+    if not values:
+        return dist
+    ordered = sorted(values)
+    exact = {name: ordered[max(1, math.ceil(q * len(ordered))) - 1] for name, q in PERCENTILES}
+    return dist.model_copy(update={**exact, "percentiles_exact": True})
+
+
+T = TypeVar("T")
+
+
+class Largest(Generic[T]):
+    """The `limit` items with the largest keys seen so far (a min-heap of that size)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._heap: list[tuple[int, int, T]] = []
+        self._order = 0  # ties keep the first seen and never compare the items themselves
+
+    def would_take(self, key: int) -> bool:
+        """Cheap test before building an item: would `key` enter?"""
+        return self.limit > 0 and (len(self._heap) < self.limit or key > self._heap[0][0])
+
+    def offer(self, key: int, item: T) -> None:
+        if not self.would_take(key):
+            return
+        self._order -= 1
+        entry = (key, self._order, item)
+        if len(self._heap) < self.limit:
+            heapq.heappush(self._heap, entry)
+        else:
+            heapq.heapreplace(self._heap, entry)
+
+    def items(self) -> list[tuple[int, T]]:
+        """Largest first."""
+        return [(k, item) for k, _, item in sorted(self._heap, reverse=True)]
+
+
+class Reservoir(Generic[T]):
+    """A uniform random sample of at most `limit` items from a stream of unknown length.
+
+    Algorithm L (Li 1994): instead of drawing a random number per item, it draws the index of the
+    next item to take, so a caller can skip the call entirely with `if seen == r.next_index`.
+    """
+
+    def __init__(self, limit: int, seed: int = 0) -> None:
+        self.limit = limit
+        self.items: list[T] = []
+        self._random = random.Random(seed)
+        self._weight = 1.0
+        self.next_index = 0 if limit > 0 else -1
+        self._seen = 0
+
+    def offer(self, item: T) -> None:
+        """Consider the next item of the stream."""
+        if self._seen == self.next_index:
+            self.take(item)
+        self._seen += 1
+
+    def take(self, item: T) -> None:
+        """Take the item at `next_index` (the caller counts the stream) and draw the next one."""
+        index = self.next_index
+        if len(self.items) < self.limit:
+            self.items.append(item)
+            if len(self.items) == self.limit:
+                self._weight = math.exp(math.log(self._random.random() or 1e-300) / self.limit)
+                self._advance(index)
+            else:
+                self.next_index = index + 1
+            return
+        self.items[self._random.randrange(self.limit)] = item
+        self._weight *= math.exp(math.log(self._random.random() or 1e-300) / self.limit)
+        self._advance(index)
+
+    def _advance(self, index: int) -> None:
+        u = self._random.random() or 1e-300
+        if self._weight >= 1.0:  # only by rounding; taking the next item is then correct
+            self.next_index = index + 1
+            return
+        skip = math.floor(math.log(u) / math.log1p(-self._weight))
+        self.next_index = index + skip + 1

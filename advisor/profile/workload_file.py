@@ -1,0 +1,120 @@
+"""Writing measured answers into a workload file, keeping what a scan cannot know.
+
+An existing TOML file is edited line by line, so that its comments, order and other answers stay as
+they were: a measured key's line is replaced (its trailing comment kept), a missing key is added at
+the end of the top-level table. The result is parsed back and compared with the intended answers;
+if a layout defeats the line edit (a quoted key, a value over several lines), the whole file is
+rewritten from the model instead, without comments, and the caller is told.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import tomllib
+from pathlib import Path
+
+from advisor.answers import dump_workload_toml, load_workload, parse_workload
+from advisor.errors import AdvisorError, BadInput
+from advisor.models.profile import MeasuredAnswers
+from advisor.models.units import format_size
+from advisor.models.workload import Workload
+
+HEADER = ("# Workload answers for xfs-advisor (see `xfs-advisor schema workload`).\n"
+          "# Lines marked 'measured' come from `xfs-advisor profile`; the rest are yours.\n")
+MEASURED = "# measured by xfs-advisor profile"
+_TABLE = re.compile(r"^\s*\[")
+_SIZE_KEYS = {"median_file_size", "largest_xattr_value"}
+
+
+def _toml_value(key: str, value: int) -> str:
+    if key in _SIZE_KEYS:
+        exact = format_size(value)  # "64KiB" when a binary unit is exact, else "1500B"
+        if exact.endswith("iB"):
+            return json.dumps(exact)
+    return str(value)
+
+
+def _trailing_comment(rest: str) -> str:
+    """The comment after a TOML value (`123  # note` -> `# note`), or ''."""
+    for i, ch in enumerate(rest):
+        if ch == "#":
+            try:
+                tomllib.loads("v = " + rest[:i])
+            except tomllib.TOMLDecodeError:
+                continue  # a # inside a string
+            return rest[i:].strip()
+    return ""
+
+
+def edit_toml(text: str, answers: dict[str, int]) -> str:
+    """`text` with each answer set on its own line of the top-level table, all else untouched."""
+    lines = text.splitlines()
+    top_end = next((i for i, line in enumerate(lines) if _TABLE.match(line)), len(lines))
+    missing = dict(answers)
+    for i in range(top_end):
+        m = re.match(r"^(\s*)([A-Za-z0-9_-]+)\s*=(.*)$", lines[i])
+        if not m or m.group(2) not in missing:
+            continue
+        key = m.group(2)
+        comment = _trailing_comment(m.group(3)) or MEASURED
+        lines[i] = f"{m.group(1)}{key} = {_toml_value(key, missing.pop(key))}  {comment}"
+    if missing:
+        insert_at = top_end
+        while insert_at > 0 and not lines[insert_at - 1].strip():
+            insert_at -= 1
+        new = [f"{k} = {_toml_value(k, v)}  {MEASURED}" for k, v in missing.items()]
+        lines[insert_at:insert_at] = new
+    return "\n".join(lines) + "\n"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswers) -> tuple[
+        Workload, bool]:
+    """Merge `answers` into the workload file at `path` (created when missing). Returns the
+    answers the file now holds and whether its comments and layout were kept."""
+    target = Path(path)
+    measured = answers.model_dump(exclude_none=True)
+    if target.exists():
+        existing = load_workload(target)
+        text: str | None = target.read_text(encoding="utf-8")
+    else:
+        if not target.parent.is_dir():
+            raise BadInput(f"cannot write {target}: {target.parent} is not a directory")
+        existing, text = Workload(), None
+    merged = answers.merged_into(existing)
+    as_json = target.suffix.lower() == ".json" or (text or "").lstrip().startswith("{")
+    kept = True
+    if as_json:
+        new_text = json.dumps(merged.model_dump(mode="json", exclude_none=True), indent=2) + "\n"
+    elif text is None:
+        new_text = HEADER + edit_toml("", measured).lstrip("\n")
+    else:
+        new_text = edit_toml(text, measured)
+        try:
+            kept = parse_workload(tomllib.loads(new_text)) == merged
+        except (tomllib.TOMLDecodeError, AdvisorError):
+            kept = False
+        if not kept:
+            new_text = HEADER + dump_workload_toml(merged)
+    try:
+        _write_atomically(target, new_text)
+    except OSError as err:
+        raise BadInput(f"cannot write {target}: {err.strerror}") from None
+    return load_workload(target), kept

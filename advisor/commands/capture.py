@@ -1,16 +1,42 @@
-"""`xfs-advisor capture` (being built)."""
+"""`xfs-advisor capture DIR`: save what the advisor reads from this machine (sysfs, /proc, and the
+libblkid/udev probe results) into DIR, to get advice elsewhere with `--sysroot DIR`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import Any
-
-from advisor.errors import AdvisorError
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    sub.add_parser("capture", parents=[common], help="(being built)")
+    p = sub.add_parser(
+        "capture",
+        parents=[common],
+        help="save this machine's device facts into a folder, for --sysroot elsewhere",
+        description="Write exactly the sysfs and /proc files the advisor reads, plus the libblkid "
+        "and udev results (asked only as root), into DIR (new or empty). `xfs-advisor --sysroot "
+        "DIR devices` then shows the same devices on any machine.",
+    )
+    p.add_argument("dir", metavar="DIR", help="folder to create (must be new or empty)")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise AdvisorError("'capture' is not built yet")
+    from pathlib import Path
+
+    from advisor import SCHEMA_VERSION
+    from advisor.inspect.capture import capture
+    from advisor.system.sysroot import SysRoot
+
+    source = SysRoot.open(getattr(args, "sysroot", None))
+    result = capture(source, Path(args.dir))
+    if args.json:
+        doc = {"schema_version": SCHEMA_VERSION, "capture": str(result.dest),
+               "files": result.files, "symlinks": result.symlinks,
+               "devices": [d.name for d in result.inventory.devices]}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        print(f"captured {len(result.inventory.devices)} devices into {result.dest} "
+              f"({result.files} files, {result.symlinks} links); "
+              f"replay with: xfs-advisor --sysroot {result.dest} devices")
+    return 0

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from advisor import SCHEMA_VERSION
 from advisor.errors import DeviceProblem
 from advisor.inspect import geometry, parsers
 from advisor.inspect.probes import Probes, can_probe, load_probes, probe_live
@@ -326,6 +327,11 @@ def inspect_devices(root: SysRoot, *, probe: bool = True) -> Inventory:
 
     With `probe`, libblkid and udev are asked too: on the live system when running as root, or
     from the probe file of a capture. Raises DeviceProblem when a device vanishes mid-scan."""
+    return inspect_with_probes(root, probe=probe)[0]
+
+
+def inspect_with_probes(root: SysRoot, *, probe: bool = True) -> tuple[Inventory, Probes]:
+    """inspect_devices, also returning the live-only probe results it used (for capture)."""
     fields: list[dict[str, Any]] = []
     for name in root.listdir("sys/block"):
         fields.extend(_read_device(root, name))
@@ -357,8 +363,9 @@ def inspect_devices(root: SysRoot, *, probe: bool = True) -> Inventory:
                 f[attr] = FactStr.model_construct(value=udev[key], source="udev",
                                                   path=f"udev:{key}", raw=udev[key], note=None)
         devices.append(Device.model_construct(**f))
-    return Inventory.model_construct(schema_version=1, sysroot=str(root.root), live=root.live,
-                                     devices=devices)
+    inventory = Inventory.model_construct(schema_version=SCHEMA_VERSION, sysroot=str(root.root),
+                                          live=root.live, devices=devices)
+    return inventory, probes
 
 
 def find_device(inv: Inventory, name: str) -> Device:

@@ -33,13 +33,13 @@ COLUMNS: dict[str, Any] = {
 }
 
 
-def _flatten(nodes: list[dict[str, Any]], parent: str | None,
+def flatten(nodes: list[dict[str, Any]], parent: str | None,
              out: dict[str, dict[str, Any]], edges: set[tuple[str, str]]) -> None:
     for node in nodes:
         out[node["kname"]] = node
         if parent is not None:
             edges.add((parent, node["kname"]))
-        _flatten(node.get("children", []), node["kname"], out, edges)
+        flatten(node.get("children", []), node["kname"], out, edges)
 
 
 @pytest.mark.parametrize("dump", DUMPS)
@@ -52,7 +52,7 @@ def test_every_device_agrees_with_lsblk(shared_dumps: dict[str, Path], dump: str
     assert proc.returncode == 0, proc.stderr
     theirs: dict[str, dict[str, Any]] = {}
     their_edges: set[tuple[str, str]] = set()
-    _flatten(json.loads(proc.stdout)["blockdevices"], None, theirs, their_edges)
+    flatten(json.loads(proc.stdout)["blockdevices"], None, theirs, their_edges)
 
     inv = inspect_devices(SysRoot.open(root), probe=False)
     ours: dict[str, Device] = {d.name: d for d in inv.devices}
@@ -81,7 +81,7 @@ def test_mountpoints_agree_with_lsblk(shared_dumps: dict[str, Path], dump: str) 
     proc = subprocess.run(["lsblk", "--sysroot", str(root), "-J", "-o", "KNAME,MOUNTPOINTS"],
                           capture_output=True, text=True)
     theirs: dict[str, dict[str, Any]] = {}
-    _flatten(json.loads(proc.stdout)["blockdevices"], None, theirs, set())
+    flatten(json.loads(proc.stdout)["blockdevices"], None, theirs, set())
     inv = inspect_devices(SysRoot.open(root), probe=False)
     for dev in inv.devices:
         expected = [m for m in theirs[dev.name]["mountpoints"] if m is not None]

@@ -1,0 +1,123 @@
+"""Capture: write the files the advisor read (and nothing else) into a folder shaped like the
+system root, plus the live-only probe results, so that `--sysroot DIR` replays the same inventory.
+
+sysfs is a forest of symlinks (sys/block/sda -> ../devices/...), and the advisor reads through
+them, so the capture recreates each symlink on the way to every file, as lsblk's dumps do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.errors import BadInput
+from advisor.inspect.devices import inspect_with_probes
+from advisor.inspect.probes import PROBES_FILE
+from advisor.models.device import Inventory
+from advisor.system.sysroot import SysRoot
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """What a capture wrote."""
+
+    dest: Path
+    files: int
+    symlinks: int
+    inventory: Inventory
+
+
+class _RecordingRoot(SysRoot):
+    """A SysRoot that also keeps the text it read, so the capture holds what the inspection saw
+    even when a file changes between reading and copying (a loop device attached meanwhile)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, recorded=set())
+        self.contents: dict[str, str] = {}
+
+    def read(self, rel: str) -> str | None:
+        text = super().read(rel)
+        if text is not None:
+            self.contents[rel.lstrip("/")] = text
+        return text
+
+
+class _Mirror:
+    def __init__(self, source: Path, dest: Path, contents: dict[str, str]) -> None:
+        self.source = source
+        self.dest = dest
+        self.contents = contents
+        self.files = 0
+        self.symlinks = 0
+
+    def _resolve(self, rel: str) -> str | None:
+        """The physical relative path of `rel` in the source, recreating every symlink met on the
+        way (only under sys/: /proc/self is a per-process link best stored as a plain folder)."""
+        parts = [p for p in rel.split("/") if p]
+        current = ""
+        for i, part in enumerate(parts):
+            current = f"{current}/{part}" if current else part
+            if not current.startswith("sys/"):
+                continue
+            live = self.source / current
+            if live.is_symlink():
+                target = os.readlink(live)
+                self._link(current, target)
+                if i == len(parts) - 1:
+                    return None  # the link itself was the thing read (readlink)
+                current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+                if current.startswith(".."):
+                    return None  # points outside the root: nothing to mirror
+        return current
+
+    def _link(self, rel: str, target: str) -> None:
+        where = self.dest / rel
+        if where.is_symlink() or where.exists():
+            return
+        where.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, where)
+        self.symlinks += 1
+
+    def copy(self, rel: str) -> None:
+        physical = self._resolve(rel)
+        if physical is None:
+            return
+        live = self.source / physical
+        where = self.dest / physical
+        if live.is_dir():
+            where.mkdir(parents=True, exist_ok=True)
+            # Entries that are links or folders are what listdir callers use (partitions, slaves,
+            # holders, mq); plain files come in only when they were read.
+            for entry in os.listdir(live):
+                if (live / entry).is_symlink():
+                    self._link(f"{physical}/{entry}", os.readlink(live / entry))
+                elif (live / entry).is_dir():
+                    (where / entry).mkdir(exist_ok=True)
+        elif rel in self.contents or live.is_file():
+            text = self.contents.get(rel)
+            if text is None:
+                try:
+                    text = live.read_bytes().decode("utf-8", "replace")
+                except OSError:
+                    return  # unreadable: the replay sees it missing, as the live run did
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.write_text(text if text.endswith("\n") else text + "\n")
+            self.files += 1
+
+
+def capture(source: SysRoot, dest: Path) -> CaptureResult:
+    """Inspect `source` while recording every path read, then copy those paths into `dest`."""
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise BadInput(f"capture folder {dest} is not empty: give a new or empty folder")
+    recorder = _RecordingRoot(source.root)
+    inventory, probes = inspect_with_probes(recorder, probe=True)
+    dest.mkdir(parents=True, exist_ok=True)
+    mirror = _Mirror(source.root, dest, recorder.contents)
+    recorded = recorder.recorded or set()
+    for rel in sorted(recorded - {PROBES_FILE}):
+        mirror.copy(rel)
+    if probes.probed:
+        (dest / PROBES_FILE).write_text(probes.to_json())
+    return CaptureResult(dest=dest, files=mirror.files, symlinks=mirror.symlinks,
+                         inventory=inventory)

@@ -11,14 +11,19 @@ import argparse
 import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
+from advisor.errors import AdvisorError
 from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.models.proposal import Proposal
 
 STEPS = ("devices", "workload", "proposal", "validate")
 
@@ -37,10 +42,25 @@ class AdvisorState:
     workload_path: str | None = None
     """The file the answers were loaded from or last saved to."""
     sysroot: str | None = None
+    proposal: Proposal | None = None
+    """The core's proposal for `proposal_for` (device name, answers as JSON)."""
+    proposal_for: tuple[str, str] | None = None
+    proposal_problem: str | None = None
+    """Why there is no proposal to show (no device, invalid answers, an error of the core)."""
+    proposing: bool = False
+    """A proposal is being computed for the latest device and answers."""
 
     @property
     def device(self) -> Device | None:
         return self.inventory.get(self.device_name) if self.device_name else None
+
+
+class ProposalListener(Protocol):
+    def show_proposal(self) -> None:
+        """The proposal in the state changed (or started or stopped being computed)."""
+
+
+ProposalResult = tuple[tuple[str, str], "Proposal | None", str | None]
 
 
 class AdvisorApp(App[int]):
@@ -72,6 +92,7 @@ class AdvisorApp(App[int]):
         self._follow_hotplug = follow_hotplug
         self._start = start
         self._observer: Any = None
+        self.proposal_listeners: list[ProposalListener] = []
 
     def on_mount(self) -> None:
         from advisor.tui.devices import DevicesScreen
@@ -117,6 +138,65 @@ class AdvisorApp(App[int]):
                                 lambda name=name: self.action_step(name))
         yield SystemCommand("Toggle light/dark theme", "Switch between the light and dark theme",
                             self.action_toggle_theme)
+
+    # ---- the proposal, computed off the event loop ----
+
+    def request_proposal(self) -> None:
+        """Ask the core for the proposal of the current device and answers, in a worker thread
+        (mkfs.xfs dry runs take a few hundred ms); listeners hear when it is there."""
+        state = self.state
+        device = state.device
+        problem = None
+        if device is None:
+            problem = "No device chosen yet: F2 shows the devices."
+        elif state.workload_problem:
+            problem = f"The answers are not valid ({state.workload_problem}): F3 to fix them."
+        if problem is not None or device is None:
+            state.proposal, state.proposal_for, state.proposal_problem = None, None, problem
+            state.proposing = False
+            self._tell_listeners()
+            return
+        key = (device.name, state.workload.model_dump_json())
+        if key == state.proposal_for:
+            return
+        state.proposing = True
+        self._tell_listeners()
+        workload, sysroot = state.workload, state.sysroot
+
+        def compute() -> ProposalResult:
+            from advisor.tui.core import propose
+
+            try:
+                return key, propose(device, workload, sysroot), None
+            except AdvisorError as err:
+                return key, None, err.message
+            except Exception as err:  # a bug in the core: say so on screen, keep the session
+                return key, None, f"internal error: {type(err).__name__}: {err}"
+
+        self.run_worker(compute, name="proposal", group="proposal", thread=True, exclusive=True,
+                        exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "proposal" or event.state != WorkerState.SUCCESS:
+            return
+        if worker.result is None:
+            return
+        result: ProposalResult = worker.result
+        key, proposal, problem = result
+        state = self.state
+        current = state.device
+        if current is None or key != (current.name, state.workload.model_dump_json()):
+            return  # answers changed meanwhile: a newer worker is on its way
+        state.proposal, state.proposal_for, state.proposal_problem = proposal, key, problem
+        if problem is not None:
+            state.proposal_for = None
+        state.proposing = False
+        self._tell_listeners()
+
+    def _tell_listeners(self) -> None:
+        for listener in self.proposal_listeners:
+            listener.show_proposal()
 
     # ---- devices coming and going ----
 

@@ -3,15 +3,21 @@ itself; these functions only call the core and say plainly when a part of it is 
 
 from __future__ import annotations
 
-import importlib
+import functools
 import importlib.util
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from advisor.errors import AdvisorError
 from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
 from advisor.system.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from advisor.engine.rulebook import RuleBook
+    from advisor.models.environment import Environment
+    from advisor.models.proposal import Proposal
 
 
 class MissingPart(AdvisorError):
@@ -20,10 +26,14 @@ class MissingPart(AdvisorError):
     kind = "missing"
 
 
+def _require(module: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise MissingPart(f"{what} ({module}) is not in this build")
+
+
 def read_inventory(sysroot: str | None) -> Inventory:
     """Every block device of the live system or of a captured tree."""
-    if importlib.util.find_spec("advisor.inspect.devices") is None:
-        raise MissingPart("device inspection (advisor.inspect.devices) is not in this build")
+    _require("advisor.inspect.devices", "device inspection")
     from advisor.inspect.devices import inspect_devices
 
     root = SysRoot.open(sysroot)
@@ -35,15 +45,45 @@ def is_live(sysroot: str | None) -> bool:
     return SysRoot.open(sysroot).live
 
 
-def propose(device: Device, workload: Workload) -> dict[str, Any]:
-    """The proposal for the device and answers, in the shape of `--json`'s `proposal` (a
-    contract: the TUI shows exactly what the JSON says)."""
-    if importlib.util.find_spec("advisor.engine") is None or not hasattr(
-        importlib.import_module("advisor.engine"), "propose"
-    ):
-        raise MissingPart("the proposal engine (advisor.engine.propose) is not in this build")
-    from advisor.engine import propose as engine_propose  # type: ignore[attr-defined,unused-ignore]
+@functools.cache
+def _environment(sysroot: str | None) -> Environment:
+    from advisor.system.versions import read_environment
 
-    proposal = engine_propose(device, workload)
-    data: dict[str, Any] = proposal.model_dump(mode="json")
-    return data
+    return read_environment(SysRoot.open(sysroot))
+
+
+@functools.cache
+def _rulebook() -> RuleBook:
+    from advisor.engine.rulebook import load_rulebook
+
+    return load_rulebook()
+
+
+def propose(device: Device, workload: Workload, sysroot: str | None = None) -> Proposal:
+    """The engine's proposal, as `xfs-advisor --json` gives it for the same device and answers.
+    The tool versions and the rule book are read once per session."""
+    _require("advisor.engine.propose", "the proposal engine")
+    from advisor.engine.propose import propose as engine_propose
+
+    return engine_propose(device, workload, env=_environment(sysroot), rulebook=_rulebook())
+
+
+@dataclass(frozen=True)
+class ObsoleteAdvice:
+    """Advice found all over the web that the advisor never gives, and why."""
+
+    rule: str
+    advice: str
+    since: str
+    today: str
+
+
+def obsolete_advice() -> list[ObsoleteAdvice]:
+    """The rule book's obsolete advice, for the proposal's "why not" section."""
+    _require("advisor.engine.rulebook", "the rule book")
+    found = []
+    for rule in _rulebook().of_kind("obsolete"):
+        if rule.obsolete is not None:
+            found.append(ObsoleteAdvice(rule.id, ", ".join(rule.obsolete.matches),
+                                        rule.obsolete.since, rule.obsolete.today))
+    return found

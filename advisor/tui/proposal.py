@@ -1,64 +1,91 @@
-"""Step 3: the proposal: the mkfs command and fstab line first, then every decision, warnings, why
-old advice is not followed, and what differs from mkfs.xfs's own choices. Copy and save."""
+"""Step 3: the proposal: the mkfs command and fstab line first, then every decision, warnings, what
+differs from mkfs.xfs's own choices, and why old advice is not followed. Copy and save."""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header, Static
 
 from advisor.errors import AdvisorError
+from advisor.models.units import human_size
 
 if TYPE_CHECKING:
+    from advisor.models.proposal import MkfsGeometry, Proposal
     from advisor.tui.app import AdvisorApp
 
 
-def mkfs_line(proposal: dict[str, Any]) -> str:
-    """The mkfs command as a person would type it (and as `--json`'s mkfs_argv joins)."""
-    return shlex.join(str(a) for a in proposal.get("mkfs_argv", []))
+def geometry_rows(geometry: MkfsGeometry) -> dict[str, str]:
+    """What mkfs.xfs builds, by the names a person reads."""
+    block = geometry.block_size
+    rows = {
+        "block size": f"{block} B",
+        "inode size": f"{geometry.inode_size} B",
+        "sector size": f"{geometry.sector_size} B",
+        "allocation groups": f"{geometry.agcount} x {human_size(geometry.agsize_bytes)}",
+        "directory block": f"{geometry.naming_block_size} B",
+        "log": human_size(geometry.log_bytes),
+        "log stripe unit": human_size(geometry.log_sunit_blocks * block)
+        if geometry.log_sunit_blocks else "none",
+        "stripe": (f"su={human_size(geometry.sunit_blocks * block)} "
+                   f"sw={geometry.swidth_blocks // geometry.sunit_blocks}")
+        if geometry.sunit_blocks else "none",
+    }
+    rows |= {f"feature {k}": str(v) for k, v in sorted(geometry.features.items())}
+    return rows
 
 
-def default_changes(proposal: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(setting, mkfs.xfs's own choice, proposed) for each decision that changes a default."""
-    changes = []
-    for d in proposal.get("decisions", []):
-        value, default = str(d.get("value", "")), str(d.get("default", ""))
-        if value != default:
-            changes.append((str(d.get("setting", "")), default, value))
-    return changes
+def geometry_diff(proposal: Proposal) -> list[tuple[str, str, str]]:
+    """(what, mkfs.xfs alone, with the proposal) for everything the proposal changes."""
+    if proposal.mkfs_defaults is None or proposal.check is None:
+        return []
+    alone = geometry_rows(proposal.mkfs_defaults)
+    proposed = geometry_rows(proposal.check.geometry)
+    return [(k, alone.get(k, "-"), v) for k, v in proposed.items() if alone.get(k) != v]
 
 
-def save_text(proposal: dict[str, Any], device: str) -> str:
+def save_text(proposal: Proposal, device: str) -> str:
     """What `s` writes: a shell script a person can read, then run."""
     lines = ["#!/bin/sh", f"# xfs-advisor proposal for {device}", ""]
-    for d in proposal.get("decisions", []):
-        lines.append(f"# {d.get('setting')}: {d.get('value')} ({d.get('reason', '')})")
-    for w in proposal.get("warnings", []):
-        lines.append(f"# WARNING: {w.get('message')}")
-    lines += ["", mkfs_line(proposal), "", "# /etc/fstab:", f"# {proposal.get('fstab', '')}", ""]
+    for d in proposal.decisions:
+        if d.changed:
+            lines.append(f"# {d.setting} = {d.value} (default {d.default}): {d.reason}")
+    for w in proposal.warnings:
+        lines.append(f"# WARNING: {w.message}")
+    lines += ["", proposal.mkfs_command, "", "# /etc/fstab:", f"# {proposal.fstab}", ""]
     return "\n".join(lines)
 
 
+def decisions_table(proposal: Proposal) -> Table:
+    table = Table(expand=True, show_edge=False, pad_edge=False, box=None)
+    table.add_column("setting", no_wrap=True, style="bold")
+    table.add_column("decision", ratio=1)
+    for d in proposal.decisions:
+        head = Text.assemble(
+            (d.value, "bold" if d.changed else "dim"), (f"  default {d.default}", "dim"),
+            (f"  later: {d.changeable_later}", "dim"))
+        body = Text(f"{d.reason} [{d.source}; {d.rule}]")
+        if d.resolution:
+            body.append(f"\n{d.resolution}", style="italic")
+        table.add_row(Text(d.setting, style="" if d.changed else "dim"), head + "\n" + body)
+    return table
+
+
 class ProposalScreen(Screen[None]):
-    """The proposal for the chosen device and the current answers, recomputed when shown."""
+    """The proposal for the chosen device and the current answers, recomputed when they change."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "copy_mkfs", "Copy mkfs"),
         Binding("f", "copy_fstab", "Copy fstab"),
         Binding("s", "save", "Save"),
     ]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.proposal: dict[str, Any] | None = None
-        self._shown_for: tuple[str, str] | None = None
 
     @property
     def advisor(self) -> AdvisorApp:
@@ -73,92 +100,92 @@ class ProposalScreen(Screen[None]):
             yield Static(id="problem", classes="note")
             yield Static(id="mkfs", classes="command")
             yield Static(id="fstab", classes="command")
-            yield Static("Decisions", classes="section-title")
-            yield DataTable(id="decisions", classes="proposal-table", cursor_type="row")
             yield Static("Warnings", classes="section-title", id="warnings-title")
             yield Static(id="warnings", classes="warning")
-            yield Static("Why not the old advice", classes="section-title", id="why-not-title")
+            yield Static("Decisions", classes="section-title")
+            yield Static(id="decisions", classes="note")
+            yield Static("Changed from what mkfs.xfs builds on its own", classes="section-title")
+            yield Static(id="diff", classes="note")
+            yield Static("Why not the old advice", classes="section-title")
             yield Static(id="why-not", classes="why-not")
-            yield Static("Changed from mkfs.xfs's own choices", classes="section-title")
-            yield DataTable(id="diff", classes="proposal-table", cursor_type="row")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: proposal"
-        self.query_one("#mkfs", Static).border_title = "mkfs"
-        self.query_one("#fstab", Static).border_title = "fstab"
-        self.query_one("#decisions", DataTable).add_columns(
-            "setting", "value", "default", "reason", "source", "later")
-        self.query_one("#diff", DataTable).add_columns("setting", "mkfs.xfs alone", "proposed")
+        self.query_one("#mkfs", Static).border_title = "mkfs (c copies)"
+        self.query_one("#fstab", Static).border_title = "/etc/fstab (f copies)"
+        self.advisor.proposal_listeners.append(self)
+        self._show_why_not()
+
+    def on_unmount(self) -> None:
+        if self in self.advisor.proposal_listeners:
+            self.advisor.proposal_listeners.remove(self)
 
     def on_screen_resume(self) -> None:
-        self.refresh_proposal()
+        self.sub_title = self.advisor.state.device_name or ""
+        self.show_proposal()
+        self.advisor.request_proposal()
 
-    def refresh_proposal(self) -> None:
-        """Ask the core again if the device or the answers changed since the last time."""
+    def show_proposal(self) -> None:
         state = self.advisor.state
-        device = state.device
-        self.sub_title = device.name if device else ""
-        key = (device.name if device else "", state.workload.model_dump_json())
-        if key == self._shown_for and self.proposal is not None:
-            return
-        problem = None
-        if device is None:
-            problem = "No device chosen yet: F2 shows the devices."
-        elif state.workload_problem:
-            problem = f"The answers are not valid ({state.workload_problem}): F3 to fix them."
-        if problem is None and device is not None:
-            from advisor.tui.core import propose
-
-            try:
-                self.proposal = propose(device, state.workload)
-                self._shown_for = key
-            except AdvisorError as err:
-                problem = err.message
-        if problem is not None:
-            self.proposal = None
-            self._shown_for = None
-        self._show(problem)
-
-    def _show(self, problem: str | None) -> None:
+        proposal = state.proposal
+        problem = state.proposal_problem
+        if state.proposing:
+            problem = "computing the proposal (mkfs.xfs dry runs)..."
         self.query_one("#problem", Static).update(problem or "")
         self.query_one("#problem", Static).display = problem is not None
-        proposal = self.proposal or {}
-        self.query_one("#mkfs", Static).update(Text(mkfs_line(proposal)))
-        self.query_one("#fstab", Static).update(Text(str(proposal.get("fstab", ""))))
-        decisions = self.query_one("#decisions", DataTable)
-        decisions.clear()
-        for d in proposal.get("decisions", []):
-            decisions.add_row(*(Text(str(d.get(k) if d.get(k) is not None else "")) for k in (
-                "setting", "value", "default", "reason", "source", "changeable_later")))
-        warnings = proposal.get("warnings", [])
+        self.query_one("#mkfs", Static).update(Text(proposal.mkfs_command if proposal else ""))
+        self.query_one("#fstab", Static).update(Text(proposal.fstab if proposal else ""))
+        warnings = proposal.warnings if proposal else []
         self.query_one("#warnings-title").display = bool(warnings)
+        self.query_one("#warnings").display = bool(warnings)
         self.query_one("#warnings", Static).update(Text("\n".join(
-            f"! {w.get('message', '')}" + (f" [{w['rule']}]" if w.get("rule") else "")
-            for w in warnings)))
-        why_not = proposal.get("why_not") or proposal.get("obsolete") or []
-        self.query_one("#why-not-title").display = bool(why_not)
-        self.query_one("#why-not", Static).update(Text("\n".join(
-            f"{w.get('advice', w.get('id', ''))}: {w.get('reason', w.get('message', ''))}"
-            for w in why_not if isinstance(w, dict))))
-        diff = self.query_one("#diff", DataTable)
-        diff.clear()
-        for change in default_changes(proposal):
-            diff.add_row(*(Text(c) for c in change))
+            f"! {w.message} [{w.rule}]" for w in warnings)))
+        self.query_one("#decisions", Static).update(
+            decisions_table(proposal) if proposal else "")
+        diff = geometry_diff(proposal) if proposal else []
+        if proposal is None:
+            self.query_one("#diff", Static).update("")
+        elif not diff:
+            self.query_one("#diff", Static).update("nothing: the proposal is mkfs.xfs's defaults")
+        else:
+            table = Table(expand=True, show_edge=False, pad_edge=False, box=None)
+            for title in ("", "mkfs.xfs alone", "with the proposal"):
+                table.add_column(title)
+            for row in diff:
+                table.add_row(*row)
+            self.query_one("#diff", Static).update(table)
 
-    def _need_proposal(self) -> dict[str, Any] | None:
-        if self.proposal is None:
+    def _show_why_not(self) -> None:
+        from advisor.tui.core import obsolete_advice
+
+        try:
+            advice = obsolete_advice()
+        except AdvisorError as err:
+            self.query_one("#why-not", Static).update(err.message)
+            return
+        table = Table(expand=True, show_edge=False, pad_edge=False, box=None)
+        table.add_column("advice", style="bold", ratio=1)
+        table.add_column("today", ratio=3)
+        for item in advice:
+            table.add_row(item.advice, f"{item.today} (since {item.since}; {item.rule})")
+        self.query_one("#why-not", Static).update(table if advice else "no obsolete advice known")
+
+    def _need_proposal(self) -> Proposal | None:
+        proposal = self.advisor.state.proposal
+        if proposal is None or self.advisor.state.proposing:
             self.notify("no proposal to use yet", severity="warning")
-        return self.proposal
+            return None
+        return proposal
 
     def action_copy_mkfs(self) -> None:
         if (proposal := self._need_proposal()) is not None:
-            self.app.copy_to_clipboard(mkfs_line(proposal))
+            self.app.copy_to_clipboard(proposal.mkfs_command)
             self.notify("mkfs command copied (OSC 52)")
 
     def action_copy_fstab(self) -> None:
         if (proposal := self._need_proposal()) is not None:
-            self.app.copy_to_clipboard(str(proposal.get("fstab", "")))
+            self.app.copy_to_clipboard(proposal.fstab)
             self.notify("fstab line copied (OSC 52)")
 
     def action_save(self) -> None:
@@ -171,11 +198,12 @@ class ProposalScreen(Screen[None]):
         self.app.push_screen(prompt, self._save_to)
 
     def _save_to(self, path: str | None) -> None:
-        if not path or self.proposal is None:
+        proposal = self.advisor.state.proposal
+        if not path or proposal is None:
             return
         try:
-            Path(path).write_text(save_text(self.proposal, self.advisor.state.device_name or ""),
-                                  encoding="utf-8")
+            text = save_text(proposal, self.advisor.state.device_name or "")
+            Path(path).write_text(text, encoding="utf-8")
         except OSError as err:
             self.notify(f"cannot write {path}: {err.strerror}", severity="error")
             return

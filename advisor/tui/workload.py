@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -71,29 +72,48 @@ class WorkloadScreen(Screen[None]):
         with VerticalScroll(id="form"):
             for q in self.questions:
                 with Vertical(classes="question"):
-                    yield Label(q.label, classes="question-name")
-                    yield Static(q.help, classes="question-help")
                     with Horizontal(classes="question-row"):
+                        yield Label(q.label, classes="question-name")
                         yield self._widget_for(q)
                         yield Static("", id=f"{q.widget_id}-error", classes="question-error")
+                    yield Static(q.help, classes="question-help")
+        yield Static("", id="preview")
         yield Static("", id="form-status")
         yield Footer(compact=True, show_command_palette=False)
 
     def _widget_for(self, q: Question) -> Input | Select[Any]:
         if q.kind == "yes-no":
-            return Select(_YES_NO, prompt="don't know", id=q.widget_id)
+            return Select(_YES_NO, prompt="don't know", id=q.widget_id, compact=True)
         if q.kind == "choice":
-            return Select([(c, c) for c in q.choices], prompt="don't know", id=q.widget_id)
-        placeholder = "don't know" + (" (e.g. 64KiB)" if q.is_size else "")
-        return Input(placeholder=placeholder, id=q.widget_id)
+            choices = [(c, c) for c in q.choices]
+            return Select(choices, prompt="don't know", id=q.widget_id, compact=True)
+        return Input(placeholder="don't know", id=q.widget_id, compact=True)
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: workload"
+        self.advisor.proposal_listeners.append(self)
         self.fill(self.advisor.state.workload)
+
+    def on_unmount(self) -> None:
+        if self in self.advisor.proposal_listeners:
+            self.advisor.proposal_listeners.remove(self)
+
+    def show_proposal(self) -> None:
+        """The mkfs line for the answers so far, so each answer's effect shows as it is typed."""
+        state = self.advisor.state
+        preview = self.query_one("#preview", Static)
+        if state.proposing:
+            preview.update(Text("mkfs: computing...", style="dim"))
+        elif state.proposal is not None:
+            preview.update(Text("mkfs: " + state.proposal.mkfs_command))
+        else:
+            preview.update(Text(state.proposal_problem or "", style="dim"))
 
     def on_screen_resume(self) -> None:
         device = self.advisor.state.device_name
         self.sub_title = f"for {device}" if device else "no device chosen yet (F2)"
+        if self.focused is None or self.focused.id == "form":
+            self.query_one(f"#{self.questions[0].widget_id}").focus()
 
     # ---- reading and writing the widgets ----
 
@@ -148,6 +168,7 @@ class WorkloadScreen(Screen[None]):
             state.workload_problem = problem
             status.update(f"not valid: {problem}")
             status.add_class("-invalid")
+        self.advisor.request_proposal()
 
     @on(Input.Changed)
     @on(Select.Changed)

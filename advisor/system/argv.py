@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 
 def mkfs_xfs(
-    target: str,
+    target: str | None,
     options: Sequence[str] = (),
     *,
     dry_run: bool = False,
@@ -16,7 +16,8 @@ def mkfs_xfs(
     no_discard: bool = False,
 ) -> list[str]:
     """`mkfs.xfs [-N] [-f] [-K] OPTIONS TARGET`. -N prints the geometry and writes nothing;
-    -K skips the discard pass (a fresh loop file has nothing to discard and it costs time)."""
+    -K skips the discard pass (a fresh loop file has nothing to discard and it costs time).
+    No target when the options name it (`-d file,name=F,size=S`)."""
     argv = ["mkfs.xfs"]
     if dry_run:
         argv.append("-N")
@@ -24,7 +25,7 @@ def mkfs_xfs(
         argv.append("-f")
     if no_discard:
         argv.append("-K")
-    return [*argv, *options, target]
+    return [*argv, *options, *([target] if target is not None else [])]
 
 
 def mkfs_version() -> list[str]:

@@ -1,0 +1,130 @@
+"""Proving a proposal valid: `mkfs.xfs -N -f OPTIONS` on a sparse file of the device's size (never
+the device), and parsing what mkfs.xfs would build. Also how the defaults (side A) are found."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+
+from advisor.errors import EXIT_BUG, AdvisorError, DeviceProblem
+from advisor.models.device import Device
+from advisor.models.proposal import Check, MkfsGeometry
+from advisor.system import argv
+from advisor.system.runner import run
+
+
+class ProposalBug(AdvisorError):
+    """The advisor proposed something mkfs.xfs rejects: a bug in a rule, reported as one."""
+
+    exit_code = EXIT_BUG
+    kind = "bug"
+
+
+_FEATURES = ("crc", "finobt", "sparse", "rmapbt", "reflink", "bigtime", "inobtcount", "nrext64",
+             "ftype")
+_PAIR = re.compile(r"([a-z][a-z0-9-]*)=(\S+?),?(?=\s|$)")
+
+
+def parse_mkfs_output(stdout: str, stderr: str = "") -> MkfsGeometry:
+    """The geometry from `mkfs.xfs -N` (or xfs_info) text. Keys repeat across sections (bsize,
+    sectsz, sunit), so values are read per section: meta-data, data, naming, log, realtime."""
+    sections: dict[str, dict[str, str]] = {}
+    current = ""
+    for line in stdout.splitlines():
+        head, sep, rest = line.partition("=")
+        if not sep:
+            continue
+        if head.strip():
+            current = head.strip()
+        else:
+            rest = line.split("=", 1)[1]
+        values = sections.setdefault(current, {})
+        for key, value in _PAIR.findall(rest):
+            values.setdefault(key, value)
+    meta, data = sections.get("meta-data", {}), sections.get("data", {})
+    naming, log = sections.get("naming", {}), sections.get("log", {})
+    try:
+        return MkfsGeometry(
+            block_size=int(data["bsize"]),
+            sector_size=int(meta["sectsz"]),
+            inode_size=int(meta["isize"]),
+            agcount=int(meta["agcount"]),
+            agsize_blocks=int(meta["agsize"]),
+            data_blocks=int(data["blocks"]),
+            sunit_blocks=int(data.get("sunit", "0")),
+            swidth_blocks=int(data.get("swidth", "0")),
+            naming_block_size=int(naming["bsize"]),
+            log_blocks=int(log["blocks"]),
+            log_sunit_blocks=int(log.get("sunit", "0")),
+            features={k: int(v) for k in _FEATURES for v in
+                      [meta.get(k, naming.get(k))] if v is not None and v.isdigit()},
+            mkfs_warnings=[ln.strip() for ln in stderr.splitlines() if ln.strip()],
+        )
+    except (KeyError, ValueError) as err:
+        raise AdvisorError(f"cannot parse mkfs.xfs -N output (missing {err})") from None
+
+
+def device_size(device: Device) -> int:
+    size = device.size_bytes.value
+    if not size:
+        raise DeviceProblem(f"{device.name}: size unknown, cannot plan a filesystem for it")
+    return size
+
+
+def emulation_options(device: Device, proposed: Sequence[str] = ()) -> list[str]:
+    """Options that make a plain file look like the device to mkfs.xfs: the sector size and the
+    stripe geometry mkfs.xfs would detect (unless the proposal sets them itself)."""
+    options: list[str] = []
+    sector = device.physical_sector.value or device.logical_sector.value
+    if sector and sector > 512 and not _sets(proposed, "-s", "size"):
+        options += ["-s", f"size={sector}"]
+    stripe = device.stripe
+    if (stripe.used_by_mkfs and stripe.sunit_bytes and stripe.data_disks
+            and not _sets(proposed, "-d", "su") and not _sets(proposed, "-d", "sunit")):
+        options += ["-d", f"su={stripe.sunit_bytes},sw={stripe.data_disks}"]
+    return options
+
+
+def _sets(options: Sequence[str], flag: str, key: str) -> bool:
+    return any(options[i] == flag and any(p.split("=")[0] == key for p in options[i + 1].split(","))
+               for i in range(len(options) - 1))
+
+
+def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -> Check:
+    """Run `mkfs.xfs -N -f` with the options on a stand-in for the device and parse the result.
+
+    A rejection of the defaults is a device problem (too small, odd sector size); a rejection of a
+    proposal is a bug in the rules."""
+    size = device_size(device)
+    emulated = emulation_options(device, options)
+    with tempfile.TemporaryDirectory(prefix="xfs-advisor-check-") as tmp:
+        image = os.path.join(tmp, "device.img")
+        target_options: list[str] = []
+        method = "sparse file"
+        with open(image, "wb") as f:
+            try:
+                f.truncate(size)
+            except OSError as err:
+                # ext4 holds files up to 16 TiB: let mkfs.xfs size the data section itself.
+                if err.errno not in (errno.EFBIG, errno.EINVAL):
+                    raise
+                method = "mkfs -d file,size"
+        if method != "sparse file":
+            target_options = ["-d", f"file,name={image},size={size}"]
+        cmd = argv.mkfs_xfs(None if target_options else image,
+                            [*emulated, *options, *target_options], dry_run=True, force=True)
+        result = run(cmd, timeout=30, check=False)
+    shown = [a.replace(image, "FILE") for a in cmd]
+    if not result.ok:
+        what = " ".join(options) or "no options"
+        message = result.first_error_line()
+        if defaults:
+            raise DeviceProblem(f"{device.name}: mkfs.xfs rejects a filesystem of this device's "
+                                f"size and geometry: {message}")
+        raise ProposalBug(f"bug: the proposal ({what}) fails `mkfs.xfs -N`: {message} "
+                          "(please report it with the --json output)")
+    return Check(argv=shown, method=method, emulated=emulated,
+                 geometry=parse_mkfs_output(result.stdout, result.stderr))

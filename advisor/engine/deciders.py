@@ -1,0 +1,582 @@
+"""The named functions behind the rules: what data alone cannot express. Each takes the context
+and the rule's `params` (validated against its own model) and returns an Outcome.
+
+A rule file names its function in `decide`; thresholds and tables stay in the file."""
+
+from __future__ import annotations
+
+import configparser
+import functools
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from advisor.engine.context import (
+    Change,
+    Context,
+    GiB,
+    KiB,
+    MiB,
+    Outcome,
+    mkfs_size,
+    round_down,
+    round_up,
+)
+from advisor.models.base import Model
+from advisor.models.environment import parse_version
+from advisor.models.units import human_size
+from advisor.models.workload import Access
+
+P = TypeVar("P", bound=BaseModel)
+Decider = Callable[[Context, Any], Outcome]
+
+#: name -> (function, parameter model)
+DECIDERS: dict[str, tuple[Decider, type[BaseModel]]] = {}
+
+
+def decider(params: type[P]) -> Callable[[Callable[[Context, P], Outcome]],
+                                         Callable[[Context, P], Outcome]]:
+    def register(fn: Callable[[Context, P], Outcome]) -> Callable[[Context, P], Outcome]:
+        DECIDERS[fn.__name__] = (fn, params)
+        return fn
+    return register
+
+
+class NoParams(Model):
+    """This function takes no parameters."""
+
+
+# ---- 2.1.1 directory block size --------------------------------------------------------------
+
+class DirBlockRow(Model):
+    """One row of the guide's table 2.5, per access pattern."""
+
+    access: Access
+    """read-heavy, write-heavy or mixed."""
+    max_entries_4k: int = Field(ge=0)
+    """Largest directory for which 4 KiB directory blocks stay best."""
+    max_entries_16k: int = Field(ge=0)
+    """Largest directory for which 16 KiB blocks stay best; above it, 64 KiB."""
+
+
+class DirBlockParams(Model):
+    """Thresholds of the guide's table 2.5."""
+
+    table: list[DirBlockRow] = Field(min_length=1)
+    """One row per access pattern."""
+    unknown_access_as: Access = "mixed"
+    """Row used when the access pattern is not given."""
+
+
+def directory_block_for(entries: int, access: Access, params: DirBlockParams) -> int:
+    """Directory block size in bytes for a directory of `entries` under `access`."""
+    row = next((r for r in params.table if r.access == access), params.table[0])
+    if entries <= row.max_entries_4k:
+        return 4 * KiB
+    if entries <= row.max_entries_16k:
+        return 16 * KiB
+    return 64 * KiB
+
+
+@decider(DirBlockParams)
+def dir_block_size(ctx: Context, params: DirBlockParams) -> Outcome:
+    entries = ctx.workload.largest_directory_entries
+    if entries is None:
+        return Outcome(keep_reason="largest directory size not given: the default suits "
+                       "directories up to hundreds of thousands of entries")
+    access = ctx.workload.access or params.unknown_access_as
+    size = max(directory_block_for(entries, access, params), ctx.defaults.block_size)
+    label = access if ctx.workload.access else f"{access} (access not given)"
+    if size <= ctx.defaults.naming_block_size:
+        return Outcome(keep_reason=f"{entries:,} entries, {label}: within the "
+                       f"{mkfs_size(ctx.defaults.naming_block_size)} range of table 2.5; larger "
+                       "blocks would only cost CPU per operation")
+    return Outcome(change=Change(
+        mkfs_size(size), ["-n", f"size={mkfs_size(size)}"],
+        f"{entries:,} entries, {label}: table 2.5 puts this beyond the range of smaller directory "
+        f"blocks; {mkfs_size(size)} blocks need fewer IOs per lookup and modification"))
+
+
+# ---- 2.1.2 allocation groups -----------------------------------------------------------------
+
+class AgConcurrencyParams(Model):
+    """When and how far to raise the AG count."""
+
+    min_writers: int = Field(ge=1)
+    """Concurrent writers from which the workload counts as highly concurrent."""
+    target_agcount: int = Field(ge=2)
+    """AG count to reach (the guide: at least 32)."""
+    min_ag_bytes: int = Field(ge=16 * MiB)
+    """Smallest AG worth having; caps the count on small filesystems."""
+    max_agcount_when_grown: int = Field(ge=2)
+    """Most AGs once grown (guide 2.1.2.2: a few hundred)."""
+
+
+@decider(AgConcurrencyParams)
+def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
+    writers = ctx.workload.concurrent_writers
+    default = ctx.defaults.agcount
+    if writers is None:
+        return Outcome(keep_reason="number of concurrent writers not given")
+    if writers < params.min_writers:
+        return Outcome(keep_reason=f"{writers} concurrent writers: not enough to be limited by "
+                       f"{default} AGs")
+    if default >= params.target_agcount:
+        return Outcome(keep_reason=f"mkfs.xfs already makes {default} AGs")
+    raid_answered = ctx.workload.storage.raid_data_disks is not None
+    if ctx.device.rotational.value is True and not raid_answered and ctx.stripe() is None:
+        return Outcome(keep_reason="a single spinning disk cannot serve more concurrency: more "
+                       "AGs only spread its seeks (seed 003)")
+    target = min(params.target_agcount, max(2, ctx.size // params.min_ag_bytes))
+    eventual = ctx.eventual_size
+    if eventual:
+        target = min(target, max(2, params.max_agcount_when_grown * ctx.size // eventual))
+    if target <= default:
+        return Outcome(keep_reason=f"{writers} writers would like {params.target_agcount} AGs, "
+                       f"but at {human_size(ctx.size)} that would make AGs under "
+                       f"{human_size(params.min_ag_bytes)}; the default {default} stays")
+    why = (f"{writers} concurrent writers on storage mkfs.xfs sees as a single device "
+           f"({default} AGs by default): {target} AGs let that many allocations proceed at once")
+    if ctx.env.xfsprogs_at_least(6, 8):
+        return Outcome(change=Change(f"concurrency={target}", ["-d", f"concurrency={target}"],
+                                     why + " (xfsprogs >= 6.8 sizes AGs for it: -d concurrency)"))
+    return Outcome(change=Change(f"agcount={target}", ["-d", f"agcount={target}"], why))
+
+
+class AgGrowthParams(Model):
+    """Limits for filesystems that will be grown."""
+
+    max_agcount_when_grown: int = Field(ge=2)
+    """Most AGs once grown, unless AGs are at their maximum size."""
+    warn_growth_factor: float = Field(ge=1)
+    """Growth beyond this factor gets a warning (the guide: roughly 10x)."""
+    max_ag_bytes: int = Field(ge=16 * MiB)
+    """Largest AG mkfs.xfs allows (1 TiB less one block)."""
+
+
+@decider(AgGrowthParams)
+def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
+    eventual = ctx.eventual_size
+    if eventual is None:
+        return Outcome(keep_reason="no growth planned (answer eventual_size or growth_factor)")
+    if eventual <= ctx.size:
+        return Outcome(keep_reason="the eventual size is not larger than the device")
+    factor = eventual / ctx.size
+    warnings = [f"XFS can grow but never shrink: size it for {human_size(eventual)} now only "
+                "if that growth is real"]
+    if factor > params.warn_growth_factor:
+        warnings.append(f"growth of {factor:.0f}x is beyond the ~{params.warn_growth_factor:g}x "
+                        "the guide recommends (2.1.2.2): AGs sized for the end are huge now, or "
+                        "there are too many AGs later; consider a new filesystem at some point")
+    default_agsize = ctx.defaults.agsize_bytes
+    grown = math.ceil(eventual / default_agsize)
+    if grown <= params.max_agcount_when_grown or default_agsize >= params.max_ag_bytes - 4 * KiB:
+        return Outcome(keep_reason=f"the default AGs ({human_size(default_agsize)}) make "
+                       f"{grown} AGs at {human_size(eventual)}: within the few hundred the guide "
+                       "allows", warnings=warnings)
+    stripe = ctx.stripe()
+    align = math.lcm(ctx.defaults.block_size, stripe[0] if stripe else 1)
+    needed = round_up(math.ceil(eventual / params.max_agcount_when_grown), align)
+    agsize = min(needed, round_down(params.max_ag_bytes, align))
+    agsize = min(agsize, round_down(ctx.size // 2, align))
+    return Outcome(change=Change(
+        f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
+        f"growing {factor:.1f}x to {human_size(eventual)}: the default "
+        f"{human_size(default_agsize)} AGs would become {grown} AGs; AG size cannot change after "
+        f"mkfs, so {human_size(agsize)} AGs keep it to "
+        f"{math.ceil(eventual / agsize)}"), warnings=warnings)
+
+
+# ---- 2.1.3 inode size ------------------------------------------------------------------------
+
+class InlineRow(Model):
+    """Inline attribute space of one inode size (CRC-enabled filesystems)."""
+
+    inode_size: int
+    """Inode size in bytes."""
+    inline_bytes: int
+    """About how many xattr bytes fit in the inode's literal area beside a few extents."""
+
+
+class InodeParams(Model):
+    """Inline-attribute capacity per inode size, and the inline value limit."""
+
+    table: list[InlineRow] = Field(min_length=1)
+    """Smallest first."""
+    max_inline_value: int
+    """Names and values longer than this never go inline (254 bytes)."""
+
+
+@decider(InodeParams)
+def inode_size(ctx: Context, params: InodeParams) -> Outcome:
+    w = ctx.workload
+    warnings: list[str] = []
+    if w.largest_xattr_value is not None and w.largest_xattr_value > params.max_inline_value:
+        warnings.append(f"an xattr value of {w.largest_xattr_value} bytes is over "
+                        f"{params.max_inline_value}: that inode's attributes all go to a separate "
+                        "block whatever the inode size")
+    if w.xattr_bytes_per_file is None or w.xattr_bytes_per_file == 0:
+        return Outcome(keep_reason="no extended attributes declared", warnings=warnings)
+    if warnings:
+        return Outcome(keep_reason="values too large to go inline: a larger inode would not "
+                       "help", warnings=warnings)
+    need = w.xattr_bytes_per_file
+    fits = [r for r in params.table if r.inline_bytes >= need
+            and r.inode_size <= ctx.defaults.block_size // 2]
+    if not fits:
+        warnings.append(f"{need} xattr bytes per file do not fit inline in any inode size: "
+                        "attributes will live in separate blocks")
+        return Outcome(keep_reason="no inode size holds them inline", warnings=warnings)
+    best = fits[0].inode_size
+    if best <= ctx.defaults.inode_size:
+        return Outcome(keep_reason=f"{need} xattr bytes fit inline in the default "
+                       f"{ctx.defaults.inode_size}-byte inode")
+    return Outcome(change=Change(str(best), ["-i", f"size={best}"],
+                                 f"{need} xattr bytes per file do not fit inline in "
+                                 f"{ctx.defaults.inode_size}-byte inodes; {best}-byte inodes keep "
+                                 "them inline (up to 10x faster than an attribute block)"))
+
+
+# ---- 2.1.4 RAID stripe geometry --------------------------------------------------------------
+
+@decider(NoParams)
+def stripe_geometry(ctx: Context, params: NoParams) -> Outcome:
+    s = ctx.workload.storage
+    g = ctx.device.stripe
+    detected = (g.sunit_bytes, g.data_disks) if g.used_by_mkfs and g.sunit_bytes else None
+    if s.raid_stripe_unit and s.raid_data_disks:
+        su, sw = s.raid_stripe_unit, s.raid_data_disks
+        if su % ctx.defaults.block_size or su % ctx.defaults.sector_size:
+            return Outcome(keep_reason="the RAID answers cannot be used",
+                           warnings=[f"raid_stripe_unit {su} is not a multiple of the "
+                                     f"{ctx.defaults.block_size}-byte block: ignored"])
+        if detected == (su, sw):
+            return Outcome(keep_reason=f"mkfs.xfs detects the same geometry (su={mkfs_size(su)},"
+                           f" sw={sw}) from {g.source}")
+        warnings = []
+        if detected:
+            warnings.append(f"the answers (su={mkfs_size(su)}, sw={sw}) disagree with what "
+                            f"{g.source} reports (su={mkfs_size(detected[0] or 0)}, "
+                            f"sw={detected[1]}): the answers are used; check the RAID set-up")
+        return Outcome(change=Change(
+            f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
+            f"hardware RAID geometry from the answers ({sw} data disks of "
+            f"{mkfs_size(su)}): aligns allocation to full stripes"), warnings=warnings)
+    if detected:
+        return Outcome(keep_reason=f"mkfs.xfs detects su={mkfs_size(g.sunit_bytes or 0)}, "
+                       f"sw={g.data_disks} from {g.source} on its own")
+    if g.sunit_bytes and g.ignored_reason:
+        return Outcome(keep_reason=f"the device reports a stripe that mkfs.xfs ignores: "
+                       f"{g.ignored_reason}")
+    return Outcome(keep_reason="no stripe geometry reported or answered (hardware RAID that "
+                   "hides it: answer raid_stripe_unit and raid_data_disks)")
+
+
+# ---- 2.1.5 log size --------------------------------------------------------------------------
+
+class LogSizeParams(Model):
+    """How large a log metadata-heavy concurrent work wants, and its limits."""
+
+    min_writers: int = Field(ge=1)
+    """Concurrent writers from which a bigger log pays off (unless read-heavy)."""
+    bytes_per_writer: int = Field(ge=MiB)
+    """Log wanted per concurrent writer."""
+    memory_divisor: int = Field(ge=1)
+    """The log stays under memory / this: memory pressure forces log writeback anyway."""
+    max_log_bytes: int = Field(ge=64 * MiB)
+    """Largest internal log (2 GiB - 10 MiB... as mkfs.xfs allows)."""
+    old_xfsprogs_min_bytes: int = Field(ge=MiB)
+    """Log size to ask for when xfsprogs <= 5.14 would make a tiny one."""
+
+
+@decider(LogSizeParams)
+def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
+    w = ctx.workload
+    default = ctx.defaults.log_bytes
+    old = ctx.env.xfsprogs_version is not None and not ctx.env.xfsprogs_at_least(5, 15)
+    heavy = (w.concurrent_writers is not None and w.concurrent_writers >= params.min_writers
+             and w.access != "read-heavy")
+    if heavy and w.concurrent_writers is not None:
+        want = w.concurrent_writers * params.bytes_per_writer
+        why = f"{w.concurrent_writers} concurrent writers of metadata"
+    elif old:
+        want = params.old_xfsprogs_min_bytes
+        why = f"xfsprogs {ctx.env.xfsprogs_version} makes small logs"
+    else:
+        return Outcome(keep_reason=f"no metadata-heavy concurrent writing declared; the default "
+                       f"{human_size(default)} log is enough")
+    limits = []
+    if ctx.env.memory_bytes and want > ctx.env.memory_bytes // params.memory_divisor:
+        want = ctx.env.memory_bytes // params.memory_divisor
+        limits.append(f"limited to memory/{params.memory_divisor}")
+    if want > min(params.max_log_bytes, ctx.agsize_bytes() // 2):
+        want = min(params.max_log_bytes, ctx.agsize_bytes() // 2)
+        limits.append("limited by the maximum log size and the AG size")
+    want = round_down(want, MiB)
+    if want <= default:
+        return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
+                       f"large enough" + (f" ({'; '.join(limits)})" if limits else ""))
+    return Outcome(change=Change(
+        mkfs_size(want), ["-l", f"size={mkfs_size(want)}"],
+        f"{why}: a {human_size(want)} log (default {human_size(default)}) lets more "
+        "modifications be in flight and aggregate before writeback"
+        + (f" ({'; '.join(limits)})" if limits else "")))
+
+
+# ---- 2.1.6 log stripe unit -------------------------------------------------------------------
+
+class LogStripeParams(Model):
+    """When synchronous log writes make a log stripe unit a cost."""
+
+    min_fsyncs_per_second: float = Field(ge=0)
+    """fsync/fdatasync rate from which log write latency dominates."""
+    max_log_su: int = Field(ge=4 * KiB)
+    """Largest log stripe unit (256 KiB); mkfs.xfs falls back to 32 KiB above it."""
+
+
+def default_log_stripe_unit(ctx: Context, max_log_su: int) -> int:
+    """The log stripe unit in bytes mkfs.xfs will use with the proposal's data stripe."""
+    stripe = ctx.stripe()
+    if stripe:
+        return stripe[0] if stripe[0] <= max_log_su else 32 * KiB
+    return ctx.defaults.log_sunit_blocks * ctx.defaults.block_size
+
+
+@decider(LogStripeParams)
+def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
+    fsyncs = ctx.workload.fsyncs_per_second
+    lsu = default_log_stripe_unit(ctx, params.max_log_su)
+    block = ctx.defaults.block_size
+    if lsu <= block:
+        return Outcome(keep_reason="no data stripe: log writes are not padded to a stripe unit")
+    if fsyncs is None:
+        return Outcome(keep_reason=f"fsync rate not given: log writes stay aligned to the "
+                       f"{mkfs_size(lsu)} stripe unit")
+    if fsyncs < params.min_fsyncs_per_second:
+        return Outcome(keep_reason=f"{fsyncs:g} fsyncs/s: aligned {mkfs_size(lsu)} log writes "
+                       "cost little at that rate")
+    return Outcome(change=Change(
+        mkfs_size(block), ["-l", f"su={mkfs_size(block)}"],
+        f"{fsyncs:g} fsyncs/s: each forces a log write padded to the {mkfs_size(lsu)} stripe "
+        "unit; one block lets small log writes go out at once (lower fsync latency)"))
+
+
+# ---- 2.2 mount options -----------------------------------------------------------------------
+
+class Inode32Params(Model):
+    """Where inode numbers stop fitting in 32 bits."""
+
+    threshold_bytes: int
+    """Filesystems larger than this can have 64-bit inode numbers (1 TiB)."""
+
+
+@decider(Inode32Params)
+def inode32(ctx: Context, params: Inode32Params) -> Outcome:
+    if not ctx.workload.nfs_32bit_clients:
+        return Outcome(keep_reason="no 32-bit NFS clients or applications declared")
+    largest = max(ctx.size, ctx.eventual_size or 0)
+    if largest <= params.threshold_bytes:
+        return Outcome(keep_reason=f"at {human_size(largest)} every inode number fits in 32 "
+                       "bits: inode32 is not needed")
+    return Outcome(
+        change=Change("inode32", ["inode32"],
+                      f"32-bit clients and {human_size(largest)} (over "
+                      f"{human_size(params.threshold_bytes)}): inode32 keeps inode numbers under "
+                      "32 bits"),
+        warnings=["inode32 costs performance: inodes all live in the first 1 TiB, away from "
+                  "their data, and that space can fill up (ENOSPC on create with free space)"])
+
+
+class LogbsizeParams(Model):
+    """When bigger log buffers pay off."""
+
+    min_writers: int = Field(ge=1)
+    """Concurrent writers that make the work IO-heavy for the log."""
+    value_bytes: int
+    """The log buffer size to use (256 KiB, the maximum)."""
+
+
+@decider(LogbsizeParams)
+def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
+    w = ctx.workload
+    if w.concurrent_writers is None or w.concurrent_writers < params.min_writers:
+        return Outcome(keep_reason="no IO-heavy metadata work declared")
+    nv = w.storage.nonvolatile_write_cache
+    cache = ctx.device.write_cache.value
+    if nv is True or (nv is None and cache == "write through"):
+        return Outcome(keep_reason="a non-volatile write cache absorbs small log writes: bigger "
+                       "buffers make little difference")
+    if nv is None and cache is None:
+        return Outcome(keep_reason="whether the write cache is non-volatile is unknown")
+    lsu_change = ctx.chosen.get("-l su")
+    lsu = (ctx.defaults.block_size if lsu_change
+           else default_log_stripe_unit(ctx, 256 * KiB))
+    if lsu and params.value_bytes % lsu:
+        return Outcome(keep_reason=f"{mkfs_size(params.value_bytes)} is not a multiple of the "
+                       f"{mkfs_size(lsu)} log stripe unit")
+    return Outcome(change=Change(
+        mkfs_size(params.value_bytes), [f"logbsize={mkfs_size(params.value_bytes)}"],
+        f"{w.concurrent_writers} concurrent writers on storage without a non-volatile cache: "
+        f"{mkfs_size(params.value_bytes)} log buffers need fewer log IOs (fsync-heavy work "
+        "does not need smaller ones: buffers are written partly full)"))
+
+
+@decider(NoParams)
+def logbufs(ctx: Context, params: NoParams) -> Outcome:
+    return Outcome(keep_reason="8 log buffers is the default and the fastest; fewer only saves "
+                   "memory with many filesystems in little memory")
+
+
+@decider(NoParams)
+def atime(ctx: Context, params: NoParams) -> Outcome:
+    needed = ctx.workload.atime_needed
+    if needed is False:
+        return Outcome(change=Change("noatime", ["noatime"],
+                                     "nothing relies on access times: noatime saves the inode "
+                                     "writes relatime still makes once a day per file read"))
+    if needed:
+        return Outcome(keep_reason="access times are needed: relatime keeps them useful (newer "
+                       "than mtime, updated daily)")
+    return Outcome(keep_reason="whether anything needs access times is unknown: relatime is the "
+                   "safe default")
+
+
+@decider(NoParams)
+def discard(ctx: Context, params: NoParams) -> Outcome:
+    granularity = ctx.device.discard_granularity.value
+    if granularity == 0:
+        return Outcome(keep_reason="the device does not support discard")
+    return Outcome(keep_reason="online discard slows deletes; run fstrim periodically instead "
+                   "(systemctl enable --now fstrim.timer)")
+
+
+# ---- versions: kernels that must mount it ----------------------------------------------------
+
+class KernelCompatParams(Model):
+    """V5 feature sets per LTS kernel, used when xfsprogs' own lts_*.conf cannot be."""
+
+    features: dict[str, dict[str, dict[str, int]]]
+    """kernel -> section (metadata, inode) -> feature -> 0/1, as in xfsprogs' lts_*.conf."""
+    nrext64_since: str
+    """First xfsprogs that knows -i nrext64 (older ones must not be given it)."""
+
+
+def parse_lts_conf(text: str) -> dict[str, dict[str, int]]:
+    """section -> feature -> value from an xfsprogs mkfs config file."""
+    parser = configparser.ConfigParser(inline_comment_prefixes=("#",))
+    parser.read_string(text)
+    return {s: {k: int(v) for k, v in parser.items(s)} for s in parser.sections()}
+
+
+@functools.lru_cache(maxsize=16)
+def conf_rejection(path: str) -> str | None:
+    """Why this mkfs.xfs rejects a config file (None: accepted), from a dry run on a file."""
+    import tempfile
+
+    from advisor.system import argv
+    from advisor.system.runner import run
+
+    with tempfile.NamedTemporaryFile(prefix="xfs-advisor-conf-") as f:
+        f.truncate(GiB)
+        result = run(argv.mkfs_xfs(f.name, ["-c", f"options={path}"], dry_run=True, force=True),
+                     timeout=30, check=False)
+    return None if result.ok else result.first_error_line()
+
+
+def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: bool) -> list[str]:
+    """`-m ... -i ...` equivalent to a feature set. mkfs.xfs wants nrext64 under -i."""
+    meta = dict(features.get("metadata", {}))
+    inode = dict(features.get("inode", {}))
+    if "nrext64" in meta:
+        inode["nrext64"] = meta.pop("nrext64")
+    if not nrext64_known:
+        inode.pop("nrext64", None)
+    out: list[str] = []
+    if meta:
+        out += ["-m", ",".join(f"{k}={v}" for k, v in sorted(meta.items()))]
+    if inode:
+        out += ["-i", ",".join(f"{k}={v}" for k, v in sorted(inode.items()))]
+    return out
+
+
+@decider(KernelCompatParams)
+def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
+    wanted = ctx.workload.must_mount_on_kernel
+    if wanted is None:
+        return Outcome(keep_reason="no older kernel must mount it: the current feature set")
+    kernel = parse_version(wanted)
+    progs = parse_version(ctx.env.xfsprogs_version)
+    if kernel and progs and kernel >= progs:
+        return Outcome(keep_reason=f"kernel {wanted} mounts what xfsprogs "
+                       f"{ctx.env.xfsprogs_version} makes by default")
+    known = sorted({*params.features, *ctx.env.lts_configs},
+                   key=lambda v: parse_version(v) or (0, 0))
+    older = [v for v in known if kernel and (parse_version(v) or (0, 0)) <= kernel]
+    warnings = []
+    if not older:
+        warnings.append(f"kernel {wanted} is older than the oldest known feature set "
+                        f"({known[0]}): it may not mount the result")
+    profile = older[-1] if older else known[0]
+    nrext64_known = ctx.env.xfsprogs_at_least(*(parse_version(params.nrext64_since) or (99, 0)))
+    conf = ctx.env.lts_configs.get(profile)
+    why = f"kernel {wanted} must mount it: the features of the {profile} LTS kernel"
+    if conf:
+        rejection = conf_rejection(conf)
+        if rejection is None:
+            return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={conf}"],
+                                         why + f" ({conf})"), warnings=warnings)
+        features = parse_lts_conf(Path(conf).read_text(encoding="utf-8"))
+        why += (f"; this mkfs.xfs rejects its own {Path(conf).name} ({rejection}), so as "
+                "explicit flags")
+    else:
+        features = params.features[profile]
+        why += " (no lts_*.conf for it installed: the rule's own table)"
+    flags = explicit_feature_flags(features, nrext64_known)
+    return Outcome(change=Change(" ".join(flags), flags, why), warnings=warnings)
+
+
+# ---- device warnings -------------------------------------------------------------------------
+
+@decider(NoParams)
+def device_warnings(ctx: Context, params: NoParams) -> Outcome:
+    d = ctx.device
+    out: list[str] = []
+    if d.alignment_offset.value:
+        out.append(f"{d.name} starts {d.alignment_offset.value} bytes off its physical alignment: "
+                   "every IO straddles sectors and mkfs.xfs refuses without -f; re-create the "
+                   "partition aligned (1 MiB boundaries)")
+    if d.write_cache.value == "write back" and d.fua.value is False:
+        out.append(f"{d.name} has a volatile write cache without FUA: every log commit costs a "
+                   "full cache flush, which hurts metadata-heavy and fsync-heavy work (seed 001); "
+                   "a non-volatile cache or FUA support avoids it. Never mount with nobarrier "
+                   "(removed in Linux 4.19)")
+    zoned = d.zoned.value
+    if zoned and zoned != "none":
+        out.append(f"{d.name} is a zoned ({zoned}) device: xfsprogs before 6.15 cannot format "
+                   "host-managed zoned storage, and conventional XFS on host-aware zones may "
+                   "perform badly")
+    if d.usage.mountpoints:
+        out.append(f"{d.name} is mounted on {', '.join(d.usage.mountpoints)}: unmount it first; "
+                   "mkfs.xfs destroys what is on it")
+    elif d.usage.swap:
+        out.append(f"{d.name} is in use as swap")
+    elif d.usage.signatures or d.usage.fstype.value:
+        found = ", ".join(str(s.value) for s in d.usage.signatures if s.value) \
+            or str(d.usage.fstype.value)
+        out.append(f"{d.name} holds data ({found}): mkfs.xfs refuses without -f and destroys it")
+    if d.holders:
+        out.append(f"{d.name} is used by {', '.join(d.holders)}: format that device instead")
+    if d.read_only.value:
+        out.append(f"{d.name} is read-only")
+    return Outcome(warnings=out)
+
+
+def validate_params(name: str, params: dict[str, Any]) -> BaseModel:
+    """The rule's params as its decider's model (ValueError with the reason)."""
+    _, model = DECIDERS[name]
+    return model.model_validate(params)
+
+

@@ -1,0 +1,106 @@
+"""Loading the rule book: every rules/**/*.toml, validated (the file's shape, its setting, its
+function and that function's parameters). `--rules DIR` adds rules or overrides them by id."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from advisor.engine.deciders import DECIDERS, validate_params
+from advisor.engine.settings import BY_NAME
+from advisor.errors import BadInput
+from advisor.models.rule import Rule
+
+#: The rule book shipped with the advisor (the repository's rules/ folder).
+BUILTIN_RULES = Path(__file__).resolve().parent.parent.parent / "rules"
+
+
+@dataclass
+class LoadedRule:
+    rule: Rule
+    params: BaseModel | None
+    path: Path
+
+
+@dataclass
+class RuleBook:
+    rules: dict[str, LoadedRule] = field(default_factory=dict)
+    dirs: list[str] = field(default_factory=list)
+
+    def get(self, rule_id: str) -> Rule | None:
+        loaded = self.rules.get(rule_id)
+        return loaded.rule if loaded else None
+
+    def for_setting(self, setting: str) -> list[LoadedRule]:
+        """Rules deciding a setting, highest priority first."""
+        found = [r for r in self.rules.values() if r.rule.setting == setting and r.rule.decide]
+        return sorted(found, key=lambda r: (-r.rule.priority, r.rule.id))
+
+    def of_kind(self, kind: str) -> list[Rule]:
+        return sorted((r.rule for r in self.rules.values() if r.rule.kind == kind),
+                      key=lambda r: r.id)
+
+    def all(self) -> list[Rule]:
+        return sorted((r.rule for r in self.rules.values()), key=lambda r: (r.kind, r.id))
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix(
+        "Value error, ")
+    return f"{key}: {msg}"
+
+
+def load_rule(path: Path) -> LoadedRule:
+    """One rule file, fully validated; BadInput naming the file and the key otherwise."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(f"cannot read rule file {path}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise BadInput(f"{path}: malformed TOML: {err}") from None
+    try:
+        rule = Rule.model_validate(data)
+    except ValidationError as err:
+        raise BadInput(f"{path}: {_first_error(err)}") from None
+    if rule.setting is not None and rule.setting not in BY_NAME:
+        raise BadInput(f"{path}: setting: unknown setting {rule.setting!r} (one of: "
+                       f"{', '.join(BY_NAME)})")
+    if rule.kind == "obsolete" and rule.obsolete is None:
+        raise BadInput(f"{path}: obsolete: required for kind = \"obsolete\"")
+    if rule.kind in ("mkfs", "mount") and (rule.setting is None or rule.decide is None):
+        raise BadInput(f"{path}: a {rule.kind} rule needs a setting and a decide function")
+    params: BaseModel | None = None
+    if rule.decide is not None:
+        if rule.decide not in DECIDERS:
+            raise BadInput(f"{path}: decide: unknown function {rule.decide!r} (one of: "
+                           f"{', '.join(sorted(DECIDERS))})")
+        try:
+            params = validate_params(rule.decide, rule.params)
+        except ValidationError as err:
+            raise BadInput(f"{path}: params.{_first_error(err)}") from None
+    return LoadedRule(rule, params, path)
+
+
+def load_rulebook(extra: Path | str | None = None, *, builtin: Path = BUILTIN_RULES) -> RuleBook:
+    """The built-in rules, then those of `extra` (same id: the extra one replaces it)."""
+    book = RuleBook()
+    for directory in (builtin, Path(extra) if extra else None):
+        if directory is None:
+            continue
+        if not directory.is_dir():
+            raise BadInput(f"rules directory {directory} does not exist")
+        seen: dict[str, Path] = {}
+        for path in sorted(directory.rglob("*.toml")):
+            loaded = load_rule(path)
+            if loaded.rule.id in seen:
+                raise BadInput(f"{path}: id: {loaded.rule.id!r} is also used by "
+                               f"{seen[loaded.rule.id]}")
+            seen[loaded.rule.id] = path
+            book.rules[loaded.rule.id] = loaded
+        book.dirs.append(str(directory))
+    return book

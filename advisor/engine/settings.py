@@ -1,0 +1,36 @@
+"""The settings the engine decides, one decision each, in the order they are decided and shown.
+Later settings may depend on earlier ones (the log stripe unit on the data stripe, logbsize on the
+log stripe unit), so the order matters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+SettingKind = Literal["mkfs", "mount"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: SettingKind
+    changeable_later: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("-b size", "mkfs", "no (mkfs)"),
+    Setting("-m features", "mkfs", "no (mkfs; a few features can be added by xfs_admin)"),
+    Setting("-d su/sw", "mkfs", "partly (mount -o sunit/swidth can change the alignment used)"),
+    Setting("-d agcount/agsize", "mkfs", "no (mkfs)"),
+    Setting("-i size", "mkfs", "no (mkfs)"),
+    Setting("-n size", "mkfs", "no (mkfs)"),
+    Setting("-l size", "mkfs", "no (mkfs; an external log needs a new mkfs too)"),
+    Setting("-l su", "mkfs", "no (mkfs)"),
+    Setting("mount inode32/inode64", "mount", "yes (remount; existing inodes stay where they are)"),
+    Setting("mount logbsize", "mount", "yes (mount)"),
+    Setting("mount logbufs", "mount", "yes (mount)"),
+    Setting("mount atime", "mount", "yes (remount)"),
+    Setting("mount discard", "mount", "yes (remount)"),
+)
+
+BY_NAME = {s.name: s for s in SETTINGS}

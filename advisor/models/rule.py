@@ -1,0 +1,59 @@
+"""A rule of the rule book: one TOML file under rules/, validated by this model.
+
+Thresholds and tables live in `params` (checked against the decider's own parameter model); what
+data cannot express is the named Python function in `decide` (advisor.engine.deciders).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from advisor.models.base import Model
+
+RuleKind = Literal["policy", "mkfs", "mount", "device", "obsolete"]
+
+
+class Obsolete(Model):
+    """For advice that is obsolete: what it looked like and what is true today."""
+
+    matches: list[str] = Field(min_length=1)
+    """Option texts that are this advice (`nobarrier`, `-d unwritten=0`, `crc=0`): never emitted."""
+    since: str
+    """When it stopped being useful or valid (a kernel or xfsprogs version, or a year)."""
+    today: str
+    """What happens today instead, in one or two sentences."""
+
+
+class Rule(Model):
+    """One rule: a decision about one setting, a device warning, or a piece of obsolete advice."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    """Stable identifier (kebab-case), used in decisions, warnings and `xfs-advisor explain ID`."""
+    title: str = Field(min_length=3)
+    """One line saying what the rule does."""
+    kind: RuleKind
+    """policy (the engine's stance), mkfs, mount, device (warnings only) or obsolete."""
+    source: str = Field(min_length=3)
+    """Where the rule comes from: `guide 2.1.1` (Chinner 2014), `xfs-facts`, `seed 001`..."""
+    setting: str | None = None
+    """The setting it decides (`-n size`, `mount logbsize`...), one of the engine's settings."""
+    decide: str | None = None
+    """Name of the function in advisor.engine.deciders that applies the rule (none: data only)."""
+    priority: int = Field(default=50, ge=0, le=100)
+    """When two rules want different values for one setting, the higher priority wins."""
+    changes: str
+    """What it changes, in words."""
+    why: str
+    """Why: the mechanism behind the advice."""
+    when_not: str
+    """When not to follow it."""
+    example: str | None = None
+    """An example: answers and the resulting option."""
+    references: list[str] = Field(default_factory=list)
+    """Documents backing the rule (guide sections, man pages, kernel docs, commits)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Thresholds and tables, validated against the decider's parameter model."""
+    obsolete: Obsolete | None = None
+    """For kind = obsolete: the advice and what is true today."""

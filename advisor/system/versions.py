@@ -1,0 +1,83 @@
+"""What the host runs: xfsprogs version (`mkfs.xfs -V`), kernel, memory, CPUs, and which
+`lts_<kernel>.conf` feature sets xfsprogs ships. Live or from a captured sysroot."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from advisor.errors import ToolProblem
+from advisor.models.environment import Environment
+from advisor.system import argv
+from advisor.system.runner import run
+from advisor.system.sysroot import SysRoot
+
+LTS_DIR = Path("/usr/share/xfsprogs/mkfs")
+
+
+def parse_mkfs_version(text: str) -> str | None:
+    """'mkfs.xfs version 6.1.0' -> '6.1.0'."""
+    m = re.search(r"version\s+(\d+\.\d+(?:\.\d+)?)", text)
+    return m.group(1) if m else None
+
+
+def parse_meminfo(text: str) -> int | None:
+    """MemTotal in bytes from /proc/meminfo text."""
+    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.MULTILINE)
+    return int(m.group(1)) * 1024 if m else None
+
+
+def parse_cpu_list(text: str) -> int | None:
+    """Number of CPUs in a list like '0-3,8,10-11'."""
+    count = 0
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        try:
+            count += int(hi or lo) - int(lo) + 1
+        except ValueError:
+            return None
+    return count or None
+
+
+def lts_configs(directory: Path = LTS_DIR) -> dict[str, str]:
+    """Kernel version -> lts_<version>.conf path, oldest kernel first."""
+    found: dict[tuple[int, int], tuple[str, str]] = {}
+    for conf in directory.glob("lts_*.conf"):
+        version = conf.stem.removeprefix("lts_")
+        m = re.fullmatch(r"(\d+)\.(\d+)", version)
+        if m:
+            found[(int(m.group(1)), int(m.group(2)))] = (version, str(conf))
+    return dict(found[k] for k in sorted(found))
+
+
+def xfsprogs_version() -> str | None:
+    """The local mkfs.xfs's version, or None when mkfs.xfs is missing."""
+    try:
+        result = run(argv.mkfs_version(), timeout=10)
+    except ToolProblem:
+        return None
+    return parse_mkfs_version(result.stdout + result.stderr)
+
+
+def read_environment(root: SysRoot | None = None) -> Environment:
+    """The environment of the live host, or of a captured one (memory, CPUs and kernel come from
+    the capture when it holds them; xfsprogs is always the local one, which does the checks)."""
+    root = root or SysRoot()
+    kernel = root.read("proc/sys/kernel/osrelease")
+    if kernel is None and root.live:
+        kernel = os.uname().release
+    meminfo = root.read("proc/meminfo")
+    cpus = root.read("sys/devices/system/cpu/online")
+    cpu_count = parse_cpu_list(cpus) if cpus else None
+    if cpu_count is None and root.live:
+        cpu_count = os.cpu_count()
+    return Environment(
+        xfsprogs_version=xfsprogs_version(),
+        kernel=kernel,
+        memory_bytes=parse_meminfo(meminfo) if meminfo else None,
+        cpu_count=cpu_count,
+        lts_configs=lts_configs(),
+    )

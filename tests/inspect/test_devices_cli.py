@@ -1,0 +1,142 @@
+"""`devices` and `capture` through the real entry point: output, bad input, exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from advisor.cli import main
+from advisor.errors import DeviceProblem
+from advisor.inspect.devices import inspect_devices
+from advisor.system.sysroot import SysRoot
+from tests.inspect.sysfs_builder import Dev, Part, write_tree
+
+KiB = 1 << 10
+
+
+@pytest.fixture
+def small_host(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "host", [
+        Dev("sda", 2 << 40, "8:0", partitions=[Part("sda1", 2048, 1 << 40, holders=["md0"])]),
+        Dev("sdb", 2 << 40, "8:16", partitions=[Part("sdb1", 2048, 1 << 40, holders=["md0"])]),
+        Dev("md0", 2 << 40, "9:0", min_io=512 * KiB, opt_io=1024 * KiB, slaves=["sda1", "sdb1"],
+            md={"level": "raid0", "chunk_size": str(512 * KiB), "raid_disks": "2", "layout": "0"}),
+    ], mountinfo="1 0 9:0 / /data rw - xfs /dev/md0 rw")
+
+
+def test_json_is_the_inventory(small_host: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--sysroot", str(small_host), "devices", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1 and doc["live"] is False
+    assert [d["name"] for d in doc["devices"]] == ["sda", "sda1", "sdb", "sdb1", "md0"]
+    md0 = doc["devices"][-1]
+    assert md0["stripe"]["used_by_mkfs"] is True and md0["stripe"]["data_disks"] == 2
+    assert md0["size_bytes"] == {"value": 2 << 40, "source": "sysfs", "path": "sys/block/md0/size",
+                                 "raw": str((2 << 40) // 512), "note": None}
+
+
+def test_human_tree_nests_md_under_both_partitions(small_host: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["devices", "--sysroot", str(small_host)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["NAME", "SIZE", "ROTA", "CACHE", "FUA", "STRIPE", "IN", "USE"]
+    assert lines[1].startswith("sda ")
+    assert lines[2].startswith("`-sda1") and "held by md0" in lines[2]
+    assert lines[3].startswith("  `-md0") and "512KiBx2" in lines[3] and "/data (xfs)" in lines[3]
+    assert sum(1 for line in lines if "-md0" in line) == 2
+
+
+def test_one_device_with_details(small_host: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--sysroot", str(small_host), "devices", "/dev/md0"]) == 0
+    out = capsys.readouterr().out
+    assert "md0 (md, /dev/md0, 9:0)" in out and "raid0 disks=2 data=2" in out
+    assert "sda" not in out.split("\n\n")[0]
+
+
+def test_unknown_device_lists_known_ones(small_host: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--sysroot", str(small_host), "devices", "sdz"]) == 3
+    err = capsys.readouterr().err
+    assert err == "xfs-advisor: unknown device 'sdz' (known: sda, sda1, sdb, sdb1, md0)\n"
+
+
+def test_unknown_device_as_json_error(small_host: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--json", "--sysroot", str(small_host), "devices", "nvme9n9"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert json.loads(captured.err)["error"]["kind"] == "device"
+
+
+@pytest.mark.parametrize("make", ["missing", "not-a-root", "a-file"])
+def test_bad_sysroot_is_exit_2(tmp_path: Path, make: str,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "x"
+    if make == "not-a-root":
+        target.mkdir()
+    elif make == "a-file":
+        target.write_text("hello")
+    assert main(["--sysroot", str(target), "devices"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("xfs-advisor: sysroot ") and err.count("\n") == 1
+
+
+def test_unreadable_sysroot_is_exit_2(small_host: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    if os.geteuid() == 0:  # root reads anything: make sys/ unusable another way
+        shutil.rmtree(small_host / "sys")
+        (small_host / "sys").write_text("not a directory")
+    else:
+        (small_host / "sys").chmod(0)
+    assert main(["--sysroot", str(small_host), "devices", "--json"]) == 2
+    assert json.loads(capsys.readouterr().err)["error"]["kind"] == "bad-input"
+
+
+class VanishingRoot(SysRoot):
+    """Deletes one device's folder right after sys/block is listed: a disk unplugged mid-scan."""
+
+    victim: str = "sdb"
+
+    def listdir(self, rel: str) -> list[str]:
+        entries = super().listdir(rel)
+        if rel == "sys/block":
+            link = self.path(f"sys/block/{self.victim}")
+            shutil.rmtree(link.resolve())
+            link.unlink()
+        return entries
+
+
+def test_device_vanishing_mid_scan(small_host: Path, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DeviceProblem, match="device sdb disappeared while it was being inspected"):
+        inspect_devices(VanishingRoot(small_host))
+    # Through the command line: one line, exit 3.
+    fresh = write_tree(small_host.parent / "again", [Dev("sda", 1 << 30, "8:0"),
+                                                     Dev("sdb", 1 << 30, "8:16")])
+    monkeypatch.setattr(SysRoot, "open", classmethod(lambda cls, root: VanishingRoot(fresh)))
+    assert main(["--sysroot", str(fresh), "devices"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "disappeared" in err and "Traceback" not in err
+
+
+def test_capture_refuses_a_non_empty_folder(small_host: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "full"
+    dest.mkdir()
+    (dest / "something").write_text("x")
+    assert main(["--sysroot", str(small_host), "capture", str(dest)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in dest.iterdir()) == ["something"]
+
+
+def test_capture_of_a_capture_replays_identically(small_host: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "copy"
+    assert main(["--sysroot", str(small_host), "capture", str(dest)]) == 0
+    assert "captured 5 devices" in capsys.readouterr().out
+    original = inspect_devices(SysRoot.open(small_host)).model_dump(exclude={"sysroot"})
+    replay = inspect_devices(SysRoot.open(dest)).model_dump(exclude={"sysroot"})
+    assert replay == original

@@ -1,16 +1,41 @@
-"""`xfs-advisor explain` (being built)."""
+"""`xfs-advisor explain ID`: one rule in full; for obsolete advice (`explain nobarrier`), why."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
-from advisor.errors import AdvisorError
+from advisor.errors import BadInput
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    sub.add_parser("explain", parents=[common], help="(being built)")
+    p = sub.add_parser("explain", parents=[common],
+                       help="explain a rule, or why a piece of old advice is obsolete")
+    p.add_argument("id", metavar="ID", help="a rule id (see `xfs-advisor rules`) or an obsolete "
+                   "option such as nobarrier or crc=0")
+    p.add_argument("--rules", metavar="DIR", default=None,
+                   help="extra rules: files here add rules or replace built-in ones by id")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise AdvisorError("'explain' is not built yet")
+    from advisor.engine.rulebook import load_rulebook
+    from advisor.render.explain import rule_text
+
+    book = load_rulebook(args.rules)
+    wanted = args.id.strip()
+    rule = book.get(wanted)
+    if rule is None:
+        for candidate in book.of_kind("obsolete"):
+            assert candidate.obsolete is not None
+            if wanted in candidate.obsolete.matches:
+                rule = candidate
+                break
+    if rule is None:
+        ids = ", ".join(r.id for r in book.all())
+        raise BadInput(f"unknown rule {wanted!r} (known: {ids})")
+    if getattr(args, "json", False):
+        print(json.dumps(rule.model_dump(mode="json"), indent=2))
+    else:
+        print(rule_text(rule), end="")
+    return 0

@@ -1,23 +1,98 @@
-"""`xfs-advisor propose` (also the default with --json/--device/--workload): being built."""
+"""`xfs-advisor propose` (also the default with --json/--device/--workload): an explained, checked
+mkfs.xfs command and fstab line for one device and one workload."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import time
+from pathlib import Path
 from typing import Any
 
-from advisor.errors import AdvisorError
+from advisor.answers import add_workload_flags
+from advisor.errors import BadInput
 
 
-def add_options(p: argparse.ArgumentParser) -> None:
-    """Options of the proposal, valid with and without the `propose` subcommand."""
-    p.add_argument("--device", metavar="DEV", help="the device to format (name or /dev path)")
-    p.add_argument("--workload", metavar="FILE", help="workload answers (TOML or JSON)")
+def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """Options of the proposal, valid with and without the `propose` subcommand. Under the
+    subcommand their defaults are suppressed, so values given before it survive."""
+    default = argparse.SUPPRESS if suppress else None
+    p.add_argument("--device", metavar="DEV", default=default,
+                   help="the device to format (name or /dev path)")
+    p.add_argument("--workload", metavar="FILE", default=default,
+                   help="workload answers (TOML or JSON)")
+    p.add_argument("--device-file", metavar="FILE", default=default,
+                   help="device facts as JSON (a Device, as `devices --json` lists them) instead "
+                   "of inspecting this machine")
+    p.add_argument("--rules", metavar="DIR", default=default,
+                   help="extra rules: files here add rules or replace built-in ones by id")
+    add_workload_flags(p)
+    if suppress:
+        p.set_defaults(**{a.dest: argparse.SUPPRESS for a in p._actions
+                          if a.dest.startswith("answer:")})
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("propose", parents=[common], help="(being built)")
-    add_options(p)
+    p = sub.add_parser("propose", parents=[common],
+                       help="propose mkfs.xfs options and an fstab line for a device")
+    add_options(p, suppress=True)
+
+
+def _load_device_file(path: str) -> Any:
+    from pydantic import ValidationError
+
+    from advisor.models.device import Device
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(f"cannot read device file {path}: {err}") from None
+    try:
+        return Device.model_validate_json(text)
+    except ValidationError as err:
+        e = err.errors()[0]
+        key = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        raise BadInput(f"{path}: {key}: {e['msg']}") from None
 
 
 def run(args: argparse.Namespace) -> int:
-    raise AdvisorError("'propose' is not built yet")
+    started = time.perf_counter()
+    from advisor.answers import workload_from_args
+    from advisor.engine.propose import TIMINGS, propose
+    from advisor.models.proposal import ProposalDocument
+    from advisor.render.explain import proposal_text
+    from advisor.system.sysroot import SysRoot
+    from advisor.system.versions import read_environment
+
+    imported = time.perf_counter()
+    workload = workload_from_args(args)
+    root = SysRoot.open(getattr(args, "sysroot", None))
+    device_file = getattr(args, "device_file", None)
+    device_name = getattr(args, "device", None)
+    if device_file:
+        device = _load_device_file(device_file)
+    elif device_name:
+        import os
+
+        from advisor.inspect.devices import find_device, inspect_devices
+
+        inventory = inspect_devices(root, probe=not root.live or os.geteuid() == 0)
+        device = find_device(inventory, device_name)
+    else:
+        raise BadInput("which device? give --device DEV (or --device-file FILE)")
+    inspected = time.perf_counter()
+    env = read_environment(root)
+    rules = getattr(args, "rules", None)
+    proposal = propose(device, workload, env=env, rules_dir=Path(rules) if rules else None)
+    done = time.perf_counter()
+    timings = {"imports": imported - started, "inspection": inspected - imported,
+               "environment": 0.0, **TIMINGS, "total": done - started}
+    timings["environment"] = done - inspected - sum(TIMINGS.values())
+    doc = ProposalDocument(device=device, workload=workload, environment=env, proposal=proposal,
+                           extra={"timings_ms": {k: round(v * 1000, 1)
+                                                 for k, v in timings.items()}})
+    if getattr(args, "json", False):
+        print(json.dumps(doc.model_dump(mode="json"), indent=2))
+    else:
+        print(proposal_text(doc), end="")
+    return 0

@@ -1,16 +1,39 @@
-"""`xfs-advisor schema` (being built)."""
+"""`xfs-advisor schema [workload|rule|output]`: the JSON Schemas of the contracts."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
-from advisor.errors import AdvisorError
+SCHEMAS = ("workload", "rule", "output")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    sub.add_parser("schema", parents=[common], help="(being built)")
+    p = sub.add_parser("schema", parents=[common],
+                       help="print the JSON Schema of the workload answers, a rule file, or the "
+                       "--json output")
+    p.add_argument("name", nargs="?", choices=SCHEMAS,
+                   help="which schema (default: all three, keyed by name)")
+
+
+def schema_of(name: str) -> dict[str, Any]:
+    from advisor.models.proposal import ProposalDocument
+    from advisor.models.rule import Rule
+    from advisor.models.workload import Workload
+
+    model = {"workload": Workload, "rule": Rule, "output": ProposalDocument}[name]
+    return model.model_json_schema(mode="validation" if name != "output" else "serialization")
+
+
+def schema_text(name: str) -> str:
+    """The schema as the committed copy holds it (advisor/data/schemas/NAME.json)."""
+    return json.dumps(schema_of(name), indent=2, sort_keys=True) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:
-    raise AdvisorError("'schema' is not built yet")
+    if args.name:
+        print(schema_text(args.name), end="")
+    else:
+        print(json.dumps({n: schema_of(n) for n in SCHEMAS}, indent=2, sort_keys=True))
+    return 0

@@ -18,12 +18,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def schema_of(name: str) -> dict[str, Any]:
+    from pydantic import BaseModel
+
     from advisor.models.proposal import ProposalDocument
     from advisor.models.rule import Rule
     from advisor.models.workload import Workload
 
-    model = {"workload": Workload, "rule": Rule, "output": ProposalDocument}[name]
-    return model.model_json_schema(mode="validation" if name != "output" else "serialization")
+    models: dict[str, type[BaseModel]] = {"workload": Workload, "rule": Rule,
+                                          "output": ProposalDocument}
+    schema: dict[str, Any] = models[name].model_json_schema(
+        mode="validation" if name != "output" else "serialization")
+    return schema
 
 
 def schema_text(name: str) -> str:

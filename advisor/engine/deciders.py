@@ -126,6 +126,9 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
                        f"{default} AGs")
     if default >= params.target_agcount:
         return Outcome(keep_reason=f"mkfs.xfs already makes {default} AGs")
+    if ctx.device.stripe.used_by_mkfs:
+        return Outcome(keep_reason=f"mkfs.xfs sees a multi-disk device "
+                       f"({ctx.device.stripe.source}) and sizes AGs for it ({default})")
     raid_answered = ctx.workload.storage.raid_data_disks is not None
     if ctx.device.rotational.value is True and not raid_answered and ctx.stripe() is None:
         return Outcome(keep_reason="a single spinning disk cannot serve more concurrency: more "
@@ -315,7 +318,8 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     if want > min(params.max_log_bytes, ctx.agsize_bytes() // 2):
         want = min(params.max_log_bytes, ctx.agsize_bytes() // 2)
         limits.append("limited by the maximum log size and the AG size")
-    want = round_down(want, MiB)
+    # mkfs.xfs wants the log a whole number of log stripe units.
+    want = round_down(want, math.lcm(MiB, default_log_stripe_unit(ctx, 256 * KiB) or 1))
     if want <= default:
         return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
                        f"large enough" + (f" ({'; '.join(limits)})" if limits else ""))

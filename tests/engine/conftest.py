@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine.rulebook import RuleBook, load_rulebook
+from tests.conftest import require
+from advisor.system.runner import which
+
+
+@pytest.fixture(scope="session")
+def book() -> RuleBook:
+    return load_rulebook()
+
+
+@pytest.fixture(autouse=True)
+def _needs_mkfs() -> None:
+    require(which("mkfs.xfs") is not None, "needs mkfs.xfs (xfsprogs)")

@@ -1,0 +1,263 @@
+"""One case (or a few) per rule: a device and answers in, the expected decision out. Every case
+runs the whole engine, including the `mkfs.xfs -N` check of the result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from advisor.engine import propose
+from advisor.engine.rulebook import RuleBook
+from advisor.models.device import Device, StripeGeometry, Usage
+from advisor.models.proposal import Decision, Proposal
+from advisor.models.workload import Workload
+from tests.engine.helpers import GiB, TiB, device, environment, md_stripe
+
+KiB = 1 << 10
+
+
+def run(book: RuleBook, dev: Device, check: bool = True, memory: int = 16 * GiB,
+        xfsprogs: str = "6.1.0", **answers: Any) -> Proposal:
+    return propose(dev, Workload.model_validate(answers), env=environment(xfsprogs, memory),
+                   rulebook=book, check=check)
+
+
+def decision(p: Proposal, setting: str) -> Decision:
+    found = [d for d in p.decisions if d.setting == setting]
+    assert len(found) == 1
+    return found[0]
+
+
+def warned(p: Proposal, rule: str) -> list[str]:
+    return [w.message for w in p.warnings if w.rule == rule]
+
+
+SSD = device(100 * GiB, rotational=False, write_cache="write back", fua=True,
+             discard_granularity=4096)
+HDD = device(4 * TiB, rotational=True, write_cache="write back", fua=False)
+MD = device(100 * GiB, name="md0", rotational=False, stripe=md_stripe(512 * KiB, 6))
+
+
+def test_keep_defaults_without_answers(book: RuleBook) -> None:
+    p = run(book, SSD)
+    assert p.mkfs_argv == ["mkfs.xfs", "/dev/sdx"]
+    assert p.mount_options == []
+    assert p.fstab == "UUID=<uuid-after-mkfs> <mount-point> xfs defaults 0 0"
+    assert not any(d.changed for d in p.decisions)
+    assert all(d.value == "default" and d.reason for d in p.decisions)
+    assert decision(p, "-b size").rule == "keep-defaults"
+
+
+@pytest.mark.parametrize(("entries", "access", "expected"), [
+    (2_000_000, "read-heavy", "64k"),
+    (500_000, "read-heavy", "16k"),
+    (500_000, "write-heavy", "default"),
+    (20_000_000, "write-heavy", "64k"),
+    (3_000_000, None, "16k"),
+])
+def test_dir_block_size(book: RuleBook, entries: int, access: str | None, expected: str) -> None:
+    p = run(book, SSD, largest_directory_entries=entries, access=access)
+    d = decision(p, "-n size")
+    assert d.value == expected
+    assert d.rule == "dir-block-size"
+    if expected != "default":
+        assert f"size={expected}" in p.mkfs_options
+        assert p.check is not None and p.check.geometry.naming_block_size == int(expected[:-1]) * KiB
+
+
+def test_dir_block_size_unknown_keeps_default(book: RuleBook) -> None:
+    d = decision(run(book, SSD), "-n size")
+    assert d.value == "default" and "not given" in d.reason
+
+
+def test_ag_concurrency_on_ssd(book: RuleBook) -> None:
+    p = run(book, SSD, concurrent_writers=16)
+    d = decision(p, "-d agcount/agsize")
+    assert (d.value, d.rule) == ("agcount=32", "ag-concurrency")
+    assert p.check is not None and p.check.geometry.agcount == 32
+
+
+def test_ag_concurrency_not_on_a_single_spinning_disk(book: RuleBook) -> None:
+    d = decision(run(book, HDD, concurrent_writers=16), "-d agcount/agsize")
+    assert d.value == "default" and "spinning" in d.reason
+
+
+def test_ag_concurrency_not_on_detected_raid(book: RuleBook) -> None:
+    d = decision(run(book, MD, concurrent_writers=16), "-d agcount/agsize")
+    assert d.value == "default" and "multi-disk" in d.reason
+
+
+def test_ag_concurrency_limited_by_size(book: RuleBook) -> None:
+    d = decision(run(book, device(3 * GiB, rotational=False), concurrent_writers=64),
+                 "-d agcount/agsize")
+    assert d.value == "default" and "under 1 GiB" in d.reason
+
+
+def test_ag_concurrency_uses_concurrency_option_on_xfsprogs_6_8(book: RuleBook) -> None:
+    p = run(book, SSD, check=False, xfsprogs="6.8.0", concurrent_writers=16)
+    assert decision(p, "-d agcount/agsize").value == "concurrency=32"
+    assert "concurrency=32" in p.mkfs_options
+
+
+def test_ag_growth_resizes_agcount_for_the_eventual_size(book: RuleBook) -> None:
+    p = run(book, MD, eventual_size="4TiB")
+    d = decision(p, "-d agcount/agsize")
+    assert d.rule == "ag-growth" and d.value.startswith("agsize=")
+    assert p.check is not None
+    grown = 4 * TiB / p.check.geometry.agsize_bytes
+    assert grown <= 256
+    assert any("never shrink" in m for m in warned(p, "ag-growth"))
+    assert any("beyond" in m for m in warned(p, "ag-growth"))  # 40x
+
+
+def test_ag_growth_within_limits_keeps_default(book: RuleBook) -> None:
+    p = run(book, SSD, growth_factor=5)
+    d = decision(p, "-d agcount/agsize")
+    assert d.value == "default" and "few hundred" in d.reason
+    assert not any("beyond" in m for m in warned(p, "ag-growth"))
+
+
+def test_inode_size_for_inline_xattrs(book: RuleBook) -> None:
+    p = run(book, SSD, xattr_bytes_per_file=600)
+    assert decision(p, "-i size").value == "1024"
+    assert p.check is not None and p.check.geometry.inode_size == 1024
+    assert decision(run(book, SSD, xattr_bytes_per_file=120), "-i size").value == "default"
+
+
+def test_inode_size_warns_on_large_values(book: RuleBook) -> None:
+    p = run(book, SSD, xattr_bytes_per_file=600, largest_xattr_value=300)
+    assert decision(p, "-i size").value == "default"
+    assert any("over 254" in m for m in warned(p, "inode-size"))
+    p = run(book, SSD, xattr_bytes_per_file=5000)
+    assert any("do not fit inline" in m for m in warned(p, "inode-size"))
+
+
+def test_stripe_from_answers(book: RuleBook) -> None:
+    p = run(book, SSD, storage={"raid_stripe_unit": "256KiB", "raid_data_disks": 8})
+    assert decision(p, "-d su/sw").value == "su=256k,sw=8"
+    assert p.check is not None
+    assert (p.check.geometry.sunit_blocks, p.check.geometry.swidth_blocks) == (64, 512)
+
+
+def test_stripe_detected_by_mkfs(book: RuleBook) -> None:
+    p = run(book, MD)
+    d = decision(p, "-d su/sw")
+    assert d.value == "default" and "detects su=512k, sw=6" in d.reason
+    assert d.default == "su=512k,sw=6"
+
+
+def test_stripe_answers_disagreeing_with_device(book: RuleBook) -> None:
+    p = run(book, MD, storage={"raid_stripe_unit": "64KiB", "raid_data_disks": 4})
+    assert decision(p, "-d su/sw").value == "su=64k,sw=4"
+    assert any("disagree" in m for m in warned(p, "stripe-geometry"))
+
+
+def test_stripe_ignored_by_mkfs_is_explained(book: RuleBook) -> None:
+    ignored = StripeGeometry(sunit_bytes=4096, swidth_bytes=4096, data_disks=1, source="sdx",
+                             used_by_mkfs=False,
+                             ignored_reason="minimum_io_size equals the physical sector size")
+    d = decision(run(book, device(stripe=ignored)), "-d su/sw")
+    assert "ignores" in d.reason and "physical sector" in d.reason
+
+
+def test_log_size_for_concurrent_metadata_work(book: RuleBook) -> None:
+    p = run(book, SSD, concurrent_writers=16, access="mixed")
+    assert decision(p, "-l size").value == "512m"
+    assert p.check is not None and p.check.geometry.log_bytes == 512 << 20
+
+
+def test_log_size_limited_by_memory(book: RuleBook) -> None:
+    d = decision(run(book, SSD, memory=2 * GiB, concurrent_writers=16), "-l size")
+    assert d.value == "128m" and "memory/16" in d.reason
+
+
+def test_log_size_read_heavy_keeps_default(book: RuleBook) -> None:
+    assert decision(run(book, SSD, concurrent_writers=16, access="read-heavy"),
+                    "-l size").value == "default"
+
+
+def test_log_stripe_unit_for_fsync_heavy_raid(book: RuleBook) -> None:
+    p = run(book, MD, fsyncs_per_second=500)
+    assert decision(p, "-l su").value == "4k"
+    assert p.check is not None and p.check.geometry.log_sunit_blocks == 1
+    assert decision(run(book, MD, fsyncs_per_second=10), "-l su").value == "default"
+    assert decision(run(book, SSD, fsyncs_per_second=500), "-l su").value == "default"
+
+
+def test_inode32_only_over_1tib(book: RuleBook) -> None:
+    p = run(book, HDD, nfs_32bit_clients=True)
+    assert decision(p, "mount inode32/inode64").value == "inode32"
+    assert "inode32" in p.fstab
+    assert warned(p, "inode32")
+    assert decision(run(book, SSD, nfs_32bit_clients=True),
+                    "mount inode32/inode64").value == "default"
+
+
+def test_logbsize_without_nonvolatile_cache(book: RuleBook) -> None:
+    p = run(book, SSD, concurrent_writers=8)
+    assert decision(p, "mount logbsize").value == "256k"
+    assert "logbsize=256k" in p.mount_options
+    p = run(book, SSD, concurrent_writers=8, storage={"nonvolatile_write_cache": True})
+    assert decision(p, "mount logbsize").value == "default"
+
+
+def test_logbsize_respects_odd_log_stripe_unit(book: RuleBook) -> None:
+    odd = device(100 * GiB, write_cache="write back", stripe=md_stripe(192 * KiB, 4))
+    d = decision(run(book, odd, concurrent_writers=8), "mount logbsize")
+    assert d.value == "default" and "multiple" in d.reason
+
+
+def test_logbufs_always_kept(book: RuleBook) -> None:
+    d = decision(run(book, SSD, concurrent_writers=64), "mount logbufs")
+    assert d.value == "default" and "many filesystems" in d.reason
+
+
+def test_atime(book: RuleBook) -> None:
+    assert run(book, SSD, atime_needed=False).mount_options == ["noatime"]
+    assert decision(run(book, SSD, atime_needed=True), "mount atime").value == "default"
+
+
+def test_discard_never_mounted(book: RuleBook) -> None:
+    d = decision(run(book, SSD), "mount discard")
+    assert d.value == "default" and "fstrim" in d.reason
+    d = decision(run(book, device(discard_granularity=0)), "mount discard")
+    assert "does not support" in d.reason
+
+
+def test_kernel_compat_falls_back_to_explicit_flags(book: RuleBook) -> None:
+    p = run(book, SSD, must_mount_on_kernel="5.4")
+    d = decision(p, "-m features")
+    assert d.changed and d.rule == "kernel-compat"
+    assert "-m" in p.mkfs_options
+    assert p.check is not None
+    features = p.check.geometry.features
+    assert (features["bigtime"], features["inobtcount"], features["reflink"]) == (0, 0, 1)
+
+
+def test_kernel_compat_newer_kernel_keeps_default(book: RuleBook) -> None:
+    assert decision(run(book, SSD, must_mount_on_kernel="6.5"), "-m features").value == "default"
+    p = run(book, SSD, must_mount_on_kernel="3.10")
+    assert any("older than" in m for m in warned(p, "kernel-compat"))
+
+
+def test_kernel_compat_merges_with_inode_size(book: RuleBook) -> None:
+    p = run(book, SSD, must_mount_on_kernel="5.10", xattr_bytes_per_file=600)
+    i_args = [p.mkfs_options[i + 1] for i, a in enumerate(p.mkfs_options) if a == "-i"]
+    assert len(i_args) == 1 and "size=1024" in i_args[0] and "sparse=1" in i_args[0]
+
+
+@pytest.mark.parametrize(("facts", "needle"), [
+    ({"alignment_offset": 3584}, "alignment"),
+    ({"write_cache": "write back", "fua": False}, "without FUA"),
+    ({"zoned": "host-managed"}, "zoned"),
+    ({"usage": Usage(mountpoints=["/srv"])}, "mounted on /srv"),
+    ({"read_only": True}, "read-only"),
+])
+def test_device_warnings(book: RuleBook, facts: dict[str, Any], needle: str) -> None:
+    p = run(book, device(**facts))
+    assert any(needle in m for m in warned(p, "device-warnings"))
+
+
+def test_no_device_warnings_on_a_clean_device(book: RuleBook) -> None:
+    assert warned(run(book, SSD), "device-warnings") == []

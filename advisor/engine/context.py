@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from advisor.models.device import Device
 from advisor.models.environment import Environment
 from advisor.models.proposal import MkfsGeometry
+from advisor.models.units import parse_size
 from advisor.models.workload import Workload
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
@@ -74,7 +75,7 @@ class Context:
                     if key == "agcount":
                         return self.size // int(val)
                     if key == "agsize":
-                        return int(val)
+                        return parse_size(val)
         return self.defaults.agsize_bytes
 
 

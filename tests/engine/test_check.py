@@ -1,0 +1,69 @@
+"""The dry run: parsing mkfs.xfs -N, stand-ins for huge devices, devices mkfs.xfs refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine.check import dry_run, emulation_options, parse_mkfs_output
+from advisor.errors import DeviceProblem
+from tests.engine.helpers import GiB, TiB, device, md_stripe
+
+MKFS_N = """meta-data=t1.img                 isize=512    agcount=4, agsize=65536 blks
+         =                       sectsz=512   attr=2, projid32bit=1
+         =                       crc=1        finobt=1, sparse=1, rmapbt=0
+         =                       reflink=1    bigtime=1 inobtcount=1 nrext64=0
+data     =                       bsize=4096   blocks=262144, imaxpct=25
+         =                       sunit=16     swidth=64 blks
+naming   =version 2              bsize=16384  ascii-ci=0, ftype=1
+log      =internal log           bsize=4096   blocks=16384, version=2
+         =                       sectsz=512   sunit=1 blks, lazy-count=1
+realtime =none                   extsz=4096   blocks=0, rtextents=0
+"""
+
+
+def test_parse_mkfs_output() -> None:
+    g = parse_mkfs_output(MKFS_N, "Warning: something\n")
+    assert (g.inode_size, g.agcount, g.agsize_blocks, g.block_size) == (512, 4, 65536, 4096)
+    assert (g.sunit_blocks, g.swidth_blocks, g.naming_block_size) == (16, 64, 16384)
+    assert (g.log_blocks, g.log_sunit_blocks, g.sector_size) == (16384, 1, 512)
+    assert g.features["reflink"] == 1 and g.features["rmapbt"] == 0 and g.features["ftype"] == 1
+    assert g.mkfs_warnings == ["Warning: something"]
+
+
+def test_dry_run_defaults_match_the_guide_sheet() -> None:
+    check = dry_run(device(100 * GiB), [])
+    assert check.method == "sparse file"
+    assert (check.geometry.agcount, check.geometry.log_blocks) == (4, 16384)
+    assert check.argv[-1] == "FILE"
+
+
+def test_dry_run_beyond_the_ext4_file_limit() -> None:
+    # 64 TiB: more than ext4 can hold in one file; tmpfs can, so only the agcount is asserted
+    # unless the fallback was taken.
+    check = dry_run(device(64 * TiB), [])
+    assert check.geometry.agcount == 64
+    assert check.geometry.size_bytes == 64 * TiB - 64 * 4096 or check.geometry.size_bytes <= 64 * TiB
+
+
+def test_dry_run_sees_the_detected_stripe() -> None:
+    dev = device(100 * GiB, stripe=md_stripe(256 * 1024, 8))
+    assert emulation_options(dev) == ["-d", "su=262144,sw=8"]
+    check = dry_run(dev, [])
+    assert (check.geometry.agcount, check.geometry.sunit_blocks) == (16, 64)
+    # A proposal that sets the stripe itself replaces the emulated one.
+    assert emulation_options(dev, ["-d", "su=64k,sw=4"]) == []
+
+
+def test_dry_run_uses_the_physical_sector() -> None:
+    check = dry_run(device(10 * GiB, physical_sector=4096), [])
+    assert check.geometry.sector_size == 4096
+
+
+def test_too_small_device_is_a_device_problem() -> None:
+    with pytest.raises(DeviceProblem, match="mkfs.xfs rejects"):
+        dry_run(device(64 << 20), [], defaults=True)
+
+
+def test_unknown_size_is_a_device_problem() -> None:
+    with pytest.raises(DeviceProblem, match="size unknown"):
+        dry_run(device(0), [])

@@ -1,0 +1,130 @@
+"""The rule book itself: every file valid, every function used, site rules, conflicts, and the
+guarantee that a proposal mkfs.xfs rejects is reported as a bug."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from advisor.engine import propose
+from advisor.engine.check import ProposalBug
+from advisor.engine.deciders import DECIDERS
+from advisor.engine.rulebook import BUILTIN_RULES, RuleBook, load_rulebook
+from advisor.engine.settings import SETTINGS
+from advisor.errors import BadInput
+from advisor.models.workload import Workload
+from tests.engine.helpers import GiB, TiB, device, environment
+
+REQUIRED_TOPICS = {"keep-defaults", "dir-block-size", "ag-concurrency", "ag-growth", "inode-size",
+                   "stripe-geometry", "log-size", "log-stripe-unit", "inode32", "logbsize",
+                   "logbufs", "atime", "discard", "device-warnings", "kernel-compat", "nobarrier",
+                   "barrier", "unwritten-0", "lazy-count", "attr2", "ikeep", "crc-0",
+                   "nodiratime", "logbufs-8", "inode64"}
+
+
+def test_builtin_rules_cover_the_issue(book: RuleBook) -> None:
+    assert REQUIRED_TOPICS <= set(book.rules)
+    used = {r.rule.decide for r in book.rules.values() if r.rule.decide}
+    assert used == set(DECIDERS), "every named function is used by a rule file"
+    for setting in SETTINGS:
+        if setting.name != "-b size":
+            assert book.for_setting(setting.name), f"no rule decides {setting.name}"
+
+
+def test_every_rule_is_explained(book: RuleBook) -> None:
+    for rule in book.all():
+        assert rule.why and rule.when_not and rule.changes, rule.id
+        if rule.kind in ("mkfs", "mount"):
+            assert rule.references, rule.id
+        if rule.kind == "obsolete":
+            assert rule.obsolete and rule.obsolete.matches
+
+
+def test_rule_files_are_one_per_rule() -> None:
+    files = list(BUILTIN_RULES.rglob("*.toml"))
+    assert {f.stem for f in files} == set(load_rulebook().rules)
+
+
+def _site(tmp_path: Path, name: str, text: str) -> Path:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / name).write_text(text)
+    return site
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("id = \"x\"\ntitle = ", "malformed TOML"),
+    ("id = \"x\"\ntitle = \"A rule\"\nkind = \"mount\"\nsource = \"site\"\nchanges = \"c\"\n"
+     "why = \"w\"\nwhen_not = \"n\"\ncolour = \"red\"\n", "colour: unknown key"),
+    ("id = \"x\"\ntitle = \"A rule\"\nkind = \"mount\"\nsource = \"site\"\nchanges = \"c\"\n"
+     "why = \"w\"\nwhen_not = \"n\"\nsetting = \"-q size\"\ndecide = \"atime\"\n",
+     "unknown setting"),
+    ("id = \"x\"\ntitle = \"A rule\"\nkind = \"mount\"\nsource = \"site\"\nchanges = \"c\"\n"
+     "why = \"w\"\nwhen_not = \"n\"\nsetting = \"mount atime\"\ndecide = \"magic\"\n",
+     "unknown function"),
+    ("id = \"x\"\ntitle = \"A rule\"\nkind = \"mount\"\nsource = \"site\"\nchanges = \"c\"\n"
+     "why = \"w\"\nwhen_not = \"n\"\nsetting = \"mount inode32/inode64\"\ndecide = \"inode32\"\n"
+     "[params]\nthreshold_bytes = \"lots\"\n", "params.threshold_bytes"),
+    ("id = \"Bad Id\"\ntitle = \"A rule\"\nkind = \"policy\"\nsource = \"site\"\nchanges = \"c\"\n"
+     "why = \"w\"\nwhen_not = \"n\"\n", "id:"),
+])
+def test_bad_rule_files(tmp_path: Path, text: str, needle: str) -> None:
+    with pytest.raises(BadInput, match="bad.toml") as err:
+        load_rulebook(_site(tmp_path, "bad.toml", text))
+    assert needle in err.value.message
+    assert "\n" not in err.value.message
+
+
+def test_missing_rules_dir(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="does not exist"):
+        load_rulebook(tmp_path / "nope")
+
+
+def test_site_rule_overrides_thresholds(tmp_path: Path) -> None:
+    text = (BUILTIN_RULES / "mkfs" / "dir-block-size.toml").read_text()
+    text = text.replace("max_entries_4k = 200000", "max_entries_4k = 1000")
+    book = load_rulebook(_site(tmp_path, "dir-block-size.toml", text))
+    assert len(book.dirs) == 2
+    p = propose(device(), Workload(largest_directory_entries=50_000, access="read-heavy"),
+                env=environment(), rulebook=book)
+    assert [d.value for d in p.decisions if d.setting == "-n size"] == ["16k"]
+
+
+def test_conflicting_rules_resolved_by_priority(tmp_path: Path) -> None:
+    # With the growth limit lifted, ag-concurrency wants 32 AGs while ag-growth wants big AGs.
+    text = (BUILTIN_RULES / "mkfs" / "ag-concurrency.toml").read_text()
+    text = text.replace("max_agcount_when_grown = 256", "max_agcount_when_grown = 100000")
+    book = load_rulebook(_site(tmp_path, "ag-concurrency.toml", text))
+    p = propose(device(100 * GiB, rotational=False),
+                Workload(concurrent_writers=16, eventual_size=20 * TiB),
+                env=environment(), rulebook=book)
+    ag = [d for d in p.decisions if d.setting == "-d agcount/agsize"]
+    assert len(ag) == 1
+    assert ag[0].rule == "ag-growth" and ag[0].value.startswith("agsize=")
+    assert ag[0].resolution and "ag-concurrency" in ag[0].resolution
+    assert [a.value for a in ag[0].alternatives] == ["agcount=32"]
+    assert sum(1 for o in p.mkfs_options if "agcount" in o or "agsize" in o) == 1
+
+
+def test_a_proposal_mkfs_rejects_is_a_bug(tmp_path: Path) -> None:
+    text = (BUILTIN_RULES / "mkfs" / "log-size.toml").read_text()
+    text = (text.replace("bytes_per_writer = 33554432", "bytes_per_writer = 10737418240")
+            .replace("max_log_bytes = 2136997888", "max_log_bytes = 107374182400"))
+    book = load_rulebook(_site(tmp_path, "log-size.toml", text))
+    with pytest.raises(ProposalBug, match="fails `mkfs.xfs -N`") as err:
+        propose(device(4 * TiB), Workload(concurrent_writers=16), rulebook=book,
+                env=environment(memory=4 * TiB))
+    assert err.value.exit_code == 1
+
+
+def test_obsolete_option_in_a_proposal_is_a_bug(tmp_path: Path) -> None:
+    shutil.copytree(BUILTIN_RULES / "obsolete", tmp_path / "site")
+    (tmp_path / "site" / "noatime-is-old.toml").write_text(
+        "id = \"noatime-is-old\"\ntitle = \"pretend\"\nkind = \"obsolete\"\nsource = \"site\"\n"
+        "changes = \"c\"\nwhy = \"w\"\nwhen_not = \"n\"\n"
+        "[obsolete]\nmatches = [\"noatime\"]\nsince = \"now\"\ntoday = \"t\"\n")
+    book = load_rulebook(tmp_path / "site")
+    with pytest.raises(ProposalBug, match="obsolete"):
+        propose(device(), Workload(atime_needed=False), env=environment(), rulebook=book)

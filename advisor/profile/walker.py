@@ -289,9 +289,7 @@ class Walker:
                 try:
                     names = os.listxattr(path, follow_symlinks=False)
                 except FileNotFoundError:
-                    c.vanished += 1
-                    self._problem("vanished", path)
-                    continue
+                    continue  # counted by the walk already; the sample is one smaller
                 except OSError as err:
                     if err.errno in _NOT_SUPPORTED:
                         supported = supported or False

@@ -1,0 +1,99 @@
+"""The bounded-memory summaries: histogram percentiles, the N largest, the reservoir sample."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from advisor.profile.stats import (
+    Largest,
+    Log2Histogram,
+    Reservoir,
+    bucket_bounds,
+    exact_distribution,
+)
+
+
+def test_buckets_are_powers_of_two() -> None:
+    assert [bucket_bounds(b) for b in range(5)] == [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15)]
+    hist = Log2Histogram()
+    for v in (0, 1, 2, 3, 4, 4096, 4097, 8191):
+        hist.add(v)
+    dist = hist.distribution()
+    assert [(b.low, b.high, b.count) for b in dist.buckets] == [
+        (0, 0, 1), (1, 1, 1), (2, 3, 2), (4, 7, 1), (4096, 8191, 3)]
+    assert dist.count == 8 and dist.total == sum((0, 1, 2, 3, 4, 4096, 4097, 8191))
+    assert (dist.minimum, dist.maximum) == (0, 8191)
+
+
+def test_identical_values_give_exact_percentiles() -> None:
+    hist = Log2Histogram()
+    for _ in range(1000):
+        hist.add(4096)
+    hist.add(10)
+    dist = hist.distribution()
+    assert dist.median == 4096 and dist.p10 == 4096 and dist.p99 == 4096
+    assert dist.percentiles_exact
+
+
+def test_spread_values_are_estimated_within_their_bucket() -> None:
+    hist = Log2Histogram()
+    for v in range(1, 1001):
+        hist.add(v)
+    dist = hist.distribution()
+    assert not dist.percentiles_exact
+    assert dist.median is not None and 256 <= dist.median <= 511  # true median 500
+    assert abs(dist.median - 500) <= 20
+    assert dist.p90 is not None and 512 <= dist.p90 <= 1000
+    assert dist.mean == 500.5
+
+
+def test_exact_distribution_of_a_sample() -> None:
+    dist = exact_distribution(list(range(1, 101)))
+    assert (dist.median, dist.p90, dist.p99, dist.maximum) == (50, 90, 99, 100)
+    assert dist.percentiles_exact
+    assert exact_distribution([]).count == 0
+
+
+def test_largest_keeps_the_top_n_largest_first() -> None:
+    top: Largest[str] = Largest(3)
+    for n in (5, 1, 9, 7, 3, 9, 2):
+        top.offer(n, f"d{n}")
+    assert [k for k, _ in top.items()] == [9, 9, 7]
+    assert not top.would_take(6)
+    assert Largest[str](0).items() == []
+
+
+def test_reservoir_keeps_everything_below_its_limit() -> None:
+    r: Reservoir[int] = Reservoir(10)
+    for i in range(7):
+        r.offer(i)
+    assert r.items == list(range(7))
+
+
+def test_reservoir_is_uniform() -> None:
+    trials, population, limit = 2000, 100, 10
+    seen: Counter[int] = Counter()
+    for seed in range(trials):
+        r: Reservoir[int] = Reservoir(limit, seed)
+        for i in range(population):
+            r.offer(i)
+        assert len(r.items) == limit and len(set(r.items)) == limit
+        seen.update(r.items)
+    expected = trials * limit / population  # 200, standard deviation about 13.4
+    assert set(seen) == set(range(population))
+    assert all(abs(seen[i] - expected) < 60 for i in range(population)), seen.most_common(3)
+    # The first and the last items are as likely as the middle ones.
+    assert abs(sum(seen[i] for i in range(10)) - sum(seen[i] for i in range(90, 100))) < 150
+
+
+def test_reservoir_skips_ahead_on_long_streams() -> None:
+    r: Reservoir[int] = Reservoir(100, seed=1)
+    taken = 0
+    for i in range(100_000):
+        if i == r.next_index:
+            r.take(i)
+            taken += 1
+    assert len(r.items) == 100
+    # Algorithm L takes about k(1 + ln(n/k)) items, not n.
+    assert taken < 100 * 12
+    assert max(r.items) > 50_000

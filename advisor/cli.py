@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command:
             return int(_load(args.command).run(args))
-        if as_json or args.device or args.workload:
+        if as_json or args.device or args.workload or args.device_file:
             return int(_load("propose").run(args))
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise BadInput("no terminal for the interactive advisor: use a subcommand or --json "

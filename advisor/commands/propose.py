@@ -28,8 +28,9 @@ def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
                    help="extra rules: files here add rules or replace built-in ones by id")
     add_workload_flags(p)
     if suppress:
-        p.set_defaults(**{a.dest: argparse.SUPPRESS for a in p._actions
-                          if a.dest.startswith("answer:")})
+        for action in p._actions:
+            if action.dest.startswith("answer:"):
+                action.default = argparse.SUPPRESS
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -293,6 +293,8 @@ class LogSizeParams(Model):
     """Largest internal log (2 GiB - 10 MiB... as mkfs.xfs allows)."""
     old_xfsprogs_min_bytes: int = Field(ge=MiB)
     """Log size to ask for when xfsprogs <= 5.14 would make a tiny one."""
+    filesystem_divisor: int = Field(ge=2)
+    """The log stays under filesystem size / this: on small filesystems space matters more."""
 
 
 @decider(LogSizeParams)
@@ -315,6 +317,9 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     if ctx.env.memory_bytes and want > ctx.env.memory_bytes // params.memory_divisor:
         want = ctx.env.memory_bytes // params.memory_divisor
         limits.append(f"limited to memory/{params.memory_divisor}")
+    if want > ctx.size // params.filesystem_divisor:
+        want = ctx.size // params.filesystem_divisor
+        limits.append(f"limited to 1/{params.filesystem_divisor} of the filesystem")
     if want > min(params.max_log_bytes, ctx.agsize_bytes() // 2):
         want = min(params.max_log_bytes, ctx.agsize_bytes() // 2)
         limits.append("limited by the maximum log size and the AG size")

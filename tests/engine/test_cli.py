@@ -1,0 +1,165 @@
+"""The commands as users run them: exit codes, one-line errors, JSON on stdout, and the generated
+files (rule reference, JSON Schemas) kept current."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from advisor.commands.schema import SCHEMAS, schema_text
+from advisor.engine.docs import rules_markdown
+from advisor.engine.rulebook import BUILTIN_RULES, RuleBook
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data"
+HOST = str(DATA / "hosts" / "nvme-100g.json")
+FILESERVER = str(DATA / "workloads" / "fileserver.toml")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=60)
+
+
+def test_json_proposal_matches_its_schema_and_golden_mkfs_line() -> None:
+    proc = cli("--json", "--device-file", HOST, "--workload", FILESERVER)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, json.loads(schema_text("output")))
+    assert doc["schema_version"] == 1
+    assert set(doc) >= {"device", "workload", "proposal", "environment"}
+    proposal = doc["proposal"]
+    golden = (REPO / "tests" / "golden" / "nvme-100g__fileserver.mkfs").read_text().strip()
+    assert proposal["mkfs_argv"] == golden.split()
+    assert proposal["mkfs_argv"][0] == "mkfs.xfs" and proposal["mkfs_argv"][-1] == "/dev/nvme0n1"
+    assert proposal["mkfs_options"] == proposal["mkfs_argv"][1:-1]
+    assert proposal["fstab"].startswith("UUID=<uuid-after-mkfs> /srv/data xfs ")
+    settings = [d["setting"] for d in proposal["decisions"]]
+    assert len(settings) == len(set(settings))
+    assert doc["workload"]["concurrent_writers"] == 8
+    assert set(doc["extra"]["timings_ms"]) >= {"imports", "engine", "proposal_check"}
+
+
+def test_propose_subcommand_and_flags_win_over_the_file() -> None:
+    proc = cli("propose", "--json", "--device-file", HOST, "--workload", FILESERVER,
+               "--largest-directory-entries", "20000000", "--atime-needed", "yes")
+    assert proc.returncode == 0, proc.stderr
+    proposal = json.loads(proc.stdout)["proposal"]
+    assert "size=64k" in proposal["mkfs_options"]
+    assert "noatime" not in proposal["mount_options"]
+
+
+def test_human_output() -> None:
+    proc = cli("--device-file", HOST, "--workload", FILESERVER)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "mkfs.xfs -d agcount=32 -l size=256m /dev/nvme0n1" in out
+    assert "fstab: UUID=<uuid-after-mkfs> /srv/data xfs logbsize=256k,noatime 0 0" in out
+    assert "-n size: keep the default (4k)" in out
+    assert out.index("mkfs.xfs") < out.index("fstab:") < out.index("Decisions:")
+
+
+@pytest.mark.parametrize(("workload", "needle"), [
+    ("largest_directory_entries = [1,", "malformed TOML"),
+    ('{"access": "mixed",', "malformed JSON"),
+    ("colour = 3\n", "colour: unknown key"),
+    ("concurrent_writers = -4\n", "concurrent_writers"),
+    ('eventual_size = "4TiB"\ngrowth_factor = 3\n', "not both"),
+    ('median_file_size = "12 parsecs"\n', "median_file_size"),
+    ("[storage]\nraid_data_disks = 0\n", "storage.raid_data_disks"),
+])
+def test_bad_workload_is_one_line_exit_2(tmp_path: Path, workload: str, needle: str) -> None:
+    suffix = ".json" if workload.startswith("{") else ".toml"
+    path = tmp_path / f"answers{suffix}"
+    path.write_text(workload)
+    proc = cli("--device-file", HOST, "--workload", str(path))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_flag_value_is_exit_2_as_json() -> None:
+    proc = cli("--json", "--device-file", HOST, "--concurrent-writers", "-3")
+    assert proc.returncode == 2
+    err = json.loads(proc.stderr)["error"]
+    assert err["kind"] == "bad-input" and "concurrent_writers" in err["message"]
+
+
+def test_bad_device_file_and_missing_device(tmp_path: Path) -> None:
+    bad = tmp_path / "dev.json"
+    bad.write_text('{"name": "x"}')
+    proc = cli("--device-file", str(bad))
+    assert proc.returncode == 2 and "display_name" in proc.stderr
+    proc = cli("propose", "--json")
+    assert proc.returncode == 2 and "--device" in json.loads(proc.stderr)["error"]["message"]
+
+
+def test_too_small_device_is_exit_3(tmp_path: Path) -> None:
+    small = json.loads(Path(HOST).read_text())
+    small["size_bytes"]["value"] = 32 << 20
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(small))
+    proc = cli("--device-file", str(path))
+    assert proc.returncode == 3 and "mkfs.xfs rejects" in proc.stderr
+
+
+def test_unknown_live_device_is_exit_3() -> None:
+    proc = cli("--json", "--device", "no-such-disk-xyz")
+    assert proc.returncode == 3, proc.stderr
+    assert "unknown device" in json.loads(proc.stderr)["error"]["message"]
+
+
+@pytest.mark.parametrize("name", ["nobarrier", "barrier", "unwritten-0", "lazy-count", "attr2",
+                                  "ikeep", "crc=0", "nodiratime", "logbufs=8", "inode64"])
+def test_explain_obsolete_advice(name: str) -> None:
+    proc = cli("explain", name)
+    assert proc.returncode == 0, proc.stderr
+    assert "OBSOLETE" in proc.stdout and "today:" in proc.stdout
+
+
+def test_explain_rule_and_unknown() -> None:
+    proc = cli("explain", "dir-block-size")
+    assert proc.returncode == 0 and "table 2.5" in proc.stdout and "when not" in proc.stdout
+    proc = cli("explain", "warp-drive")
+    assert proc.returncode == 2
+    assert "unknown rule 'warp-drive'" in proc.stderr and "dir-block-size" in proc.stderr
+
+
+def test_rules_listing(book: RuleBook) -> None:
+    proc = cli("rules", "--json")
+    assert proc.returncode == 0
+    assert {r["id"] for r in json.loads(proc.stdout)} == set(book.rules)
+
+
+def test_rules_markdown_is_current(book: RuleBook) -> None:
+    assert (BUILTIN_RULES / "RULES.md").read_text() == rules_markdown(book), (
+        "rules/RULES.md is stale: xfs-advisor rules --markdown > rules/RULES.md")
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_committed_schemas_are_current(name: str) -> None:
+    committed = REPO / "advisor" / "data" / "schemas" / f"{name}.json"
+    assert committed.read_text() == schema_text(name), (
+        f"{committed} is stale: xfs-advisor schema {name} > {committed}")
+
+
+def test_schema_command() -> None:
+    proc = cli("schema", "workload")
+    assert proc.returncode == 0
+    assert "largest_directory_entries" in json.loads(proc.stdout)["properties"]
+    assert set(json.loads(cli("schema").stdout)) == set(SCHEMAS)
+
+
+def test_example_rule_files_validate_against_the_rule_schema() -> None:
+    import tomllib
+
+    schema = json.loads(schema_text("rule"))
+    for path in BUILTIN_RULES.rglob("*.toml"):
+        jsonschema.validate(tomllib.loads(path.read_text()), schema)

@@ -52,13 +52,19 @@ class ProgressLine:
 
     def __init__(self, stream: TextIO, path: str) -> None:
         self.stream = stream
+        self.path = path
         self.tty = stream.isatty()
         self.last = 0.0
+        self.started = False
         self.shown = False
-        print(f"profiling {path} ...", file=stream, flush=True)
 
     def __call__(self, entries: int, elapsed: float) -> None:
         now = time.monotonic()
+        if not self.started:  # the walker's first call, once Ctrl-C already yields a report
+            print(f"profiling {self.path} ...", file=self.stream, flush=True)
+            self.started = True
+            self.last = now
+            return
         if now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now

@@ -94,7 +94,8 @@ class Walker:
     top_directories: int = DEFAULT_TOP_DIRECTORIES
     xattr_sample: int = DEFAULT_XATTR_SAMPLE
     seed: int = 0
-    #: Called with (entries seen, seconds elapsed) every PROGRESS_EVERY entries.
+    #: Called with (entries seen, seconds elapsed) as the walk starts, then every PROGRESS_EVERY
+    #: entries or so.
     progress: Callable[[int, float], None] | None = None
     #: Called with an entry's path after it was listed and before it is examined. For tests: a
     #: file deleted here is one that vanished during the scan.
@@ -159,6 +160,8 @@ class Walker:
         open_flags = os.O_RDONLY | os.O_DIRECTORY
         stack = [top]
         try:
+            if progress is not None:
+                progress(seen, 0.0)
             while stack:
                 path = stack.pop()
                 prefix = path if path.endswith("/") else path + "/"

@@ -42,6 +42,8 @@ class AdvisorState:
     workload_path: str | None = None
     """The file the answers were loaded from or last saved to."""
     sysroot: str | None = None
+    rules_dir: str | None = None
+    """Extra rules (`--rules DIR`)."""
     proposal: Proposal | None = None
     """The core's proposal for `proposal_for` (device name, answers as JSON)."""
     proposal_for: tuple[str, str] | None = None
@@ -93,6 +95,7 @@ class AdvisorApp(App[int]):
         self._start = start
         self._observer: Any = None
         self.proposal_listeners: list[ProposalListener] = []
+        self._proposal_worker: Worker[ProposalResult] | None = None
 
     def on_mount(self) -> None:
         from advisor.tui.devices import DevicesScreen
@@ -158,41 +161,48 @@ class AdvisorApp(App[int]):
             return
         key = (device.name, state.workload.model_dump_json())
         if key == state.proposal_for:
+            if state.proposing and self._proposal_worker is None:
+                state.proposing = False
+                self._tell_listeners()
             return
         state.proposing = True
         self._tell_listeners()
-        workload, sysroot = state.workload, state.sysroot
+        if self._proposal_worker is not None:
+            return  # one at a time: when it ends, the latest answers are asked for (coalescing)
+        workload, sysroot, rules_dir = state.workload, state.sysroot, state.rules_dir
 
         def compute() -> ProposalResult:
             from advisor.tui.core import propose
 
             try:
-                return key, propose(device, workload, sysroot), None
+                return key, propose(device, workload, sysroot, rules_dir), None
             except AdvisorError as err:
                 return key, None, err.message
             except Exception as err:  # a bug in the core: say so on screen, keep the session
                 return key, None, f"internal error: {type(err).__name__}: {err}"
 
-        self.run_worker(compute, name="proposal", group="proposal", thread=True, exclusive=True,
-                        exit_on_error=False)
+        self._proposal_worker = self.run_worker(
+            compute, name="proposal", group="proposal", thread=True, exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if worker.group != "proposal" or event.state != WorkerState.SUCCESS:
+        if worker is not self._proposal_worker or not worker.is_finished:
             return
-        if worker.result is None:
-            return
-        result: ProposalResult = worker.result
-        key, proposal, problem = result
+        self._proposal_worker = None
         state = self.state
-        current = state.device
-        if current is None or key != (current.name, state.workload.model_dump_json()):
-            return  # answers changed meanwhile: a newer worker is on its way
-        state.proposal, state.proposal_for, state.proposal_problem = proposal, key, problem
-        if problem is not None:
-            state.proposal_for = None
-        state.proposing = False
-        self._tell_listeners()
+        if event.state == WorkerState.SUCCESS and worker.result is not None:
+            result: ProposalResult = worker.result
+            key, proposal, problem = result
+            current = state.device
+            if current is not None and key == (current.name, state.workload.model_dump_json()):
+                state.proposal, state.proposal_problem = proposal, problem
+                state.proposal_for = key if problem is None else None
+                state.proposing = False
+                self._tell_listeners()
+                return
+        # The answers changed while it ran (or it failed): ask for the current ones.
+        state.proposal_for = None
+        self.request_proposal()
 
     def _tell_listeners(self) -> None:
         for listener in self.proposal_listeners:
@@ -246,26 +256,22 @@ class AdvisorApp(App[int]):
 def build_app(args: argparse.Namespace) -> AdvisorApp:
     """The app for the command line's arguments: reads devices and answers before any screen shows,
     so a bad sysroot, device or workload file is a one-line error, not a broken screen."""
-    from advisor.answers import load_workload
-    from advisor.errors import DeviceProblem
+    from advisor.answers import workload_from_args
+    from advisor.inspect.devices import find_device
     from advisor.tui.core import is_live, read_inventory
 
     sysroot = getattr(args, "sysroot", None)
     inventory = read_inventory(sysroot)
-    state = AdvisorState(inventory=inventory, sysroot=sysroot)
-    workload_path = getattr(args, "workload", None)
-    if workload_path:
-        state.workload = load_workload(workload_path)
-        state.workload_path = workload_path
+    rules_dir = getattr(args, "rules", None)
+    state = AdvisorState(inventory=inventory, sysroot=sysroot, rules_dir=rules_dir)
+    # The --workload file with any answer flags on top, as `xfs-advisor --json` reads them.
+    state.workload = workload_from_args(args)
+    state.workload_path = getattr(args, "workload", None)
     device = getattr(args, "device", None)
     start = "devices"
     if device:
-        found = inventory.get(device)
-        if found is None:
-            known = ", ".join(d.name for d in inventory.devices) or "none"
-            raise DeviceProblem(f"no device {device!r} (known: {known})")
-        state.device_name = found.name
-        start = "proposal" if workload_path else "workload"
+        state.device_name = find_device(inventory, device).name
+        start = "proposal" if state.workload.answered() else "workload"
     live = is_live(sysroot)
     return AdvisorApp(state, reload_inventory=lambda: read_inventory(sysroot),
                       follow_hotplug=live, start=start)

@@ -37,7 +37,8 @@ def read_inventory(sysroot: str | None) -> Inventory:
     from advisor.inspect.devices import inspect_devices
 
     root = SysRoot.open(sysroot)
-    return inspect_devices(root, probe=root.live and os.geteuid() == 0)
+    # As `xfs-advisor propose` does: libblkid live as root, or the probe file of a capture.
+    return inspect_devices(root, probe=not root.live or os.geteuid() == 0)
 
 
 def is_live(sysroot: str | None) -> bool:
@@ -53,19 +54,21 @@ def _environment(sysroot: str | None) -> Environment:
 
 
 @functools.cache
-def _rulebook() -> RuleBook:
+def _rulebook(rules_dir: str | None) -> RuleBook:
     from advisor.engine.rulebook import load_rulebook
 
-    return load_rulebook()
+    return load_rulebook(rules_dir)
 
 
-def propose(device: Device, workload: Workload, sysroot: str | None = None) -> Proposal:
+def propose(device: Device, workload: Workload, sysroot: str | None = None,
+            rules_dir: str | None = None) -> Proposal:
     """The engine's proposal, as `xfs-advisor --json` gives it for the same device and answers.
     The tool versions and the rule book are read once per session."""
     _require("advisor.engine.propose", "the proposal engine")
     from advisor.engine.propose import propose as engine_propose
 
-    return engine_propose(device, workload, env=_environment(sysroot), rulebook=_rulebook())
+    return engine_propose(device, workload, env=_environment(sysroot),
+                          rulebook=_rulebook(rules_dir))
 
 
 @dataclass(frozen=True)
@@ -78,11 +81,11 @@ class ObsoleteAdvice:
     today: str
 
 
-def obsolete_advice() -> list[ObsoleteAdvice]:
+def obsolete_advice(rules_dir: str | None = None) -> list[ObsoleteAdvice]:
     """The rule book's obsolete advice, for the proposal's "why not" section."""
     _require("advisor.engine.rulebook", "the rule book")
     found = []
-    for rule in _rulebook().of_kind("obsolete"):
+    for rule in _rulebook(rules_dir).of_kind("obsolete"):
         if rule.obsolete is not None:
             found.append(ObsoleteAdvice(rule.id, ", ".join(rule.obsolete.matches),
                                         rule.obsolete.since, rule.obsolete.today))

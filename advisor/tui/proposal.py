@@ -67,7 +67,8 @@ def decisions_table(proposal: Proposal) -> Table:
     table = Table(expand=True, show_edge=False, pad_edge=False, box=None)
     table.add_column("setting", no_wrap=True, style="bold")
     table.add_column("decision", ratio=1)
-    for d in proposal.decisions:
+    # What the proposal changes first; then the defaults it keeps, each still with its reason.
+    for d in sorted(proposal.decisions, key=lambda d: not d.changed):
         head = Text.assemble(
             (d.value, "bold" if d.changed else "dim"), (f"  default {d.default}", "dim"),
             (f"  later: {d.changeable_later}", "dim"))
@@ -160,7 +161,7 @@ class ProposalScreen(Screen[None]):
         from advisor.tui.core import obsolete_advice
 
         try:
-            advice = obsolete_advice()
+            advice = obsolete_advice(self.advisor.state.rules_dir)
         except AdvisorError as err:
             self.query_one("#why-not", Static).update(err.message)
             return

@@ -1,0 +1,147 @@
+"""Steps 2 and 3 by keys, with the real engine (mkfs.xfs -N dry runs): answers checked as typed,
+saved and loaded, and the proposal following the answers."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from textual.widgets import Input, Static
+
+from advisor.answers import load_workload
+from advisor.models.workload import Workload
+from advisor.tui.app import AdvisorApp
+from advisor.tui.form import check, questions, values_of
+from tests.conftest import require
+from tests.tui.conftest import AppFactory
+
+
+def _text(app: AdvisorApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def test_form_questions_come_from_the_contract() -> None:
+    keys = [q.key for q in questions()]
+    assert keys[0] == "largest_directory_entries"
+    assert keys[-3:] == ["storage.raid_stripe_unit", "storage.raid_data_disks",
+                         "storage.nonvolatile_write_cache"]
+    kinds = {q.key: q.kind for q in questions()}
+    assert kinds["access"] == "choice" and kinds["atime_needed"] == "yes-no"
+    assert next(q for q in questions() if q.key == "eventual_size").is_size
+    assert all(q.help for q in questions())
+
+
+def test_form_check_maps_errors_to_fields() -> None:
+    result = check({"concurrent_writers": "0", "median_file_size": "12 parsecs",
+                    "storage.raid_data_disks": "4"})
+    assert result.workload is None
+    assert set(result.field_errors) == {"concurrent_writers", "median_file_size"}
+    both = check({"eventual_size": "40TiB", "growth_factor": "3"})
+    assert both.field_errors == {} and both.form_error is not None
+    assert "not both" in both.form_error
+    ok = check({"median_file_size": "64KiB", "atime_needed": False, "access": None})
+    assert ok.workload == Workload(median_file_size=65536, atime_needed=False)
+    assert values_of(ok.workload)["median_file_size"] == "64KiB"
+
+
+async def test_answers_are_checked_as_typed(make_app: AppFactory) -> None:
+    app = make_app(device="nvme0n1", start="workload")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "q-largest-directory-entries"
+        app.screen.query_one("#q-concurrent-writers", Input).focus()
+        await pilot.press("0")
+        assert "greater than or equal to 1" in _text(app, "#q-concurrent-writers-error")
+        assert app.state.workload_problem is not None
+        await pilot.press("backspace", "1", "6")
+        assert _text(app, "#q-concurrent-writers-error") == ""
+        assert app.state.workload.concurrent_writers == 16
+        assert app.state.workload_problem is None
+
+
+async def test_workload_file_save_and_load(make_app: AppFactory, tmp_path: Path) -> None:
+    target = tmp_path / "answers.toml"
+    app = make_app(device="nvme0n1", start="workload")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press(*"2000000")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        prompt = app.screen.query_one("#prompt-path", Input)
+        prompt.value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert load_workload(target) == Workload(largest_directory_entries=2000000)
+        target.write_text('access = "write-heavy"\nmedian_file_size = "1MiB"\n')
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#prompt-path", Input).value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.state.workload == Workload(access="write-heavy", median_file_size=1 << 20)
+        assert app.screen.query_one("#q-median-file-size", Input).value == "1MiB"
+        assert app.screen.query_one("#q-largest-directory-entries", Input).value == ""
+        bad = tmp_path / "bad.toml"
+        bad.write_text("colour = 3\n")
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#prompt-path", Input).value = str(bad)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.state.workload.access == "write-heavy"  # a bad file changes nothing
+
+
+async def test_proposal_follows_the_answers(make_app: AppFactory) -> None:
+    require(shutil.which("mkfs.xfs") is not None, "needs mkfs.xfs for the dry runs")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down", "down", "down", "enter")  # nvme0n1
+        await pilot.press("f4")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.current_mode == "proposal"
+        first = app.state.proposal
+        assert first is not None, app.state.proposal_problem
+        assert _text(app, "#mkfs") == first.mkfs_command
+        assert first.mkfs_argv[-1] == "/dev/nvme0n1"
+        await pilot.press("f3")
+        await pilot.press(*"5000000")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        second = app.state.proposal
+        assert second is not None and second is not first
+        assert app.state.workload.largest_directory_entries == 5000000
+        assert _text(app, "#preview") == "mkfs: " + second.mkfs_command
+        await pilot.press("f4")
+        await pilot.pause()
+        assert _text(app, "#mkfs") == second.mkfs_command
+        await pilot.press("c")
+        assert app.clipboard == second.mkfs_command
+
+
+async def test_preselected_device_and_workload_open_on_the_proposal(make_app: AppFactory,
+                                                                    tmp_path: Path) -> None:
+    require(shutil.which("mkfs.xfs") is not None, "needs mkfs.xfs for the dry runs")
+    app = make_app(device="loop0", workload=Workload(atime_needed=False), start="proposal")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.current_mode == "proposal"
+        proposal = app.state.proposal
+        assert proposal is not None
+        assert "noatime" in proposal.fstab
+        await pilot.press("s")
+        await pilot.pause()
+        app.screen.query_one("#prompt-path", Input).value = str(tmp_path / "p.sh")
+        await pilot.press("enter")
+        await pilot.pause()
+        saved = (tmp_path / "p.sh").read_text()
+        assert proposal.mkfs_command in saved and proposal.fstab in saved
+
+
+async def test_no_device_means_no_proposal(make_app: AppFactory) -> None:
+    app = make_app(start="proposal")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "No device chosen" in _text(app, "#problem")
+        await pilot.press("c")
+        assert app.clipboard == ""

@@ -1,0 +1,76 @@
+"""Each screen at 80x24 and 120x40, pinned (regenerate with --snapshot-update after a deliberate
+change and look at the report). Deterministic: the fixed host, a frozen proposal, no clock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+import advisor.tui.core as core
+from advisor.models.proposal import Proposal
+from advisor.models.workload import Workload
+from tests.tui.conftest import AppFactory
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+FROZEN = Path(__file__).parent / "data" / "proposal-vg0-data.json"
+EXAMPLE = Workload(largest_directory_entries=200000, access="mixed", fsyncs_per_second=50,
+                   concurrent_writers=8, median_file_size=65536, mount_point="/srv/data")
+
+
+@pytest.fixture(autouse=True)
+def frozen_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proposal and the obsolete advice as they were when the snapshots were taken, so a new
+    rule changes the engine's golden files, not these pictures of the screens."""
+    proposal = Proposal.model_validate(json.loads(FROZEN.read_text()))
+    monkeypatch.setattr(core, "propose", lambda *args: proposal)
+    monkeypatch.setattr(core, "obsolete_advice", lambda rules_dir=None: [
+        core.ObsoleteAdvice("nobarrier", "nobarrier, barrier", "Linux 4.19",
+                            "Removed: flushes are the kernel's job; a non-volatile cache reports "
+                            "write through, so no flush is sent."),
+        core.ObsoleteAdvice("unwritten", "-d unwritten=0", "xfsprogs 2007",
+                            "The option is gone; mkfs.xfs rejects it."),
+    ])
+
+
+async def _settle(pilot: Pilot[Any]) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+SnapCompare = Callable[..., bool]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_devices(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
+    # The cursor on the misaligned partition: its badge and its facts show.
+    assert snap_compare(make_app(), press=["down", "down"], terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_workload_with_an_error(snap_compare: SnapCompare, make_app: AppFactory,
+                                size: tuple[int, int]) -> None:
+    app = make_app(device="vg0-data", workload=EXAMPLE, start="workload")
+    # Replace 200000 with a negative count: the error shows beside the field.
+    keys = ["end", *["backspace"] * 6, "minus", "3"]
+    assert snap_compare(app, press=keys, terminal_size=size, run_before=_settle)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_proposal(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
+    app = make_app(device="vg0-data", workload=EXAMPLE, start="proposal")
+    assert snap_compare(app, terminal_size=size, run_before=_settle)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_validate(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
+    app = make_app(device="vg0-data", workload=EXAMPLE, start="validate")
+    assert snap_compare(app, terminal_size=size, run_before=_settle)
+
+
+def test_help_in_the_light_theme(snap_compare: SnapCompare, make_app: AppFactory) -> None:
+    assert snap_compare(make_app(), press=["ctrl+t", "question_mark"], terminal_size=(80, 24))

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Benchmark `xfs-advisor profile` against `du -s --inodes` on a generated tree, warm cache.
+
+    .venv/bin/python scripts/bench_profile.py [--files 1000000] [--runs 3] [--parent /tmp]
+
+Builds FILES empty files in /tmp (10 top directories, each 100 directories of FILES/1000 files),
+so that one top directory holds a tenth of the tree. Both tools walk the whole tree and one top
+directory, alternating, RUNS times each after a warm-up; the report gives median wall times, the
+ratio (goal: profile within 3x of du) and peak RSS (goal: the same at a tenth and at the whole
+tree). The tree is deleted at the end, also on failure or Ctrl-C.
+
+Processes are timed here directly (GNU time gives their peak RSS), not through
+advisor.system.runner: the script measures processes, it is not part of the advisor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TOP_DIRECTORIES = 10
+DIRECTORIES_PER_TOP = 100
+
+
+def build_tree(root: Path, files: int) -> int:
+    per_directory = max(1, files // (TOP_DIRECTORIES * DIRECTORIES_PER_TOP))
+    made = 0
+    for t in range(TOP_DIRECTORIES):
+        for d in range(DIRECTORIES_PER_TOP):
+            directory = os.fsencode(root / f"t{t:02d}" / f"d{d:03d}")
+            os.makedirs(directory)
+            for f in range(per_directory):
+                os.mknod(directory + b"/f%06d" % f)
+            made += per_directory
+    return made
+
+
+def measure(argv: list[str]) -> tuple[float, int, str]:
+    """Wall seconds, peak RSS in KiB, and stdout of one run.
+
+    The peak RSS comes from GNU time when it is installed: a child forked straight from this
+    Python process would report this process's size as its own peak."""
+    gnu_time = Path("/usr/bin/time")
+    with tempfile.NamedTemporaryFile("r") as rss_file:
+        wrapped = ([str(gnu_time), "-f", "%M", "-o", rss_file.name, *argv]
+                   if gnu_time.exists() else argv)
+        started = time.perf_counter()
+        proc = subprocess.run(wrapped, capture_output=True, cwd=REPO)
+        elapsed = time.perf_counter() - started
+        peak = int(rss_file.read().split()[-1]) if gnu_time.exists() else 0
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed ({proc.returncode}): "
+                         f"{proc.stderr.decode(errors='replace')}")
+    return elapsed, peak, proc.stdout.decode()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--parent", default="/tmp", help="where to build the tree (default /tmp)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="bench-profile-", dir=args.parent))
+    try:
+        t0 = time.perf_counter()
+        files = build_tree(root, args.files)
+        print(f"built {files:,} files in {time.perf_counter() - t0:.1f} s under {root}",
+              file=sys.stderr)
+        subprocess.run(["sync"], check=True)
+        results = []
+        for label, target in (("tenth", root / "t00"), ("whole", root)):
+            du_argv = ["du", "-s", "--inodes", str(target)]
+            profile_argv = [sys.executable, "-m", "advisor", "profile", "--json", str(target)]
+            measure(du_argv)  # warm the dentry and inode caches
+            du_runs, profile_runs = [], []
+            inodes = 0
+            for _ in range(args.runs):
+                du_runs.append(measure(du_argv))
+                profile_runs.append(measure(profile_argv))
+                inodes = int(du_runs[-1][2].split()[0])
+                doc = json.loads(profile_runs[-1][2])
+                if doc["inodes"] != inodes:
+                    raise SystemExit(f"profile counted {doc['inodes']} inodes, du {inodes}")
+            du_s = statistics.median(r[0] for r in du_runs)
+            profile_s = statistics.median(r[0] for r in profile_runs)
+            results.append({
+                "tree": label, "inodes": inodes,
+                "du_seconds": round(du_s, 3), "profile_seconds": round(profile_s, 3),
+                "ratio": round(profile_s / du_s, 2),
+                "profile_entries_per_second": round(inodes / profile_s),
+                "du_peak_rss_kib": max(r[1] for r in du_runs),
+                "profile_peak_rss_kib": max(r[1] for r in profile_runs),
+                "profile_walk_seconds": json.loads(profile_runs[-1][2])["elapsed_seconds"],
+            })
+    finally:
+        t0 = time.perf_counter()
+        subprocess.run(["rm", "-rf", str(root)], check=False)  # rm is faster than shutil.rmtree
+        if root.exists():
+            shutil.rmtree(root, ignore_errors=True)
+        print(f"deleted {root} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"{'tree':<6} {'inodes':>10} {'du s':>7} {'profile s':>10} {'ratio':>6} "
+          f"{'walk s':>7} {'du RSS':>9} {'profile RSS':>12}")
+    for r in results:
+        print(f"{r['tree']:<6} {r['inodes']:>10,} {r['du_seconds']:>7.2f} "
+              f"{r['profile_seconds']:>10.2f} {r['ratio']:>5.2f}x "
+              f"{r['profile_walk_seconds']:>7.2f} {r['du_peak_rss_kib']:>6,} KiB "
+              f"{r['profile_peak_rss_kib']:>8,} KiB")
+    whole = results[-1]
+    print(f"goal: within 3x of du -> {'met' if whole['ratio'] <= 3 else 'NOT met'} "
+          f"({whole['ratio']}x on {whole['inodes']:,} inodes)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,7 +3,7 @@ what stands in the way, and every fact with its provenance in the details pane."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,11 +19,18 @@ if TYPE_CHECKING:
     from advisor.tui.app import AdvisorApp
 
 
+class DeviceTable(DataTable[Any]):
+    """The device list; Enter chooses the row (said in the footer)."""
+
+    # The table's own binding, not a priority one on the screen: those run before keys already
+    # queued for the table, so a quick "Down Enter" would choose the row above.
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Choose")]
+
+
 class DevicesScreen(Screen[None]):
     """Pick the device to format."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "choose", "Choose", priority=True),
         Binding("r", "reload", "Reload"),
     ]
     # The details pane goes below the list when the terminal is too narrow for both side by side.
@@ -43,7 +50,7 @@ class DevicesScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with Container(id="devices-body"):
-            yield DataTable(id="device-table", cursor_type="row", zebra_stripes=False)
+            yield DeviceTable(id="device-table", cursor_type="row")
             with Vertical(id="device-details"):
                 yield Static(id="details-title")
                 yield DataTable(id="facts", cursor_type="row", show_cursor=False)

@@ -578,6 +578,10 @@ def device_warnings(ctx: Context, params: NoParams) -> Outcome:
         out.append(f"{d.name} holds data ({found}): mkfs.xfs refuses without -f and destroys it")
     if d.holders:
         out.append(f"{d.name} is used by {', '.join(d.holders)}: format that device instead")
+    partitions = [c for c in d.children if c not in d.holders]
+    if partitions:
+        out.append(f"{d.name} has partitions ({', '.join(partitions)}): formatting the whole "
+                   "device destroys them; format a partition instead")
     if d.read_only.value:
         out.append(f"{d.name} is read-only")
     return Outcome(warnings=out)

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.engine.rulebook import RuleBook, load_rulebook
-from tests.conftest import require
 from advisor.system.runner import which
+from tests.conftest import require
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,8 @@ def test_dir_block_size(book: RuleBook, entries: int, access: str | None, expect
     assert d.rule == "dir-block-size"
     if expected != "default":
         assert f"size={expected}" in p.mkfs_options
-        assert p.check is not None and p.check.geometry.naming_block_size == int(expected[:-1]) * KiB
+        assert p.check is not None
+        assert p.check.geometry.naming_block_size == int(expected[:-1]) * KiB
 
 
 def test_dir_block_size_unknown_keeps_default(book: RuleBook) -> None:
@@ -261,3 +262,27 @@ def test_device_warnings(book: RuleBook, facts: dict[str, Any], needle: str) -> 
 
 def test_no_device_warnings_on_a_clean_device(book: RuleBook) -> None:
     assert warned(run(book, SSD), "device-warnings") == []
+
+
+def test_device_warning_for_partitions(book: RuleBook) -> None:
+    p = run(book, device(children=["sdx1", "sdx2"]))
+    assert any("has partitions (sdx1, sdx2)" in m for m in warned(p, "device-warnings"))
+
+
+def test_log_size_on_old_xfsprogs_with_tiny_default_log(book: RuleBook) -> None:
+    # The defaults come from this host's mkfs.xfs; an xfsprogs 5.10 host makes a 10 MiB log.
+    from advisor.engine.check import dry_run
+    from advisor.engine.context import Context
+    from advisor.engine.deciders import LogSizeParams, log_size
+
+    dev = device(100 * GiB)
+    defaults = dry_run(dev, []).geometry.model_copy(update={"log_blocks": 2560})
+    ctx = Context(device=dev, workload=Workload(), env=environment("5.10.0"), defaults=defaults,
+                  size=100 * GiB)
+    params = book.rules["log-size"].params
+    assert isinstance(params, LogSizeParams)
+    outcome = log_size(ctx, params)
+    assert outcome.change is not None and outcome.change.options == ["-l", "size=64m"]
+    assert "5.10.0 makes small logs" in outcome.change.reason
+    ctx.env = environment("6.1.0")
+    assert log_size(ctx, params).change is None

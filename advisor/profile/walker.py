@@ -64,6 +64,38 @@ def stored_xattr_size(name: str, value_length: int) -> tuple[int, int]:
     return encoded, value_length
 
 
+#: Longest path handed to the kernel in one piece (PATH_MAX is 4096 with the final NUL).
+_PATH_PIECE = 4000
+
+
+def _open_directory(path: str, flags: int) -> int:
+    """os.open, also for paths longer than PATH_MAX (a deep tree): those are opened piece by
+    piece, each piece relative to the directory the previous one opened."""
+    try:
+        return os.open(path, flags)
+    except OSError as err:
+        if err.errno != errno.ENAMETOOLONG:
+            raise
+    pieces: list[str] = []
+    current = "/" if path.startswith("/") else ""
+    for name in path.split("/"):
+        if not name:
+            continue
+        if current and len(current) + len(name) + 1 > _PATH_PIECE:
+            pieces.append(current)
+            current = ""
+        current = f"{current}/{name}" if current and current != "/" else current + name
+    pieces.append(current)
+    fd = os.open(pieces[0], flags)
+    for piece in pieces[1:]:
+        try:
+            inner = os.open(piece, flags, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
 @dataclass
 class _Counts:
     entries: int = 0
@@ -166,7 +198,7 @@ class Walker:
                 path = stack.pop()
                 prefix = path if path.endswith("/") else path + "/"
                 try:
-                    fd = os.open(path, open_flags)
+                    fd = _open_directory(path, open_flags)
                 except FileNotFoundError:
                     c.vanished += 1
                     self._problem("vanished", path)

@@ -102,6 +102,27 @@ def test_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
     assert p.problems.unreadable_directories == 0
 
 
+def test_paths_longer_than_path_max(tmp_path: Path) -> None:
+    levels, name = 30, "n" * 200  # 6,000 characters below tmp_path; PATH_MAX is 4,096
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(levels):
+            os.mkdir(name, dir_fd=fd)
+            parent, fd = fd, os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(parent)
+        os.close(os.open("leaf", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    try:
+        p = Walker().walk(tmp_path)
+        assert p.inodes == du("--inodes", str(tmp_path))
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path / name)], check=True)
+    assert p.problems.unreadable_directories == 0, p.problems.examples
+    assert p.directories == levels + 1
+    assert p.files == 1
+
+
 def test_hard_links_sparse_and_special_files(tmp_path: Path) -> None:
     (tmp_path / "data").write_bytes(b"d" * 5000)
     (tmp_path / "sub").mkdir()

@@ -39,17 +39,17 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
     bs = g.block_size
     texts = {
         "-b size": mkfs_size(bs),
-        "-m features": f"xfsprogs {env.xfsprogs_version or '?'} defaults ("
-                       + ",".join(f"{k}={v}" for k, v in sorted(g.features.items())) + ")",
+        "-m features": f"xfsprogs {env.xfsprogs_version or '?'} defaults: "
+                       + ",".join(f"{k}={v}" for k, v in sorted(g.features.items())),
         "-d su/sw": (f"su={mkfs_size(g.sunit_blocks * bs)},sw={g.swidth_blocks // g.sunit_blocks}"
                      if g.sunit_blocks else "none"),
-        "-d agcount/agsize": f"agcount={g.agcount} (agsize {human_size(g.agsize_bytes)})",
+        "-d agcount/agsize": f"agcount={g.agcount}, agsize {human_size(g.agsize_bytes)}",
         "-i size": str(g.inode_size),
         "-n size": mkfs_size(g.naming_block_size),
         "-l size": human_size(g.log_bytes),
-        "-l su": mkfs_size(g.log_sunit_blocks * bs) if g.log_sunit_blocks else "0 (none)",
+        "-l su": mkfs_size(g.log_sunit_blocks * bs) if g.log_sunit_blocks else "none",
         "mount inode32/inode64": "inode64",
-        "mount logbsize": "32k (or the log stripe unit when larger)",
+        "mount logbsize": "32k, or the log stripe unit when larger",
         "mount logbufs": "8",
         "mount atime": "relatime",
         "mount discard": "nodiscard",

@@ -36,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
         dev = find_device(inv, args.device)
         inv = subtree(inv, dev)
     if args.json:
-        sys.stdout.write(inv.model_dump_json(indent=2) + "\n")
+        # Bytes straight from the serializer: a SAN host's JSON is tens of MB, not worth a str copy.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(inv.__pydantic_serializer__.to_json(inv, indent=2) + b"\n")
+        sys.stdout.buffer.flush()
         return 0
     sys.stdout.write(render_tree(inv))
     if args.device:

@@ -6,6 +6,7 @@ Everything else parses the strings this returns. A `SysRoot` can record what it 
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,14 @@ class SysRoot:
     def path(self, rel: str) -> Path:
         return self.root / rel.lstrip("/")
 
+    def _abs(self, rel: str) -> str:
+        """path() as a string, without pathlib's parsing (hot in large scans)."""
+        return f"{self._prefix}/{rel.lstrip('/')}"
+
+    @functools.cached_property
+    def _prefix(self) -> str:
+        return str(self.root).rstrip("/")
+
     def _note(self, rel: str) -> None:
         if self.recorded is not None:
             self.recorded.add(rel.lstrip("/"))
@@ -48,18 +57,31 @@ class SysRoot:
     def read(self, rel: str) -> str | None:
         """The stripped text of a file, or None when it is missing or unreadable."""
         self._note(rel)
+        # os.read, not open().read(1 << 20): a buffered read allocates the whole 1 MiB every
+        # time, which dominates a scan of thousands of small sysfs files.
         try:
-            with open(self.path(rel), "rb") as f:
-                data = f.read(1 << 20)
+            fd = os.open(self._abs(rel), os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return None
+        data = b""
+        try:
+            # A short read is the end of the file (sysfs hands out an attribute in one read).
+            while len(data) < (1 << 20):
+                chunk = os.read(fd, 65536)
+                data += chunk
+                if len(chunk) < 65536:
+                    break
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         return data.decode("utf-8", "replace").strip()
 
     def listdir(self, rel: str) -> list[str]:
         """Sorted entries of a directory; empty when it is missing or unreadable."""
         self._note(rel)
         try:
-            return sorted(os.listdir(self.path(rel)))
+            return sorted(os.listdir(self._abs(rel)))
         except OSError:
             return []
 
@@ -67,13 +89,13 @@ class SysRoot:
         """The target of a symlink, or None."""
         self._note(rel)
         try:
-            return os.readlink(self.path(rel))
+            return os.readlink(self._abs(rel))
         except OSError:
             return None
 
     def exists(self, rel: str) -> bool:
         self._note(rel)
-        return os.path.lexists(self.path(rel))
+        return os.path.lexists(self._abs(rel))
 
     def isdir(self, rel: str) -> bool:
         return self.path(rel).is_dir()

@@ -514,10 +514,17 @@ def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: b
 @decider(KernelCompatParams)
 def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
     wanted = ctx.workload.must_mount_on_kernel
+    progs = parse_version(ctx.env.xfsprogs_version)
+    running = parse_version(ctx.env.kernel)
+    who = f"kernel {wanted} must mount it"
+    if wanted is None and running and progs and running < progs:
+        # The host the proposal is for (a capture, say) runs a kernel older than our xfsprogs.
+        wanted = f"{running[0]}.{running[1]}"
+        who = (f"the host runs kernel {ctx.env.kernel}, older than xfsprogs "
+               f"{ctx.env.xfsprogs_version}")
     if wanted is None:
         return Outcome(keep_reason="no older kernel must mount it: the current feature set")
     kernel = parse_version(wanted)
-    progs = parse_version(ctx.env.xfsprogs_version)
     if kernel and progs and kernel >= progs:
         return Outcome(keep_reason=f"kernel {wanted} mounts what xfsprogs "
                        f"{ctx.env.xfsprogs_version} makes by default")
@@ -531,7 +538,7 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
     profile = older[-1] if older else known[0]
     nrext64_known = ctx.env.xfsprogs_at_least(*(parse_version(params.nrext64_since) or (99, 0)))
     conf = ctx.env.lts_configs.get(profile)
-    why = f"kernel {wanted} must mount it: the features of the {profile} LTS kernel"
+    why = f"{who}: the features of the {profile} LTS kernel"
     if conf:
         rejection = conf_rejection(conf)
         if rejection is None:

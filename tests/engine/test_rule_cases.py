@@ -286,3 +286,11 @@ def test_log_size_on_old_xfsprogs_with_tiny_default_log(book: RuleBook) -> None:
     assert "5.10.0 makes small logs" in outcome.change.reason
     ctx.env = environment("6.1.0")
     assert log_size(ctx, params).change is None
+
+
+def test_kernel_compat_for_a_host_running_an_older_kernel(book: RuleBook) -> None:
+    env = environment().model_copy(update={"kernel": "5.10.0-28-amd64"})
+    p = propose(SSD, Workload(), env=env, rulebook=book)
+    d = decision(p, "-m features")
+    assert d.changed and "the host runs kernel 5.10.0-28-amd64" in d.reason
+    assert p.check is not None and p.check.geometry.features["bigtime"] == 0

@@ -1,0 +1,277 @@
+"""Paired A/B statistics, pure and dependency-free: Student's t, log-ratio confidence intervals,
+Holm's correction across metrics, and the verdict rules.
+
+Why log-ratios: a benchmark metric is a rate; B/A is what people ask about, and the log of a ratio
+is symmetric (2x faster and 2x slower are the same distance from 0) and closer to normal than the
+raw differences. Pairs come from the same round (ABBA order), so slow drift of the machine cancels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Literal
+
+Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
+
+#: Never claim a difference smaller than this on any metric, whatever calibration says.
+DEFAULT_MARGIN = 0.05
+#: How many rounds we would ever suggest; beyond that the answer is "more than this".
+MAX_SUGGESTED_ROUNDS = 200
+
+
+# ---- Student's t distribution -------------------------------------------------------------
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction for the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(ln_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with df degrees of freedom."""
+    if df <= 0:
+        raise ValueError("degrees of freedom must be positive")
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def _t_pdf(t: float, df: float) -> float:
+    ln = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+          - (df + 1) / 2 * math.log1p(t * t / df))
+    return math.exp(ln)
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The t value with P(T <= t) = p: Newton's method from the normal quantile, with bisection
+    as the fallback for the heavy tails of small df."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must be in (0, 1)")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    t = NormalDist().inv_cdf(p)
+    for _ in range(50):
+        step = (t_cdf(t, df) - p) / _t_pdf(t, df)
+        t_next = t - step
+        if t_next <= 0 or not math.isfinite(t_next):
+            break
+        if abs(step) < 1e-12 * max(1.0, t):
+            return t_next
+        t = t_next
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+        if hi > 1e12:
+            return math.inf
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+# ---- paired log-ratios --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PairedSummary:
+    """Paired log-ratios log(B_i / A_i) of one metric."""
+
+    n: int
+    mean: float
+    """Mean log-ratio (0: no difference)."""
+    sd: float
+    """Standard deviation of one pair's log-ratio: the noise of a single round."""
+
+    @property
+    def se(self) -> float:
+        return self.sd / math.sqrt(self.n) if self.n > 0 else math.inf
+
+    @property
+    def ratio(self) -> float:
+        """Geometric mean of B/A."""
+        return math.exp(self.mean)
+
+    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        """Two-sided confidence interval of the log-ratio."""
+        if self.n < 2:
+            return (-math.inf, math.inf)
+        half = t_quantile(0.5 + confidence / 2.0, self.n - 1) * self.se
+        return (self.mean - half, self.mean + half)
+
+    def ratio_interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        lo, hi = self.interval(confidence)
+        return (math.exp(lo), math.exp(hi))
+
+
+def paired_log_ratios(a: Sequence[float], b: Sequence[float]) -> PairedSummary:
+    """Summarise paired samples; every sample must be positive (a rate, a throughput)."""
+    if len(a) != len(b):
+        raise ValueError("A and B need the same number of samples (they are paired)")
+    if any(x <= 0 for x in (*a, *b)):
+        raise ValueError("log-ratios need positive samples")
+    d = [math.log(y / x) for x, y in zip(a, b, strict=True)]
+    n = len(d)
+    mean = sum(d) / n if n else 0.0
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) if n > 1 else math.inf
+    return PairedSummary(n=n, mean=mean, sd=sd)
+
+
+def beyond_margin_p_value(s: PairedSummary, margin: float) -> float:
+    """One-sided p-value of "the effect is no larger than the margin" (in the direction seen).
+
+    Small means the difference is real and larger than the margin: this is what a `better` or
+    `worse` claim rests on, and what Holm's correction is applied to.
+    """
+    if s.n < 2:
+        return 1.0
+    if s.sd == 0.0:
+        return 0.0 if abs(s.mean) > margin else 1.0
+    t = (abs(s.mean) - margin) / s.se
+    return 1.0 - t_cdf(t, s.n - 1)
+
+
+def holm_rejections(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down procedure: which hypotheses to reject with family-wise error <= alpha."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    rejected = [False] * m
+    for rank, i in enumerate(order):
+        if p_values[i] <= alpha / (m - rank):
+            rejected[i] = True
+        else:
+            break
+    return rejected
+
+
+def rounds_to_resolve(s: PairedSummary, margin: float, confidence: float = 0.95) -> int | None:
+    """Pairs that would likely settle an inconclusive metric, assuming the noise and mean stay as
+    seen; None when the mean sits on the margin itself (no finite run can separate them)."""
+    gap = abs(abs(s.mean) - margin)
+    if s.n < 2 or not math.isfinite(s.sd):
+        return None
+    if gap < 1e-9:
+        return None
+
+    def resolves(n: int) -> bool:
+        return t_quantile(0.5 + confidence / 2.0, n - 1) * s.sd / math.sqrt(n) < gap
+
+    if not resolves(MAX_SUGGESTED_ROUNDS):
+        return None
+    lo, hi = max(s.n, 2), MAX_SUGGESTED_ROUNDS  # the interval only narrows as n grows
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if resolves(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    verdict: Verdict
+    summary: PairedSummary
+    ci_ratio: tuple[float, float]
+    margin: float
+    """Practical margin as a log-ratio."""
+    p_beyond_margin: float
+    rounds_needed: int | None
+
+
+def judge(
+    samples: Sequence[tuple[Sequence[float], Sequence[float], bool, float]],
+    *,
+    alpha: float = 0.05,
+) -> list[MetricVerdict]:
+    """Verdicts for several metrics at once: each item is (a, b, higher_is_better, margin).
+
+    `better`/`worse`: the difference is beyond the margin, by a test Holm-corrected across metrics
+    (and the 95% interval lies beyond the margin). `equivalent`: the 95% interval lies inside
+    +-margin. Otherwise `inconclusive`, with the rounds that would likely resolve it.
+    """
+    summaries = [paired_log_ratios(a, b) for a, b, _, _ in samples]
+    margins = [math.log1p(max(m, 0.0)) for _, _, _, m in samples]
+    p_values = [beyond_margin_p_value(s, m) for s, m in zip(summaries, margins, strict=True)]
+    rejected = holm_rejections(p_values, alpha)
+    out = []
+    for (_, _, higher_is_better, _), s, m, p, rej in zip(
+        samples, summaries, margins, p_values, rejected, strict=True
+    ):
+        lo, hi = s.interval(1.0 - alpha)
+        verdict: Verdict
+        if rej and (lo > m or hi < -m):
+            improved = (s.mean > 0) == higher_is_better
+            verdict = "better" if improved else "worse"
+        elif -m <= lo and hi <= m:
+            verdict = "equivalent"
+        else:
+            verdict = "inconclusive"
+        needed = rounds_to_resolve(s, m, 1.0 - alpha) if verdict == "inconclusive" else None
+        out.append(MetricVerdict(verdict=verdict, summary=s, ci_ratio=(math.exp(lo), math.exp(hi)),
+                                 margin=m, p_beyond_margin=p, rounds_needed=needed))
+    return out
+
+
+def overall(verdicts: Sequence[Verdict]) -> Verdict:
+    """One word for the run: worse if anything is worse, better if something is better and nothing
+    worse, equivalent if everything is, inconclusive otherwise."""
+    if "worse" in verdicts:
+        return "worse"
+    if "better" in verdicts:
+        return "better"
+    if verdicts and all(v == "equivalent" for v in verdicts):
+        return "equivalent"
+    return "inconclusive"
+
+
+def noise_floor(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> float:
+    """From an A/A run: the largest relative difference the set-up cannot tell from nothing,
+    |mean| + half-width of the interval, as a fraction (0.04 = 4%)."""
+    s = paired_log_ratios(a, b)
+    lo, hi = s.interval(confidence)
+    return math.expm1(max(abs(lo), abs(hi)))

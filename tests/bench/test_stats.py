@@ -1,0 +1,135 @@
+"""The statistics behind every verdict: known t quantiles, Holm, and the verdict rules."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisor.bench import stats
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "expected"),
+    [(0.975, 1, 12.7062), (0.975, 5, 2.5706), (0.975, 10, 2.2281), (0.975, 30, 2.0423),
+     (0.95, 7, 1.8946), (0.995, 5, 4.0321), (0.9995, 5, 6.8688), (0.975, 1000, 1.9623)],
+)
+def test_t_quantile_matches_tables(p: float, df: int, expected: float) -> None:
+    assert stats.t_quantile(p, df) == pytest.approx(expected, abs=2e-4)
+
+
+@given(st.floats(min_value=0.001, max_value=0.999), st.integers(min_value=1, max_value=200))
+def test_t_quantile_inverts_the_cdf(p: float, df: int) -> None:
+    assert stats.t_cdf(stats.t_quantile(p, df), df) == pytest.approx(p, abs=1e-8)
+
+
+def test_t_quantile_is_symmetric() -> None:
+    assert stats.t_quantile(0.025, 6) == pytest.approx(-stats.t_quantile(0.975, 6))
+
+
+def test_holm_steps_down_and_stops_at_first_failure() -> None:
+    # alpha/3 = 0.0167, alpha/2 = 0.025, alpha/1 = 0.05
+    assert stats.holm_rejections([0.01, 0.02, 0.04]) == [True, True, True]
+    assert stats.holm_rejections([0.01, 0.03, 0.04]) == [True, False, False]
+    assert stats.holm_rejections([0.02, 0.001, 0.5]) == [True, True, False]
+    assert stats.holm_rejections([]) == []
+
+
+def test_paired_summary_of_a_constant_ratio() -> None:
+    s = stats.paired_log_ratios([100, 200, 50], [125, 250, 62.5])
+    assert s.ratio == pytest.approx(1.25)
+    assert s.sd == pytest.approx(0.0, abs=1e-12)
+
+
+def test_paired_needs_equal_lengths_and_positive_samples() -> None:
+    with pytest.raises(ValueError):
+        stats.paired_log_ratios([1, 2], [1])
+    with pytest.raises(ValueError):
+        stats.paired_log_ratios([1, 0], [1, 1])
+
+
+def _noisy(ratio: float, n: int, noise: float, seed: int) -> tuple[list[float], list[float]]:
+    rng = random.Random(seed)
+    a = [1000 * math.exp(rng.gauss(0, noise)) for _ in range(n)]
+    b = [x * ratio * math.exp(rng.gauss(0, noise)) for x in a]
+    return a, b
+
+
+def test_a_clear_slowdown_is_worse_and_speedup_is_better() -> None:
+    a, b = _noisy(0.75, 6, 0.03, 1)
+    (throughput,) = stats.judge([(a, b, True, 0.05)])
+    assert throughput.verdict == "worse"
+    assert throughput.ci_ratio[1] < 0.95
+    (latency,) = stats.judge([(a, b, False, 0.05)])
+    assert latency.verdict == "better"
+
+
+def test_no_difference_with_low_noise_is_equivalent() -> None:
+    a, b = _noisy(1.0, 8, 0.005, 2)
+    (v,) = stats.judge([(a, b, True, 0.05)])
+    assert v.verdict == "equivalent"
+    assert v.ci_ratio[0] > 0.95 and v.ci_ratio[1] < 1.05
+
+
+def test_noisy_metric_is_inconclusive_with_rounds_to_resolve() -> None:
+    a, b = _noisy(1.0, 6, 0.08, 3)
+    (v,) = stats.judge([(a, b, True, 0.05)])
+    assert v.verdict == "inconclusive"
+    assert v.rounds_needed is None or v.rounds_needed > 6
+
+
+def test_difference_inside_the_margin_is_never_better() -> None:
+    a, b = _noisy(1.03, 12, 0.001, 4)  # real, but below the 5% margin
+    (v,) = stats.judge([(a, b, True, 0.05)])
+    assert v.verdict == "equivalent"
+
+
+def test_holm_is_applied_across_metrics() -> None:
+    # Each metric alone just passes at 5% but not at 5%/3.
+    a, b = _noisy(1.0, 6, 0.0, 5)
+    borderline = [x * 1.2 for x in a]
+    single = stats.beyond_margin_p_value(stats.paired_log_ratios(a, borderline), math.log(1.05))
+    assert single == 0.0  # no noise: certain
+    p = [0.03, 0.03, 0.03]
+    assert stats.holm_rejections(p) == [False, False, False]
+    assert stats.holm_rejections([0.03]) == [True]
+
+
+def test_false_alarm_rate_of_aa_runs_is_controlled() -> None:
+    # 400 simulated A/A runs with 5 metrics of 6 pairs: how often is anything better/worse?
+    rng = random.Random(7)
+    alarms = 0
+    for _ in range(400):
+        metrics = []
+        for _m in range(5):
+            a = [1000 * math.exp(rng.gauss(0, 0.05)) for _ in range(6)]
+            b = [1000 * math.exp(rng.gauss(0, 0.05)) for _ in range(6)]
+            metrics.append((a, b, True, 0.05))
+        if any(v.verdict in ("better", "worse") for v in stats.judge(metrics)):
+            alarms += 1
+    assert alarms / 400 <= 0.05
+
+
+def test_overall_verdict() -> None:
+    assert stats.overall(["better", "equivalent"]) == "better"
+    assert stats.overall(["better", "worse"]) == "worse"
+    assert stats.overall(["equivalent", "equivalent"]) == "equivalent"
+    assert stats.overall(["equivalent", "inconclusive"]) == "inconclusive"
+    assert stats.overall([]) == "inconclusive"
+
+
+def test_noise_floor_of_identical_runs_is_small() -> None:
+    a, b = _noisy(1.0, 8, 0.01, 8)
+    floor = stats.noise_floor(a, b)
+    assert 0 < floor < 0.05
+
+
+def test_rounds_to_resolve_grows_with_noise() -> None:
+    quiet = stats.PairedSummary(n=6, mean=0.0, sd=0.03)
+    loud = stats.PairedSummary(n=6, mean=0.0, sd=0.06)
+    m = math.log(1.05)
+    q, lo = stats.rounds_to_resolve(quiet, m), stats.rounds_to_resolve(loud, m)
+    assert q is not None and lo is not None and lo > q

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -57,6 +58,17 @@ class AdvisorState:
         return self.inventory.get(self.device_name) if self.device_name else None
 
 
+def _screen_factory(step: str) -> Callable[[], Screen[Any]]:
+    """A step's screen, its module imported only when first shown (a faster first paint)."""
+
+    def make() -> Screen[Any]:
+        module = importlib.import_module(f"advisor.tui.{step}")
+        screen: Screen[Any] = getattr(module, f"{step.capitalize()}Screen")()
+        return screen
+
+    return make
+
+
 class ProposalListener(Protocol):
     def show_proposal(self) -> None:
         """The proposal in the state changed (or started or stopped being computed)."""
@@ -98,17 +110,8 @@ class AdvisorApp(App[int]):
         self._proposal_worker: Worker[ProposalResult] | None = None
 
     def on_mount(self) -> None:
-        from advisor.tui.devices import DevicesScreen
-        from advisor.tui.proposal import ProposalScreen
-        from advisor.tui.validate import ValidateScreen
-        from advisor.tui.workload import WorkloadScreen
-
-        factories: dict[str, Callable[[], Screen[Any]]] = {
-            "devices": DevicesScreen, "workload": WorkloadScreen,
-            "proposal": ProposalScreen, "validate": ValidateScreen,
-        }
-        for name, factory in factories.items():
-            self.add_mode(name, factory)
+        for name in STEPS:
+            self.add_mode(name, _screen_factory(name))
         self.switch_mode(self._start)
         if self._follow_hotplug:
             self._start_hotplug()

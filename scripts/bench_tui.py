@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""How fast the interactive advisor feels. Prints its figures; not a test.
+
+1. Start to first painted device list: the installed `xfs-advisor --sysroot DIR` started in a
+   tmux pane, the pane read every 10 ms until the device list is on screen (goal: under 1 s).
+2. Key press to updated proposal: in the workload form, one digit typed into "largest directory
+   entries", until the new proposal is shown (the mkfs line under the form). Measured in-process
+   with Textual's pilot, beside the engine's own time for the same proposal.
+
+Usage: .venv/bin/python scripts/bench_tui.py [--sysroot DIR] [--runs N]
+(default sysroot: the simple-nvme capture of ../shared/fixtures/sysfs-dumps, unpacked to a temp
+folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
+DUMP = REPO.parent / "shared" / "fixtures" / "sysfs-dumps" / "simple-nvme.tar.xz"
+
+
+def unpack_default(into: Path) -> Path:
+    with tarfile.open(DUMP) as tf:
+        tf.extractall(into, filter="tar")
+    return next(p for p in into.rglob("sys") if p.is_dir()).parent
+
+
+def time_to_device_list(sysroot: Path, runs: int) -> list[float]:
+    socket = f"bench-tui-{os.getpid()}"
+    times = []
+    try:
+        for i in range(runs):
+            session = f"s{i}"
+            started = time.perf_counter()
+            subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", session, "-x", "120",
+                            "-y", "40", "env", "-u", "COLUMNS", "-u", "LINES",
+                            "TERM=xterm-256color", str(XFS_ADVISOR), "--sysroot", str(sysroot)],
+                           check=True)
+            while True:
+                screen = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t", session],
+                                        capture_output=True, text=True, check=False).stdout
+                if "STATE" in screen and "devices (" in screen:
+                    times.append(time.perf_counter() - started)
+                    break
+                if time.perf_counter() - started > 20:
+                    raise SystemExit(f"no device list after 20 s:\n{screen}")
+                time.sleep(0.01)
+            subprocess.run(["tmux", "-L", socket, "send-keys", "-t", session, "q"], check=False)
+            time.sleep(0.3)
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+    return times
+
+
+async def time_key_to_proposal(sysroot: Path, runs: int) -> tuple[list[float], list[float]]:
+    from advisor.tui import core
+    from advisor.tui.app import AdvisorApp, AdvisorState
+
+    inventory = core.read_inventory(str(sysroot))
+    device = next(d for d in inventory.devices if d.kind == "part" and not d.usage.mountpoints)
+    state = AdvisorState(inventory=inventory, device_name=device.name, sysroot=str(sysroot))
+    app = AdvisorApp(state, start="workload")
+    key_times: list[float] = []
+    engine_times: list[float] = []
+    shown_at: list[float] = []
+
+    class Stopwatch:
+        """Told, like the screens, when the proposal changes: notes when a new one is shown."""
+
+        def show_proposal(self) -> None:
+            if not state.proposing and state.proposal is not None:
+                shown_at.append(time.perf_counter())
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.proposal_listeners.append(Stopwatch())
+        for i in range(runs):
+            digit = str(1 + i % 9)
+            shown_at.clear()
+            started = time.perf_counter()
+            await pilot.press(digit)  # returns only once the app is idle again
+            while not shown_at:
+                await asyncio.sleep(0.002)
+            key_times.append(shown_at[0] - started)
+            t = time.perf_counter()
+            core.propose(device, state.workload, str(sysroot))
+            engine_times.append(time.perf_counter() - t)
+        await pilot.press("ctrl+q")
+    return key_times, engine_times
+
+
+def show(label: str, values: list[float], goal: float | None = None) -> None:
+    ms = sorted(v * 1000 for v in values)
+    verdict = ""
+    if goal is not None:
+        met = "met" if statistics.median(values) < goal else "NOT met"
+        verdict = f"  (goal < {goal * 1000:.0f} ms: {met})"
+    print(f"{label}: median {statistics.median(ms):.0f} ms, min {ms[0]:.0f}, max {ms[-1]:.0f} "
+          f"(n={len(ms)}){verdict}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sysroot", type=Path)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    if shutil.which("tmux") is None or not XFS_ADVISOR.exists():
+        raise SystemExit("needs tmux and the installed .venv/bin/xfs-advisor (./bootstrap test)")
+    with tempfile.TemporaryDirectory() as tmp:
+        sysroot = args.sysroot or unpack_default(Path(tmp))
+        print(f"sysroot {sysroot}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+        show("start to first painted device list", time_to_device_list(sysroot, args.runs), 1.0)
+        keys, engine = asyncio.run(time_key_to_proposal(sysroot, args.runs * 2))
+        show("key press to updated proposal on screen", keys)
+        show("  of which the engine (2 mkfs.xfs -N dry runs)", engine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

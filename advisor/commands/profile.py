@@ -68,14 +68,22 @@ class ProgressLine:
         if now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
+        self._show(entries, elapsed)
+
+    def _show(self, entries: int, elapsed: float, end: str = "") -> None:
         rate = entries / elapsed if elapsed > 0 else 0.0
-        text = f"  {entries:,} entries, {rate:,.0f}/s"
+        text = f"  {entries:,} entries, {rate:,.0f}/s{end}"
         if self.tty:
             self.stream.write(f"\r{text}\x1b[K")
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
         self.shown = True
+
+    def finish(self, entries: int, elapsed: float) -> None:
+        """A log keeps the final count; a terminal gets its line back for the report."""
+        if not self.tty:
+            self._show(entries, elapsed, end=" (done)")
 
     def close(self) -> None:
         if self.tty and self.shown:
@@ -96,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
                     xattr_sample=args.xattr_sample, progress=progress)
     try:
         profile = walker.walk(args.path)
+        if progress is not None:
+            progress.finish(profile.entries, profile.elapsed_seconds)
     finally:
         if progress is not None:
             progress.close()

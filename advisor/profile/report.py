@@ -21,7 +21,12 @@ def _histogram(dist: Distribution, as_bytes: bool) -> list[str]:
     widest = max((b.count for b in dist.buckets), default=0)
     lines = []
     for b in dist.buckets:
-        span = fmt(b.low) if b.low == b.high else f"{fmt(b.low)} - {fmt(b.high)}"
+        if b.low == b.high:
+            span = fmt(b.low)
+        elif as_bytes:  # rounded sizes: "[1 KiB, 2 KiB)" is clearer than "1 KiB - 2 KiB"
+            span = f"[{fmt(b.low)}, {fmt(b.high + 1)})"
+        else:
+            span = f"{fmt(b.low)} - {fmt(b.high)}"
         bar = "#" * max(1, round(BAR_WIDTH * b.count / widest)) if widest else ""
         lines.append(f"    {span:>23}  {b.count:>12,}  {bar}")
     return lines

@@ -175,7 +175,8 @@ def test_progress_on_request(big_directory: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert lines[0] == f"profiling {big_directory} ..."
-    assert any(line.strip().endswith("/s") and " entries, " in line for line in lines[1:])
+    assert lines[-1].startswith("  100,006 entries, ") and lines[-1].endswith("/s (done)")
+    assert all(" entries, " in line for line in lines[1:])
     assert json.loads(proc.stdout)["files"] == 100_003
 
 

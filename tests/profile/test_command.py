@@ -180,10 +180,11 @@ def test_progress_on_request(big_directory: Path) -> None:
     assert json.loads(proc.stdout)["files"] == 100_003
 
 
-def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path) -> None:
+def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path: Path) -> None:
+    target = tmp_path / "never.toml"
     proc = subprocess.Popen([sys.executable, "-m", "advisor", "profile", "--progress", "--json",
-                             str(big_directory)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
+                             "--write-workload", str(target), str(big_directory)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
         assert proc.stderr is not None
         first = proc.stderr.readline()  # printed once the walk has started
@@ -198,4 +199,5 @@ def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path) -> None:
     doc = json.loads(out)
     assert doc["partial"] is True
     assert doc["entries"] < 100_000 + 6
-    assert "interrupted: the report covers only what was seen" in err
+    assert "interrupted: the report covers only what was seen, workload file not written" in err
+    assert not target.exists()  # partial numbers must not become answers

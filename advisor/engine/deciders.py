@@ -126,9 +126,11 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
                        f"{default} AGs")
     if default >= params.target_agcount:
         return Outcome(keep_reason=f"mkfs.xfs already makes {default} AGs")
-    if ctx.device.stripe.used_by_mkfs:
-        return Outcome(keep_reason=f"mkfs.xfs sees a multi-disk device "
-                       f"({ctx.device.stripe.source}) and sizes AGs for it ({default})")
+    stripe = ctx.stripe()
+    if stripe:
+        return Outcome(keep_reason=f"with a stripe (su={mkfs_size(stripe[0])}, sw={stripe[1]}, "
+                       f"from {stripe[2]}) mkfs.xfs treats the storage as multi-disk and picks "
+                       "the AG count for it")
     raid_answered = ctx.workload.storage.raid_data_disks is not None
     if ctx.device.rotational.value is True and not raid_answered and ctx.stripe() is None:
         return Outcome(keep_reason="a single spinning disk cannot serve more concurrency: more "
@@ -185,6 +187,9 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     needed = round_up(math.ceil(eventual / params.max_agcount_when_grown), align)
     agsize = min(needed, round_down(params.max_ag_bytes, align))
     agsize = min(agsize, round_down(ctx.size // 2, align))
+    if stripe and agsize % (stripe[0] * stripe[1]) == 0:
+        # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns).
+        agsize -= stripe[0]
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
         f"growing {factor:.1f}x to {human_size(eventual)}: the default "

@@ -74,3 +74,4 @@ def test_random_proposals_are_valid(size: int, stripe: StripeGeometry | None,
     assert len(keys) == len(set(keys)), keys
     assert len(p.mount_options) == len(set(p.mount_options))
     assert "-f" not in p.mkfs_argv
+    assert not [w for w in p.warnings if "multiple of stripe width" in w.message]

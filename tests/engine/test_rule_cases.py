@@ -87,6 +87,9 @@ def test_ag_concurrency_not_on_a_single_spinning_disk(book: RuleBook) -> None:
 def test_ag_concurrency_not_on_detected_raid(book: RuleBook) -> None:
     d = decision(run(book, MD, concurrent_writers=16), "-d agcount/agsize")
     assert d.value == "default" and "multi-disk" in d.reason
+    p = run(book, SSD, concurrent_writers=16,
+            storage={"raid_stripe_unit": "256KiB", "raid_data_disks": 8})
+    assert decision(p, "-d agcount/agsize").value == "default"
 
 
 def test_ag_concurrency_limited_by_size(book: RuleBook) -> None:

@@ -1,0 +1,92 @@
+"""The scratch-device guard: `validate --device` formats the device many times, so it refuses any
+device that holds or serves anything. Every refusal names its reason; nothing is written before
+every check has passed.
+
+It reads only the Inventory (advisor.inspect.devices: sysfs, mountinfo, /proc/swaps, libblkid),
+so tests can hand it a device with holders that this machine cannot build (no device-mapper)."""
+
+from __future__ import annotations
+
+from advisor.errors import DeviceProblem
+from advisor.models.device import Device, Inventory
+from advisor.models.units import human_size
+
+#: Mountpoints whose devices (and everything under them) are never scratch.
+SYSTEM_MOUNTPOINTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
+
+
+def _ancestors(inv: Inventory, dev: Device) -> set[str]:
+    seen: set[str] = set()
+    stack = list(dev.parents)
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parent = inv.get(name)
+        if parent is not None:
+            stack.extend(parent.parents)
+    return seen
+
+
+def _descendants(inv: Inventory, dev: Device) -> list[Device]:
+    out: list[Device] = []
+    stack = list(dev.children)
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        child = inv.get(name)
+        if child is not None:
+            out.append(child)
+            stack.extend(child.children)
+    return out
+
+
+def refusals(inv: Inventory, dev: Device, need_bytes: int) -> list[str]:
+    """Every reason not to format `dev` (empty: it is a usable scratch device)."""
+    reasons: list[str] = []
+    below = _descendants(inv, dev)
+    for mp in SYSTEM_MOUNTPOINTS:
+        for d in inv.devices:
+            if mp in d.usage.mountpoints and (d.name == dev.name or dev.name in _ancestors(inv, d)):
+                reasons.append(f"it is the device under {mp}")
+    if dev.usage.mountpoints:
+        reasons.append(f"it is mounted on {', '.join(dev.usage.mountpoints)}")
+    for child in below:
+        if child.usage.mountpoints:
+            reasons.append(f"{child.name} on it is mounted on {', '.join(child.usage.mountpoints)}")
+    if dev.holders:
+        reasons.append(f"it has holders ({', '.join(dev.holders)}: LVM, md, dm-crypt or "
+                       "multipath use it)")
+    if dev.usage.swap:
+        reasons.append("it is in use as swap (/proc/swaps)")
+    for child in below:
+        if child.usage.swap:
+            reasons.append(f"{child.name} on it is in use as swap")
+    if not dev.usage.probed:
+        reasons.append("libblkid could not check it for existing data (run as root)")
+    for sig in dev.usage.signatures:
+        what = sig.note or "signature"
+        reasons.append(f"libblkid finds existing data on it: {sig.value} ({sig.raw or what})")
+    parts = [c.name for c in below if c.kind == "part"]
+    if parts:
+        reasons.append(f"it has partitions ({', '.join(parts)})")
+    if dev.read_only.value:
+        reasons.append("it is read-only")
+    size = dev.size_bytes.value
+    if size is None:
+        reasons.append("its size is unknown")
+    elif size < need_bytes:
+        reasons.append(f"it is too small ({human_size(size)}; the benchmark needs at least "
+                       f"{human_size(need_bytes)})")
+    return list(dict.fromkeys(reasons))
+
+
+def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:
+    """Raise DeviceProblem naming every reason the device is not scratch."""
+    reasons = refusals(inv, dev, need_bytes)
+    if reasons:
+        raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))

@@ -1,0 +1,203 @@
+"""The fio workload of one round, derived from the workload answers and scaled to the time budget,
+and the metrics read back from fio's JSON.
+
+Measured with fio 3.33 (Debian 12):
+- filestat/filedelete need `create_on_open=1`, or fio "lays out" (writes and fsyncs) every file
+  before the job, and filecreate without it pre-creates the files and then only opens them.
+- `file_service_type=sequential`: the default (roundrobin) makes fio's bookkeeping quadratic in
+  the number of files.
+- Data phases are time-based with one file per writer, each writer in its own directory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+
+from advisor.errors import ToolProblem
+from advisor.models.workload import Workload
+
+#: Creates per second a loop device on this class of machine reaches; only used to size the
+#: directory so that creating it takes about the time given (the count is then fixed).
+CREATE_RATE_GUESS = 25_000
+DELETE_RATE_GUESS = 25_000
+DEFAULT_DIRECTORY_ENTRIES = 20_000
+MIN_DIRECTORY_ENTRIES = 2_000
+MAX_WRITERS = 16
+READ_FILE_BYTES = 32 << 20
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    title: str
+    unit: str
+    higher_is_better: bool
+    job: str
+    """fio job name prefix whose jobs this metric sums."""
+    kind: str
+    """`iops` or `bw`."""
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("creates_per_s", "file creates in one large directory", "files/s", True, "create",
+           "iops"),
+    Metric("stats_per_s", "cold stat of files there", "files/s", True, "stat", "iops"),
+    Metric("deletes_per_s", "deletes from that directory", "files/s", True, "delete", "iops"),
+    Metric("fsync_writes_per_s", "4 KiB writes, each followed by fsync", "writes/s", True,
+           "syncwrite", "iops"),
+    Metric("seq_write_mib_s", "sequential 1 MiB direct writes", "MiB/s", True, "seqwrite", "bw"),
+    Metric("seq_read_mib_s", "sequential 1 MiB direct reads", "MiB/s", True, "seqread", "bw"),
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The fixed shape of every round (identical for A and B), decided before the first one."""
+
+    directory_entries: int
+    """Files created (then stat'ed) in one directory."""
+    deleted_entries: int
+    """Of those, how many the stat and delete phases visit (the first ones created)."""
+    writers: int
+    """Concurrent jobs in the data phases, each in its own directory."""
+    write_file_bytes: int
+    """Size of each writer's sequential-write file (the write loops over it when done)."""
+    read_file_bytes: int
+    """Size of each reader's file (laid out by fio before the phase, not timed)."""
+    phase_seconds: float
+    """Length of each time-based data phase."""
+    directory_entries_asked: int | None
+    """largest_directory_entries from the answers (null: not given)."""
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> Shape:
+    """Scale the workload to about `measure_seconds` of measuring per round and side."""
+    asked = workload.largest_directory_entries
+    create_share, delete_share, phase_share = 0.3, 0.12, 0.18
+    cap = max(MIN_DIRECTORY_ENTRIES, int(measure_seconds * create_share * CREATE_RATE_GUESS))
+    entries = min(asked if asked else DEFAULT_DIRECTORY_ENTRIES, cap)
+    entries = max(entries, MIN_DIRECTORY_ENTRIES if asked is None or asked > 0 else 0)
+    entries = max(entries, 1)
+    deleted = max(1, min(entries, int(measure_seconds * delete_share * DELETE_RATE_GUESS)))
+    writers = min(workload.concurrent_writers or 1, MAX_WRITERS)
+    # Leave half the filesystem free: writers' files and readers' files must both fit.
+    room = fs_bytes // 2
+    read_bytes = max(4 << 20, min(READ_FILE_BYTES, room // (4 * writers)) // (1 << 20) << 20)
+    write_bytes = max(8 << 20, min(1 << 30, (room - read_bytes * writers) // writers)
+                      // (1 << 20) << 20)
+    return Shape(
+        directory_entries=entries,
+        deleted_entries=deleted,
+        writers=writers,
+        write_file_bytes=write_bytes,
+        read_file_bytes=read_bytes,
+        phase_seconds=round(max(0.5, measure_seconds * phase_share), 2),
+        directory_entries_asked=asked,
+    )
+
+
+def directories(shape: Shape) -> list[str]:
+    """Folders (relative to the mountpoint) to create before fio starts."""
+    return ["big", *(f"w{i}" for i in range(shape.writers))]
+
+
+def jobfile(shape: Shape, mountpoint: str) -> str:
+    """The fio job file of one round."""
+    t = f"{round(shape.phase_seconds * 1000)}ms"
+    lines = [
+        "[global]",
+        "thread",
+        "ioengine=psync",
+        "fallocate=none",
+        "",
+    ]
+
+    def files(name: str, engine: str, count: int, first: bool) -> None:
+        lines.extend([
+            f"[{name}]",
+            *(["stonewall"] if first else []),
+            f"directory={mountpoint}/big",
+            f"ioengine={engine}",
+            "filesize=4k",
+            f"nrfiles={count}",
+            "openfiles=1",
+            "file_service_type=sequential",
+            "filename_format=f.$filenum",
+            "create_on_open=1",
+            "",
+        ])
+
+    files("create", "filecreate", shape.directory_entries, False)
+    # fio's own set-up costs about as much per file as a create: stat (a fast operation) only
+    # as many files as are deleted, the first ones created.
+    files("stat", "filestat", shape.deleted_entries, True)
+    files("delete", "filedelete", shape.deleted_entries, True)
+
+    def data(name: str, extra: list[str]) -> None:
+        for i in range(shape.writers):
+            lines.extend([
+                f"[{name}.{i}]",
+                *(["stonewall"] if i == 0 else []),
+                f"directory={mountpoint}/w{i}",
+                *extra,
+                "time_based=1",
+                f"runtime={t}",
+                "",
+            ])
+
+    data("syncwrite", ["rw=write", "bs=4k", "fsync=1", "size=16m", "filename=sync.dat"])
+    data("seqwrite", ["rw=write", "bs=1m", "direct=1", f"size={shape.write_file_bytes}",
+                      "filename=seq.dat"])
+    data("seqread", ["rw=read", "bs=1m", "direct=1", f"size={shape.read_file_bytes}",
+                     "filename=read.dat"])
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    values: dict[str, float]
+    """Metric name -> value."""
+    measuring_seconds: float
+    """Sum over phases of the longest job runtime in the phase."""
+
+
+def parse_fio(text: str) -> RoundResult:
+    """Metric values from `fio --output-format=json`; ToolProblem when a job failed or is absent."""
+    start = text.find("{")
+    try:
+        doc = json.loads(text[start:]) if start >= 0 else None
+    except json.JSONDecodeError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+        raise ToolProblem("fio printed no JSON result")
+    phases: dict[str, list[dict[str, object]]] = {}
+    for job in doc["jobs"]:
+        name = str(job.get("jobname", ""))
+        if job.get("error"):
+            raise ToolProblem(f"fio job {name} failed with error {job['error']}")
+        phases.setdefault(name.split(".")[0], []).append(job)
+    values: dict[str, float] = {}
+    measuring = 0.0
+    for metric in METRICS:
+        jobs = phases.get(metric.job)
+        if not jobs:
+            raise ToolProblem(f"fio gave no result for the {metric.job} phase")
+        total = 0.0
+        for job in jobs:
+            for direction in ("read", "write"):
+                d = job.get(direction)
+                if isinstance(d, dict):
+                    total += float(d.get("iops", 0.0) if metric.kind == "iops"
+                                   else d.get("bw_bytes", 0.0)) or 0.0
+        if metric.kind == "bw":
+            total /= 1 << 20
+        if not math.isfinite(total) or total <= 0:
+            raise ToolProblem(f"fio measured nothing in the {metric.job} phase")
+        values[metric.name] = total
+        measuring += max(float(str(job.get("job_runtime", 0))) for job in jobs) / 1000.0
+    return RoundResult(values=values, measuring_seconds=measuring)

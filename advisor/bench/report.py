@@ -1,0 +1,95 @@
+"""The readable form of a validation report: a table, a plot of A against B per metric, and what
+the verdict means. Plain text (plotext prints to a string; no Textual here)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from advisor.models.bench import MetricResult, ValidationReport
+
+
+def _num(x: float) -> str:
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def _side(label: str, mkfs: list[str], mount: list[str], source: str) -> str:
+    made = " ".join(mkfs) or "(mkfs defaults)"
+    mounted = ",".join(mount) or "defaults"
+    return f"{label} = mkfs.xfs {made}, mount -o {mounted}  [{source}]"
+
+
+def _verdict_note(m: MetricResult) -> str:
+    if m.verdict != "inconclusive":
+        return m.verdict
+    more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
+    return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+
+
+def table(report: ValidationReport) -> str:
+    head = f"{'metric':<42} {'A median':>11} {'B median':>11} {'B/A':>6} {'95% CI':>15} " \
+           f"{'margin':>7}  verdict"
+    lines = [head, "-" * len(head)]
+    for m in report.metrics:
+        title = f"{m.title} ({m.unit})"
+        lines.append(
+            f"{title[:42]:<42} {_num(statistics.median(m.a)):>11} "
+            f"{_num(statistics.median(m.b)):>11} {m.ratio:>6.3f} "
+            f"{f'[{m.ci[0]:.3f}, {m.ci[1]:.3f}]':>15} {f'+-{m.margin * 100:.0f}%':>7}  "
+            f"{_verdict_note(m)}")
+    return "\n".join(lines)
+
+
+def plot(report: ValidationReport, width: int = 61) -> str:
+    """Per metric, every pair's B/A on a log axis from 1/2 to 2 (A is the `|` at 1.0), the 95%
+    interval as `[---]` and the geometric mean as `#`. Plain characters only."""
+    span = math.log(2.0)
+
+    def col(ratio: float) -> int:
+        x = max(-span, min(span, math.log(max(ratio, 1e-9))))
+        return round((x + span) / (2 * span) * (width - 1))
+
+    lines = [f"{'':<20} {'0.5':<{width // 2 - 1}}{'1.0 (A)':<{width // 2 - 3}}{'2.0':>5}"]
+    for m in report.metrics:
+        row = [" "] * width
+        lo, hi = col(m.ci[0]), col(m.ci[1])
+        for i in range(lo, hi + 1):
+            row[i] = "-"
+        row[lo], row[hi] = "[", "]"
+        row[col(1.0)] = "|"
+        for a, b in zip(m.a, m.b, strict=True):
+            row[col(b / a)] = "o"
+        row[col(m.ratio)] = "#"
+        lines.append(f"{m.name:<20} {''.join(row)}  {m.verdict}")
+    lines.append(f"{'':<20} o one pair's B/A   # geometric mean   [--] 95% interval")
+    return "\n".join(lines)
+
+
+def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
+    env = report.environment
+    t = report.timing
+    out = [
+        "A/A calibration run" if report.calibrate else "A/B validation",
+        "  " + _side("A", report.a.mkfs_options, report.a.mount_options, report.a.source),
+        "  " + _side("B", report.b.mkfs_options, report.b.mount_options, report.b.source),
+        f"  {report.rounds} pairs, order {' '.join(report.order)}; {t.wall_seconds:.0f} s, "
+        f"{t.measuring_share * 100:.0f}% of it measuring",
+        f"  device {env.device} ({env.device_size_bytes >> 20} MiB), kernel {env.kernel}, "
+        f"xfsprogs {env.xfsprogs}, {env.fio}",
+        "",
+        table(report),
+        "",
+    ]
+    if with_plot:
+        out += [plot(report), ""]
+    if report.age:
+        free = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.age.freesp_summary.items())
+        out.append(f"Aged: {report.age.files_written} files written, every other deleted; {free}")
+    for line in report.recovered:
+        out.append(f"Recovered: {line}")
+    out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")
+    if env.note:
+        out.append(f"Note: {env.note}")
+    return "\n".join(out)

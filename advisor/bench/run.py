@@ -1,0 +1,318 @@
+"""One A/B validation run: the plan (fixed before anything is measured), the rounds in ABBA order,
+and the report with a verdict per metric.
+
+Each side of each round: `mkfs.xfs -f -K`, mount, (age), sync and drop caches, fio, `xfs_info`
+(first time per side), umount. Everything created is recorded by advisor.bench.resources and
+removed on every path out of here."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.bench import jobs, stats
+from advisor.bench.calibration import CalibrationStore
+from advisor.bench.resources import Resources, recover_leftovers, terminate_as_interrupt
+from advisor.errors import DeviceProblem, ToolProblem
+from advisor.models.bench import (
+    AgeReport,
+    BenchEnvironment,
+    MetricResult,
+    SideConfig,
+    Timing,
+    ValidationReport,
+)
+from advisor.models.units import human_size
+from advisor.models.workload import Workload
+from advisor.system import argv
+from advisor.system.runner import run, which
+
+MIN_PAIRS = 6
+DEFAULT_PAIRS = 6
+DEFAULT_LOOP_SIZE = 4 << 30
+MIN_DEVICE_BYTES = 1 << 30
+#: Default wall-time budget of a run, seconds; the share below is what fio gets.
+DEFAULT_BUDGET = 100.0
+SIDE_OVERHEAD = 2.0
+METADATA_OVERHEAD = 0.3
+AGE_SEED = 20140501
+AGE_FILL = 0.10
+REQUIRED_TOOLS = ("mkfs.xfs", "mount", "umount", "losetup", "fio", "xfs_info", "sysctl")
+
+Progress = Callable[[int, int, str], None]
+
+
+def abba_order(pairs: int) -> list[str]:
+    """A B B A A B B A ...: each pair's first side alternates, so drift hits both sides alike."""
+    order: list[str] = []
+    for i in range(pairs):
+        order += ["A", "B"] if i % 2 == 0 else ["B", "A"]
+    return order
+
+
+@dataclass
+class Plan:
+    """Everything decided before the first measurement."""
+
+    a: SideConfig
+    b: SideConfig
+    workload: Workload
+    pairs: int = DEFAULT_PAIRS
+    device: str | None = None
+    """The scratch device (already through the guard), or None for a loop device."""
+    device_bytes: int = DEFAULT_LOOP_SIZE
+    loop_dir: str = field(default_factory=lambda: os.environ.get("TMPDIR") or "/var/tmp")
+    direct_io: bool = True
+    age: bool = False
+    calibrate: bool = False
+    budget_seconds: float = DEFAULT_BUDGET
+
+    def __post_init__(self) -> None:
+        if self.pairs < MIN_PAIRS:
+            raise ValueError(f"at least {MIN_PAIRS} pairs")
+
+    @property
+    def order(self) -> list[str]:
+        return abba_order(self.pairs)
+
+    @property
+    def shape(self) -> jobs.Shape:
+        return jobs.shape_for(self.workload, measure_seconds=self.measure_seconds_per_side,
+                              fs_bytes=self.device_bytes)
+
+    @property
+    def measure_seconds_per_side(self) -> float:
+        """fio time per side so that the whole run fits the budget: each side also pays about
+        SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, fio start-up, umount) and fio's
+        per-file set-up of the metadata phases (about METADATA_OVERHEAD of the measured time)."""
+        per_side = self.budget_seconds / (2 * self.pairs)
+        return max(1.0, (per_side - SIDE_OVERHEAD) / (1 + METADATA_OVERHEAD))
+
+    def commands(self, device: str = "DEV", mountpoint: str = "MNT") -> list[str]:
+        """Every command a round runs, as shell lines (printed before anything happens)."""
+        lines = []
+        if self.device is None:
+            lines.append(f"fallocate -l {self.device_bytes} "
+                         f"{self.loop_dir}/xfs-advisor-*/scratch.img")
+            lines.append(argv.shell_line(argv.losetup_attach("scratch.img",
+                                                             direct_io=self.direct_io)))
+        for side in (self.a, self.b):
+            lines.append(f"# side {side.label} ({side.source})")
+            lines.append(argv.shell_line(argv.mkfs_xfs(device, side.mkfs_options, force=True,
+                                                       no_discard=True)))
+            lines.append(argv.shell_line(argv.mount(device, mountpoint, side.mount_options)))
+            lines.append(argv.shell_line(argv.sync()) + "; "
+                         + argv.shell_line(argv.drop_caches()))
+            lines.append(argv.shell_line(argv.fio("round.fio")))
+            lines.append(argv.shell_line(argv.xfs_info(mountpoint)))
+            lines.append(argv.shell_line(argv.umount(mountpoint)))
+        lines.append(f"# {self.pairs} pairs in the order {' '.join(self.order)}")
+        return lines
+
+
+def check_host(*, need_loop: bool) -> None:
+    """One clear error before anything is made: tools present, root."""
+    for tool in REQUIRED_TOOLS:
+        if tool == "losetup" and not need_loop:
+            continue
+        if which(tool) is None:
+            raise ToolProblem(f"{tool} not found: install it (Debian: apt-get install "
+                              f"{'fio' if tool == 'fio' else 'xfsprogs util-linux procps'})")
+    if os.geteuid() != 0:
+        raise DeviceProblem(
+            "validate needs root: it makes filesystems, mounts them and drops caches")
+
+
+def _parse_freesp(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        for key in ("total free extents", "total free blocks", "average free extent size"):
+            if line.startswith(key):
+                out[key.replace(" ", "_")] = line.removeprefix(key).strip()
+    return out
+
+
+def _age(mountpoint: str, fs_bytes: int) -> int:
+    """Fragment free space the same way every time: fill AGE_FILL of the filesystem with files of
+    seeded random sizes, then delete every other one."""
+    rng = random.Random(AGE_SEED)
+    folder = Path(mountpoint, "age")
+    folder.mkdir()
+    target, written, count = int(fs_bytes * AGE_FILL), 0, 0
+    chunk = b"\0" * (256 << 10)
+    while written < target:
+        size = rng.choice((4, 8, 12, 16, 32, 64, 128, 256)) << 10
+        with open(folder / f"a{count}", "wb") as f:
+            f.write(chunk[:size])
+        written += size
+        count += 1
+    run(argv.sync(), timeout=300)
+    for i in range(0, count, 2):
+        os.unlink(folder / f"a{i}")
+    return count
+
+
+def _environment(plan: Plan, device: str, backing: str | None) -> BenchEnvironment:
+    from advisor.system.versions import xfsprogs_version
+
+    fio = run(argv.fio_version(), check=False, timeout=20)
+    note = None
+    if backing:
+        note = (f"a loop device over {backing}: the numbers reflect the storage under "
+                f"{os.path.dirname(os.path.dirname(backing))} and this machine, not a real device")
+    return BenchEnvironment(
+        kernel=os.uname().release,
+        xfsprogs=xfsprogs_version(),
+        fio=fio.stdout.strip() or None,
+        device=device,
+        device_size_bytes=plan.device_bytes,
+        loop_backing_file=backing,
+        direct_io=plan.direct_io if backing else None,
+        cpu_count=os.cpu_count(),
+        note=note,
+    )
+
+
+def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult]) -> str:
+    if calibrate:
+        bad = [m.name for m in metrics if m.verdict in ("better", "worse")]
+        if bad:
+            return f"A/A run reported a difference on {', '.join(bad)}: the set-up is too noisy"
+        return "A/A run: no false difference; noise floors stored for later runs"
+    named = {v: [m.name for m in metrics if m.verdict == v]
+             for v in ("better", "worse", "equivalent", "inconclusive")}
+    if verdict == "worse":
+        return f"B is worse than the defaults on {', '.join(named['worse'])}"
+    if verdict == "better":
+        return f"B is better on {', '.join(named['better'])} and worse on nothing measured"
+    if verdict == "equivalent":
+        return "no meaningful difference: every metric is inside its margin"
+    return (f"inconclusive on {', '.join(named['inconclusive'])}: more rounds or a quieter "
+            "machine are needed (see rounds_to_resolve)")
+
+
+def execute(plan: Plan, *, progress: Progress | None = None,
+            store: CalibrationStore | None = None,
+            resolve_b: Callable[[str], SideConfig] | None = None) -> ValidationReport:
+    """Run the plan and judge it. `progress(done, total, what)` is called before each step;
+    `resolve_b(device)` decides side B once the (loop) device exists, for the proposal."""
+    check_host(need_loop=plan.device is None)
+    recovered = recover_leftovers()
+    order, shape = plan.order, plan.shape
+    total = len(order)
+    samples: dict[str, dict[str, list[float]]] = {
+        m.name: {"A": [], "B": []} for m in jobs.METRICS}
+    infos: dict[str, str] = {}
+    measuring = 0.0
+    age_report: AgeReport | None = None
+    backing: str | None = None
+    with terminate_as_interrupt(), Resources() as res:
+        if plan.device is None:
+            os.makedirs(plan.loop_dir, exist_ok=True)
+            work = res.make_dir(plan.loop_dir, "xfs-advisor-")
+            backing = res.preallocate(os.path.join(work, "scratch.img"), plan.device_bytes)
+            device = res.attach_loop(backing, direct_io=plan.direct_io)
+        else:
+            work = res.make_dir(plan.loop_dir, "xfs-advisor-")
+            device = plan.device
+        if resolve_b is not None:
+            plan.b = resolve_b(device)
+        mnt = os.path.join(work, "mnt")
+        os.mkdir(mnt)
+        jobpath = os.path.join(work, "round.fio")
+        Path(jobpath).write_text(jobs.jobfile(shape, mnt), encoding="utf-8")
+        fio_timeout = 120 + 20 * shape.phase_seconds + shape.directory_entries / 500
+        started = time.monotonic()
+        for step, label in enumerate(order):
+            side = plan.a if label == "A" else plan.b
+            pair = step // 2 + 1
+            if progress:
+                progress(step, total, f"pair {pair}/{plan.pairs}, side {label}")
+            mkfs_options = side.mkfs_options
+            made = run(argv.mkfs_xfs(device, mkfs_options, force=True, no_discard=True),
+                       check=False, timeout=300)
+            if not made.ok:
+                given = " ".join(mkfs_options) or "defaults"
+                raise ToolProblem(f"mkfs.xfs for side {label} ({given}) failed: "
+                                  f"{made.first_error_line()}")
+            res.mount(device, mnt, side.mount_options)
+            if plan.age:
+                files = _age(mnt, plan.device_bytes)
+                if age_report is None:
+                    freesp = run(argv.xfs_spaceman(mnt, "freesp -s"), check=False, timeout=60)
+                    age_report = AgeReport(seed=AGE_SEED, files_written=files,
+                                           freesp_summary=_parse_freesp(freesp.stdout))
+            for folder in jobs.directories(shape):
+                os.mkdir(os.path.join(mnt, folder))
+            run(argv.sync(), timeout=300)
+            run(argv.drop_caches(), timeout=60)
+            result = run(argv.fio(jobpath), check=False, timeout=fio_timeout)
+            if not result.ok:
+                raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
+            measured = jobs.parse_fio(result.stdout)
+            measuring += measured.measuring_seconds
+            for name, value in measured.values.items():
+                samples[name][label].append(value)
+            if label not in infos:
+                infos[label] = run(argv.xfs_info(mnt), check=False, timeout=60).stdout
+            res.umount(mnt)
+        wall = time.monotonic() - started
+        if progress:
+            progress(total, total, "judging")
+    env = _environment(plan, device, backing)
+    return judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
+                 timing=Timing(wall_seconds=round(wall, 2),
+                               measuring_seconds=round(measuring, 2),
+                               measuring_share=round(measuring / wall, 3) if wall else 0.0),
+                 recovered=recovered, store=store)
+
+
+def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],
+          env: BenchEnvironment, shape: jobs.Shape, age: AgeReport | None, timing: Timing,
+          recovered: list[str], store: CalibrationStore | None) -> ValidationReport:
+    """Verdicts from the samples (pure apart from reading/writing the calibration store)."""
+    key = device_key(env)
+    floors = store.floors(key) if store and not plan.calibrate else {}
+    rows = []
+    for m in jobs.METRICS:
+        margin = max(stats.DEFAULT_MARGIN, floors.get(m.name, 0.0))
+        rows.append((samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margin))
+    verdicts = stats.judge(rows)
+    metrics = []
+    for m, (a_samples, b_samples, _, _), v in zip(jobs.METRICS, rows, verdicts, strict=True):
+        metrics.append(MetricResult(
+            name=m.name, title=m.title, unit=m.unit, higher_is_better=m.higher_is_better,
+            a=[round(x, 3) for x in a_samples], b=[round(x, 3) for x in b_samples],
+            ratio=round(v.summary.ratio, 4),
+            ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
+            margin=round(math.expm1(v.margin), 4),
+            noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
+            verdict=v.verdict, rounds_to_resolve=v.rounds_needed))
+    verdict = stats.overall([m.verdict for m in metrics])
+    calibration_file = None
+    if store is not None:
+        calibration_file = str(store.path)
+        if plan.calibrate:
+            store.save(key, {m.name: (samples[m.name]["A"], samples[m.name]["B"])
+                             for m in jobs.METRICS})
+    a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
+    b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
+    return ValidationReport(
+        a=a, b=b, calibrate=plan.calibrate, rounds=plan.pairs, order=plan.order,
+        workload=shape.as_dict(), metrics=metrics, verdict=verdict,
+        summary=_summary(verdict, plan.calibrate, metrics), age=age, timing=timing,
+        environment=env, recovered=recovered, calibration_file=calibration_file)
+
+
+def device_key(env: BenchEnvironment) -> str:
+    """What a calibration is valid for: the same kind of device of the same size."""
+    if env.loop_backing_file:
+        return f"loop:{os.path.dirname(os.path.dirname(env.loop_backing_file))}:" \
+               f"{human_size(env.device_size_bytes)}"
+    return f"{env.device}:{human_size(env.device_size_bytes)}"

@@ -1,0 +1,168 @@
+"""The A/B validation run: its two configurations, per-metric samples and verdicts, where it ran,
+and the calibration (noise floor) that later runs' margins rest on.
+
+`ValidationReport` is the `validate --json` contract (schema_version 1)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from advisor.models.base import Model
+
+Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
+
+
+class SideConfig(Model):
+    """One side of the comparison: how the filesystem is made and mounted."""
+
+    label: Literal["A", "B"]
+    """A is mkfs.xfs and mount defaults; B is the proposal (or the options given)."""
+    mkfs_options: list[str] = Field(default_factory=list)
+    """mkfs.xfs options, without -f -K and the device."""
+    mount_options: list[str] = Field(default_factory=list)
+    """Mount options (empty: defaults)."""
+    source: str = "defaults"
+    """Where the options come from: `defaults`, `proposal`, `--mkfs-options`, or
+    `calibration (B = A)`."""
+    xfs_info: str | None = None
+    """xfs_info of the first filesystem made for this side: proof that the options took effect."""
+
+
+class MetricResult(Model):
+    """One measured quantity, its samples per side (one per round) and the verdict on B/A."""
+
+    name: str
+    """Stable identifier, e.g. `creates_per_s`."""
+    title: str
+    """What was measured, for people."""
+    unit: str
+    """Unit of the samples, e.g. `ops/s`, `MiB/s`."""
+    higher_is_better: bool
+    """True for rates and throughput, false for latencies."""
+    a: list[float]
+    """Samples of side A, in round order."""
+    b: list[float]
+    """Samples of side B, in round order (paired with `a`)."""
+    ratio: float
+    """Geometric mean of B/A over the pairs."""
+    ci: list[float]
+    """95% confidence interval of the ratio B/A, [low, high]."""
+    margin: float
+    """Practical margin as a fraction (0.05 = 5%): never below the calibrated noise floor."""
+    noise: float
+    """Standard deviation of one pair's log-ratio (about the relative noise of one round)."""
+    verdict: Verdict
+    """better / worse (beyond the margin, Holm-corrected across metrics), equivalent (the
+    interval lies inside +-margin) or inconclusive."""
+    rounds_to_resolve: int | None = None
+    """For an inconclusive metric: pairs that would likely resolve it with the noise seen (null:
+    more than 200, or the difference sits on the margin)."""
+
+
+class AgeReport(Model):
+    """Free-space fragmentation reached by --age (identical recipe for both sides)."""
+
+    seed: int
+    """Seed of the fragmentation recipe."""
+    files_written: int
+    """Files written before every other one was deleted."""
+    freesp_summary: dict[str, str] = Field(default_factory=dict)
+    """`xfs_spaceman -c 'freesp -s'` summary of the first A filesystem aged (extents, blocks,
+    average free extent)."""
+
+
+class Timing(Model):
+    """Where the wall time went."""
+
+    wall_seconds: float
+    """From the first mkfs to the last umount."""
+    measuring_seconds: float
+    """Time fio spent in the measured phases."""
+    measuring_share: float
+    """measuring_seconds / wall_seconds."""
+
+
+class BenchEnvironment(Model):
+    """Where the run happened: results are only as meaningful as this."""
+
+    kernel: str | None = None
+    """Kernel release."""
+    xfsprogs: str | None = None
+    """mkfs.xfs version."""
+    fio: str | None = None
+    """fio version."""
+    device: str
+    """The device formatted for every round (a loop device in the embedded default)."""
+    device_size_bytes: int
+    """Its size."""
+    loop_backing_file: str | None = None
+    """For the embedded default: the preallocated file behind the loop device."""
+    direct_io: bool | None = None
+    """Loop device in direct-I/O mode (bypasses the page cache of the backing file)."""
+    cpu_count: int | None = None
+    """Online CPUs."""
+    note: str | None = None
+    """What the numbers mean (e.g. that a loop device measures its backing storage)."""
+
+
+class ValidationReport(Model):
+    """The result of `xfs-advisor validate`."""
+
+    schema_version: int = 1
+    """Version of this document's shape."""
+    a: SideConfig
+    """Side A (defaults)."""
+    b: SideConfig
+    """Side B (proposal, given options, or A again under --calibrate)."""
+    calibrate: bool = False
+    """True for an A/A run that measures the noise floor."""
+    rounds: int
+    """Pairs of rounds (ABBA order), fixed before the first measurement."""
+    order: list[str]
+    """The order sides ran in, e.g. A B B A A B..."""
+    workload: dict[str, object] = Field(default_factory=dict)
+    """The fio workload shape derived from the answers (file counts, writers, sizes, seconds)."""
+    metrics: list[MetricResult]
+    """One entry per metric."""
+    verdict: Verdict
+    """worse if any metric is worse; better if some is better and none worse; equivalent if all
+    are; inconclusive otherwise."""
+    summary: str
+    """One sentence saying what the verdict means."""
+    age: AgeReport | None = None
+    """Fragmentation reached by --age."""
+    timing: Timing
+    """Wall time and the share spent measuring."""
+    environment: BenchEnvironment
+    """Kernel, tool versions, device."""
+    recovered: list[str] = Field(default_factory=list)
+    """Leftovers of an earlier run that died, found and removed before this one."""
+    calibration_file: str | None = None
+    """Where the noise floor was read from (or written to, under --calibrate)."""
+
+
+class MetricNoise(Model):
+    """The noise floor of one metric, measured by an A/A run."""
+
+    floor: float
+    """Largest relative difference the A/A run could not tell from nothing (|mean| + half the 95%
+    interval), as a fraction."""
+    sd: float
+    """Standard deviation of one pair's log-ratio."""
+    rounds: int
+    """Pairs the A/A run had."""
+
+
+class Calibration(Model):
+    """Stored result of `validate --calibrate`, read by later runs on the same kind of device."""
+
+    schema_version: int = 1
+    """Version of this document's shape."""
+    device_key: str
+    """What was calibrated: `loop:<backing filesystem>` or the device's model and size."""
+    measured_at: str
+    """UTC timestamp (ISO 8601)."""
+    metrics: dict[str, MetricNoise]
+    """Noise per metric name."""

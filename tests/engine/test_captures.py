@@ -4,11 +4,11 @@ the CLI with --sysroot: inspection, the engine and the dry run together."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.engine.test_cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = REPO / "advisor" / "data" / "example-workload.toml"
@@ -19,9 +19,7 @@ WORKLOAD = REPO / "advisor" / "data" / "example-workload.toml"
 def test_propose_for_a_captured_disk(shared_dumps: dict[str, Path], dump: str,
                                      device: str) -> None:
     root = shared_dumps[dump]
-    proc = subprocess.run([sys.executable, "-m", "advisor", "--json", "--sysroot", str(root),
-                           "--device", device, "--workload", str(WORKLOAD)],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = cli("--json", "--sysroot", str(root), "--device", device, "--workload", str(WORKLOAD))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["device"]["name"] == device

@@ -3,6 +3,8 @@ files (rule reference, JSON Schemas) kept current."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from advisor.cli import main
 from advisor.commands.schema import SCHEMAS, schema_text
 from advisor.engine.docs import rules_markdown
 from advisor.engine.rulebook import BUILTIN_RULES, RuleBook
@@ -21,13 +24,25 @@ HOST = str(DATA / "hosts" / "nvme-100g.json")
 FILESERVER = str(DATA / "workloads" / "fileserver.toml")
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cold_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter: what a script sees (exit status, streams, no traceback)."""
     return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True,
                           text=True, cwd=REPO, timeout=60)
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The same entry point in this process (fast): main()'s return value and its streams."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 2
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
 def test_json_proposal_matches_its_schema_and_golden_mkfs_line() -> None:
-    proc = cli("--json", "--device-file", HOST, "--workload", FILESERVER)
+    proc = cold_cli("--json", "--device-file", HOST, "--workload", FILESERVER)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     jsonschema.validate(doc, json.loads(schema_text("output")))
@@ -86,7 +101,7 @@ def test_bad_workload_is_one_line_exit_2(tmp_path: Path, workload: str, needle: 
 
 
 def test_bad_flag_value_is_exit_2_as_json() -> None:
-    proc = cli("--json", "--device-file", HOST, "--concurrent-writers", "-3")
+    proc = cold_cli("--json", "--device-file", HOST, "--concurrent-writers", "-3")
     assert proc.returncode == 2
     err = json.loads(proc.stderr)["error"]
     assert err["kind"] == "bad-input" and "concurrent_writers" in err["message"]

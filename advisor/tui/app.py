@@ -45,6 +45,10 @@ class AdvisorState:
     sysroot: str | None = None
     rules_dir: str | None = None
     """Extra rules (`--rules DIR`)."""
+    validation_bytes: int | None = None
+    """Size of the loop device of a validation run (None: the bench's default)."""
+    validation_budget: float | None = None
+    """Wall-time budget of a validation run in seconds (None: the bench's default)."""
     proposal: Proposal | None = None
     """The core's proposal for `proposal_for` (device name, answers as JSON)."""
     proposal_for: tuple[str, str] | None = None

@@ -3,9 +3,13 @@ itself; these functions only call the core and say plainly when a part of it is 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
+import signal
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +19,9 @@ from advisor.models.workload import Workload
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
+    from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
+    from advisor.models.bench import ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.proposal import Proposal
 
@@ -90,3 +96,82 @@ def obsolete_advice(rules_dir: str | None = None) -> list[ObsoleteAdvice]:
             found.append(ObsoleteAdvice(rule.id, ", ".join(rule.obsolete.matches),
                                         rule.obsolete.since, rule.obsolete.today))
     return found
+
+
+# ---- validation: an A/B run of advisor.bench, cancellable from the screen ----
+
+class Cancelled(AdvisorError):
+    """The person cancelled the validation run (everything it made was removed)."""
+
+    kind = "cancelled"
+
+
+def scratch_refusals(inventory: Inventory, device: Device) -> list[str]:
+    """The scratch-device guard's reasons not to format `device` (empty: it may be used)."""
+    _require("advisor.bench.guard", "the scratch-device guard")
+    from advisor.bench.guard import refusals
+    from advisor.bench.run import MIN_DEVICE_BYTES
+
+    return refusals(inventory, device, MIN_DEVICE_BYTES)
+
+
+def validation_plan(proposal: Proposal, workload: Workload, device_path: str | None,
+                    device_bytes: int | None = None, budget_seconds: float | None = None) -> Plan:
+    """A (defaults) against B (the proposal), on `device_path` or a loop device (None)."""
+    _require("advisor.bench.run", "the A/B validation")
+    from advisor.bench.run import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE
+    from advisor.bench.run import Plan as BenchPlan
+    from advisor.models.bench import SideConfig
+
+    b = SideConfig(label="B", mkfs_options=list(proposal.mkfs_options),
+                   mount_options=list(proposal.mount_options), source="proposal")
+    return BenchPlan(a=SideConfig(label="A"), b=b, workload=workload, device=device_path,
+                     device_bytes=device_bytes or DEFAULT_LOOP_SIZE,
+                     budget_seconds=budget_seconds or DEFAULT_BUDGET)
+
+
+def _stop_running_fio() -> None:
+    """End the fio runs this process started, so a cancel need not wait for the round to end;
+    the run then fails, and its own clean-up unmounts and detaches."""
+    proc = SysRoot()
+    me = str(os.getpid())
+    for pid in proc.listdir("proc"):
+        if not pid.isdigit():
+            continue
+        stat = proc.read(f"proc/{pid}/stat") or ""
+        # Fields after the command name (which may hold spaces): state, ppid, ...
+        name, _, rest = stat.partition(" (")[2].rpartition(") ")
+        fields = rest.split()
+        if name == "fio" and len(fields) > 1 and fields[1] == me:
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)  # the runner takes SIGKILL as an exit
+
+
+def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
+                   cancel: threading.Event) -> ValidationReport:
+    """Run the plan (in a worker thread). Setting `cancel` stops it at the next step, or at
+    once by ending fio; what the run made is removed either way, then Cancelled is raised."""
+    _require("advisor.bench.run", "the A/B validation")
+    from advisor.bench.run import execute
+
+    def step(done: int, total: int, what: str) -> None:
+        if cancel.is_set():
+            raise Cancelled("validation cancelled")
+        progress(done, total, what)
+
+    def watch() -> None:
+        cancel.wait()
+        if not finished.is_set():
+            _stop_running_fio()
+
+    finished = threading.Event()
+    threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
+    try:
+        return execute(plan, progress=step)
+    except AdvisorError:
+        if cancel.is_set():
+            raise Cancelled("validation cancelled; everything it made was removed") from None
+        raise
+    finally:
+        finished.set()
+        cancel.set()  # lets the watcher end

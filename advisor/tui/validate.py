@@ -1,31 +1,290 @@
-"""Step 4: the A/B validation run (defaults against the proposal)."""
+"""Step 4: the A/B validation: mkfs.xfs defaults against the proposal, on a loop device over a
+temporary file or on a scratch device the guard accepts and the person confirms by typing its
+name. The run is advisor.bench's, in a worker thread that only posts messages."""
 
 from __future__ import annotations
 
-import importlib.util
-from typing import ClassVar
+import threading
+from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Vertical
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Horizontal, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
+from textual.worker import Worker, WorkerState
+
+from advisor.errors import AdvisorError
+from advisor.models.units import human_size
+
+if TYPE_CHECKING:
+    from advisor.bench.run import Plan
+    from advisor.models.bench import ValidationReport
+    from advisor.tui.app import AdvisorApp
+
+LOOP = "loop"
+
+
+class Progressed(Message):
+    """The run moved on (posted from the worker thread)."""
+
+    def __init__(self, done: int, total: int, what: str) -> None:
+        super().__init__()
+        self.done, self.total, self.what = done, total, what
 
 
 class ValidateScreen(Screen[None]):
-    """Runs the benchmark of advisor.bench in a worker; says so plainly when it is not built."""
+    """Choose where to run, read the plan, run, watch, read the verdicts, or cancel."""
 
-    BINDINGS: ClassVar[list[BindingType]] = []
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "run", "Run"),
+        Binding("escape", "cancel", "Cancel run"),
+        Binding("ctrl+q", "app.quit", "Quit", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cancel: threading.Event | None = None
+        self._worker: Worker[ValidationReport] | None = None
+        self.report: ValidationReport | None = None
+
+    @property
+    def advisor(self) -> AdvisorApp:
+        from advisor.tui.app import AdvisorApp
+
+        assert isinstance(self.app, AdvisorApp)
+        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Vertical(id="validate-body"):
-            yield Static(id="validate-status")
+        with VerticalScroll(id="validate-body"):
+            yield Static(id="sides")
+            with Horizontal(classes="question-row"):
+                yield Label("run on", classes="question-name")
+                yield Select(self._targets(), value=LOOP, allow_blank=False, id="target",
+                             compact=True)
+            yield Static(id="guard")
+            yield Input(id="confirm", compact=True)
+            yield Static("Command plan", classes="section-title")
+            yield Static(id="plan", classes="note")
+            yield ProgressBar(id="progress", show_eta=False)
+            yield Static(id="step")
+            yield Static(id="verdict", classes="section-title")
+            yield DataTable(id="metrics", cursor_type="row", show_cursor=False)
+            yield Grid(id="plots")
         yield Footer(compact=True, show_command_palette=False)
+
+    def _targets(self) -> list[tuple[str, str]]:
+        state = self.advisor.state
+        targets = [("a loop device over a temporary file (default)", LOOP)]
+        if state.inventory.live:  # a capture's devices are another machine's
+            for d in state.inventory.devices:
+                size = human_size(d.size_bytes.value) if d.size_bytes.value else "?"
+                targets.append((f"{d.display_name} ({size}, ERASED)", d.name))
+        return targets
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
-        if importlib.util.find_spec("advisor.bench.run") is None:
-            self.query_one("#validate-status", Static).update(
-                "The A/B validation (advisor.bench) is not in this build yet. "
-                "The proposal (F4) can be copied or saved meanwhile.")
+        self.query_one("#metrics", DataTable).add_columns(
+            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict")
+        self.query_one("#metrics").display = False
+        self.query_one("#progress").display = False
+        self.advisor.proposal_listeners.append(self)
+
+    def on_unmount(self) -> None:
+        if self in self.advisor.proposal_listeners:
+            self.advisor.proposal_listeners.remove(self)
+
+    def on_screen_resume(self) -> None:
+        self.advisor.request_proposal()
+        self.show_proposal()
+
+    # ---- what would run ----
+
+    @property
+    def target(self) -> str:
+        value = self.query_one("#target", Select).value
+        return value if isinstance(value, str) else LOOP
+
+    def show_proposal(self) -> None:
+        """The sides, the guard's verdict and the plan for the current proposal and target."""
+        state = self.advisor.state
+        proposal = state.proposal
+        sides = self.query_one("#sides", Static)
+        if proposal is None:
+            sides.update(state.proposal_problem or "computing the proposal...")
+        else:
+            b = " ".join(proposal.mkfs_options) or "(no mkfs options)"
+            mount = ",".join(proposal.mount_options) or "defaults"
+            sides.update(Text.assemble(("A", "bold"), " mkfs.xfs and mount defaults   ",
+                                       ("B", "bold"), f" mkfs.xfs {b}, mount -o {mount}"))
+        self._show_guard()
+        self._show_plan()
+
+    def _show_guard(self) -> None:
+        guard = self.query_one("#guard", Static)
+        confirm = self.query_one("#confirm", Input)
+        if self.target == LOOP:
+            guard.update("Results then reflect the storage under the temporary file, not a "
+                         "real device.")
+            confirm.display = False
+            return
+        from advisor.tui.core import scratch_refusals
+
+        device = self.advisor.state.inventory.get(self.target)
+        try:
+            reasons = scratch_refusals(self.advisor.state.inventory, device) if device else [
+                "unknown device"]
+        except AdvisorError as err:
+            reasons = [err.message]
+        if reasons:
+            guard.update(Text("refused: " + "; ".join(reasons), style="bold red"))
+            confirm.display = False
+        else:
+            guard.update(Text(f"{self.target} may be used: everything on it is erased. Type its "
+                              "name below to confirm.", style="bold yellow"))
+            confirm.placeholder = f"type {self.target} to confirm"
+            confirm.display = True
+
+    def _plan(self) -> Plan | None:
+        from advisor.tui.core import validation_plan
+
+        state = self.advisor.state
+        if state.proposal is None:
+            return None
+        device = state.inventory.get(self.target) if self.target != LOOP else None
+        return validation_plan(state.proposal, state.workload, device.path if device else None,
+                               state.validation_bytes, state.validation_budget)
+
+    def _show_plan(self) -> None:
+        plan_view = self.query_one("#plan", Static)
+        try:
+            plan = self._plan()
+        except AdvisorError as err:
+            plan_view.update(err.message)
+            return
+        if plan is None:
+            plan_view.update("")
+            return
+        device = plan.device or "/dev/loopN"
+        plan_view.update(Text("\n".join(plan.commands(device, "MNT"))))
+
+    @on(Select.Changed, "#target")
+    def _target_changed(self) -> None:
+        self._show_guard()
+        self._show_plan()
+
+    # ---- running ----
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None and not self._worker.is_finished
+
+    def action_run(self) -> None:
+        if self.running:
+            self.notify("a run is already going: escape cancels it", severity="warning")
+            return
+        confirm = self.query_one("#confirm", Input)
+        confirmed = confirm.display and confirm.value.strip() == self.target
+        if self.target != LOOP and not confirmed:
+            self.notify(f"not confirmed: type {self.target} in the box first", severity="error")
+            return
+        try:
+            plan = self._plan()
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
+        if plan is None:
+            self.notify("no proposal to validate yet", severity="warning")
+            return
+        from advisor.tui.core import run_validation
+
+        cancel = threading.Event()
+        self._cancel = cancel
+        self.report = None
+        self.query_one("#metrics").display = False
+        self.query_one("#plots", Grid).remove_children()
+        self.query_one("#verdict", Static).update("")
+        bar = self.query_one("#progress", ProgressBar)
+        bar.update(total=len(plan.order) + 1, progress=0)
+        bar.display = True
+        self.query_one("#step", Static).update("starting: preparing the scratch device")
+
+        def progress(done: int, total: int, what: str) -> None:
+            self.post_message(Progressed(done, total, what))  # thread-safe; widgets untouched
+
+        def work() -> ValidationReport:
+            return run_validation(plan, progress, cancel)
+
+        self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
+                                       exit_on_error=False)
+
+    def action_cancel(self) -> None:
+        if self.running and self._cancel is not None:
+            self._cancel.set()
+            self.query_one("#step", Static).update("cancelling: stopping fio, unmounting, "
+                                                   "detaching...")
+
+    def on_progressed(self, message: Progressed) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            return
+        self.query_one("#progress", ProgressBar).update(total=message.total + 1,
+                                                        progress=message.done)
+        self.query_one("#step", Static).update(message.what)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self._worker or not event.worker.is_finished:
+            return
+        step = self.query_one("#step", Static)
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            done = event.worker.result.rounds * 2 + 1
+            self.query_one("#progress", ProgressBar).update(progress=done)
+            step.update("done")
+            self.show_report(event.worker.result)
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            message = error.message if isinstance(error, AdvisorError) else \
+                f"internal error: {type(error).__name__}: {error}"
+            step.update(Text(message, style="bold" if "cancelled" in message else "bold red"))
+            self.query_one("#progress").display = False
+
+    # ---- results ----
+
+    def show_report(self, report: ValidationReport) -> None:
+        """The verdict, one row per metric with its interval, and a plot of A and B per round."""
+        from textual_plotext import PlotextPlot
+
+        self.report = report
+        self.query_one("#verdict", Static).update(f"Verdict: {report.verdict}. {report.summary}")
+        table = self.query_one("#metrics", DataTable)
+        table.clear()
+        for m in report.metrics:
+            table.add_row(
+                m.title, _mean(m.a), _mean(m.b), f"{m.ratio:.3f}",
+                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}", Text(m.verdict, style=_VERDICT_STYLE.get(
+                    m.verdict, "")))
+        table.display = True
+        plots = self.query_one("#plots", Grid)
+        plots.remove_children()
+        for m in report.metrics:
+            plot = PlotextPlot()
+            plots.mount(plot)
+            plt = plot.plt
+            plt.plot(list(range(1, len(m.a) + 1)), m.a, label="A", marker="braille")
+            plt.plot(list(range(1, len(m.b) + 1)), m.b, label="B", marker="braille")
+            plt.title(f"{m.title} ({m.unit})")
+            plt.xlabel("round")
+
+
+_VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cyan",
+                  "inconclusive": "yellow"}
+
+
+def _mean(values: list[float]) -> str:
+    if not values:
+        return "-"
+    mean = sum(values) / len(values)
+    return f"{mean:,.0f}" if mean >= 100 else f"{mean:.3g}"

@@ -27,6 +27,7 @@ def frozen_core(monkeypatch: pytest.MonkeyPatch) -> None:
     """The proposal and the obsolete advice as they were when the snapshots were taken, so a new
     rule changes the engine's golden files, not these pictures of the screens."""
     proposal = Proposal.model_validate(json.loads(FROZEN.read_text()))
+    monkeypatch.delenv("TMPDIR", raising=False)  # the validation plan names the loop's folder
     monkeypatch.setattr(core, "propose", lambda *args: proposal)
     monkeypatch.setattr(core, "obsolete_advice", lambda rules_dir=None: [
         core.ObsoleteAdvice("nobarrier", "nobarrier, barrier", "Linux 4.19",

@@ -1,0 +1,116 @@
+"""Step 4: the plan and the guard on the screen; a real run on the loop default, cancelled
+midway, leaves nothing mounted or attached."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, Select, Static
+
+import advisor.tui.core as core
+from advisor.models.device import Fact
+from advisor.models.proposal import Proposal
+from advisor.models.workload import Workload
+from tests.conftest import require_root_tools
+from tests.tui.conftest import AppFactory
+
+FROZEN = Path(__file__).parent / "data" / "proposal-vg0-data.json"
+
+
+def _text(app: object, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def frozen_proposal(monkeypatch: pytest.MonkeyPatch) -> Proposal:
+    proposal = Proposal.model_validate(json.loads(FROZEN.read_text()))
+    monkeypatch.setattr(core, "propose", lambda *args: proposal)
+    return proposal
+
+
+async def test_plan_shows_both_sides_on_the_loop_default(make_app: AppFactory,
+                                                         frozen_proposal: Proposal) -> None:
+    app = make_app(device="vg0-data", start="validate")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "mkfs.xfs -n size=64k" in _text(app, "#sides")
+        plan = _text(app, "#plan")
+        assert "losetup" in plan and "mkfs.xfs -f -K -n size=64k /dev/loopN" in plan
+        assert "-o logbsize=256k,noatime" in plan
+        # A capture's devices belong to another machine: only the loop default is offered.
+        assert app.screen.query_one("#target", Select)._options[1:] == []
+        assert not app.screen.query_one("#confirm", Input).display
+
+
+async def test_guard_refuses_and_confirmation_is_typed(make_app: AppFactory,
+                                                       frozen_proposal: Proposal) -> None:
+    app = make_app(device="vg0-data", start="validate")
+    inventory = app.state.inventory
+    inventory.live = True  # pretend, to be offered real devices; nothing is run in this test
+    free = inventory.get("nvme0n1")
+    assert free is not None
+    free.usage.probed = True
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        target = app.screen.query_one("#target", Select)
+        target.value = "sda1"
+        await pilot.pause()
+        assert "refused: " in _text(app, "#guard") and "mounted on /" in _text(app, "#guard")
+        assert not app.screen.query_one("#confirm", Input).display
+        target.value = "nvme0n1"
+        await pilot.pause()
+        assert "Type its name below" in _text(app, "#guard")
+        confirm = app.screen.query_one("#confirm", Input)
+        assert confirm.display
+        assert "mkfs.xfs -f -K -n size=64k /dev/nvme0n1" in _text(app, "#plan")
+        confirm.value = "nvme0n"  # not quite: the run must not start
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert not app.screen.running  # type: ignore[attr-defined]
+    assert Fact(value=True).known
+
+
+def _ours(tmp_path: Path) -> list[str]:
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    mounts = Path("/proc/mounts").read_text()
+    return [line for line in (loops + mounts).splitlines() if str(tmp_path) in line]
+
+
+async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    require_root_tools("losetup", "mkfs.xfs", "fio", "mount")
+    require_root_tools("xfs_info")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    app = make_app(device="loop0", workload=Workload(largest_directory_entries=20000),
+                   start="validate")
+    app.state.validation_bytes = 1 << 30
+    app.state.validation_budget = 60.0
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.state.proposal is not None, app.state.proposal_problem
+        await pilot.press("ctrl+r")
+        deadline = time.monotonic() + 60
+        # Midway: the first side is made and mounted, fio is running.
+        while "side" not in _text(app, "#step") or not _ours(tmp_path):
+            assert time.monotonic() < deadline, _text(app, "#step")
+            await asyncio.sleep(0.1)
+        assert any("xfs" in line for line in _ours(tmp_path)), _ours(tmp_path)
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        await pilot.press("escape")
+        while app.screen.running:  # type: ignore[attr-defined]
+            assert time.monotonic() - started < 60, "cancel took over a minute"
+            await asyncio.sleep(0.1)
+        await pilot.pause()
+        assert "cancelled" in _text(app, "#step")
+    assert _ours(tmp_path) == []
+    assert shutil.which("losetup")

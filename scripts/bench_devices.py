@@ -95,6 +95,8 @@ def generate(root: Path, luns: int, paths: int) -> int:
             dev_dir = root / "sys" / "devices" / devpath
             _write(dev_dir / "queue_depth", "64")
             _write(dev_dir / "model", "SAN LUN")
+            _write(dev_dir / "wwid", f"naa.600a0b80000000000000000000{lun:05d}")
+            os.symlink(f"../../../{host}:0:0:{target}", d / "device")
             os.symlink(f"../devices/{devpath}/block/{name}", sys_block / name)
             os.symlink(f"../../devices/{devpath}/block/{name}", dev_block / maj_min)
             slaves.append((devpath, name))
@@ -145,7 +147,8 @@ def main() -> int:
     ap.add_argument("--luns", type=int, default=1024)
     ap.add_argument("--paths", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3, help="timed runs per tool (best is reported)")
-    ap.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="generate into DIR and keep it (reused when it already holds a tree)")
     args = ap.parse_args()
 
     advisor = shutil.which("xfs-advisor", path=str(Path(sys.executable).parent)) or "xfs-advisor"
@@ -156,9 +159,13 @@ def main() -> int:
                                                                    dir=shm))
     try:
         start = time.perf_counter()
-        count = generate(work, args.luns, args.paths)
-        print(f"generated {count} block devices ({args.luns} LUNs x {args.paths} paths + "
-              f"{args.luns} multipath dm) in {time.perf_counter() - start:.1f} s: {work}")
+        if (work / "sys" / "block").is_dir():  # --keep DIR from an earlier run: reuse it
+            count = len(os.listdir(work / "sys" / "block"))
+            print(f"reusing {count} block devices in {work}")
+        else:
+            count = generate(work, args.luns, args.paths)
+            print(f"generated {count} block devices ({args.luns} LUNs x {args.paths} paths + "
+                  f"{args.luns} multipath dm) in {time.perf_counter() - start:.1f} s: {work}")
         ours_argv = [advisor, "devices", "--json", "--sysroot", str(work)]
         theirs_argv = [lsblk, "--sysroot", str(work), "-J", "-b", "-o", LSBLK_COLUMNS]
         # Warm the page cache once for both, then interleave the timed runs.

@@ -8,6 +8,7 @@ them, so the capture recreates each symlink on the way to every file, as lsblk's
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,14 @@ class _RecordingRoot(SysRoot):
         if text is not None:
             self.contents[rel.lstrip("/")] = text
         return text
+
+    def read_many(self, folder: str, names: Sequence[str]) -> list[str | None]:
+        texts = super().read_many(folder, names)
+        folder = folder.strip("/")
+        for name, text in zip(names, texts, strict=True):
+            if text is not None:
+                self.contents[f"{folder}/{name}"] = text
+        return texts
 
 
 class _Mirror:

@@ -65,10 +65,9 @@ class _Reader:
     root: SysRoot
     notes: list[str] = field(default_factory=list)
 
-    def fact(self, cls: type[Fact[T]], rel: str, parse: Callable[[str], T], *,
-             optional: bool = False) -> Fact[T]:
+    def parsed(self, cls: type[Fact[T]], rel: str, raw: str | None, parse: Callable[[str], T],
+               optional: bool = False) -> Fact[T]:
         """`optional`: an empty file is as good as a missing one (identity strings)."""
-        raw = self.root.read(rel)
         if raw is None or (optional and not raw):
             return _fact(cls, None, SYSFS, rel, None, "missing")
         try:
@@ -78,8 +77,16 @@ class _Reader:
             return _fact(cls, None, SYSFS, rel, raw[:200], f"unparsable: {err}")
         return _fact(cls, value, SYSFS, rel, raw, None)
 
+    def batch(self, base: str, specs: list[_Spec]) -> dict[str, Fact[Any]]:
+        """Facts for (field, file under base, class, parser, optional) specs, read in one go."""
+        raws = self.root.read_many(base, [spec[1] for spec in specs])
+        return {attr: self.parsed(cls, f"{base}/{rel}", raw, parse, optional)
+                for (attr, rel, cls, parse, optional), raw in zip(specs, raws, strict=True)}
 
-#: Queue attributes: Device field, file under queue/, parser.
+
+_Spec = tuple[str, str, type[Fact[Any]], Callable[[str], Any], bool]
+
+#: Queue attributes: Device field, file under queue/, parser. Partitions share their disk's.
 _QUEUE: tuple[tuple[str, str, type[Fact[Any]], Callable[[str], Any]], ...] = (
     ("rotational", "rotational", FactBool, parsers.parse_flag),
     ("nr_requests", "nr_requests", FactInt, parsers.parse_int),
@@ -95,6 +102,49 @@ _QUEUE: tuple[tuple[str, str, type[Fact[Any]], Callable[[str], Any]], ...] = (
     ("min_io", "minimum_io_size", FactInt, parsers.parse_int),
     ("opt_io", "optimal_io_size", FactInt, parsers.parse_int),
 )
+
+
+#: What every /sys/block entry is asked.
+_COMMON: list[_Spec] = [
+    ("maj_min", "dev", FactStr, parsers.parse_maj_min, False),
+    ("size_bytes", "size", FactInt, parsers.parse_sectors, False),
+    ("read_only", "ro", FactBool, parsers.parse_flag, False),
+    ("removable", "removable", FactBool, parsers.parse_flag, False),
+    ("alignment_offset", "alignment_offset", FactInt, parsers.parse_int, False),
+    *((attr, f"queue/{fname}", cls, parse, False) for attr, fname, cls, parse in _QUEUE),
+]
+_PARTITION: list[_Spec] = [
+    ("maj_min", "dev", FactStr, parsers.parse_maj_min, False),
+    ("size_bytes", "size", FactInt, parsers.parse_sectors, False),
+    ("read_only", "ro", FactBool, parsers.parse_flag, False),
+    ("alignment_offset", "alignment_offset", FactInt, parsers.parse_int, False),
+    ("partition_start", "start", FactInt, parsers.parse_sectors, False),
+]
+_DM: list[_Spec] = [
+    ("dm_name", "dm/name", FactStr, parsers.parse_word, True),
+    ("dm_uuid", "dm/uuid", FactStr, parsers.parse_word, True),
+]
+_MD: list[_Spec] = [
+    ("level", "md/level", FactStr, parsers.parse_word, False),
+    ("chunk_bytes", "md/chunk_size", FactInt, parsers.parse_int, False),
+    ("raid_disks", "md/raid_disks", FactInt, parsers.parse_int, False),
+    ("layout", "md/layout", FactInt, parsers.parse_int, False),
+]
+
+
+def _identity(transport: str | None) -> list[_Spec]:
+    """Where the kernel puts model, serial and WWID depends on the driver: asking only there
+    saves thousands of failed opens on a SAN host."""
+    specs: list[_Spec] = [
+        ("queue_depth", "device/queue_depth", FactInt, parsers.parse_int, False),
+        ("model", "device/model", FactStr, parsers.parse_word, True),
+        ("wwn", "wwid" if transport == "nvme" else "device/wwid", FactStr, parsers.parse_word,
+         True),
+    ]
+    serial_at = {"nvme": "device/serial", "virtio": "serial"}.get(transport or "")
+    if serial_at:
+        specs.append(("serial", serial_at, FactStr, parsers.parse_word, True))
+    return specs
 
 
 def _kind_of(name: str) -> DeviceKind:
@@ -115,8 +165,24 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     tree, stripe and usage, which need every device). Empty when the device is skipped."""
     base = f"sys/block/{name}"
     rd = _Reader(root)
-    maj_min = rd.fact(FactStr, f"{base}/dev", parsers.parse_maj_min)
-    size = rd.fact(FactInt, f"{base}/size", parsers.parse_sectors)
+    kind = _kind_of(name)
+    transport: str | None = None
+    if kind in ("disk", "rom"):
+        link = root.readlink(base)
+        transport = parsers.transport_from_link(link) if link else None
+    mq = root.listdir(f"{base}/mq")
+    specs = list(_COMMON)
+    if mq:
+        specs.append(("hw_queue_tags", f"mq/{mq[0]}/nr_tags", FactInt, parsers.parse_int, False))
+    if kind in ("disk", "rom"):
+        specs.extend(_identity(transport))
+    elif kind == "dm":
+        specs.extend(_DM)
+    elif kind == "md":
+        specs.extend(_MD)
+    facts = rd.batch(base, specs)
+
+    maj_min, size = facts.pop("maj_min"), facts["size_bytes"]
     if maj_min.value is None and size.value is None and not root.exists(base):
         raise _vanished(root, base, name)
     if maj_min.value is not None and maj_min.value.split(":")[0] in EXCLUDED_MAJORS:
@@ -124,59 +190,36 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     if size.value == 0:
         return []  # an unattached loop device, an empty drive: lsblk hides these too
 
-    kind = _kind_of(name)
     fields: dict[str, Any] = {
         "name": name, "display_name": name, "path": f"/dev/{name}", "maj_min": maj_min.value,
-        "kind": kind, "size_bytes": size,
-        "read_only": rd.fact(FactBool, f"{base}/ro", parsers.parse_flag),
-        "removable": rd.fact(FactBool, f"{base}/removable", parsers.parse_flag),
-        "alignment_offset": rd.fact(FactInt, f"{base}/alignment_offset", parsers.parse_int),
+        "kind": kind, "transport": transport,
     }
-    for attr, fname, cls, parse in _QUEUE:
-        fields[attr] = rd.fact(cls, f"{base}/queue/{fname}", parse)
-
-    mq = root.listdir(f"{base}/mq")
     if mq:
         fields["hw_queues"] = _fact(FactInt, len(mq), SYSFS, f"{base}/mq", " ".join(mq), None)
-        fields["hw_queue_tags"] = rd.fact(FactInt, f"{base}/mq/{mq[0]}/nr_tags", parsers.parse_int)
     else:
         fields["hw_queues"] = _fact(FactInt, None, SYSFS, f"{base}/mq", None,
                                     "no blk-mq hardware queues")
-
-    if kind in ("disk", "rom"):
-        link = root.readlink(base)
-        fields["transport"] = parsers.transport_from_link(link) if link else None
-        fields["queue_depth"] = rd.fact(FactInt, f"{base}/device/queue_depth", parsers.parse_int)
-        fields["model"] = rd.fact(FactStr, f"{base}/device/model", parsers.parse_word,
-                                  optional=True)
-        # Where the kernel puts identity depends on the driver; asking only where it can be
-        # saves thousands of failed opens on a SAN host.
-        transport = fields["transport"]
-        serial_at = {"nvme": "device/serial", "virtio": "serial"}.get(transport or "")
-        if serial_at:
-            fields["serial"] = rd.fact(FactStr, f"{base}/{serial_at}", parsers.parse_word,
-                                       optional=True)
-        wwid_at = "wwid" if transport == "nvme" else "device/wwid"
-        fields["wwn"] = rd.fact(FactStr, f"{base}/{wwid_at}", parsers.parse_word, optional=True)
-    elif kind == "dm":
-        dm_name = root.read(f"{base}/dm/name")
-        dm_uuid = root.read(f"{base}/dm/uuid")
+    if kind == "dm":
+        dm_name: str | None = facts.pop("dm_name").value
+        dm_uuid: str | None = facts.pop("dm_uuid").value
         if dm_name:
-            fields["dm_name"] = dm_name
-            fields["display_name"] = dm_name
-            fields["path"] = f"/dev/mapper/{dm_name}"
+            fields.update(dm_name=dm_name, display_name=dm_name, path=f"/dev/mapper/{dm_name}")
         else:
             rd.notes.append(f"{base}/dm/name: missing")
-        fields["dm_uuid"] = dm_uuid or None
+        fields["dm_uuid"] = dm_uuid
         fields["dm_kind"] = parsers.dm_kind_from_uuid(dm_uuid) if dm_uuid else "other"
     elif kind == "md":
-        fields["md"] = _read_md(rd, base)
+        fields["md"] = _md_info(base, *(facts.pop(spec[0]) for spec in _MD))
+    fields.update(facts)
 
-    fields["parents"] = root.listdir(f"{base}/slaves")
+    # Hardware disks are built on nothing, and dm devices have no kernel partitions (kpartx makes
+    # more dm devices): skipping those listings saves a syscall per path on a SAN host.
+    hardware = kind in ("disk", "rom") and transport is not None
+    fields["parents"] = [] if hardware else root.listdir(f"{base}/slaves")
     holders = root.listdir(f"{base}/holders")
     fields["holders"] = holders
     partitions = [_read_partition(root, name, entry, fields)
-                  for entry in root.listdir(base)
+                  for entry in ([] if kind == "dm" else root.listdir(base))
                   if entry.startswith(name) and entry != name
                   and root.exists(f"{base}/{entry}/partition")]
     fields["children"] = [p["name"] for p in partitions] + holders
@@ -184,11 +227,8 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     return [fields, *partitions]
 
 
-def _read_md(rd: _Reader, base: str) -> MdInfo:
-    level = rd.fact(FactStr, f"{base}/md/level", parsers.parse_word)
-    chunk = rd.fact(FactInt, f"{base}/md/chunk_size", parsers.parse_int)
-    disks = rd.fact(FactInt, f"{base}/md/raid_disks", parsers.parse_int)
-    layout = rd.fact(FactInt, f"{base}/md/layout", parsers.parse_int)
+def _md_info(base: str, level: Fact[str], chunk: Fact[int], disks: Fact[int],
+             layout: Fact[int]) -> MdInfo:
     data: Fact[int]
     if level.value is None or disks.value is None:
         data = FactInt(value=None, source="derived", path=f"{base}/md",
@@ -210,15 +250,11 @@ def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, 
                     ) -> dict[str, Any]:
     base = f"sys/block/{disk}/{name}"
     rd = _Reader(root)
+    facts = rd.batch(base, _PARTITION)
     fields: dict[str, Any] = {
         "name": name, "display_name": name, "path": f"/dev/{name}", "kind": "part",
-        "maj_min": rd.fact(FactStr, f"{base}/dev", parsers.parse_maj_min).value,
-        "size_bytes": rd.fact(FactInt, f"{base}/size", parsers.parse_sectors),
-        "read_only": rd.fact(FactBool, f"{base}/ro", parsers.parse_flag),
-        "removable": disk_fields["removable"],
-        "alignment_offset": rd.fact(FactInt, f"{base}/alignment_offset", parsers.parse_int),
-        "partition_start": rd.fact(FactInt, f"{base}/start", parsers.parse_sectors),
-        "transport": disk_fields.get("transport"),
+        "maj_min": facts.pop("maj_min").value, "removable": disk_fields["removable"],
+        "transport": disk_fields.get("transport"), **facts,
     }
     # A partition has no queue of its own: its limits are the whole disk's.
     for attr, *_ in _QUEUE:

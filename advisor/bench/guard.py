@@ -69,8 +69,8 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int) -> list[str]:
     if not dev.usage.probed:
         reasons.append("libblkid could not check it for existing data (run as root)")
     for sig in dev.usage.signatures:
-        what = sig.note or "signature"
-        reasons.append(f"libblkid finds existing data on it: {sig.value} ({sig.raw or what})")
+        what = f"{sig.note}, " if sig.note else ""
+        reasons.append(f"libblkid finds existing data on it: {sig.value} ({what}{sig.raw})")
     parts = [c.name for c in below if c.kind == "part"]
     if parts:
         reasons.append(f"it has partitions ({', '.join(parts)})")

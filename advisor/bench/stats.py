@@ -251,7 +251,9 @@ def judge(
             verdict = "equivalent"
         else:
             verdict = "inconclusive"
-        needed = rounds_to_resolve(s, m, 1.0 - alpha) if verdict == "inconclusive" else None
+        # Bonferroni's level (Holm's strictest step): a promise of rounds must not be optimistic.
+        needed = (rounds_to_resolve(s, m, 1.0 - alpha / len(samples))
+                  if verdict == "inconclusive" else None)
         out.append(MetricVerdict(verdict=verdict, summary=s, ci_ratio=(math.exp(lo), math.exp(hi)),
                                  margin=m, p_beyond_margin=p, rounds_needed=needed))
     return out

@@ -89,7 +89,7 @@ def test_difference_inside_the_margin_is_never_better() -> None:
 
 def test_holm_is_applied_across_metrics() -> None:
     # Each metric alone just passes at 5% but not at 5%/3.
-    a, b = _noisy(1.0, 6, 0.0, 5)
+    a, _ = _noisy(1.0, 6, 0.0, 5)
     borderline = [x * 1.2 for x in a]
     single = stats.beyond_margin_p_value(stats.paired_log_ratios(a, borderline), math.log(1.05))
     assert single == 0.0  # no noise: certain

@@ -79,13 +79,14 @@ def parse_word(text: str) -> str:
 
 def md_data_disks(level: str, raid_disks: int, layout: int = 0) -> int:
     """Disks holding distinct data in one stripe: raid0 n, raid1 1, raid4/5 n-1, raid6 n-2,
-    raid10 n / (near copies x far copies) with near = layout & 0xff, far = (layout >> 8) & 0xff."""
+    raid10 n / (near copies x far copies) with near = layout & 0xff, far = (layout >> 8) & 0xff
+    (n itself when the copies do not divide n)."""
     if raid_disks < 1:
         raise ValueError(f"raid_disks must be >= 1, not {raid_disks}")
     level = level.lower()
-    if level in ("raid0", "0", "linear"):
+    if level in ("raid0", "0"):
         return raid_disks
-    if level in ("raid1", "1"):
+    if level in ("raid1", "1", "linear"):  # linear concatenates: no stripe across members
         return 1
     if level in ("raid4", "raid5", "4", "5"):
         if raid_disks < 2:
@@ -100,8 +101,9 @@ def md_data_disks(level: str, raid_disks: int, layout: int = 0) -> int:
         far = (layout >> 8) & 0xFF
         copies = max(near, 1) * max(far, 1)
         if raid_disks % copies:
-            raise ValueError(f"raid10 layout {layout:#x} ({copies} copies) does not divide "
-                             f"{raid_disks} disks")
+            # Copies spread across an odd count (3 disks, n2): no whole data-disk stripe; the
+            # kernel's raid10_nr_stripes then counts every disk, and so do we.
+            return raid_disks
         return raid_disks // copies
     raise ValueError(f"no data-disk rule for md level {level!r}")
 

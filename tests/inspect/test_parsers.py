@@ -1,0 +1,147 @@
+"""Pure parsers and the mkfs.xfs stripe rules: strings and numbers in, facts out."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisor.inspect import geometry, parsers
+from advisor.inspect.devices import FactInt, _fact
+from advisor.models.device import Fact
+
+KiB = 1 << 10
+GiB = 1 << 30
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("none [mq-deadline] kyber bfq", "mq-deadline"),
+    ("[none] mq-deadline", "none"),
+    ("none", "none"),
+])
+def test_scheduler(text: str, expected: str) -> None:
+    assert parsers.parse_scheduler(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "none mq-deadline", "[]", "[x"])
+def test_scheduler_garbage(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parsers.parse_scheduler(bad)
+
+
+@pytest.mark.parametrize("bad", ["", "-1", "12x", "0x10", "banana"])
+def test_int_garbage(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parsers.parse_int(bad)
+
+
+def test_sizes_are_512_byte_sectors() -> None:
+    assert parsers.parse_sectors("2048\n") == 1 << 20
+    assert parsers.parse_flag("1") is True and parsers.parse_flag("0") is False
+    assert parsers.parse_write_cache("write  back") == "write back"
+    with pytest.raises(ValueError):
+        parsers.parse_flag("2")
+
+
+@pytest.mark.parametrize(("level", "disks", "layout", "data"), [
+    ("raid0", 4, 0, 4), ("raid1", 2, 0, 1), ("raid4", 5, 0, 4), ("raid5", 4, 2, 3),
+    ("raid6", 8, 2, 6), ("raid10", 4, 0x102, 2), ("raid10", 6, 0x103, 2),
+    ("raid10", 4, 0x201, 2), ("raid10", 8, 0x202, 2), ("raid10", 3, 0x102, 3),
+])
+def test_md_data_disks(level: str, disks: int, layout: int, data: int) -> None:
+    assert parsers.md_data_disks(level, disks, layout) == data
+
+
+@pytest.mark.parametrize(("level", "disks", "layout"), [
+    ("raid6", 2, 0), ("raid5", 1, 0), ("multipath", 2, 0), ("raid5", 0, 0),
+])
+def test_md_data_disks_impossible(level: str, disks: int, layout: int) -> None:
+    with pytest.raises(ValueError):
+        parsers.md_data_disks(level, disks, layout)
+
+
+def test_dm_kind() -> None:
+    assert parsers.dm_kind_from_uuid("LVM-Wk3i9") == "lvm"
+    assert parsers.dm_kind_from_uuid("CRYPT-LUKS2-abc-name") == "crypt"
+    assert parsers.dm_kind_from_uuid("mpath-3600a0b8") == "multipath"
+    assert parsers.dm_kind_from_uuid("part1-mpath-3600") == "other"
+
+
+def test_mountinfo_and_swaps() -> None:
+    text = ("36 35 98:0 /mnt1 /mnt/my\\040disk rw,noatime master:1 - ext3 /dev/root rw\n"
+            "garbage line\n"
+            "37 35 0:5 / /proc rw - proc proc rw\n")
+    entries = parsers.parse_mountinfo(text)
+    assert [(e.maj_min, e.mountpoint, e.fstype, e.source) for e in entries] == [
+        ("98:0", "/mnt/my disk", "ext3", "/dev/root"), ("0:5", "/proc", "proc", "proc")]
+    mounts = parsers.parse_proc_mounts("/dev/sda1 / ext4 rw 0 0\n")
+    assert (mounts[0].maj_min, mounts[0].source, mounts[0].fstype) == (None, "/dev/sda1", "ext4")
+    swaps = ("Filename\tType\tSize\tUsed\tPriority\n"
+             "/dev/dm-1  partition 100 0 -2\n/swapfile file 1 0 -3\n")
+    assert parsers.parse_swaps(swaps) == ["/dev/dm-1", "/swapfile"]
+
+
+def test_transport() -> None:
+    link = "../devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda"
+    assert parsers.transport_from_link(link) == "sata"
+    assert parsers.transport_from_link("../devices/virtual/block/dm-0") is None
+    assert parsers.transport_from_link("../devices/pci0000:00/0000:00:04.0/virtio1/block/vda") \
+        == "virtio"
+
+
+def _stripe(min_io: int, opt_io: int, *, phys: int = 512, size: int = 100 * GiB
+            ) -> geometry.StripeGeometry:
+    return geometry.mkfs_detected_stripe(min_io=min_io, opt_io=opt_io, physical_sector=phys,
+                                         logical_sector=512, size_bytes=size, source="x")
+
+
+def test_mkfs_uses_a_sane_geometry() -> None:
+    s = _stripe(256 * KiB, 2048 * KiB)
+    assert (s.sunit_bytes, s.swidth_bytes, s.data_disks, s.used_by_mkfs) == (
+        256 * KiB, 2048 * KiB, 8, True)
+    assert s.ignored_reason is None and s.source == "x"
+
+
+@pytest.mark.parametrize(("min_io", "opt_io", "phys", "size", "why"), [
+    (4096, 1024 * KiB, 4096, 100 * GiB, "physical sector"),
+    (64 * KiB, 4096, 4096, 100 * GiB, "physical sector"),
+    (64 * KiB, 0, 512, 100 * GiB, "only one"),
+    (64 * KiB, 96 * KiB, 512, 100 * GiB, "not a multiple"),
+    (64 * KiB, 256 * KiB, 512, GiB - 1, "under 1 GiB"),
+])
+def test_mkfs_ignores_bad_geometry(min_io: int, opt_io: int, phys: int, size: int,
+                                   why: str) -> None:
+    s = _stripe(min_io, opt_io, phys=phys, size=size)
+    assert not s.used_by_mkfs
+    assert s.ignored_reason is not None and why in s.ignored_reason
+
+
+def test_plain_disk_reports_nothing() -> None:
+    for min_io, phys in ((512, 512), (4096, 4096), (0, 512)):
+        s = _stripe(min_io, 0, phys=phys)
+        assert s.source == "none" and s.ignored_reason is None and s.sunit_bytes is None
+
+
+@given(unit_kib=st.integers(1, 4096), disks=st.integers(2, 64))
+def test_used_geometry_is_consistent(unit_kib: int, disks: int) -> None:
+    unit = unit_kib * KiB
+    s = _stripe(unit, unit * disks, phys=512)
+    assert s.used_by_mkfs == (unit != 512)
+    if s.used_by_mkfs:
+        assert s.swidth_bytes == s.sunit_bytes * disks == unit * disks  # type: ignore[operator]
+
+
+def test_md_stripe() -> None:
+    assert geometry.md_stripe(512 * KiB, 4) == (512 * KiB, 2048 * KiB)
+    assert geometry.md_stripe(512 * KiB, 1) is None
+    assert geometry.md_stripe(None, 4) is None
+
+
+def test_fast_fact_equals_a_validated_fact() -> None:
+    built = _fact(FactInt, 7, "sysfs", "sys/block/sda/size", "7", None)
+    validated = Fact[int](value=7, source="sysfs", path="sys/block/sda/size", raw="7")
+    assert built == validated and hash(built) == hash(validated)
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert Fact[int].model_validate_json(built.model_dump_json()) == built
+    with pytest.raises(Exception, match="frozen"):
+        built.value = 8  # type: ignore[misc]

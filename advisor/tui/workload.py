@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
@@ -59,6 +59,7 @@ class WorkloadScreen(Screen[None]):
         super().__init__()
         self.questions = questions()
         self._filling = False
+        self._errors_shown: dict[str, str] = {}
 
     @property
     def advisor(self) -> AdvisorApp:
@@ -69,14 +70,14 @@ class WorkloadScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with VerticalScroll(id="form"):
+        # One grid for the whole form (name, field, error; then the help across): far fewer
+        # containers than a box per question, and styles are recomputed for every node on focus.
+        with VerticalScroll(id="form"), Grid(id="questions"):
             for q in self.questions:
-                with Vertical(classes="question"):
-                    with Horizontal(classes="question-row"):
-                        yield Label(q.label, classes="question-name")
-                        yield self._widget_for(q)
-                        yield Static("", id=f"{q.widget_id}-error", classes="question-error")
-                    yield Static(q.help, classes="question-help")
+                yield Label(q.label, classes="question-name")
+                yield self._widget_for(q)
+                yield Static("", id=f"{q.widget_id}-error", classes="question-error")
+                yield Static(q.help, classes="question-help")
         yield Static("", id="preview")
         yield Static("", id="form-status")
         yield Footer(compact=True, show_command_palette=False)
@@ -152,7 +153,10 @@ class WorkloadScreen(Screen[None]):
         result = check(self.values())
         for q in self.questions:
             error = result.field_errors.get(q.key, "")
-            self.query_one(f"#{q.widget_id}-error", Static).update(error)
+            # Only what changed: each update re-lays out the whole form.
+            if self._errors_shown.get(q.key, "") != error:
+                self.query_one(f"#{q.widget_id}-error", Static).update(error)
+                self._errors_shown[q.key] = error
         status = self.query_one("#form-status", Static)
         state = self.advisor.state
         if result.workload is not None:

@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+import advisor.tui.core as core
+from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
 from advisor.tui.app import AdvisorApp, AdvisorState
 from tests.tui.inventory import build_inventory
 
 AppFactory = Callable[..., AdvisorApp]
+FROZEN = Path(__file__).parent / "data" / "proposal-vg0-data.json"
+
+
+@pytest.fixture
+def frozen_proposal(monkeypatch: pytest.MonkeyPatch) -> Proposal:
+    """The engine replaced by one proposal, frozen when these tests were written: for tests of
+    the screens, not of the engine (and no mkfs.xfs dry run per key press)."""
+    proposal = Proposal.model_validate(json.loads(FROZEN.read_text()))
+    monkeypatch.setattr(core, "propose", lambda *args: proposal)
+    return proposal
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from advisor.answers import load_workload
+from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
 from advisor.tui.app import AdvisorApp
 from advisor.tui.form import check, questions, values_of
@@ -44,7 +45,8 @@ def test_form_check_maps_errors_to_fields() -> None:
     assert values_of(ok.workload)["median_file_size"] == "64KiB"
 
 
-async def test_answers_are_checked_as_typed(make_app: AppFactory) -> None:
+async def test_answers_are_checked_as_typed(make_app: AppFactory,
+                                            frozen_proposal: Proposal) -> None:
     app = make_app(device="nvme0n1", start="workload")
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
@@ -59,7 +61,8 @@ async def test_answers_are_checked_as_typed(make_app: AppFactory) -> None:
         assert app.state.workload_problem is None
 
 
-async def test_workload_file_save_and_load(make_app: AppFactory, tmp_path: Path) -> None:
+async def test_workload_file_save_and_load(make_app: AppFactory, tmp_path: Path,
+                                           frozen_proposal: Proposal) -> None:
     target = tmp_path / "answers.toml"
     app = make_app(device="nvme0n1", start="workload")
     async with app.run_test(size=(100, 30)) as pilot:

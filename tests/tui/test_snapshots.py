@@ -3,9 +3,7 @@ change and look at the report). Deterministic: the fixed host, a frozen proposal
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,18 +15,15 @@ from advisor.models.workload import Workload
 from tests.tui.conftest import AppFactory
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
-FROZEN = Path(__file__).parent / "data" / "proposal-vg0-data.json"
 EXAMPLE = Workload(largest_directory_entries=200000, access="mixed", fsyncs_per_second=50,
                    concurrent_writers=8, median_file_size=65536, mount_point="/srv/data")
 
 
 @pytest.fixture(autouse=True)
-def frozen_core(monkeypatch: pytest.MonkeyPatch) -> None:
+def frozen_core(monkeypatch: pytest.MonkeyPatch, frozen_proposal: Proposal) -> None:
     """The proposal and the obsolete advice as they were when the snapshots were taken, so a new
     rule changes the engine's golden files, not these pictures of the screens."""
-    proposal = Proposal.model_validate(json.loads(FROZEN.read_text()))
     monkeypatch.delenv("TMPDIR", raising=False)  # the validation plan names the loop's folder
-    monkeypatch.setattr(core, "propose", lambda *args: proposal)
     monkeypatch.setattr(core, "obsolete_advice", lambda rules_dir=None: [
         core.ObsoleteAdvice("nobarrier", "nobarrier, barrier", "Linux 4.19",
                             "Removed: flushes are the kernel's job; a non-volatile cache reports "

@@ -4,7 +4,6 @@ midway, leaves nothing mounted or attached."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import subprocess
 import time
@@ -13,25 +12,15 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Select, Static
 
-import advisor.tui.core as core
 from advisor.models.device import Fact
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
 from tests.conftest import require_root_tools
 from tests.tui.conftest import AppFactory
 
-FROZEN = Path(__file__).parent / "data" / "proposal-vg0-data.json"
-
 
 def _text(app: object, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def frozen_proposal(monkeypatch: pytest.MonkeyPatch) -> Proposal:
-    proposal = Proposal.model_validate(json.loads(FROZEN.read_text()))
-    monkeypatch.setattr(core, "propose", lambda *args: proposal)
-    return proposal
 
 
 async def test_plan_shows_both_sides_on_the_loop_default(make_app: AppFactory,

@@ -3,7 +3,9 @@
 
 Each run is a fresh interpreter (what a script or a fleet tool pays). The breakdown comes from
 the document's extra.timings_ms; "startup" is the wall time before the command starts (the
-interpreter, the CLI's imports, building the parser). Goal: under 400 ms in total.
+interpreter, the CLI's imports, building the parser). Goal: under 400 ms in total. CPU time
+(user + system, children included: mkfs.xfs) is printed too: on a busy machine it moves less than
+wall time does.
 
     .venv/bin/python scripts/bench_propose.py [--device vda] [--runs 10]
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -28,11 +32,15 @@ PHASES = ("imports", "inspection", "environment", "rules", "defaults_check", "en
 
 def bench(label: str, argv: list[str], runs: int) -> float:
     walls: list[float] = []
+    cpus: list[float] = []
     phases: dict[str, list[float]] = {p: [] for p in (*PHASES, "startup")}
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
         wall = (time.perf_counter() - start) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
         if proc.returncode != 0:
             sys.exit(f"{label}: exit {proc.returncode}: {proc.stderr.strip()}")
         timings = json.loads(proc.stdout)["extra"]["timings_ms"]
@@ -42,7 +50,8 @@ def bench(label: str, argv: list[str], runs: int) -> float:
         phases["startup"].append(wall - timings["total"])
     median = statistics.median(walls)
     print(f"{label}: median {median:.0f} ms, min {min(walls):.0f}, max {max(walls):.0f} "
-          f"({runs} cold runs)")
+          f"({runs} cold runs; CPU time median {statistics.median(cpus):.0f} ms, "
+          f"load average {os.getloadavg()[0]:.1f})")
     for p in ("startup", *PHASES):
         print(f"  {p:<15} {statistics.median(phases[p]):7.1f} ms")
     return median

@@ -20,7 +20,8 @@ from advisor import SCHEMA_VERSION, __version__
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
 
 #: Subcommand modules, in the order `--help` lists them.
-COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile")
+COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile",
+            "tui")
 
 
 def common_options(*, suppress: bool) -> argparse.ArgumentParser:

@@ -150,6 +150,16 @@ def test_edit_toml_keeps_values_with_hashes_in_strings() -> None:
     assert edited == 'mount_point = "/srv/a#b"  # where\nlargest_directory_entries = 9  # old\n'
 
 
+def test_answers_go_before_the_first_table(tmp_path: Path) -> None:
+    target = tmp_path / "tables-only.toml"
+    target.write_text("[storage]\nraid_stripe_unit = 65536\nraid_data_disks = 4\n")
+    loaded, kept = write_measured_answers(target, EXPECTED)
+    assert kept
+    assert loaded == EXPECTED.merged_into(
+        Workload(storage=Storage(raid_stripe_unit=65536, raid_data_disks=4)))
+    assert target.read_text().startswith("largest_directory_entries = 6  # measured")
+
+
 def test_a_malformed_workload_file_is_left_alone(tree: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "bad.toml"

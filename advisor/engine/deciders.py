@@ -176,6 +176,10 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
         warnings.append(f"growth of {factor:.0f}x is beyond the ~{params.warn_growth_factor:g}x "
                         "the guide recommends (2.1.2.2): AGs sized for the end are huge now, or "
                         "there are too many AGs later; consider a new filesystem at some point")
+    if ctx.stripe():
+        warnings.append("growing on RAID: add storage of the same geometry, and keep the device "
+                        "size a whole number of AGs so that new AGs start stripe-aligned "
+                        "(guide 2.1.2.2)")
     default_agsize = ctx.defaults.agsize_bytes
     grown = math.ceil(eventual / default_agsize)
     if grown <= params.max_agcount_when_grown or default_agsize >= params.max_ag_bytes - 4 * KiB:

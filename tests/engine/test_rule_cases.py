@@ -113,6 +113,7 @@ def test_ag_growth_resizes_agcount_for_the_eventual_size(book: RuleBook) -> None
     assert grown <= 256
     assert any("never shrink" in m for m in warned(p, "ag-growth"))
     assert any("beyond" in m for m in warned(p, "ag-growth"))  # 40x
+    assert any("same geometry" in m for m in warned(p, "ag-growth"))  # MD is striped
 
 
 def test_ag_growth_within_limits_keeps_default(book: RuleBook) -> None:
@@ -120,6 +121,7 @@ def test_ag_growth_within_limits_keeps_default(book: RuleBook) -> None:
     d = decision(p, "-d agcount/agsize")
     assert d.value == "default" and "few hundred" in d.reason
     assert not any("beyond" in m for m in warned(p, "ag-growth"))
+    assert not any("same geometry" in m for m in warned(p, "ag-growth"))
 
 
 def test_inode_size_for_inline_xattrs(book: RuleBook) -> None:

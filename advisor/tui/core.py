@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from advisor.engine.rulebook import RuleBook
     from advisor.models.bench import ValidationReport
     from advisor.models.environment import Environment
+    from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
 
 
@@ -175,3 +176,11 @@ def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
     finally:
         finished.set()
         cancel.set()  # lets the watcher end
+
+
+def profile_tree(path: str, progress: Callable[[int, float], None] | None = None) -> Profile:
+    """Measure a directory tree as `xfs-advisor profile` does (answers it can support)."""
+    _require("advisor.profile.walker", "the directory scan")
+    from advisor.profile.walker import Walker
+
+    return Walker(progress=progress).walk(path)

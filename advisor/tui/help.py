@@ -29,7 +29,8 @@ The right pane shows every fact with where it was read. `Enter` chooses the devi
 ## Workload
 One question per answer the device cannot give. Leave a field empty for "don't know": the advisor
 then keeps mkfs.xfs's default for what it drives. Values are checked as you type; the error shows
-next to the field. `ctrl+s` saves the answers to a file, `ctrl+o` loads a file.
+next to the field. `ctrl+s` saves the answers to a file, `ctrl+o` loads a file, `ctrl+f` measures
+a directory of the data to come (as `xfs-advisor profile` does) and fills in what it can tell.
 """,
     "proposal": """\
 ## Proposal

@@ -11,8 +11,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
+from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
 from advisor.tui.form import FormValue, Question, check, questions, values_of
@@ -46,12 +48,21 @@ class PathPrompt(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class Scanned(Message):
+    """A directory scan made progress (posted from its worker thread)."""
+
+    def __init__(self, entries: int, seconds: float) -> None:
+        super().__init__()
+        self.entries, self.seconds = entries, seconds
+
+
 class WorkloadScreen(Screen[None]):
     """What the device cannot tell: one question per answer, "don't know" always allowed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "Save answers"),
         Binding("ctrl+o", "load", "Load answers"),
+        Binding("ctrl+f", "scan", "Fill from a scan"),
         Binding("ctrl+q", "app.quit", "Quit", show=False),
     ]
 
@@ -221,3 +232,44 @@ class WorkloadScreen(Screen[None]):
         self.advisor.state.workload_path = path
         self.fill(workload)
         self.notify(f"answers loaded from {path}")
+
+    # ---- a directory scan fills what it can measure ----
+
+    def action_scan(self) -> None:
+        prompt = PathPrompt("Measure the data the filesystem will hold (a directory):", "")
+        self.app.push_screen(prompt, self._scan)
+
+    def _scan(self, path: str | None) -> None:
+        if not path:
+            return
+        from advisor.tui.core import profile_tree
+
+        def progress(entries: int, seconds: float) -> None:
+            self.post_message(Scanned(entries, seconds))  # thread-safe; widgets untouched
+
+        self.query_one("#form-status", Static).update(f"scanning {path}...")
+        self.run_worker(lambda: profile_tree(path, progress), name="scan", group="scan",
+                        thread=True, exclusive=True, exit_on_error=False)
+
+    def on_scanned(self, message: Scanned) -> None:
+        self.query_one("#form-status", Static).update(
+            f"scanning: {message.entries:,} entries in {message.seconds:.0f} s...")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "scan" or not event.worker.is_finished:
+            return
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            profile = event.worker.result
+            measured = profile.answers.model_dump(exclude_none=True)
+            if self.advisor.state.workload_problem:
+                self.notify("fix the answers first: the scan's answers merge into them",
+                            severity="error")
+            else:
+                self.fill(profile.answers.merged_into(self.advisor.state.workload))
+                names = ", ".join(k.replace("_", " ") for k in measured) or "nothing"
+                self.notify(f"{profile.entries:,} entries measured: {names} filled in")
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(error.message if isinstance(error, AdvisorError) else str(error),
+                        severity="error")
+            self.revalidate()

@@ -148,3 +148,24 @@ async def test_no_device_means_no_proposal(make_app: AppFactory) -> None:
         assert "No device chosen" in _text(app, "#problem")
         await pilot.press("c")
         assert app.clipboard == ""
+
+
+async def test_directory_scan_fills_what_it_measures(make_app: AppFactory, tmp_path: Path,
+                                                     frozen_proposal: Proposal) -> None:
+    data = tmp_path / "data" / "big"
+    data.mkdir(parents=True)
+    for i in range(50):
+        (data / f"f{i}").write_bytes(b"x" * 8192)
+    app = make_app(device="nvme0n1", workload=Workload(access="read-heavy"), start="workload")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        app.screen.query_one("#prompt-path", Input).value = str(tmp_path / "data")
+        await pilot.press("enter")
+        await app.screen.workers.wait_for_complete()
+        await pilot.pause()
+        workload = app.state.workload
+        assert workload.largest_directory_entries == 50
+        assert workload.median_file_size == 8192
+        assert workload.access == "read-heavy"  # what a scan cannot know is kept
+        assert app.screen.query_one("#q-median-file-size", Input).value == "8KiB"

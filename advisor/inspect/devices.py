@@ -41,6 +41,8 @@ FactStr = Fact[str]
 
 
 _FACT_FIELDS = frozenset(Fact.model_fields)
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _fact(cls: type[Fact[T]], value: T | None, source: str, path: str | None, raw: str | None,
@@ -49,12 +51,12 @@ def _fact(cls: type[Fact[T]], value: T | None, source: str, path: str | None, ra
     one shared fields-set: a SAN host has ~150,000 facts, and a per-instance set (700 bytes) and
     model_construct's Python loop (6 us) would double the memory and the time of a scan.
     tests/inspect/test_parsers.py checks these equal validated Facts."""
-    fact = cls.__new__(cls)
-    object.__setattr__(fact, "__dict__", {"value": value, "source": source, "path": path,
-                                          "raw": raw, "note": note})
-    object.__setattr__(fact, "__pydantic_fields_set__", _FACT_FIELDS)
-    object.__setattr__(fact, "__pydantic_extra__", None)
-    object.__setattr__(fact, "__pydantic_private__", None)
+    fact = _new(cls)
+    _set(fact, "__dict__", {"value": value, "source": source, "path": path, "raw": raw,
+                            "note": note})
+    _set(fact, "__pydantic_fields_set__", _FACT_FIELDS)
+    _set(fact, "__pydantic_extra__", None)
+    _set(fact, "__pydantic_private__", None)
     return fact
 
 
@@ -78,10 +80,22 @@ class _Reader:
         return _fact(cls, value, SYSFS, rel, raw, None)
 
     def batch(self, base: str, specs: list[_Spec]) -> dict[str, Fact[Any]]:
-        """Facts for (field, file under base, class, parser, optional) specs, read in one go."""
+        """Facts for (field, file under base, class, parser, optional) specs, read in one go.
+        The common case (present and parsable) is inlined: this loop runs ~120,000 times on a
+        SAN host."""
         raws = self.root.read_many(base, [spec[1] for spec in specs])
-        return {attr: self.parsed(cls, f"{base}/{rel}", raw, parse, optional)
-                for (attr, rel, cls, parse, optional), raw in zip(specs, raws, strict=True)}
+        out: dict[str, Fact[Any]] = {}
+        for (attr, rel, cls, parse, optional), raw in zip(specs, raws, strict=True):
+            if raw:
+                try:
+                    value = parse(raw)
+                except ValueError:
+                    pass
+                else:
+                    out[attr] = _fact(cls, value, SYSFS, f"{base}/{rel}", raw, None)
+                    continue
+            out[attr] = self.parsed(cls, f"{base}/{rel}", raw, parse, optional)
+        return out
 
 
 _Spec = tuple[str, str, type[Fact[Any]], Callable[[str], Any], bool]

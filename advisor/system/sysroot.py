@@ -107,14 +107,13 @@ def _read_at(dir_fd: int | None, path: str) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:
         return None
-    data = b""
     try:
         # A short read is the end of the file (sysfs hands out an attribute in one read).
-        while len(data) < (1 << 20):
+        data = os.read(fd, 65536)
+        chunk = data
+        while len(chunk) == 65536 and len(data) < (1 << 20):
             chunk = os.read(fd, 65536)
             data += chunk
-            if len(chunk) < 65536:
-                break
     except OSError:
         return None
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -241,7 +242,10 @@ class AdvisorApp(App[int]):
             import pyudev
 
             context = pyudev.Context()
-            monitor = pyudev.Monitor.from_netlink(context)
+            # The kernel's own events need no udevd (often absent in VMs and containers); only
+            # root may read them, others get udevd's.
+            source = "kernel" if os.geteuid() == 0 else "udev"
+            monitor = pyudev.Monitor.from_netlink(context, source=source)
             monitor.filter_by("block")
             self._observer = pyudev.MonitorObserver(
                 monitor, callback=lambda _device: self.call_from_thread(self._hotplug_seen))

@@ -1,0 +1,44 @@
+"""On a live system the device list follows hotplug: a loop device attached while the advisor
+runs appears, and disappears when detached."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from advisor.tui.app import AdvisorApp, AdvisorState
+from advisor.tui.core import read_inventory
+from tests.conftest import loop_device, require_root_tools
+
+
+def _names(app: AdvisorApp) -> set[str]:
+    table = app.screen.query_one("#device-table", DataTable)
+    names = set()
+    for row in range(table.row_count):
+        cell = table.get_row_at(row)[0]
+        names.add((cell.plain if isinstance(cell, Text) else str(cell)).split(" ")[-1])
+    return names
+
+
+async def _wait(app: AdvisorApp, present: bool, name: str) -> None:
+    deadline = time.monotonic() + 15
+    while (name in _names(app)) != present:
+        assert time.monotonic() < deadline, f"{name} {'never came' if present else 'stayed'}"
+        await asyncio.sleep(0.1)
+
+
+async def test_loop_device_comes_and_goes(tmp_path: Path) -> None:
+    require_root_tools("losetup")
+    app = AdvisorApp(AdvisorState(inventory=read_inventory(None)),
+                     reload_inventory=lambda: read_inventory(None), follow_hotplug=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app._observer is not None, "no hotplug monitor"
+        with loop_device(tmp_path / "hot.img", 64 << 20) as dev:
+            name = dev.removeprefix("/dev/")
+            await _wait(app, True, name)
+        await _wait(app, False, name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -90,3 +91,26 @@ def test_devices_to_proposal_in_tmux_matches_json(tmux: Callable[..., str],
     expected = json.loads(done.stdout)["proposal"]["mkfs_command"]
     assert on_screen == expected
     assert "/dev/nvme0n1p1" in on_screen
+
+
+def _colours(escaped: str) -> set[tuple[int, int, int]]:
+    found = re.findall(r"\x1b\[[0-9;]*?[34]8;2;(\d+);(\d+);(\d+)", escaped)
+    return {(int(r), int(g), int(b)) for r, g, b in found}
+
+
+@pytest.mark.parametrize("no_color", [False, True], ids=["colour", "NO_COLOR"])
+def test_no_color_gives_a_grey_screen(tmux: Callable[..., str], shared_dumps: dict[str, Path],
+                                      no_color: bool) -> None:
+    sysroot = shared_dumps["simple-nvme"]
+    env = ["NO_COLOR=1"] if no_color else []
+    tmux("new-session", "-d", "-s", "advisor", "-x", "100", "-y", "30", "env", "-u", "COLUMNS",
+         "-u", "LINES", "-u", "NO_COLOR", *env, "TERM=xterm-256color", "COLORTERM=truecolor",
+         str(XFS_ADVISOR), "--sysroot", str(sysroot))
+    _wait_for(lambda: tmux("capture-pane", "-p", "-t", "advisor"), lambda s: "STATE" in s,
+              "the device list")
+    time.sleep(0.5)
+    colours = _colours(tmux("capture-pane", "-p", "-e", "-t", "advisor"))
+    assert colours, "no colours seen at all: the check would prove nothing"
+    chromatic = {c for c in colours if len(set(c)) > 1}
+    assert (not chromatic) == no_color, sorted(chromatic)[:5]
+    tmux("send-keys", "-t", "advisor", "q")

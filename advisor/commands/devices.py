@@ -141,12 +141,17 @@ def render_details(dev: Device) -> str:
     for name in type(dev).model_fields:
         value = getattr(dev, name)
         if hasattr(value, "known") and hasattr(value, "source"):
+            if value.value is None and value.source == "unknown":
+                continue  # not asked for this kind of device (a disk's partition start)
             shown = "null" if value.value is None else str(value.value)
             extra = f" ({value.note})" if value.note else ""
             lines.append(f"  {name:<20} {shown:<16} {value.source}:{value.path or ''}{extra}")
     s = dev.stripe
-    lines.append(f"  stripe               {stripe_cell(dev)} from {s.source}"
-                 + (f": {s.ignored_reason}" if s.ignored_reason else ""))
+    if s.source == "none":
+        lines.append("  stripe               none reported (no -d su/sw from the device)")
+    else:
+        lines.append(f"  stripe               {stripe_cell(dev)} from {s.source}"
+                     + (f": {s.ignored_reason}" if s.ignored_reason else ""))
     if dev.md is not None:
         md = dev.md
         lines.append(f"  md                   {md.level.value} disks={md.raid_disks.value} "

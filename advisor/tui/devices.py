@@ -86,7 +86,8 @@ class DevicesScreen(Screen[None]):
             if device.name == keep and not cursor:
                 cursor = i
         where = "live system" if state.inventory.live else f"capture {state.inventory.sysroot}"
-        table.border_title = f"{len(state.inventory.devices)} devices ({where})"
+        count = len(state.inventory.devices)
+        table.border_title = f"{count} device{'' if count == 1 else 's'} ({where})"
         if table.row_count:
             table.move_cursor(row=cursor)
             self._show_details(self._name_at(cursor))

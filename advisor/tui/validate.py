@@ -172,6 +172,22 @@ class ValidateScreen(Screen[None]):
         device = plan.device or "/dev/loopN"
         plan_view.update(Text("\n".join(plan.commands(device, "MNT"))))
 
+    def _still_scratch(self) -> bool:
+        """The guard again, on the devices as they are now: the list on screen may be old."""
+        from advisor.tui.core import scratch_refusals
+
+        self.advisor.reload_devices()
+        device = self.advisor.state.inventory.get(self.target)
+        try:
+            reasons = scratch_refusals(self.advisor.state.inventory, device) if device else [
+                "it is gone"]
+        except AdvisorError as err:
+            reasons = [err.message]
+        if reasons:
+            self._show_guard()
+            self.notify(f"refusing {self.target}: " + "; ".join(reasons), severity="error")
+        return not reasons
+
     @on(Select.Changed, "#target")
     def _target_changed(self) -> None:
         self._show_guard()
@@ -191,6 +207,8 @@ class ValidateScreen(Screen[None]):
         confirmed = confirm.display and confirm.value.strip() == self.target
         if self.target != LOOP and not confirmed:
             self.notify(f"not confirmed: type {self.target} in the box first", severity="error")
+            return
+        if self.target != LOOP and not self._still_scratch():
             return
         try:
             plan = self._plan()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Select, Static
 
-from advisor.models.device import Fact
+from advisor.models.device import Inventory
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
 from tests.conftest import require_root_tools
@@ -64,7 +64,21 @@ async def test_guard_refuses_and_confirmation_is_typed(make_app: AppFactory,
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert not app.screen.running  # type: ignore[attr-defined]
-    assert Fact(value=True).known
+
+        # Confirmed, but mounted meanwhile: the guard runs again on fresh facts and refuses.
+        def now_mounted() -> Inventory:
+            fresh = inventory.model_copy(deep=True)
+            nvme = fresh.get("nvme0n1")
+            assert nvme is not None
+            nvme.usage.mountpoints = ["/mnt"]
+            return fresh
+
+        app._reload_inventory = now_mounted
+        confirm.value = "nvme0n1"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert not app.screen.running  # type: ignore[attr-defined]
+        assert "mounted on /mnt" in _text(app, "#guard")
 
 
 def _ours(tmp_path: Path) -> list[str]:

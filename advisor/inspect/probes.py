@@ -57,7 +57,13 @@ def probe_live(names: list[str]) -> Probes:
     return probes
 
 
+#: Where udevd keeps device properties; without it (no udevd, a container) there are none.
+UDEV_DATA = "/run/udev/data"
+
+
 def _udev_properties(names: set[str]) -> dict[str, dict[str, str]]:
+    if not os.path.isdir(UDEV_DATA):
+        return {}
     try:
         import pyudev
     except ImportError:  # udev facts are optional: sysfs and libblkid carry the rest

@@ -140,3 +140,26 @@ def test_capture_of_a_capture_replays_identically(small_host: Path, tmp_path: Pa
     original = inspect_devices(SysRoot.open(small_host)).model_dump(exclude={"sysroot"})
     replay = inspect_devices(SysRoot.open(dest)).model_dump(exclude={"sysroot"})
     assert replay == original
+
+
+def test_captured_probe_results_are_replayed(small_host: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.inspect.probes import PROBES_FILE, Probes
+    from advisor.models.device import Fact
+
+    sig = Fact[str](value="LVM2_member", source="blkid", path="/dev/md0",
+                    raw="TYPE=LVM2_member USAGE=raid")
+    (small_host / PROBES_FILE).write_text(Probes(probed=True, signatures={"md0": [sig], "sda": []},
+                                                 udev={"sda": {"ID_MODEL": "ST4000"}}).to_json())
+    inv = inspect_devices(SysRoot.open(small_host))
+    md0, sda = inv.get("md0"), inv.get("sda")
+    assert md0 is not None and sda is not None
+    assert md0.usage.probed and md0.usage.signatures == [sig]
+    assert md0.usage.fstype.value == "xfs"  # mounted: mountinfo wins over the signature
+    assert sda.usage.probed and sda.usage.signatures == []
+    assert (sda.model.value, sda.model.source) == ("ST4000", "udev")
+    assert not inspect_devices(SysRoot.open(small_host), probe=False).devices[0].usage.probed
+
+    (small_host / PROBES_FILE).write_text("{not json")
+    assert main(["--sysroot", str(small_host), "devices"]) == 2
+    assert "not a valid probe file" in capsys.readouterr().err

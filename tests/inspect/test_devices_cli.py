@@ -163,3 +163,12 @@ def test_captured_probe_results_are_replayed(small_host: Path,
     (small_host / PROBES_FILE).write_text("{not json")
     assert main(["--sysroot", str(small_host), "devices"]) == 2
     assert "not a valid probe file" in capsys.readouterr().err
+
+
+def test_proc_mounts_when_a_capture_has_no_mountinfo(small_host: Path) -> None:
+    (small_host / "proc" / "self" / "mountinfo").unlink()
+    (small_host / "proc" / "mounts").write_text("/dev/md0 /srv xfs rw,noatime 0 0\n"
+                                                "proc /proc proc rw 0 0\n")
+    md0 = inspect_devices(SysRoot.open(small_host)).get("md0")
+    assert md0 is not None and md0.usage.mountpoints == ["/srv"]
+    assert (md0.usage.fstype.value, md0.usage.fstype.path) == ("xfs", "proc/mounts")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -119,14 +120,20 @@ def generate(root: Path, luns: int, paths: int) -> int:
     return n
 
 
-def timed(argv: list[str]) -> tuple[float, int]:
-    """Wall seconds and stdout size of one run."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system: steadier on a shared machine) and stdout size."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"{argv[0]} failed: {proc.stderr.decode()[:300]}")
-    return wall, len(proc.stdout)
+    return wall, _children_cpu() - cpu, len(proc.stdout)
 
 
 #: Run one command from a fresh interpreter and print its children's peak RSS: getrusage
@@ -173,12 +180,16 @@ def main() -> int:
         subprocess.run(theirs_argv, capture_output=True)
         ours: list[float] = []
         theirs: list[float] = []
+        ours_cpu: list[float] = []
+        theirs_cpu: list[float] = []
         ours_out = theirs_out = 0
         for _ in range(args.runs):
-            wall, ours_out = timed(ours_argv)
+            wall, cpu, ours_out = timed(ours_argv)
             ours.append(wall)
-            wall, theirs_out = timed(theirs_argv)
+            ours_cpu.append(cpu)
+            wall, cpu, theirs_out = timed(theirs_argv)
             theirs.append(wall)
+            theirs_cpu.append(cpu)
         ours_rss = peak_rss_kib(ours_argv)
         theirs_rss = peak_rss_kib(theirs_argv)
         best_ours, best_theirs = min(ours), min(theirs)
@@ -189,7 +200,9 @@ def main() -> int:
               f"({', '.join(f'{t:.2f}' for t in theirs)}), {theirs_out / 1e6:.1f} MB of JSON, "
               f"peak RSS {theirs_rss / 1024:.0f} MiB")
         print(f"ratio lsblk / xfs-advisor: {best_theirs / best_ours:.2f}x "
-              f"({'faster' if best_ours < best_theirs else 'slower'} than lsblk)")
+              f"({'faster' if best_ours < best_theirs else 'slower'} than lsblk); CPU (user+sys) "
+              f"best: xfs-advisor {min(ours_cpu):.2f} s, lsblk {min(theirs_cpu):.2f} s, "
+              f"ratio {min(theirs_cpu) / min(ours_cpu):.2f}x")
         goals = best_ours < best_theirs and best_ours < 2.0 and ours_rss < 200 * 1024
         print("goals (faster than lsblk, < 2 s, < 200 MB):", "met" if goals else "NOT met")
     finally:

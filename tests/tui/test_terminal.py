@@ -25,7 +25,8 @@ def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """A private tmux server (its own socket), killed afterwards whatever happens."""
     require(shutil.which("tmux") is not None, "needs tmux")
     require(XFS_ADVISOR.exists(), f"needs the installed {XFS_ADVISOR}")
-    socket = f"xfs-advisor-test-{os.getpid()}"
+    # One server per test: a server being killed by the previous test may still hold a session.
+    socket = f"xfs-advisor-test-{os.getpid()}-{tmp_path.name}"
 
     def run(*argv: str) -> str:
         done = subprocess.run(["tmux", "-L", socket, *argv], capture_output=True, text=True,

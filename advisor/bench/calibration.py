@@ -63,9 +63,10 @@ class CalibrationStore:
             metrics[name] = MetricNoise(floor=round(stats.noise_floor(a, b), 4),
                                         sd=round(summary.sd, 4), rounds=summary.n)
         everything = self._load()
+        earlier = everything[key].metrics if key in everything else {}
         everything[key] = Calibration(device_key=key,
                                       measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                                      metrics=metrics)
+                                      metrics={**earlier, **metrics})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({k: v.model_dump(mode="json") for k, v in everything.items()},

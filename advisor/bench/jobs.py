@@ -25,6 +25,8 @@ DELETE_RATE_GUESS = 25_000
 DEFAULT_DIRECTORY_ENTRIES = 20_000
 MIN_DIRECTORY_ENTRIES = 2_000
 MAX_WRITERS = 16
+LARGE_DIRECTORY_FLOOR = 30_000
+SEQUENTIAL_FROM = 1 << 20
 READ_FILE_BYTES = 16 << 20
 
 
@@ -37,12 +39,16 @@ class Metric:
     job: str
     """fio job name prefix whose jobs this metric sums."""
     kind: str
-    """`iops` or `bw`."""
+    """`iops`, `iops_per_cpu` (iops over the job's CPU share) or `bw`."""
 
 
 METRICS: tuple[Metric, ...] = (
     Metric("creates_per_s", "file creates in one large directory", "files/s", True, "create",
            "iops"),
+    # The same creates per second of CPU the creating thread used: a create-heavy phase is
+    # CPU-bound, and this stays meaningful when other processes compete for the CPU.
+    Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
+           "iops_per_cpu"),
     Metric("stats_per_s", "cold stat of files there", "files/s", True, "stat", "iops"),
     Metric("deletes_per_s", "deletes from that directory", "files/s", True, "delete", "iops"),
     Metric("fsync_writes_per_s", "4 KiB writes, each followed by fsync", "writes/s", True,
@@ -68,21 +74,45 @@ class Shape:
     """Size of each reader's file (laid out by fio before the phase, not timed)."""
     phase_seconds: float
     """Length of each time-based data phase."""
+    fsync_phase: bool
+    """Whether fsync'd small writes are measured (fsyncs_per_second unknown or > 0)."""
+    sequential_phases: bool
+    """Whether sequential 1 MiB writes and reads are measured (median file unknown or >= 1 MiB)."""
     directory_entries_asked: int | None
     """largest_directory_entries from the answers (null: not given)."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
+    @property
+    def metrics(self) -> tuple[Metric, ...]:
+        """The metrics these phases measure."""
+        skip = set()
+        if not self.fsync_phase:
+            skip.add("syncwrite")
+        if not self.sequential_phases:
+            skip |= {"seqwrite", "seqread"}
+        return tuple(m for m in METRICS if m.job not in skip)
+
 
 def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> Shape:
-    """Scale the workload to about `measure_seconds` of measuring per round and side."""
+    """Scale the workload to about `measure_seconds` of measuring per round and side.
+
+    The phases follow the answers: fsync'd writes unless fsyncs_per_second is 0, sequential
+    1 MiB I/O unless the median file is under 1 MiB. A large directory keeps at least
+    LARGE_DIRECTORY_FLOOR entries whatever the budget: below that, 4 KiB and 64 KiB directory
+    blocks are different shapes of btree than the answer describes."""
     asked = workload.largest_directory_entries
-    create_share, delete_share, phase_share = 0.3, 0.12, 0.18
-    cap = max(MIN_DIRECTORY_ENTRIES, int(measure_seconds * create_share * CREATE_RATE_GUESS))
-    entries = min(asked if asked else DEFAULT_DIRECTORY_ENTRIES, cap)
-    entries = max(entries, MIN_DIRECTORY_ENTRIES if asked is None or asked > 0 else 0)
-    entries = max(entries, 1)
+    fsync = workload.fsyncs_per_second is None or workload.fsyncs_per_second > 0
+    sequential = workload.median_file_size is None or workload.median_file_size >= SEQUENTIAL_FROM
+    data_phases = int(fsync) + 2 * int(sequential)
+    phase_share = 0.18 if data_phases else 0.0
+    delete_share = 0.12
+    create_share = 1.0 - delete_share - data_phases * phase_share - 0.04  # 0.04: the stat phase
+    budgeted = int(measure_seconds * create_share * CREATE_RATE_GUESS)
+    wanted = asked if asked is not None else DEFAULT_DIRECTORY_ENTRIES
+    floor = min(wanted, LARGE_DIRECTORY_FLOOR)
+    entries = max(1, MIN_DIRECTORY_ENTRIES if asked is None else 0, min(wanted, budgeted), floor)
     deleted = max(1, min(entries, int(measure_seconds * delete_share * DELETE_RATE_GUESS)))
     writers = min(workload.concurrent_writers or 1, MAX_WRITERS)
     # Leave half the filesystem free: writers' files and readers' files must both fit.
@@ -97,6 +127,8 @@ def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> S
         write_file_bytes=write_bytes,
         read_file_bytes=read_bytes,
         phase_seconds=round(max(0.5, measure_seconds * phase_share), 2),
+        fsync_phase=fsync,
+        sequential_phases=sequential,
         directory_entries_asked=asked,
     )
 
@@ -150,11 +182,13 @@ def jobfile(shape: Shape, mountpoint: str) -> str:
                 "",
             ])
 
-    data("syncwrite", ["rw=write", "bs=4k", "fsync=1", "size=16m", "filename=sync.dat"])
-    data("seqwrite", ["rw=write", "bs=1m", "direct=1", f"size={shape.write_file_bytes}",
-                      "filename=seq.dat"])
-    data("seqread", ["rw=read", "bs=1m", "direct=1", f"size={shape.read_file_bytes}",
-                     "filename=read.dat"])
+    if shape.fsync_phase:
+        data("syncwrite", ["rw=write", "bs=4k", "fsync=1", "size=16m", "filename=sync.dat"])
+    if shape.sequential_phases:
+        data("seqwrite", ["rw=write", "bs=1m", "direct=1", f"size={shape.write_file_bytes}",
+                          "filename=seq.dat"])
+        data("seqread", ["rw=read", "bs=1m", "direct=1", f"size={shape.read_file_bytes}",
+                         "filename=read.dat"])
     return "\n".join(lines)
 
 
@@ -166,7 +200,7 @@ class RoundResult:
     """Sum over phases of the longest job runtime in the phase."""
 
 
-def parse_fio(text: str) -> RoundResult:
+def parse_fio(text: str, metrics: tuple[Metric, ...] = METRICS) -> RoundResult:
     """Metric values from `fio --output-format=json`; ToolProblem when a job failed or is absent."""
     start = text.find("{")
     try:
@@ -183,17 +217,22 @@ def parse_fio(text: str) -> RoundResult:
         phases.setdefault(name.split(".")[0], []).append(job)
     values: dict[str, float] = {}
     measuring = 0.0
-    for metric in METRICS:
+    for metric in metrics:
         jobs = phases.get(metric.job)
         if not jobs:
             raise ToolProblem(f"fio gave no result for the {metric.job} phase")
         total = 0.0
         for job in jobs:
+            rate = 0.0
             for direction in ("read", "write"):
                 d = job.get(direction)
                 if isinstance(d, dict):
-                    total += float(d.get("iops", 0.0) if metric.kind == "iops"
-                                   else d.get("bw_bytes", 0.0)) or 0.0
+                    rate += float(d.get("bw_bytes", 0.0) if metric.kind == "bw"
+                                  else d.get("iops", 0.0)) or 0.0
+            if metric.kind == "iops_per_cpu":
+                busy = (float(str(job.get("usr_cpu", 0))) + float(str(job.get("sys_cpu", 0))))
+                rate = rate * 100.0 / busy if busy > 0 else 0.0
+            total += rate
         if metric.kind == "bw":
             total /= 1 << 20
         if not math.isfinite(total) or total <= 0:

@@ -207,7 +207,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     order, shape = plan.order, plan.shape
     total = len(order)
     samples: dict[str, dict[str, list[float]]] = {
-        m.name: {"A": [], "B": []} for m in jobs.METRICS}
+        m.name: {"A": [], "B": []} for m in shape.metrics}
     infos: dict[str, str] = {}
     measuring = 0.0
     age_report: AgeReport | None = None
@@ -255,7 +255,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             result = run(argv.fio(jobpath), check=False, timeout=fio_timeout)
             if not result.ok:
                 raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
-            measured = jobs.parse_fio(result.stdout)
+            measured = jobs.parse_fio(result.stdout, shape.metrics)
             measuring += measured.measuring_seconds
             for name, value in measured.values.items():
                 samples[name][label].append(value)
@@ -280,12 +280,12 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
     key = device_key(env)
     floors = store.floors(key) if store and not plan.calibrate else {}
     rows = []
-    for m in jobs.METRICS:
+    for m in shape.metrics:
         margin = max(stats.DEFAULT_MARGIN, floors.get(m.name, 0.0))
         rows.append((samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margin))
     verdicts = stats.judge(rows)
     metrics = []
-    for m, (a_samples, b_samples, _, _), v in zip(jobs.METRICS, rows, verdicts, strict=True):
+    for m, (a_samples, b_samples, _, _), v in zip(shape.metrics, rows, verdicts, strict=True):
         metrics.append(MetricResult(
             name=m.name, title=m.title, unit=m.unit, higher_is_better=m.higher_is_better,
             a=[round(x, 3) for x in a_samples], b=[round(x, 3) for x in b_samples],
@@ -300,7 +300,7 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
         calibration_file = str(store.path)
         if plan.calibrate:
             store.save(key, {m.name: (samples[m.name]["A"], samples[m.name]["B"])
-                             for m in jobs.METRICS})
+                             for m in shape.metrics})
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
     return ValidationReport(

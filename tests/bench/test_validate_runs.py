@@ -1,0 +1,237 @@
+"""Real validate runs on loop devices: A/A finds nothing, a planted slowdown is found, failures,
+SIGTERM and SIGKILL leave nothing behind, and missing tools or privileges give one-line errors.
+
+These are the expensive tests of the suite: each run is kept to the minimum the protocol allows
+(6 pairs, a small budget), and the workloads are the ones that show the effect."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, require_root_tools, sh
+
+TOOLS = ("losetup", "mkfs.xfs", "fio", "xfs_info", "mount")
+
+
+def _ours(marker: str) -> list[str]:
+    """Loop devices and mounts whose paths contain marker (this test's tmp folder)."""
+    loops = [line for line in sh("losetup", "-a").stdout.splitlines() if marker in line]
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if marker in line]
+    return loops + mounts
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state"),
+           "XFS_ADVISOR_CALIBRATION": str(tmp_path / "calibration.json"), **extra}
+    env.pop("XFS_ADVISOR_DEBUG", None)
+    return env
+
+
+def _argv(tmp_path: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "advisor", "validate", "--json", "--loop-dir",
+            str(tmp_path / "work"), "--loop-size", "1GiB", *args]
+
+
+def _validate(tmp_path: Path, *args: str, timeout: float = 240,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_argv(tmp_path, *args), capture_output=True, text=True, cwd=REPO,
+                          env=env or _env(tmp_path), timeout=timeout)
+
+
+@pytest.fixture
+def root_tools() -> None:
+    require_root_tools(*TOOLS)
+
+
+# A create-heavy workload in one large directory: the shape -n size=64k hurts.
+CREATE_HEAVY = ("--largest-directory-entries", "200000", "--concurrent-writers", "1",
+                "--fsyncs-per-second", "0", "--median-file-size", "4KiB")
+
+
+def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None) -> None:
+    proc = _validate(tmp_path, "--calibrate", "--budget", "30", *CREATE_HEAVY)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["schema_version"] == 1 and report["calibrate"] is True
+    assert report["rounds"] == 6 and report["order"][:4] == ["A", "B", "B", "A"]
+    assert {m["verdict"] for m in report["metrics"]} <= {"equivalent", "inconclusive"}
+    for m in report["metrics"]:
+        assert len(m["a"]) == len(m["b"]) == 6
+        assert m["ci"][0] <= m["ratio"] <= m["ci"][1]
+    assert report["b"]["mkfs_options"] == report["a"]["mkfs_options"] == []
+    stored = json.loads((tmp_path / "calibration.json").read_text())
+    (cal,) = stored.values()
+    assert set(cal["metrics"]) == {m["name"] for m in report["metrics"]}
+    assert _ours(str(tmp_path)) == []
+
+
+def _naming(xfs_info: str) -> str:
+    return next(line for line in xfs_info.splitlines() if line.startswith("naming"))
+
+
+def test_planted_directory_block_size_is_found_worse(tmp_path: Path, root_tools: None) -> None:
+    proc = _validate(tmp_path, "--mkfs-options", "-n size=64k", "--budget", "30", *CREATE_HEAVY)
+    report = json.loads(proc.stdout)
+    creates = next(m for m in report["metrics"] if m["name"] == "creates_per_cpu_s")
+    assert creates["verdict"] == "worse", report["metrics"]
+    assert creates["ci"][1] < 0.95
+    assert report["verdict"] == "worse" and proc.returncode == 5
+    assert "bsize=65536" in _naming(report["b"]["xfs_info"])  # B's option took effect
+    assert "bsize=4096" in _naming(report["a"]["xfs_info"])
+    assert report["environment"]["loop_backing_file"]
+    assert "backing" in report["environment"]["note"] or "storage" in report["environment"]["note"]
+    assert _ours(str(tmp_path)) == []
+
+
+def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> None:
+    proc = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
+    assert proc.returncode == 4
+    err = json.loads(proc.stderr.strip())["error"]
+    assert "mkfs.xfs for side B" in err["message"]
+    assert _ours(str(tmp_path)) == []
+    assert list((tmp_path / "work").iterdir()) == []
+    assert list((tmp_path / "state").glob("run-*.json")) == []
+
+
+def test_failing_mount_option_cleans_up(tmp_path: Path, root_tools: None) -> None:
+    proc = _validate(tmp_path, "--mount-options", "logbsize=3k", "--budget", "10")
+    assert proc.returncode == 4, proc.stderr
+    assert "mount" in json.loads(proc.stderr.strip())["error"]["message"]
+    assert _ours(str(tmp_path)) == []
+
+
+def _wait_for_mount(marker: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(marker in line for line in Path("/proc/mounts").read_text().splitlines()):
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"validate ended early: {proc.stderr.read() if proc.stderr else ''}")
+        time.sleep(0.1)
+    pytest.fail("validate never mounted its scratch filesystem")
+
+
+def test_sigterm_mid_run_leaves_nothing(tmp_path: Path, root_tools: None) -> None:
+    proc = subprocess.Popen(_argv(tmp_path, "--calibrate", "--budget", "60"), cwd=REPO,
+                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        _wait_for_mount(str(tmp_path), proc)
+        time.sleep(1.0)  # inside fio
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert _ours(str(tmp_path)) == []
+    assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_sigkill_leftovers_are_recovered_by_the_next_run(tmp_path: Path, root_tools: None) -> None:
+    proc = subprocess.Popen(_argv(tmp_path, "--calibrate", "--budget", "60"), cwd=REPO,
+                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        _wait_for_mount(str(tmp_path), proc)
+        proc.kill()
+        proc.wait(timeout=30)
+        time.sleep(1.5)  # its fio child finishes its current phase on its own
+        assert _ours(str(tmp_path)) != []  # the dead run did leave things behind
+        # The next run (it fails fast on a bad option) first removes what the dead one left.
+        after = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
+        assert after.returncode == 4
+        assert _ours(str(tmp_path)) == []
+        assert list((tmp_path / "state").glob("run-*.json")) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for line in _ours(str(tmp_path)):  # belt and braces: never leave a loop behind
+            if line.startswith("/dev/loop"):
+                sh("umount", "-l", line.split()[0].rstrip(":"), check=False)
+                sh("losetup", "-d", line.split(":")[0], check=False)
+
+
+def test_recovery_is_reported(tmp_path: Path, root_tools: None) -> None:
+    from advisor.bench import resources
+
+    state = tmp_path / "state"
+    state.mkdir()
+    leftover = tmp_path / "work" / "xfs-advisor-dead"
+    leftover.mkdir(parents=True)
+    (leftover / "scratch.img").write_bytes(b"x")
+    (state / "run-999999.json").write_text(json.dumps({
+        "pid": 999999, "started": "1", "dirs": [str(leftover)],
+        "files": [str(leftover / "scratch.img")], "loops": [], "mounts": []}))
+    os.environ[resources.STATE_DIR_ENV] = str(state)
+    try:
+        done = resources.recover_leftovers()
+    finally:
+        del os.environ[resources.STATE_DIR_ENV]
+    assert len(done) == 1 and "pid 999999" in done[0] and "removed" in done[0]
+    assert not leftover.exists()
+    assert list(state.iterdir()) == []
+
+
+def test_missing_fio_is_one_line_exit_4(tmp_path: Path, root_tools: None) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("mkfs.xfs", "mount", "umount", "losetup", "xfs_info", "sysctl"):
+        (bin_dir / tool).symlink_to(sh("sh", "-c", f"command -v {tool} || "
+                                            f"echo /usr/sbin/{tool}").stdout.strip())
+    env = _env(tmp_path, PATH=str(bin_dir))
+    proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--loop-dir",
+                           str(tmp_path / "work")], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=60)
+    assert proc.returncode == 4
+    assert proc.stderr.strip() == "xfs-advisor: fio not found: install it (Debian: apt-get " \
+                                  "install fio)"
+    assert not (tmp_path / "work").exists()
+
+
+def test_missing_mkfs_is_one_line_exit_4(tmp_path: Path, root_tools: None) -> None:
+    # The runner also looks in the sbin folders, so PATH alone cannot hide mkfs.xfs: hide it in
+    # a private mount namespace behind a non-executable empty file.
+    require_root_tools("unshare")
+    mkfs = sh("sh", "-c", "command -v mkfs.xfs || echo /usr/sbin/mkfs.xfs").stdout.strip()
+    blank = tmp_path / "blank"
+    blank.write_text("")
+    script = (f"mount --bind {blank} {mkfs} && exec {sys.executable} -m advisor validate "
+              f"--json --loop-dir {tmp_path / 'work'}")
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, cwd=REPO, env=_env(tmp_path),
+                          timeout=60)
+    assert proc.returncode == 4
+    err = json.loads(proc.stderr)["error"]
+    assert err["kind"] == "tool" and "mkfs.xfs not found" in err["message"]
+    assert not (tmp_path / "work").exists()
+    assert os.access(mkfs, os.X_OK)  # the real one, untouched outside the namespace
+
+
+def test_not_root_is_one_line_exit_3(tmp_path: Path) -> None:
+    require_root_tools(*TOOLS)
+    require_root_tools("setpriv")
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sys.executable, "-m", "advisor", "validate"],
+                          capture_output=True, text=True, cwd="/", timeout=60,
+                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO),
+                               "HOME": "/nonexistent"})
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip() == "xfs-advisor: validate needs root: it makes filesystems, " \
+                                  "mounts them and drops caches"
+
+
+def test_bad_rounds_is_bad_input(tmp_path: Path) -> None:
+    proc = _validate(tmp_path, "--rounds", "3")
+    assert proc.returncode == 2
+    assert "at least 6" in proc.stderr

@@ -145,3 +145,23 @@ def test_fast_fact_equals_a_validated_fact() -> None:
     assert Fact[int].model_validate_json(built.model_dump_json()) == built
     with pytest.raises(Exception, match="frozen"):
         built.value = 8  # type: ignore[misc]
+
+
+def test_scan_leaves_the_garbage_collector_as_it_found_it(tmp_path: object) -> None:
+    import gc
+    from pathlib import Path
+
+    from advisor.inspect.devices import inspect_devices
+    from advisor.system.sysroot import SysRoot
+    from tests.inspect.sysfs_builder import Dev, write_tree
+
+    root = write_tree(Path(str(tmp_path)), [Dev("sda", 1 << 30, "8:0")])
+    assert gc.isenabled()
+    inspect_devices(SysRoot.open(root))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        inspect_devices(SysRoot.open(root))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -244,21 +244,19 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
 
 def _md_info(base: str, level: Fact[str], chunk: Fact[int], disks: Fact[int],
              layout: Fact[int]) -> MdInfo:
+    where = f"{base}/md"
     data: Fact[int]
     if level.value is None or disks.value is None:
-        data = FactInt(value=None, source="derived", path=f"{base}/md",
-                                       raw=None, note="md level or raid_disks unknown")
+        data = _fact(FactInt, None, "derived", where, None, "md level or raid_disks unknown")
     else:
+        raw = f"level={level.value} raid_disks={disks.value} layout={layout.raw}"
         try:
             value = parsers.md_data_disks(level.value, disks.value, layout.value or 0)
-            data = FactInt(
-                value=value, source="derived", path=f"{base}/md",
-                raw=f"level={level.value} raid_disks={disks.value} layout={layout.raw}", note=None)
+            data = _fact(FactInt, value, "derived", where, raw, None)
         except ValueError as err:
-            data = FactInt(value=None, source="derived", path=f"{base}/md",
-                                           raw=None, note=str(err))
+            data = _fact(FactInt, None, "derived", where, raw, str(err))
     return MdInfo(level=level, chunk_bytes=chunk, raid_disks=disks, layout=layout,
-                                  data_disks=data)
+                  data_disks=data)
 
 
 def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, Any]

@@ -21,7 +21,7 @@ from advisor.system.sysroot import SysRoot
 if TYPE_CHECKING:
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
-    from advisor.models.bench import ValidationReport
+    from advisor.models.bench import SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
@@ -116,19 +116,43 @@ def scratch_refusals(inventory: Inventory, device: Device) -> list[str]:
     return refusals(inventory, device, MIN_DEVICE_BYTES)
 
 
-def validation_plan(proposal: Proposal, workload: Workload, device_path: str | None,
+def proposal_side(proposal: Proposal) -> SideConfig:
+    """Side B of the A/B run: the proposal's mkfs and mount options."""
+    from advisor.models.bench import SideConfig
+
+    return SideConfig(label="B", mkfs_options=list(proposal.mkfs_options),
+                      mount_options=list(proposal.mount_options), source="proposal")
+
+
+def validation_plan(workload: Workload, target: Device | None, b: Proposal | None,
                     device_bytes: int | None = None, budget_seconds: float | None = None) -> Plan:
-    """A (defaults) against B (the proposal), on `device_path` or a loop device (None)."""
+    """A (defaults) against B, on the scratch device `target` (B: its proposal `b`), or on a
+    loop device (target None), where B is the proposal for the loop device itself, made once it
+    exists (see loop_side), as `xfs-advisor validate` does."""
     _require("advisor.bench.run", "the A/B validation")
     from advisor.bench.run import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE
     from advisor.bench.run import Plan as BenchPlan
     from advisor.models.bench import SideConfig
 
-    b = SideConfig(label="B", mkfs_options=list(proposal.mkfs_options),
-                   mount_options=list(proposal.mount_options), source="proposal")
-    return BenchPlan(a=SideConfig(label="A"), b=b, workload=workload, device=device_path,
-                     device_bytes=device_bytes or DEFAULT_LOOP_SIZE,
+    side_b = proposal_side(b) if b is not None else SideConfig(label="B", source="proposal")
+    size = device_bytes or DEFAULT_LOOP_SIZE
+    if target is not None and target.size_bytes.value:
+        size = target.size_bytes.value
+    return BenchPlan(a=SideConfig(label="A"), b=side_b, workload=workload,
+                     device=target.path if target else None, device_bytes=size,
                      budget_seconds=budget_seconds or DEFAULT_BUDGET)
+
+
+def loop_side(workload: Workload, rules_dir: str | None) -> Callable[[str], SideConfig]:
+    """For a loop run: B decided from the loop device's own facts, once it is attached."""
+
+    def resolve(path: str) -> SideConfig:
+        from advisor.inspect.devices import find_device, inspect_devices
+
+        device = find_device(inspect_devices(SysRoot(), probe=False), path)
+        return proposal_side(propose(device, workload, None, rules_dir))
+
+    return resolve
 
 
 def _stop_running_fio() -> None:
@@ -149,10 +173,12 @@ def _stop_running_fio() -> None:
 
 
 def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
-                   cancel: threading.Event) -> ValidationReport:
+                   cancel: threading.Event,
+                   resolve_b: Callable[[str], SideConfig] | None = None) -> ValidationReport:
     """Run the plan (in a worker thread). Setting `cancel` stops it at the next step, or at
     once by ending fio; what the run made is removed either way, then Cancelled is raised."""
     _require("advisor.bench.run", "the A/B validation")
+    from advisor.bench.calibration import CalibrationStore
     from advisor.bench.run import execute
 
     def step(done: int, total: int, what: str) -> None:
@@ -168,7 +194,8 @@ def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
     finished = threading.Event()
     threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
     try:
-        return execute(plan, progress=step)
+        # The same calibration store as `xfs-advisor validate`: its noise floors set the margins.
+        return execute(plan, progress=step, store=CalibrationStore(), resolve_b=resolve_b)
     except AdvisorError:
         if cancel.is_set():
             raise Cancelled("validation cancelled; everything it made was removed") from None

@@ -23,6 +23,7 @@ from advisor.models.units import human_size
 if TYPE_CHECKING:
     from advisor.bench.run import Plan
     from advisor.models.bench import ValidationReport
+    from advisor.models.proposal import Proposal
     from advisor.tui.app import AdvisorApp
 
 LOOP = "loop"
@@ -50,6 +51,8 @@ class ValidateScreen(Screen[None]):
         self._cancel: threading.Event | None = None
         self._worker: Worker[ValidationReport] | None = None
         self.report: ValidationReport | None = None
+        self._other: tuple[str, str] | None = None
+        self._other_proposal: Proposal | None = None
 
     @property
     def advisor(self) -> AdvisorApp:
@@ -110,19 +113,46 @@ class ValidateScreen(Screen[None]):
         return value if isinstance(value, str) else LOOP
 
     def show_proposal(self) -> None:
-        """The sides, the guard's verdict and the plan for the current proposal and target."""
+        """The sides, the guard's verdict and the plan for the current answers and target."""
+        self._show_guard()
+        self._show_plan()
+
+    def _target_proposal(self) -> Proposal | None:
+        """B on a scratch device: the proposal for that device (the one of step 3 when it is the
+        device chosen there). None on the loop default, or while there is none."""
         state = self.advisor.state
-        proposal = state.proposal
+        if self.target == LOOP or state.workload_problem:
+            return None
+        if self.target == state.device_name:
+            return None if state.proposing else state.proposal
+        key = (self.target, state.workload.model_dump_json())
+        if self._other != key:
+            from advisor.tui.core import propose
+
+            device = state.inventory.get(self.target)
+            self._other, self._other_proposal = key, None
+            if device is not None:
+                try:
+                    self._other_proposal = propose(device, state.workload, None, state.rules_dir)
+                except AdvisorError:
+                    self._other = None  # asked again next time; the caller shows the error
+                    raise
+        return self._other_proposal
+
+    def _show_sides(self, proposal: Proposal | None, problem: str | None) -> None:
         sides = self.query_one("#sides", Static)
-        if proposal is None:
-            sides.update(state.proposal_problem or "computing the proposal...")
+        a = Text.assemble(("A", "bold"), " mkfs.xfs and mount defaults   ", ("B", "bold"))
+        if problem:
+            sides.update(a + f" {problem}")
+        elif self.target == LOOP:
+            sides.update(a + " the advisor's proposal for the loop device, with these answers "
+                         "(made once it exists, as `xfs-advisor validate` does)")
+        elif proposal is None:
+            sides.update(a + " computing the proposal...")
         else:
             b = " ".join(proposal.mkfs_options) or "(no mkfs options)"
             mount = ",".join(proposal.mount_options) or "defaults"
-            sides.update(Text.assemble(("A", "bold"), " mkfs.xfs and mount defaults   ",
-                                       ("B", "bold"), f" mkfs.xfs {b}, mount -o {mount}"))
-        self._show_guard()
-        self._show_plan()
+            sides.update(a + f" mkfs.xfs {b}, mount -o {mount} (the proposal for {self.target})")
 
     def _show_guard(self) -> None:
         guard = self.query_one("#guard", Static)
@@ -153,10 +183,15 @@ class ValidateScreen(Screen[None]):
         from advisor.tui.core import validation_plan
 
         state = self.advisor.state
-        if state.proposal is None:
+        if state.workload_problem:
+            raise AdvisorError(f"the answers are not valid ({state.workload_problem}): F3")
+        if self.target == LOOP:
+            return validation_plan(state.workload, None, None, state.validation_bytes,
+                                   state.validation_budget)
+        proposal = self._target_proposal()
+        if proposal is None:
             return None
-        device = state.inventory.get(self.target) if self.target != LOOP else None
-        return validation_plan(state.proposal, state.workload, device.path if device else None,
+        return validation_plan(state.workload, state.inventory.get(self.target), proposal,
                                state.validation_bytes, state.validation_budget)
 
     def _show_plan(self) -> None:
@@ -164,13 +199,18 @@ class ValidateScreen(Screen[None]):
         try:
             plan = self._plan()
         except AdvisorError as err:
-            plan_view.update(err.message)
+            self._show_sides(None, err.message)
+            plan_view.update("")
             return
+        self._show_sides(self._target_proposal(), None)
         if plan is None:
             plan_view.update("")
             return
-        device = plan.device or "/dev/loopN"
-        plan_view.update(Text("\n".join(plan.commands(device, "MNT"))))
+        lines = plan.commands(plan.device or "/dev/loopN", "MNT")
+        if plan.device is None:
+            lines = [line if not line.startswith("# side B") else
+                     f"{line}: its options once the loop device exists" for line in lines]
+        plan_view.update(Text("\n".join(lines)))
 
     def _still_scratch(self) -> bool:
         """The guard again, on the devices as they are now: the list on screen may be old."""
@@ -218,8 +258,10 @@ class ValidateScreen(Screen[None]):
         if plan is None:
             self.notify("no proposal to validate yet", severity="warning")
             return
-        from advisor.tui.core import run_validation
+        from advisor.tui.core import loop_side, run_validation
 
+        state = self.advisor.state
+        resolve_b = loop_side(state.workload, state.rules_dir) if plan.device is None else None
         cancel = threading.Event()
         self._cancel = cancel
         self.report = None
@@ -235,7 +277,7 @@ class ValidateScreen(Screen[None]):
             self.post_message(Progressed(done, total, what))  # thread-safe; widgets untouched
 
         def work() -> ValidationReport:
-            return run_validation(plan, progress, cancel)
+            return run_validation(plan, progress, cancel, resolve_b)
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)

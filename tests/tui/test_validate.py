@@ -29,10 +29,11 @@ async def test_plan_shows_both_sides_on_the_loop_default(make_app: AppFactory,
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert "mkfs.xfs -n size=64k" in _text(app, "#sides")
+        # On a loop device, B is the proposal for the loop device itself, made once it exists.
+        assert "proposal for the loop device" in _text(app, "#sides")
         plan = _text(app, "#plan")
-        assert "losetup" in plan and "mkfs.xfs -f -K -n size=64k /dev/loopN" in plan
-        assert "-o logbsize=256k,noatime" in plan
+        assert "losetup" in plan and "mkfs.xfs -f -K /dev/loopN" in plan
+        assert "# side B (proposal): its options once the loop device exists" in plan
         # A capture's devices belong to another machine: only the loop default is offered.
         assert app.screen.query_one("#target", Select)._options[1:] == []
         assert not app.screen.query_one("#confirm", Input).display
@@ -60,6 +61,7 @@ async def test_guard_refuses_and_confirmation_is_typed(make_app: AppFactory,
         confirm = app.screen.query_one("#confirm", Input)
         assert confirm.display
         assert "mkfs.xfs -f -K -n size=64k /dev/nvme0n1" in _text(app, "#plan")
+        assert "(the proposal for nvme0n1)" in _text(app, "#sides")
         confirm.value = "nvme0n"  # not quite: the run must not start
         await pilot.press("ctrl+r")
         await pilot.pause()

@@ -164,12 +164,12 @@ class Walker:
             self._walk(top, st)
         except KeyboardInterrupt:
             partial = True
-        xattrs, cut_short = self._read_xattrs()  # a few thousand reads at most: quick
+        xattrs, cut_short = self._read_xattrs()  # at most xattr_sample paths: quick
         return self._report(top, partial or cut_short, xattrs)
 
     def _walk(self, top: str, top_stat: os.stat_result) -> None:
-        # The hot loop keeps its counters in local variables (an attribute update per entry costs
-        # a third of the time) and stores them in the finally at the end, Ctrl-C included.
+        # The hot loop keeps its counters in local variables (cheaper than attribute updates once
+        # per entry) and stores them in the finally at the end, Ctrl-C included.
         c = self._counts
         sample, pending = self._sample, self._links_pending
         counts, totals = self._file_sizes.counts, self._file_sizes.totals

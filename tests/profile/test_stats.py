@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.profile.stats import (
     Largest,
@@ -97,3 +101,32 @@ def test_reservoir_skips_ahead_on_long_streams() -> None:
     # Algorithm L takes about k(1 + ln(n/k)) items, not n.
     assert taken < 100 * 12
     assert max(r.items) > 50_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=1 << 40), min_size=1, max_size=300),
+       st.sampled_from([0.1, 0.25, 0.5, 0.75, 0.9, 0.99]))
+def test_estimated_percentiles_stay_in_the_true_bucket(values: list[int], q: float) -> None:
+    hist = Log2Histogram()
+    for v in values:
+        hist.add(v)
+    found = hist.percentile(q)
+    assert found is not None
+    estimate, exact = found
+    true = sorted(values)[max(1, math.ceil(q * len(values))) - 1]
+    assert estimate.bit_length() == true.bit_length()  # same power-of-two bucket
+    assert min(values) <= estimate <= max(values)
+    if exact:
+        assert estimate == true
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=0, max_value=500), st.integers(min_value=0, max_value=50),
+       st.integers(min_value=0, max_value=2**32))
+def test_reservoir_holds_distinct_items_of_the_stream(n: int, limit: int, seed: int) -> None:
+    r: Reservoir[int] = Reservoir(limit, seed)
+    for i in range(n):
+        r.offer(i)
+    assert len(r.items) == min(n, limit)
+    assert len(set(r.items)) == len(r.items)
+    assert all(0 <= i < n for i in r.items)

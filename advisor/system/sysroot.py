@@ -58,12 +58,13 @@ class SysRoot:
     def read(self, rel: str) -> str | None:
         """The stripped text of a file, or None when it is missing or unreadable."""
         self._note(rel)
-        return _read_at(None, self._abs(rel))
+        return _read_at(None, self._abs(rel), to_eof=True)
 
     def read_many(self, folder: str, names: Sequence[str]) -> list[str | None]:
-        """read(folder/name) for each name (which may hold a slash), opening the folder once: a
-        scan reads ~25 attributes per device, and walking the symlinked sysfs path again for
-        each costs as much as the read itself."""
+        """read(folder/name) for each sysfs attribute name (which may hold a slash), opening the
+        folder once: a scan reads ~25 attributes per device, and walking the symlinked sysfs
+        path again for each costs as much as the read itself. Attributes (at most a page) come
+        in one read; /proc tables, which may need several, go through read()."""
         folder = folder.strip("/")
         if self.recorded is not None:
             self.recorded.update(f"{folder}/{name}" for name in names)
@@ -72,7 +73,7 @@ class SysRoot:
         except OSError:
             return [None] * len(names)
         try:
-            return [_read_at(dir_fd, name) for name in names]
+            return [_read_at(dir_fd, name, to_eof=False) for name in names]
         finally:
             os.close(dir_fd)
 
@@ -100,7 +101,9 @@ class SysRoot:
         return self.path(rel).is_dir()
 
 
-def _read_at(dir_fd: int | None, path: str) -> str | None:
+def _read_at(dir_fd: int | None, path: str, *, to_eof: bool) -> str | None:
+    """Up to 1 MiB of a file. `to_eof` False: a short read is the end (true of sysfs attributes,
+    and it saves a syscall per attribute); True: read until read() returns nothing (procfs)."""
     # os.read, not open().read(1 << 20): a buffered read allocates the whole 1 MiB every time,
     # which dominates a scan of thousands of small sysfs files.
     try:
@@ -108,10 +111,8 @@ def _read_at(dir_fd: int | None, path: str) -> str | None:
     except OSError:
         return None
     try:
-        # A short read is the end of the file (sysfs hands out an attribute in one read).
-        data = os.read(fd, 65536)
-        chunk = data
-        while len(chunk) == 65536 and len(data) < (1 << 20):
+        data = chunk = os.read(fd, 65536)
+        while chunk and (to_eof or len(chunk) == 65536) and len(data) < (1 << 20):
             chunk = os.read(fd, 65536)
             data += chunk
     except OSError:

@@ -1,0 +1,21 @@
+"""SysRoot.read_many (the scan's batched reader) against plain files: same text as read()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.system.sysroot import SysRoot
+
+
+def test_read_many_matches_read_and_records(tmp_path: Path) -> None:
+    (tmp_path / "sys" / "block" / "sda" / "queue").mkdir(parents=True)
+    (tmp_path / "sys" / "block" / "sda" / "size").write_text("2048\n")
+    (tmp_path / "sys" / "block" / "sda" / "queue" / "rotational").write_text("1\n")
+    big = "y" * 200_000  # longer than one 64 KiB read
+    (tmp_path / "sys" / "block" / "sda" / "big").write_text(big)
+    root = SysRoot(tmp_path, recorded=set())
+    names = ["size", "queue/rotational", "missing", "big"]
+    assert root.read_many("sys/block/sda", names) == ["2048", "1", None, big]
+    assert [root.read(f"sys/block/sda/{n}") for n in names] == ["2048", "1", None, big]
+    assert root.recorded == {f"sys/block/sda/{n}" for n in names}
+    assert root.read_many("sys/block/sdz", ["size", "ro"]) == [None, None]

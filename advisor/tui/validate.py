@@ -318,6 +318,11 @@ class ValidateScreen(Screen[None]):
         from textual_plotext import PlotextPlot
 
         self.report = report
+        b = " ".join(report.b.mkfs_options) or "(no mkfs options)"
+        mount = ",".join(report.b.mount_options) or "defaults"
+        self.query_one("#sides", Static).update(Text.assemble(
+            ("A", "bold"), " mkfs.xfs and mount defaults   ", ("B", "bold"),
+            f" mkfs.xfs {b}, mount -o {mount} (as run)"))
         self.query_one("#verdict", Static).update(f"Verdict: {report.verdict}. {report.summary}")
         table = self.query_one("#metrics", DataTable)
         table.clear()

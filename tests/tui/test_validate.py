@@ -119,3 +119,36 @@ async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_pat
         assert "cancelled" in _text(app, "#step")
     assert _ours(tmp_path) == []
     assert shutil.which("losetup")
+
+
+async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
+                                                           frozen_proposal: Proposal) -> None:
+    from textual.widgets import DataTable
+    from textual_plotext import PlotextPlot
+
+    from advisor.models.bench import ValidationReport
+
+    metric = {"name": "creates_per_s", "title": "file creates", "unit": "files/s",
+              "higher_is_better": True, "a": [100.0, 102.0, 98.0], "b": [80.0, 79.0, 82.0],
+              "ratio": 0.8, "ci": [0.75, 0.85], "margin": 0.05, "noise": 0.02,
+              "verdict": "worse"}
+    report = ValidationReport.model_validate({
+        "a": {"label": "A"}, "b": {"label": "B", "mkfs_options": ["-n", "size=64k"],
+                                   "source": "proposal"},
+        "rounds": 6, "order": ["A", "B"], "metrics": [metric, {**metric, "name": "stats",
+                                                              "title": "stats", "verdict":
+                                                              "equivalent"}],
+        "verdict": "worse", "summary": "B is worse on creates_per_s",
+        "timing": {"wall_seconds": 1, "measuring_seconds": 1, "measuring_share": 1},
+        "environment": {"device": "/dev/loop9", "device_size_bytes": 1 << 30}})
+    app = make_app(device="vg0-data", start="validate")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.screen.show_report(report)  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert "Verdict: worse" in _text(app, "#verdict")
+        assert "mkfs.xfs -n size=64k, mount -o defaults (as run)" in _text(app, "#sides")
+        table = app.screen.query_one("#metrics", DataTable)
+        first = [str(c) for c in table.get_row_at(0)]
+        assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "worse"]
+        assert len(app.screen.query(PlotextPlot)) == 2

@@ -38,22 +38,22 @@ def unpack_default(into: Path) -> Path:
     return next(p for p in into.rglob("sys") if p.is_dir()).parent
 
 
-def time_to_device_list(sysroot: Path, runs: int) -> list[float]:
-    socket = f"bench-tui-{os.getpid()}"
+def time_to_device_list(sysroot: Path, runs: int, folder: Path) -> list[float]:
+    socket = str(folder / "tmux.sock")
     times = []
     try:
         # The tmux server itself is started first, so its start-up is not counted.
-        subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "keep", "sleep", "600"],
+        subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", "keep", "sleep", "600"],
                        check=True)
         for i in range(runs):
             session = f"s{i}"
             started = time.perf_counter()
-            subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", session, "-x", "120",
+            subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", session, "-x", "120",
                             "-y", "40", "env", "-u", "COLUMNS", "-u", "LINES",
                             "TERM=xterm-256color", str(XFS_ADVISOR), "--sysroot", str(sysroot)],
                            check=True)
             while True:
-                screen = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t", session],
+                screen = subprocess.run(["tmux", "-S", socket, "capture-pane", "-p", "-t", session],
                                         capture_output=True, text=True, check=False).stdout
                 if "STATE" in screen and "devices (" in screen:
                     times.append(time.perf_counter() - started)
@@ -61,10 +61,10 @@ def time_to_device_list(sysroot: Path, runs: int) -> list[float]:
                 if time.perf_counter() - started > 20:
                     raise SystemExit(f"no device list after 20 s:\n{screen}")
                 time.sleep(0.01)
-            subprocess.run(["tmux", "-L", socket, "send-keys", "-t", session, "q"], check=False)
+            subprocess.run(["tmux", "-S", socket, "send-keys", "-t", session, "q"], check=False)
             time.sleep(0.3)
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+        subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, check=False)
     return times
 
 
@@ -154,7 +154,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         sysroot = args.sysroot or unpack_default(Path(tmp))
         print(f"sysroot {sysroot}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-        show("start to first painted device list", time_to_device_list(sysroot, args.runs), 1.0)
+        starts = time_to_device_list(sysroot, args.runs, Path(tmp))
+        show("start to first painted device list", starts, 1.0)
         print("  " + startup_breakdown(sysroot).strip().replace("\n", "\n  "))
         keys, engine = asyncio.run(time_key_to_proposal(sysroot, args.runs * 2))
         show("key press to updated proposal on screen", keys)

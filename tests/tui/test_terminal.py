@@ -5,7 +5,6 @@ the one `xfs-advisor --json` gives for the same capture, device and answers."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -25,18 +24,18 @@ def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """A private tmux server (its own socket), killed afterwards whatever happens."""
     require(shutil.which("tmux") is not None, "needs tmux")
     require(XFS_ADVISOR.exists(), f"needs the installed {XFS_ADVISOR}")
-    # One server per test: a server being killed by the previous test may still hold a session.
-    socket = f"xfs-advisor-test-{os.getpid()}-{tmp_path.name}"
+    # One server per test, its socket in the test's own folder (removed with it).
+    socket = str(tmp_path / "tmux.sock")
 
     def run(*argv: str) -> str:
-        done = subprocess.run(["tmux", "-L", socket, *argv], capture_output=True, text=True,
+        done = subprocess.run(["tmux", "-S", socket, *argv], capture_output=True, text=True,
                               timeout=20, check=True)
         return done.stdout
 
     try:
         yield run
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+        subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, check=False)
 
 
 def _wait_for(capture: Callable[[], str], wanted: Callable[[str], bool], what: str,

@@ -185,6 +185,10 @@ class WorkloadScreen(Screen[None]):
             status.add_class("-invalid")
         self.advisor.request_proposal()
 
+    @on(Input.Submitted)
+    def _next_question(self) -> None:
+        self.focus_next()
+
     @on(Input.Changed)
     @on(Select.Changed)
     def _changed(self) -> None:

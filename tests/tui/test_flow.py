@@ -59,6 +59,8 @@ async def test_answers_are_checked_as_typed(make_app: AppFactory,
         assert _text(app, "#q-concurrent-writers-error") == ""
         assert app.state.workload.concurrent_writers == 16
         assert app.state.workload_problem is None
+        await pilot.press("enter")  # Enter moves on to the next question
+        assert app.focused is not None and app.focused.id == "q-median-file-size"
 
 
 async def test_workload_file_save_and_load(make_app: AppFactory, tmp_path: Path,

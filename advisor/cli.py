@@ -47,7 +47,23 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(f"advisor.commands.{name}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def requested_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line, if any, found without building the parser."""
+    takes_value = {"--sysroot"}
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in takes_value:
+            skip = True
+        elif not token.startswith("-"):
+            return token if token in COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (with `only`) just the one subcommand being run: importing every
+    command module and the workload model costs more than the rest of `devices --json`."""
     parser = argparse.ArgumentParser(
         prog="xfs-advisor",
         description="Propose mkfs.xfs and mount options for a device and a workload, "
@@ -57,10 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"xfs-advisor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = common_options(suppress=True)
-    for name in COMMANDS:
+    for name in (only,) if only else COMMANDS:
         _load(name).register(sub, common)
-    # The proposal's options are also valid without a subcommand (`xfs-advisor --json --device X`).
-    _load("propose").add_options(parser)
+    if not only:
+        # Proposal options are valid without a subcommand too (`xfs-advisor --json --device X`).
+        _load("propose").add_options(parser)
     return parser
 
 
@@ -77,7 +94,8 @@ def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=requested_command(argv))
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
     try:

@@ -1,0 +1,54 @@
+"""The entry point: subcommand routing, and errors as one line with the documented exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from advisor.cli import requested_command
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["devices", "--json"], "devices"),
+        (["--json", "--sysroot", "devices", "devices"], "devices"),  # a sysroot named "devices"
+        (["--sysroot", "/x", "capture", "d"], "capture"),
+        (["--json", "--device", "sda"], None),
+        ([], None),
+        (["--help"], None),
+    ],
+)
+def test_requested_command(argv: list[str], expected: str | None) -> None:
+    assert requested_command(argv) == expected
+
+
+def advisor(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+
+
+def test_no_terminal_and_no_command_is_bad_input() -> None:
+    proc = advisor()
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no terminal" in proc.stderr
+
+
+def test_errors_are_json_under_json(tmp_path: object) -> None:
+    proc = advisor("--json", "--sysroot", "/nonexistent-root", "devices")
+    assert proc.returncode == 2
+    doc = json.loads(proc.stderr)
+    assert doc["error"]["kind"] == "bad-input" and doc["error"]["exit_code"] == 2
+    assert proc.stdout == ""
+
+
+def test_every_command_has_help() -> None:
+    from advisor.cli import COMMANDS
+
+    for name in COMMANDS:
+        proc = advisor(name, "--help")
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert f"xfs-advisor {name}" in proc.stdout

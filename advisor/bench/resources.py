@@ -85,13 +85,15 @@ def _loops_backed_by(backing: str) -> list[str]:
 
 
 def _kill_children(proc: SysRoot) -> None:
-    """SIGTERM our child processes (a running fio keeps the filesystem busy)."""
+    """SIGTERM the fio runs this process started (a running fio keeps the filesystem busy).
+    Only fio: in the TUI other workers' children share this parent."""
     me = str(os.getpid())
     for entry in proc.listdir("proc"):
         if not entry.isdigit():
             continue
-        stat = proc.read(f"proc/{entry}/stat")
-        if stat and stat.rsplit(")", 1)[-1].split()[1:2] == [me]:
+        stat = proc.read(f"proc/{entry}/stat") or ""
+        name = stat.partition("(")[2].rpartition(")")[0]
+        if name == "fio" and stat.rsplit(")", 1)[-1].split()[1:2] == [me]:
             with contextlib.suppress(OSError):
                 os.kill(int(entry), signal.SIGTERM)
 

@@ -218,8 +218,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     age_report: AgeReport | None = None
     backing: str | None = None
     with terminate_as_interrupt(), Resources() as res:
+        os.makedirs(plan.loop_dir, exist_ok=True)
         if plan.device is None:
-            os.makedirs(plan.loop_dir, exist_ok=True)
             work = res.make_dir(plan.loop_dir, "xfs-advisor-")
             backing = res.preallocate(os.path.join(work, "scratch.img"), plan.device_bytes)
             device = res.attach_loop(backing, direct_io=plan.direct_io)

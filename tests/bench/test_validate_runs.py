@@ -251,3 +251,27 @@ def test_bad_rounds_is_bad_input(tmp_path: Path) -> None:
     proc = _validate(tmp_path, "--rounds", "3")
     assert proc.returncode == 2
     assert "at least 6" in proc.stderr
+
+
+def test_scratch_device_run_end_to_end(tmp_path: Path, root_tools: None) -> None:
+    # An empty loop device the test owns: the guard accepts it, the typed name confirms, the run
+    # formats it, and afterwards it is still attached (it is the user's) and nothing is mounted.
+    backing = tmp_path / "scratch.img"
+    with open(backing, "wb") as f:
+        f.truncate(1 << 30)
+    dev = sh("losetup", "--find", "--show", str(backing)).stdout.strip()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "advisor", "validate", "--device", dev, "--loop-dir",
+             str(tmp_path / "work"), "--mkfs-options", "-i size=1024", "--budget", "10", *SMALL],
+            input=dev.removeprefix("/dev/") + "\n", capture_output=True, text=True, cwd=REPO,
+            env=_env(tmp_path), timeout=240)
+        assert proc.returncode in (0, 5), proc.stderr
+        assert "validate will run, on every round:" in proc.stderr
+        assert "Verdict:" in proc.stdout and "B = mkfs.xfs -i size=1024" in proc.stdout
+        assert "o one pair's B/A" in proc.stdout  # the plot
+        assert dev in sh("losetup", "-a").stdout
+        assert dev not in Path("/proc/mounts").read_text()
+    finally:
+        sh("umount", "--quiet", dev, check=False)
+        sh("losetup", "-d", dev, check=False)

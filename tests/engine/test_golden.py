@@ -58,6 +58,10 @@ def test_golden(book: RuleBook, host_name: str, workload_file: str) -> None:
     data["environment"]["lts_configs"] = sorted(data["environment"]["lts_configs"])
     # How the stand-in was made depends on the temp directory's filesystem, not on the rules.
     del data["proposal"]["check"]["argv"], data["proposal"]["check"]["method"]
+    # The rule book's folder is wherever the repository was cloned.
+    repo = str(Path(__file__).resolve().parents[2])
+    dirs = data["proposal"]["rules_dirs"]
+    data["proposal"]["rules_dirs"] = [d.replace(repo, "<repo>") for d in dirs]
     stem = GOLDEN / f"{host_name}__{Path(workload_file).stem}"
     _compare(stem.with_suffix(".json"), json.dumps(data, indent=2, sort_keys=True) + "\n")
     _compare(stem.with_suffix(".mkfs"), doc.proposal.mkfs_command + "\n")

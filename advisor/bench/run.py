@@ -45,6 +45,9 @@ AGE_FILL = 0.10
 REQUIRED_TOOLS = ("mkfs.xfs", "mount", "umount", "losetup", "fio", "xfs_info", "sysctl")
 
 Progress = Callable[[int, int, str], None]
+#: `on_sample(side, round_index, values)`: one side's metric values of one round (round_index
+#: counts pairs from 0), called as soon as that side's fio output has been read.
+Sample = Callable[[str, int, dict[str, float]], None]
 
 
 def abba_order(pairs: int) -> list[str]:
@@ -200,10 +203,13 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult]) -> str:
 def execute(plan: Plan, *, progress: Progress | None = None,
             store: CalibrationStore | None = None,
             resolve_b: Callable[[str], SideConfig] | None = None,
-            say: Callable[[str], None] | None = None) -> ValidationReport:
+            say: Callable[[str], None] | None = None,
+            on_sample: Sample | None = None) -> ValidationReport:
     """Run the plan and judge it. `progress(done, total, what)` is called before each step;
     `resolve_b(device)` decides side B once the (loop) device exists, for the proposal; `say`
-    prints a line for people (what an earlier, killed run left and this one removed)."""
+    prints a line for people (what an earlier, killed run left and this one removed);
+    `on_sample(side, round_index, values)` gets each side's values as soon as they are measured
+    (an exception it raises ends the run, cleaned up like any other failure)."""
     check_host(need_loop=plan.device is None)
     recovered = recover_leftovers()
     for line in recovered:
@@ -264,6 +270,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             measuring += measured.measuring_seconds
             for name, value in measured.values.items():
                 samples[name][label].append(value)
+            if on_sample:
+                on_sample(label, step // 2, dict(measured.values))
             if label not in infos:
                 infos[label] = run(argv.xfs_info(mnt), check=False, timeout=60).stdout
             res.umount(mnt)

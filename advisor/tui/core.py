@@ -174,9 +174,12 @@ def _stop_running_fio() -> None:
 
 def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
                    cancel: threading.Event,
-                   resolve_b: Callable[[str], SideConfig] | None = None) -> ValidationReport:
+                   resolve_b: Callable[[str], SideConfig] | None = None,
+                   on_sample: Callable[[str, int, dict[str, float]], None] | None = None,
+                   ) -> ValidationReport:
     """Run the plan (in a worker thread). Setting `cancel` stops it at the next step, or at
-    once by ending fio; what the run made is removed either way, then Cancelled is raised."""
+    once by ending fio; what the run made is removed either way, then Cancelled is raised.
+    `on_sample(side, round_index, values)` gets each side's values as they are measured."""
     _require("advisor.bench.run", "the A/B validation")
     from advisor.bench.calibration import CalibrationStore
     from advisor.bench.run import execute
@@ -195,7 +198,8 @@ def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
     threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
     try:
         # The same calibration store as `xfs-advisor validate`: its noise floors set the margins.
-        return execute(plan, progress=step, store=CalibrationStore(), resolve_b=resolve_b)
+        return execute(plan, progress=step, store=CalibrationStore(), resolve_b=resolve_b,
+                       on_sample=on_sample)
     except AdvisorError:
         if cancel.is_set():
             raise Cancelled("validation cancelled; everything it made was removed") from None

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker, WorkerState
+from textual_plotext import PlotextPlot
 
 from advisor.errors import AdvisorError
 from advisor.models.units import human_size
@@ -37,6 +38,40 @@ class Progressed(Message):
         self.done, self.total, self.what = done, total, what
 
 
+class Sampled(Message):
+    """One side of one round was measured (posted from the worker thread)."""
+
+    def __init__(self, run: threading.Event, side: str, round_index: int,
+                 values: dict[str, float]) -> None:
+        super().__init__()
+        self.run, self.side, self.round_index, self.values = run, side, round_index, values
+
+
+class MetricPlot(PlotextPlot):
+    """A against B per round for one metric; keeps the values it was given so that it can be
+    redrawn as rounds arrive."""
+
+    def __init__(self, name: str, title: str, unit: str) -> None:
+        super().__init__()
+        self.metric, self.heading = name, f"{title} ({unit})" if unit else title
+        self.values: dict[str, list[float]] = {"A": [], "B": []}
+
+    def add(self, side: str, value: float) -> None:
+        self.values.setdefault(side, []).append(value)
+        self.redraw()
+
+    def redraw(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        for side in ("A", "B"):
+            points = self.values.get(side, [])
+            if points:
+                plt.plot(list(range(1, len(points) + 1)), points, label=side, marker="braille")
+        plt.title(self.heading)
+        plt.xlabel("round")
+        self.refresh()
+
+
 class ValidateScreen(Screen[None]):
     """Choose where to run, read the plan, run, watch, read the verdicts, or cancel."""
 
@@ -53,6 +88,7 @@ class ValidateScreen(Screen[None]):
         self.report: ValidationReport | None = None
         self._other: tuple[str, str] | None = None
         self._other_proposal: Proposal | None = None
+        self._plots: dict[str, MetricPlot] = {}
 
     @property
     def advisor(self) -> AdvisorApp:
@@ -267,6 +303,7 @@ class ValidateScreen(Screen[None]):
         self.report = None
         self.query_one("#metrics").display = False
         self.query_one("#plots", Grid).remove_children()
+        self._plots = {}
         self.query_one("#verdict", Static).update("")
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=len(plan.order) + 1, progress=0)
@@ -276,8 +313,11 @@ class ValidateScreen(Screen[None]):
         def progress(done: int, total: int, what: str) -> None:
             self.post_message(Progressed(done, total, what))  # thread-safe; widgets untouched
 
+        def sampled(side: str, round_index: int, values: dict[str, float]) -> None:
+            self.post_message(Sampled(cancel, side, round_index, values))
+
         def work() -> ValidationReport:
-            return run_validation(plan, progress, cancel, resolve_b)
+            return run_validation(plan, progress, cancel, resolve_b, sampled)
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)
@@ -294,6 +334,24 @@ class ValidateScreen(Screen[None]):
         self.query_one("#progress", ProgressBar).update(total=message.total + 1,
                                                         progress=message.done)
         self.query_one("#step", Static).update(message.what)
+
+    def on_sampled(self, message: Sampled) -> None:
+        """Live plots: one per metric, made when its first value arrives, one point per side and
+        round. The report replaces them with its own once the run is judged."""
+        if message.run is not self._cancel or self.report is not None:
+            return  # from an earlier run
+        from advisor.bench.jobs import METRICS
+
+        known = {m.name: m for m in METRICS}
+        for name, value in message.values.items():
+            plot = self._plots.get(name)
+            if plot is None:
+                metric = known.get(name)
+                plot = MetricPlot(name, metric.title if metric else name,
+                                  metric.unit if metric else "")
+                self._plots[name] = plot
+                self.query_one("#plots", Grid).mount(plot)
+            plot.add(message.side, value)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is not self._worker or not event.worker.is_finished:
@@ -315,8 +373,6 @@ class ValidateScreen(Screen[None]):
 
     def show_report(self, report: ValidationReport) -> None:
         """The verdict, one row per metric with its interval, and a plot of A and B per round."""
-        from textual_plotext import PlotextPlot
-
         self.report = report
         b = " ".join(report.b.mkfs_options) or "(no mkfs options)"
         mount = ",".join(report.b.mount_options) or "defaults"
@@ -334,14 +390,13 @@ class ValidateScreen(Screen[None]):
         table.display = True
         plots = self.query_one("#plots", Grid)
         plots.remove_children()
+        self._plots = {}
         for m in report.metrics:
-            plot = PlotextPlot()
+            plot = MetricPlot(m.name, m.title, m.unit)
+            plot.values = {"A": list(m.a), "B": list(m.b)}
+            self._plots[m.name] = plot
             plots.mount(plot)
-            plt = plot.plt
-            plt.plot(list(range(1, len(m.a) + 1)), m.a, label="A", marker="braille")
-            plt.plot(list(range(1, len(m.b) + 1)), m.b, label="B", marker="braille")
-            plt.title(f"{m.title} ({m.unit})")
-            plt.xlabel("round")
+            plot.redraw()
 
 
 _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cyan",

@@ -5,6 +5,8 @@
    worse; prints how often any metric was (goal: at most 1 in 10).
 2. One default run (`validate`, the embedded example workload on the loop default): its wall
    time (goal: a verdict within 120 s) and the share of it spent measuring (goal: over 60%).
+3. The issue's planted difference, B = `-n size=64k` with 100,000 creates in one directory, 8
+   pairs: its ratio, interval and verdict (`--skip-planted` to leave it out).
 
 Run it on a quiet machine: other load makes the A/A runs noisier (they then say inconclusive,
 which is honest, but slower machines also stretch the wall time).
@@ -46,6 +48,7 @@ def main() -> int:
     p.add_argument("--budget", type=float, default=None,
                    help="--budget for the A/A runs (default: validate's own)")
     p.add_argument("--skip-default", action="store_true", help="skip the timed default run")
+    p.add_argument("--skip-planted", action="store_true", help="skip the -n size=64k run")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
     if os.geteuid() != 0:
@@ -88,6 +91,16 @@ def main() -> int:
                 "default_run_measuring_share": timing.get("measuring_share"),
                 "default_run_error": err if code not in (0, 5) else "",
             })
+        if not args.skip_planted:
+            report, wall, code, err = validate(
+                "--mkfs-options", "-n size=64k", "--rounds", "8", "--budget", "130",
+                "--largest-directory-entries", "100000", "--concurrent-writers", "1",
+                "--fsyncs-per-second", "0", "--median-file-size", "4KiB", env=env)
+            planted = {m["name"]: {"ratio": m["ratio"], "ci": m["ci"], "verdict": m["verdict"]}
+                       for m in (report.get("metrics", []) if isinstance(report, dict) else [])}
+            figures.update({"planted_64k_wall_s": round(wall, 1), "planted_64k_exit": code,
+                            "planted_64k_verdict": report.get("verdict"),
+                            "planted_64k_metrics": planted})
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
@@ -98,6 +111,9 @@ def main() -> int:
                   f"({figures['default_run_verdict']}; goal <= 120 s), "
                   f"{(figures['default_run_measuring_share'] or 0) * 100:.0f}% of the rounds' "
                   "time measuring (goal > 60%)")
+        for name, m in figures.get("planted_64k_metrics", {}).items():
+            print(f"planted -n size=64k: {name} B/A {m['ratio']} [{m['ci'][0]}, {m['ci'][1]}] "
+                  f"{m['verdict']}")
     return 0
 
 

@@ -10,13 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Vertical
 from textual.coordinate import Coordinate
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from advisor.tui.device_view import badges, columns, fact_lines, tree_rows
+from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    pass
 
 
 class DeviceTable(DataTable[Any]):
@@ -27,7 +27,7 @@ class DeviceTable(DataTable[Any]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Choose")]
 
 
-class DevicesScreen(Screen[None]):
+class DevicesScreen(StepScreen):
     """Pick the device to format."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -39,13 +39,6 @@ class DevicesScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self._names: dict[str, str] = {}
-
-    @property
-    def advisor(self) -> AdvisorApp:
-        from advisor.tui.app import AdvisorApp
-
-        assert isinstance(self.app, AdvisorApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -11,15 +11,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from advisor.errors import AdvisorError
 from advisor.models.units import human_size
+from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
     from advisor.models.proposal import MkfsGeometry, Proposal
-    from advisor.tui.app import AdvisorApp
 
 
 def geometry_rows(geometry: MkfsGeometry) -> dict[str, str]:
@@ -79,7 +78,7 @@ def decisions_table(proposal: Proposal) -> Table:
     return table
 
 
-class ProposalScreen(Screen[None]):
+class ProposalScreen(StepScreen):
     """The proposal for the chosen device and the current answers, recomputed when they change."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -87,13 +86,6 @@ class ProposalScreen(Screen[None]):
         Binding("f", "copy_fstab", "Copy fstab"),
         Binding("s", "save", "Save"),
     ]
-
-    @property
-    def advisor(self) -> AdvisorApp:
-        from advisor.tui.app import AdvisorApp
-
-        assert isinstance(self.app, AdvisorApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -13,19 +13,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
 
 from advisor.errors import AdvisorError
 from advisor.models.units import human_size
+from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
     from advisor.bench.run import Plan
     from advisor.models.bench import ValidationReport
     from advisor.models.proposal import Proposal
-    from advisor.tui.app import AdvisorApp
 
 LOOP = "loop"
 
@@ -72,7 +71,7 @@ class MetricPlot(PlotextPlot):
         self.refresh()
 
 
-class ValidateScreen(Screen[None]):
+class ValidateScreen(StepScreen):
     """Choose where to run, read the plan, run, watch, read the verdicts, or cancel."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -89,13 +88,6 @@ class ValidateScreen(Screen[None]):
         self._other: tuple[str, str] | None = None
         self._other_proposal: Proposal | None = None
         self._plots: dict[str, MetricPlot] = {}
-
-    @property
-    def advisor(self) -> AdvisorApp:
-        from advisor.tui.app import AdvisorApp
-
-        assert isinstance(self.app, AdvisorApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -12,15 +12,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
 from advisor.tui.form import FormValue, Question, check, questions, values_of
+from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
+    pass
 
 _YES_NO: list[tuple[str, bool]] = [("yes", True), ("no", False)]
 
@@ -56,7 +57,7 @@ class Scanned(Message):
         self.entries, self.seconds = entries, seconds
 
 
-class WorkloadScreen(Screen[None]):
+class WorkloadScreen(StepScreen):
     """What the device cannot tell: one question per answer, "don't know" always allowed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -71,13 +72,6 @@ class WorkloadScreen(Screen[None]):
         self.questions = questions()
         self._filling = False
         self._errors_shown: dict[str, str] = {}
-
-    @property
-    def advisor(self) -> AdvisorApp:
-        from advisor.tui.app import AdvisorApp
-
-        assert isinstance(self.app, AdvisorApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()

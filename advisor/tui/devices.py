@@ -3,7 +3,7 @@ what stands in the way, and every fact with its provenance in the details pane."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,9 +14,6 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from advisor.tui.device_view import badges, columns, fact_lines, tree_rows
 from advisor.tui.step import StepScreen
-
-if TYPE_CHECKING:
-    pass
 
 
 class DeviceTable(DataTable[Any]):

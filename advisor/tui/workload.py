@@ -4,7 +4,7 @@ loaded from and saved to a workload file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -19,9 +19,6 @@ from textual.worker import Worker, WorkerState
 from advisor.errors import AdvisorError
 from advisor.tui.form import FormValue, Question, check, questions, values_of
 from advisor.tui.step import StepScreen
-
-if TYPE_CHECKING:
-    pass
 
 _YES_NO: list[tuple[str, bool]] = [("yes", True), ("no", False)]
 

@@ -15,43 +15,15 @@ from advisor.models.units import human_size
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
 
 
-def _ancestors(inv: Inventory, dev: Device) -> set[str]:
-    seen: set[str] = set()
-    stack = list(dev.parents)
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        parent = inv.get(name)
-        if parent is not None:
-            stack.extend(parent.parents)
-    return seen
-
-
-def _descendants(inv: Inventory, dev: Device) -> list[Device]:
-    out: list[Device] = []
-    stack = list(dev.children)
-    seen: set[str] = set()
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        child = inv.get(name)
-        if child is not None:
-            out.append(child)
-            stack.extend(child.children)
-    return out
-
-
 def refusals(inv: Inventory, dev: Device, need_bytes: int) -> list[str]:
     """Every reason not to format `dev` (empty: it is a usable scratch device)."""
     reasons: list[str] = []
-    below = _descendants(inv, dev)
+    below = inv.stacked(dev, "children")
     for mp in SYSTEM_MOUNTPOINTS:
         for d in inv.devices:
-            if mp in d.usage.mountpoints and (d.name == dev.name or dev.name in _ancestors(inv, d)):
+            if mp in d.usage.mountpoints and (
+                d.name == dev.name or dev.name in {p.name for p in inv.stacked(d, "parents")}
+            ):
                 reasons.append(f"it is the device under {mp}")
     if dev.usage.mountpoints:
         reasons.append(f"it is mounted on {', '.join(dev.usage.mountpoints)}")

@@ -49,15 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
 def subtree(inv: Inventory, top: Device) -> Inventory:
     """The inventory restricted to `top` and everything built on it."""
-    by_name = {d.name: d for d in inv.devices}
-    keep = {top.name}
-    stack = list(top.children)
-    while stack:
-        name = stack.pop()
-        if name not in keep and name in by_name:
-            keep.add(name)
-            stack.extend(by_name[name].children)
-    devices = [top, *(d for d in inv.devices if d.name in keep and d.name != top.name)]
+    keep = {d.name for d in inv.stacked(top, "children")} - {top.name}
+    devices = [top, *(d for d in inv.devices if d.name in keep)]
     return inv.model_copy(update={"devices": devices})
 
 

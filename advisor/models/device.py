@@ -193,6 +193,24 @@ class Inventory(Model):
     devices: list[Device]
     """All block devices and partitions."""
 
+    def stacked(self, dev: Device, direction: Literal["children", "parents"]) -> list[Device]:
+        """Every device built on `dev` ("children"), or that `dev` is built on ("parents"),
+        transitively, each once (partitions, holders and slaves alike)."""
+        by_name = {d.name: d for d in self.devices}
+        found: list[Device] = []
+        seen: set[str] = set()
+        stack = list(getattr(dev, direction))
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            other = by_name.get(name)
+            if other is not None:
+                found.append(other)
+                stack.extend(getattr(other, direction))
+        return found
+
     def get(self, name: str) -> Device | None:
         """Find a device by kernel name, display name, /dev path or /dev/mapper path."""
         key = name.removeprefix("/dev/mapper/").removeprefix("/dev/")

@@ -6,6 +6,20 @@ Measured with fio 3.33 (Debian 12):
   before the job, and filecreate without it pre-creates the files and then only opens them.
 - `file_service_type=sequential`: the default (roundrobin) makes fio's bookkeeping quadratic in
   the number of files.
+- fio pays about 0.3 s per phase (its main loop polls in 100 ms steps), so the phases are few.
+- Creates into a growing directory hardly show the directory block size on a modern kernel
+  (6.18, 60,000 entries: `-n size=64k` within +-10% of 4 KiB). The guide's CPU cost per
+  modification of large blocks shows once the blocks have holes to search: deletes scattered
+  through the directory and creates into those holes, `-n size=64k` 15-35% slower there.
+  Real directories lose files in an order unrelated to their creation (expiry, consumers), so
+  after the creates every tenth file is deleted and as many new files are created.
+- filedelete deletes in creation order only (random file service is quadratic), so the
+  delete job names its files `msg.<k>0...` (`$filenum` then a 0): files 10, 20, 30, ...; for
+  k = 0 that is `msg.00...`, which the create job never makes: run.py creates it first
+  (`seed_files`).
+- The stat phase is cold: fio runs `sync; drop_caches` before it (`exec_prerun`), so lookups
+  read the directory and inodes from the device, the case the guide's lookup tables measure.
+  Statting files just created would time the dentry cache, not XFS.
 - Data phases are time-based with one file per writer, each writer in its own directory.
 """
 
@@ -18,12 +32,19 @@ from dataclasses import asdict, dataclass
 from advisor.errors import ToolProblem
 from advisor.models.workload import Workload
 
-#: Creates per second a loop device on this class of machine reaches; only used to size the
-#: directory so that creating it takes about the time given (the count is then fixed).
-CREATE_RATE_GUESS = 25_000
-DELETE_RATE_GUESS = 25_000
+#: Directory operations per second a loop device on this class of machine reaches; only used to
+#: size the directory so that its phases take about the time given (the count is then fixed).
+OPS_RATE_GUESS = 40_000
+#: Share of the directory deleted, refilled and (cold) statted.
+CHURN_SHARE = 0.1
+#: Operations per directory entry: the create, a tenth of a delete, a refill and a cold stat
+#: (which costs about two).
+OPS_PER_ENTRY = 1 + CHURN_SHARE * 4
 DEFAULT_DIRECTORY_ENTRIES = 20_000
 MIN_DIRECTORY_ENTRIES = 2_000
+NAME = "msg.{}.host.example.org"
+#: Run by fio before the stat phase (no `;`: fio's option parser cuts there).
+DROP_CACHES = 'sh -c "sync && sysctl -q vm.drop_caches=3"'
 MAX_WRITERS = 16
 LARGE_DIRECTORY_FLOOR = 30_000
 SEQUENTIAL_FROM = 1 << 20
@@ -43,14 +64,19 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("creates_per_s", "file creates in one large directory", "files/s", True, "create",
-           "iops"),
+    Metric("creates_per_s", "file creates into one growing directory", "files/s", True,
+           "create", "iops"),
     # The same creates per second of CPU the creating thread used: a create-heavy phase is
     # CPU-bound, and this stays meaningful when other processes compete for the CPU.
     Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
            "iops_per_cpu"),
-    Metric("stats_per_s", "cold stat of files there", "files/s", True, "stat", "iops"),
-    Metric("deletes_per_s", "deletes from that directory", "files/s", True, "delete", "iops"),
+    Metric("deletes_per_s", "deletes of every tenth file there (holes in every block)",
+           "files/s", True, "delete", "iops"),
+    # The steady state of a spool or cache: new files fill the holes deletes left.
+    Metric("refill_creates_per_s", "creates into the holes those deletes left", "files/s", True,
+           "refill", "iops"),
+    Metric("stats_per_s", "cold stat of those new files (caches dropped)", "files/s", True,
+           "stat", "iops"),
     Metric("fsync_writes_per_s", "4 KiB writes, each followed by fsync", "writes/s", True,
            "syncwrite", "iops"),
     Metric("seq_write_mib_s", "sequential 1 MiB direct writes", "MiB/s", True, "seqwrite", "bw"),
@@ -63,9 +89,9 @@ class Shape:
     """The fixed shape of every round (identical for A and B), decided before the first one."""
 
     directory_entries: int
-    """Files created (then stat'ed) in one directory."""
-    deleted_entries: int
-    """Of those, how many the stat and delete phases visit (the first ones created)."""
+    """Files created in one directory (a multiple of 10)."""
+    churn_entries: int
+    """Files then deleted (every tenth), new files created in their place, and those statted."""
     writers: int
     """Concurrent jobs in the data phases, each in its own directory."""
     write_file_bytes: int
@@ -101,19 +127,19 @@ def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> S
     The phases follow the answers: fsync'd writes unless fsyncs_per_second is 0, sequential
     1 MiB I/O unless the median file is under 1 MiB. A large directory keeps at least
     LARGE_DIRECTORY_FLOOR entries whatever the budget: below that, 4 KiB and 64 KiB directory
-    blocks are different shapes of btree than the answer describes."""
+    blocks are different shapes of btree than the answer describes. Any directory gets at least
+    MIN_DIRECTORY_ENTRIES, so that its phases last long enough to time."""
     asked = workload.largest_directory_entries
     fsync = workload.fsyncs_per_second is None or workload.fsyncs_per_second > 0
     sequential = workload.median_file_size is None or workload.median_file_size >= SEQUENTIAL_FROM
     data_phases = int(fsync) + 2 * int(sequential)
-    phase_share = 0.18 if data_phases else 0.0
-    delete_share = 0.12
-    create_share = 1.0 - delete_share - data_phases * phase_share - 0.04  # 0.04: the stat phase
-    budgeted = int(measure_seconds * create_share * CREATE_RATE_GUESS)
+    phase_share = 0.15 if data_phases else 0.0
+    directory_share = 1.0 - data_phases * phase_share
+    budgeted = int(measure_seconds * directory_share * OPS_RATE_GUESS / OPS_PER_ENTRY)
     wanted = asked if asked is not None else DEFAULT_DIRECTORY_ENTRIES
     floor = min(wanted, LARGE_DIRECTORY_FLOOR)
-    entries = max(1, MIN_DIRECTORY_ENTRIES if asked is None else 0, min(wanted, budgeted), floor)
-    deleted = max(1, min(entries, int(measure_seconds * delete_share * DELETE_RATE_GUESS)))
+    entries = max(MIN_DIRECTORY_ENTRIES, min(wanted, budgeted), floor)
+    entries -= entries % 10  # the delete phase removes one file of every ten
     writers = min(workload.concurrent_writers or 1, MAX_WRITERS)
     # Leave half the filesystem free: writers' files and readers' files must both fit.
     room = fs_bytes // 2
@@ -122,7 +148,7 @@ def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> S
                       // (1 << 20) << 20)
     return Shape(
         directory_entries=entries,
-        deleted_entries=deleted,
+        churn_entries=entries // 10,
         writers=writers,
         write_file_bytes=write_bytes,
         read_file_bytes=read_bytes,
@@ -138,6 +164,12 @@ def directories(shape: Shape) -> list[str]:
     return ["big", *(f"w{i}" for i in range(shape.writers))]
 
 
+def seed_files() -> list[str]:
+    """Empty files (relative to the mountpoint) to create before fio starts: the delete job's
+    first name, which the create job does not make (see the module's notes)."""
+    return [f"big/{NAME.format('00')}"]
+
+
 def jobfile(shape: Shape, mountpoint: str) -> str:
     """The fio job file of one round."""
     t = f"{round(shape.phase_seconds * 1000)}ms"
@@ -149,10 +181,11 @@ def jobfile(shape: Shape, mountpoint: str) -> str:
         "",
     ]
 
-    def files(name: str, engine: str, count: int, first: bool) -> None:
+    def files(name: str, engine: str, count: int, name_format: str, *extra: str) -> None:
         lines.extend([
             f"[{name}]",
-            *(["stonewall"] if first else []),
+            "stonewall",
+            *extra,
             f"directory={mountpoint}/big",
             f"ioengine={engine}",
             "filesize=4k",
@@ -161,16 +194,16 @@ def jobfile(shape: Shape, mountpoint: str) -> str:
             "file_service_type=sequential",
             # Names of a realistic length (mail spools, object stores): with 3-byte names the
             # directory stays so small that its block size hardly matters.
-            "filename_format=msg.$filenum.host.example.org",
+            f"filename_format={name_format}",
             "create_on_open=1",
             "",
         ])
 
-    files("create", "filecreate", shape.directory_entries, False)
-    # fio's own set-up costs about as much per file as a create: stat (a fast operation) only
-    # as many files as are deleted, the first ones created.
-    files("stat", "filestat", shape.deleted_entries, True)
-    files("delete", "filedelete", shape.deleted_entries, True)
+    refill = "new.$filenum.host.example.org"
+    files("create", "filecreate", shape.directory_entries, NAME.format("$filenum"))
+    files("delete", "filedelete", shape.churn_entries, NAME.format("$filenum0"))
+    files("refill", "filecreate", shape.churn_entries, refill)
+    files("stat", "filestat", shape.churn_entries, refill, f"exec_prerun={DROP_CACHES}")
 
     def data(name: str, extra: list[str]) -> None:
         for i in range(shape.writers):

@@ -38,7 +38,7 @@ DEFAULT_LOOP_SIZE = 4 << 30
 MIN_DEVICE_BYTES = 1 << 30
 #: Default wall-time budget of a run, seconds; the share below is what fio gets.
 DEFAULT_BUDGET = 100.0
-SIDE_OVERHEAD = 1.0
+SIDE_OVERHEAD = 1.5
 METADATA_OVERHEAD = 0.3
 AGE_SEED = 20140501
 AGE_FILL = 0.10
@@ -91,8 +91,9 @@ class Plan:
     @property
     def measure_seconds_per_side(self) -> float:
         """fio time per side so that the whole run fits the budget: each side also pays about
-        SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, fio start-up, umount) and fio's
-        per-file set-up of the metadata phases (about METADATA_OVERHEAD of the measured time)."""
+        SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, umount, fio's start-up and its
+        ~0.3 s per phase) and fio's per-file set-up of the directory phases (about
+        METADATA_OVERHEAD of the measured time). Measured on this machine's loop default."""
         per_side = self.budget_seconds / (2 * self.pairs)
         return max(1.0, (per_side - SIDE_OVERHEAD) / (1 + METADATA_OVERHEAD))
 
@@ -261,9 +262,12 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                                            freesp_summary=_parse_freesp(freesp.stdout))
             for folder in jobs.directories(shape):
                 os.mkdir(os.path.join(mnt, folder))
+            for seed in jobs.seed_files():
+                Path(mnt, seed).touch()
             run(argv.sync(), timeout=300)
             run(argv.drop_caches(), timeout=60)
-            result = run(argv.fio(jobpath), check=False, timeout=fio_timeout)
+            # cwd: fio writes the output of the stat phase's exec_prerun there.
+            result = run(argv.fio(jobpath), check=False, timeout=fio_timeout, cwd=work)
             if not result.ok:
                 raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
             measured = jobs.parse_fio(result.stdout, shape.metrics)

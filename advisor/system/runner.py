@@ -45,6 +45,7 @@ def run(
     timeout: float | None = DEFAULT_TIMEOUT,
     check: bool = True,
     input: str | None = None,
+    cwd: str | None = None,
 ) -> Result:
     """Run argv and return its output. With check, a non-zero exit raises ToolProblem naming the
     command and the first line of its stderr; a missing tool always raises ToolProblem."""
@@ -62,6 +63,7 @@ def run(
             _bg=True,
             _ok_code=[*range(256), -signal.SIGKILL],
             _in=input,
+            _cwd=cwd,
             _return_cmd=True,
             _tty_out=False,
             _encoding="utf-8",

@@ -51,9 +51,10 @@ def root_tools() -> None:
     require_root_tools(*TOOLS)
 
 
-# A create-heavy workload in one large directory: the shape -n size=64k hurts (64 KiB directory
-# blocks cost more CPU per insert once the directory is a btree; about 10% here).
-CREATE_HEAVY = ("--largest-directory-entries", "100000", "--concurrent-writers", "1",
+# A create-heavy workload in one large directory: the shape -n size=64k hurts. 60,000 entries
+# is what a 70 s budget sizes; creates into the holes scattered deletes leave were 20-35%
+# slower with 64 KiB directory blocks in every run here (advisor/bench/jobs.py has the notes).
+CREATE_HEAVY = ("--largest-directory-entries", "60000", "--concurrent-writers", "1",
                 "--fsyncs-per-second", "0", "--median-file-size", "4KiB")
 # The A/A run needs no large directory: any workload must show no difference.
 SMALL = ("--largest-directory-entries", "5000", "--concurrent-writers", "1",
@@ -85,19 +86,21 @@ def _naming(xfs_info: str) -> str:
 
 
 def test_planted_slowdown_is_found_worse(tmp_path: Path, root_tools: None) -> None:
-    # A planted difference the run must find: `wsync` makes every namespace operation wait for
-    # the log (about 20x fewer creates per second here). The issue's own planted difference,
-    # `-n size=64k` on 100,000 entries, measured only 5-14% slower here with fio (0.93-0.95,
-    # intervals straddling the 5% margin at 8 pairs, round-to-round noise about 12% on a loop
-    # file): too close to the margin for a test that must not flake. scripts/bench_validate.py
-    # measures that case and prints its figures.
-    proc = _validate(tmp_path, "--mount-options", "wsync", "--budget", "20", *SMALL)
+    # The planted difference: B = -n size=64k on a create-heavy workload in one large
+    # directory. On this kernel the penalty is in the directory's steady state (creates into
+    # the holes deletes left), not in creates into a growing directory, which stay within
+    # +-10%: the test asserts where it is and that the run as a whole is called worse.
+    proc = _validate(tmp_path, "--mkfs-options", "-n size=64k", "--budget", "70", *CREATE_HEAVY)
     report = json.loads(proc.stdout)
-    creates = next(m for m in report["metrics"] if m["name"] == "creates_per_s")
-    assert creates["verdict"] == "worse" and creates["ci"][1] < 0.5, creates
+    assert report["workload"]["directory_entries"] == 60000, report["workload"]
+    refill = next(m for m in report["metrics"] if m["name"] == "refill_creates_per_s")
+    assert refill["verdict"] == "worse" and refill["ci"][1] < 0.95, refill
     assert report["verdict"] == "worse"
     assert proc.returncode == 5
-    assert report["b"]["mount_options"] == ["wsync"] and report["a"]["mount_options"] == []
+    assert report["b"]["mkfs_options"] == ["-n", "size=64k"] and report["a"]["mkfs_options"] == []
+    # xfs_info proves each side was formatted as planned.
+    assert "bsize=65536" in _naming(report["b"]["xfs_info"])
+    assert "bsize=4096" in _naming(report["a"]["xfs_info"])
     assert report["environment"]["loop_backing_file"]
     assert "not a real device" in report["environment"]["note"]
     assert _ours(str(tmp_path)) == []

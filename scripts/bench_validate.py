@@ -5,8 +5,9 @@
    worse; prints how often any metric was (goal: at most 1 in 10).
 2. One default run (`validate`, the embedded example workload on the loop default): its wall
    time (goal: a verdict within 120 s) and the share of it spent measuring (goal: over 60%).
-3. The issue's planted difference, B = `-n size=64k` with 100,000 creates in one directory, 8
-   pairs: its ratio, interval and verdict (`--skip-planted` to leave it out).
+3. The issue's planted difference, B = `-n size=64k` on a create-heavy workload with 100,000
+   entries in one directory, 6 pairs: every metric's ratio, interval and verdict
+   (`--skip-planted` to leave it out).
 
 Run it on a quiet machine: other load makes the A/A runs noisier (they then say inconclusive,
 which is honest, but slower machines also stretch the wall time).
@@ -93,7 +94,7 @@ def main() -> int:
             })
         if not args.skip_planted:
             report, wall, code, err = validate(
-                "--mkfs-options", "-n size=64k", "--rounds", "8", "--budget", "130",
+                "--mkfs-options", "-n size=64k", "--budget", "100",
                 "--largest-directory-entries", "100000", "--concurrent-writers", "1",
                 "--fsyncs-per-second", "0", "--median-file-size", "4KiB", env=env)
             planted = {m["name"]: {"ratio": m["ratio"], "ci": m["ci"], "verdict": m["verdict"]}

@@ -64,20 +64,20 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("creates_per_s", "file creates into one growing directory", "files/s", True,
+    Metric("creates_per_s", "creates into a growing directory", "files/s", True,
            "create", "iops"),
     # The same creates per second of CPU the creating thread used: a create-heavy phase is
     # CPU-bound, and this stays meaningful when other processes compete for the CPU.
     Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
            "iops_per_cpu"),
-    Metric("deletes_per_s", "deletes of every tenth file there (holes in every block)",
+    Metric("deletes_per_s", "deletes, every tenth file",
            "files/s", True, "delete", "iops"),
     # The steady state of a spool or cache: new files fill the holes deletes left.
-    Metric("refill_creates_per_s", "creates into the holes those deletes left", "files/s", True,
+    Metric("refill_creates_per_s", "creates into the holes left", "files/s", True,
            "refill", "iops"),
-    Metric("stats_per_s", "cold stat of those new files (caches dropped)", "files/s", True,
+    Metric("stats_per_s", "cold stats of those new files", "files/s", True,
            "stat", "iops"),
-    Metric("fsync_writes_per_s", "4 KiB writes, each followed by fsync", "writes/s", True,
+    Metric("fsync_writes_per_s", "4 KiB writes, fsync after each", "writes/s", True,
            "syncwrite", "iops"),
     Metric("seq_write_mib_s", "sequential 1 MiB direct writes", "MiB/s", True, "seqwrite", "bw"),
     Metric("seq_read_mib_s", "sequential 1 MiB direct reads", "MiB/s", True, "seqread", "bw"),

@@ -28,6 +28,27 @@ def _verdict_note(m: MetricResult) -> str:
     return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
 
 
+def workload_line(shape: dict[str, object]) -> str:
+    """What every round ran (the shape in the report's `workload`), in one line."""
+    def n(key: str) -> int:
+        value = shape.get(key)
+        return value if isinstance(value, int) else 0
+
+    entries, asked = n("directory_entries"), shape.get("directory_entries_asked")
+    scaled = f" (answer {asked:,}, scaled to the budget)" if isinstance(asked, int) \
+        and asked != entries else ""
+    parts = [f"{entries:,} files created in one directory{scaled}",
+             f"{n('churn_entries'):,} of them deleted, as many created into the holes and "
+             "statted cold"]
+    seconds = shape.get("phase_seconds")
+    data = [what for key, what in (("fsync_phase", "fsync'd 4 KiB writes"),
+                                   ("sequential_phases", "1 MiB direct writes and reads"))
+            if shape.get(key)]
+    if data:
+        parts.append(f"{n('writers')} writer(s), {seconds} s each of {' and '.join(data)}")
+    return "; ".join(parts)
+
+
 def table(report: ValidationReport) -> str:
     head = f"{'metric':<42} {'A median':>11} {'B median':>11} {'B/A':>6} {'95% CI':>15} " \
            f"{'margin':>7}  verdict"
@@ -76,6 +97,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
         "  " + _side("B", report.b.mkfs_options, report.b.mount_options, report.b.source),
         f"  {report.rounds} pairs, order {' '.join(report.order)}; {t.wall_seconds:.0f} s, "
         f"{t.measuring_share * 100:.0f}% of it measuring",
+        f"  each side: {workload_line(report.workload)}",
         f"  device {env.device} ({env.device_size_bytes >> 20} MiB), kernel {env.kernel}, "
         f"xfsprogs {env.xfsprogs}, {env.fio}",
         "",

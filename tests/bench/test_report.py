@@ -1,0 +1,58 @@
+"""The readable report: it says what each side ran, what was measured, and the verdict; the table
+keeps every metric's title whole at 80 columns' worth of title."""
+
+from __future__ import annotations
+
+from advisor.bench.report import render_text, table, workload_line
+from advisor.bench.run import Plan, judge
+from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
+from advisor.models.workload import Workload
+
+
+def _report(workload: Workload, slower: float) -> ValidationReport:
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B", mkfs_options=["-n", "size=64k"]),
+                workload=workload)
+    shape = plan.shape
+    wobble = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0]
+    samples = {m.name: {"A": [1000.0 * w for w in wobble],
+                        "B": [1000.0 * w * (slower if m.job == "refill" else 1.0)
+                              for w in reversed(wobble)]}
+               for m in shape.metrics}
+    env = BenchEnvironment(device="/dev/loop7", device_size_bytes=4 << 30,
+                           loop_backing_file="/var/tmp/xfs-advisor-x/scratch.img",
+                           note="a loop device over ...: not a real device")
+    return judge(plan, samples, infos={}, env=env, shape=shape, age=None,
+                 timing=Timing(wall_seconds=100.0, measuring_seconds=63.0, measuring_share=0.63),
+                 recovered=[], store=None)
+
+
+def test_report_says_what_ran_and_what_was_found() -> None:
+    example = Workload(largest_directory_entries=200_000, fsyncs_per_second=50,
+                       concurrent_writers=8, median_file_size=65536)
+    report = _report(example, slower=0.7)
+    text = render_text(report, with_plot=False)
+    entries = report.workload["directory_entries"]
+    assert isinstance(entries, int) and entries < 200_000
+    assert (f"each side: {entries:,} files created in one directory (answer 200,000, scaled to "
+            "the budget)") in text
+    assert f"{entries // 10:,} of them deleted" in text
+    assert "8 writer(s)" in text and "fsync'd 4 KiB writes" in text
+    assert "1 MiB direct" not in text  # median file 64 KiB: no sequential phases
+    assert "B = mkfs.xfs -n size=64k" in text
+    assert "Verdict: WORSE: B is worse than the defaults on refill_creates_per_s" in text
+
+
+def test_table_keeps_titles_whole() -> None:
+    report = _report(Workload(), slower=1.0)
+    rows = table(report).splitlines()[2:]
+    assert len(rows) == len(report.metrics) == 8
+    for m, row in zip(report.metrics, rows, strict=True):
+        assert row.startswith(f"{m.title} ({m.unit})"), row
+
+
+def test_workload_line_without_data_phases_or_answer() -> None:
+    line = workload_line({"directory_entries": 20_000, "directory_entries_asked": None,
+                          "churn_entries": 2_000, "writers": 1, "phase_seconds": 0.5,
+                          "fsync_phase": False, "sequential_phases": False})
+    assert line == ("20,000 files created in one directory; 2,000 of them deleted, as many "
+                    "created into the holes and statted cold")

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,9 @@ def test_job_file_runs_and_leaves_the_directory_described(tmp_path: Path, loop: 
             (mnt / seed).touch()
         jobfile = tmp_path / "round.fio"
         jobfile.write_text(jobs.jobfile(shape, str(mnt)))
-        proc = sh("fio", "--output-format=json", str(jobfile), check=False)
+        # cwd: fio writes the stat phase's exec_prerun output there.
+        proc = subprocess.run(["fio", "--output-format=json", str(jobfile)], cwd=tmp_path,
+                              capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr
         result = jobs.parse_fio(proc.stdout, shape.metrics)
         big = set(os.listdir(mnt / "big"))
@@ -115,6 +118,7 @@ def test_job_file_runs_and_leaves_the_directory_described(tmp_path: Path, loop: 
         assert tens == {"msg.0.host.example.org"}
         assert sum(n.startswith("new.") for n in big) == shape.churn_entries
         assert sorted(os.listdir(mnt / "w1")) == ["read.dat", "seq.dat", "sync.dat"]
+    assert (tmp_path / "stat.prerun.txt").exists()  # the caches were dropped before the stats
     assert set(result.values) == {m.name for m in jobs.METRICS}
     assert all(v > 0 for v in result.values.values())
     assert 0 < result.measuring_seconds < 30

@@ -112,7 +112,8 @@ class Plan:
             lines.append(argv.shell_line(argv.mount(device, mountpoint, side.mount_options)))
             lines.append(argv.shell_line(argv.sync()) + "; "
                          + argv.shell_line(argv.drop_caches()))
-            lines.append(argv.shell_line(argv.fio("round.fio")))
+            lines.append(argv.shell_line(argv.fio("round.fio"))
+                         + "   # drops caches again before its cold stat phase")
             lines.append(argv.shell_line(argv.xfs_info(mountpoint)))
             lines.append(argv.shell_line(argv.umount(mountpoint)))
         lines.append(f"# {self.pairs} pairs in the order {' '.join(self.order)}")

@@ -15,8 +15,7 @@ Measured with fio 3.33 (Debian 12):
   after the creates every tenth file is deleted and as many new files are created.
 - filedelete deletes in creation order only (random file service is quadratic), so the
   delete job names its files `msg.<k>0...` (`$filenum` then a 0): files 10, 20, 30, ...; for
-  k = 0 that is `msg.00...`, which the create job never makes: run.py creates it first
-  (`seed_files`).
+  k = 0 that is `msg.00...`, which the create job never makes: `prepare` creates it first.
 - The stat phase is cold: fio runs `sync; drop_caches` before it (`exec_prerun`), so lookups
   read the directory and inodes from the device, the case the guide's lookup tables measure.
   Statting files just created would time the dentry cache, not XFS.
@@ -27,10 +26,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
 
 from advisor.errors import ToolProblem
 from advisor.models.workload import Workload
+from advisor.system import argv
 
 #: Directory operations per second a loop device on this class of machine reaches; only used to
 #: size the directory so that its phases take about the time given (the count is then fixed).
@@ -43,8 +44,10 @@ OPS_PER_ENTRY = 1 + CHURN_SHARE * 4
 DEFAULT_DIRECTORY_ENTRIES = 20_000
 MIN_DIRECTORY_ENTRIES = 2_000
 NAME = "msg.{}.host.example.org"
-#: Run by fio before the stat phase (no `;`: fio's option parser cuts there).
-DROP_CACHES = 'sh -c "sync && sysctl -q vm.drop_caches=3"'
+#: Run by fio before the stat phase: the sync and drop caches every round starts with (joined by
+#: `&&`, not `;`: fio's option parser cuts at `;`).
+DROP_CACHES = (f'sh -c "{argv.shell_line(argv.sync())} && '
+               f'{argv.shell_line(argv.drop_caches())}"')
 MAX_WRITERS = 16
 LARGE_DIRECTORY_FLOOR = 30_000
 SEQUENTIAL_FROM = 1 << 20
@@ -70,13 +73,11 @@ METRICS: tuple[Metric, ...] = (
     # CPU-bound, and this stays meaningful when other processes compete for the CPU.
     Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
            "iops_per_cpu"),
-    Metric("deletes_per_s", "deletes, every tenth file",
-           "files/s", True, "delete", "iops"),
+    Metric("deletes_per_s", "deletes, every tenth file", "files/s", True, "delete", "iops"),
     # The steady state of a spool or cache: new files fill the holes deletes left.
-    Metric("refill_creates_per_s", "creates into the holes left", "files/s", True,
-           "refill", "iops"),
-    Metric("stats_per_s", "cold stats of those new files", "files/s", True,
-           "stat", "iops"),
+    Metric("refill_creates_per_s", "creates into the holes left", "files/s", True, "refill",
+           "iops"),
+    Metric("stats_per_s", "cold stats of those new files", "files/s", True, "stat", "iops"),
     Metric("fsync_writes_per_s", "4 KiB writes, fsync after each", "writes/s", True,
            "syncwrite", "iops"),
     Metric("seq_write_mib_s", "sequential 1 MiB direct writes", "MiB/s", True, "seqwrite", "bw"),
@@ -159,15 +160,20 @@ def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> S
     )
 
 
-def directories(shape: Shape) -> list[str]:
-    """Folders (relative to the mountpoint) to create before fio starts."""
-    return ["big", *(f"w{i}" for i in range(shape.writers))]
-
-
 def seed_files() -> list[str]:
     """Empty files (relative to the mountpoint) to create before fio starts: the delete job's
     first name, which the create job does not make (see the module's notes)."""
     return [f"big/{NAME.format('00')}"]
+
+
+def prepare(shape: Shape, mountpoint: str) -> None:
+    """Make what the job file expects on a fresh filesystem: the big directory, one folder per
+    writer, and the seed files."""
+    for folder in ["big", *(f"w{i}" for i in range(shape.writers))]:
+        os.mkdir(os.path.join(mountpoint, folder))
+    for seed in seed_files():
+        with open(os.path.join(mountpoint, seed), "x"):
+            pass
 
 
 def jobfile(shape: Shape, mountpoint: str) -> str:

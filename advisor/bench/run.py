@@ -261,10 +261,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                     freesp = run(argv.xfs_spaceman(mnt, "freesp -s"), check=False, timeout=60)
                     age_report = AgeReport(seed=AGE_SEED, files_written=files,
                                            freesp_summary=_parse_freesp(freesp.stdout))
-            for folder in jobs.directories(shape):
-                os.mkdir(os.path.join(mnt, folder))
-            for seed in jobs.seed_files():
-                Path(mnt, seed).touch()
+            jobs.prepare(shape, mnt)
             run(argv.sync(), timeout=300)
             run(argv.drop_caches(), timeout=60)
             # cwd: fio writes the output of the stat phase's exec_prerun there.

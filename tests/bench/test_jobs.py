@@ -99,10 +99,7 @@ def test_job_file_runs_and_leaves_the_directory_described(tmp_path: Path, loop: 
                            measure_seconds=1.0, fs_bytes=1 << 30)
     sh("mkfs.xfs", "-q", "-f", "-K", loop)
     with mounted(loop, tmp_path / "mnt") as mnt:
-        for folder in jobs.directories(shape):
-            (mnt / folder).mkdir()
-        for seed in jobs.seed_files():
-            (mnt / seed).touch()
+        jobs.prepare(shape, str(mnt))
         jobfile = tmp_path / "round.fio"
         jobfile.write_text(jobs.jobfile(shape, str(mnt)))
         # cwd: fio writes the stat phase's exec_prerun output there.

@@ -1,22 +1,122 @@
 """The scratch-device guard: `validate --device` formats the device many times, so it refuses any
 device that holds or serves anything. Every refusal names its reason; nothing is written before
-every check has passed.
+every check has passed, and the checks are made again right before each write (`check_now`).
 
-It reads only the Inventory (advisor.inspect.devices: sysfs, mountinfo, /proc/swaps, libblkid),
-so tests can hand it a device with holders that this machine cannot build (no device-mapper)."""
+`refusals` reads only the Inventory (advisor.inspect.devices: sysfs, mountinfo, /proc/swaps,
+libblkid) and, for loop devices, what each is bound to (`Links`), so tests can hand it devices
+that this machine cannot build (no device-mapper). A loop device stacked on another block device
+or on a file has no holders/slaves link in sysfs: only the kernel's loop status (st_dev, st_ino,
+st_rdev of the backing file) tells what it really writes to, so the guard follows that."""
 
 from __future__ import annotations
 
-from advisor.errors import DeviceProblem
+import os
+from dataclasses import dataclass, field
+
+from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.device import Device, Inventory
 from advisor.models.units import human_size
+from advisor.system.loopdev import LoopStatus, dev_name, loop_status
 
 #: Mountpoints whose devices (and everything under them) are never scratch.
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
+#: Loop devices over loop devices over ...: deeper than this is refused, not followed.
+MAX_LOOP_DEPTH = 8
 
 
-def refusals(inv: Inventory, dev: Device, need_bytes: int) -> list[str]:
-    """Every reason not to format `dev` (empty: it is a usable scratch device)."""
+@dataclass(frozen=True)
+class Links:
+    """Live facts the sysfs inventory cannot show: what each loop device is bound to (None: the
+    kernel could not be asked, with the reason in `errors`) and the (st_dev, st_ino) of every swap
+    file in /proc/swaps."""
+
+    loops: dict[str, LoopStatus | None] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    swap_files: frozenset[tuple[int, int]] = frozenset()
+
+
+def live_links(inv: Inventory) -> Links:
+    """Ask the kernel about every loop device in `inv`, and stat every swap file."""
+    loops: dict[str, LoopStatus | None] = {}
+    errors: dict[str, str] = {}
+    for d in inv.devices:
+        if d.kind != "loop":
+            continue
+        try:
+            loops[d.name] = loop_status(d.path)
+        except OSError as err:
+            loops[d.name] = None
+            errors[d.name] = err.strerror or str(err)
+    return Links(loops=loops, errors=errors, swap_files=_swap_files())
+
+
+def _swap_files() -> frozenset[tuple[int, int]]:
+    from advisor.inspect.parsers import parse_swaps
+
+    try:
+        with open("/proc/swaps", encoding="utf-8", errors="surrogateescape") as f:
+            paths = parse_swaps(f.read())
+    except OSError:
+        return frozenset()
+    ids = set()
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        ids.add((st.st_dev, st.st_ino))
+    return frozenset(ids)
+
+
+def _by_number(inv: Inventory, number: int) -> Device | None:
+    want = dev_name(number)
+    return next((d for d in inv.devices if d.maj_min == want), None)
+
+
+def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int) -> list[str]:
+    """Why the loop device `dev` must not be formatted because of what it is bound to."""
+    if dev.name not in links.loops:
+        return [f"the kernel was not asked what {dev.name} is bound to"]
+    status = links.loops[dev.name]
+    if status is None:
+        why = links.errors.get(dev.name, "not bound to a file")
+        return [f"the kernel cannot say what {dev.name} is bound to ({why})"]
+    reasons: list[str] = []
+    own_stack = {dev.name} | {d.name for d in inv.stacked(dev, "children")} | {
+        d.name for d in inv.stacked(dev, "parents")}
+    for other, st in links.loops.items():
+        if other != dev.name and st is not None and st.backing_dev == status.backing_dev and \
+                st.backing_ino == status.backing_ino and st.backing_rdev == status.backing_rdev:
+            reasons.append(f"{other} is bound to the same backing "
+                           f"{'device' if status.on_block_device else 'file'} "
+                           f"({status.file_name or '?'})")
+    if status.on_block_device:
+        under = _by_number(inv, status.backing_rdev)
+        if under is None:
+            return [*reasons, f"it is a loop device over block device "
+                    f"{dev_name(status.backing_rdev)}, which the inventory does not show"]
+        if under.name in own_stack:
+            return [*reasons, f"it is a loop device over {under.path}, which is built on it"]
+        if depth >= MAX_LOOP_DEPTH:
+            return [*reasons, f"loop devices stacked more than {MAX_LOOP_DEPTH} deep"]
+        for why in refusals(inv, under, 0, links=links, _depth=depth + 1):
+            reasons.append(f"it is a loop device over {under.path}, and {why}")
+        return reasons
+    holder = _by_number(inv, status.backing_dev)
+    if holder is not None and holder.name in own_stack:
+        reasons.append(f"its backing file ({status.file_name or '?'}) sits on the filesystem "
+                       "being tested")
+    if (status.backing_dev, status.backing_ino) in links.swap_files:
+        reasons.append(f"its backing file ({status.file_name or '?'}) is in use as swap")
+    return reasons
+
+
+def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | None = None,
+             _depth: int = 0) -> list[str]:
+    """Every reason not to format `dev` (empty: it is a usable scratch device). `links`: what
+    loop devices are bound to; asked of the live kernel when not given and `inv` is live."""
+    if links is None:
+        links = live_links(inv) if inv.live else Links()
     reasons: list[str] = []
     below = inv.stacked(dev, "children")
     for mp in SYSTEM_MOUNTPOINTS:
@@ -54,6 +154,8 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int) -> list[str]:
     elif size < need_bytes:
         reasons.append(f"it is too small ({human_size(size)}; the benchmark needs at least "
                        f"{human_size(need_bytes)})")
+    if dev.kind == "loop" and (inv.live or dev.name in links.loops):
+        reasons += _loop_refusals(inv, dev, links, _depth)
     return list(dict.fromkeys(reasons))
 
 
@@ -62,3 +164,32 @@ def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:
     reasons = refusals(inv, dev, need_bytes)
     if reasons:
         raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))
+
+
+def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
+    """The whole guard again, read afresh from the live system, right before a write: sysfs,
+    mountinfo, swaps, the loop bindings and a new libblkid probe of the device. `ours`: the UUID
+    of the XFS our own previous round made there; that one signature is expected, any other is
+    refused. Returns the device as it is now; raises DeviceProblem otherwise."""
+    from advisor.inspect.devices import find_device, inspect_devices
+    from advisor.system.blkid import filesystem_uuid, probe_signatures
+    from advisor.system.sysroot import SysRoot
+
+    inv = inspect_devices(SysRoot(), probe=False)
+    try:
+        dev = find_device(inv, path)
+    except DeviceProblem:
+        raise DeviceProblem(f"refusing to format {path}: it has vanished") from None
+    try:
+        signatures = probe_signatures(dev.path)
+        if ours is not None and [s.value for s in signatures] == ["xfs"] and \
+                filesystem_uuid(dev.path) == ours:
+            signatures = []
+    except AdvisorError as err:
+        raise DeviceProblem(f"refusing to format {path}: {err}") from None
+    dev = dev.model_copy(update={"usage": dev.usage.model_copy(
+        update={"signatures": signatures, "probed": True})})
+    reasons = refusals(inv, dev, need_bytes)
+    if reasons:
+        raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))
+    return dev

@@ -7,6 +7,7 @@ removed on every path out of here."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from advisor.bench import jobs, stats
 from advisor.bench.calibration import CalibrationStore
+from advisor.bench.guard import check_now
+from advisor.bench.hold import DeviceHold
 from advisor.bench.resources import Resources, recover_leftovers, terminate_as_interrupt
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
@@ -206,12 +209,16 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             store: CalibrationStore | None = None,
             resolve_b: Callable[[str], SideConfig] | None = None,
             say: Callable[[str], None] | None = None,
-            on_sample: Sample | None = None) -> ValidationReport:
+            on_sample: Sample | None = None,
+            hold: DeviceHold | None = None) -> ValidationReport:
     """Run the plan and judge it. `progress(done, total, what)` is called before each step;
     `resolve_b(device)` decides side B once the (loop) device exists, for the proposal; `say`
     prints a line for people (what an earlier, killed run left and this one removed);
     `on_sample(side, round_index, values)` gets each side's values as soon as they are measured
-    (an exception it raises ends the run, cleaned up like any other failure)."""
+    (an exception it raises ends the run, cleaned up like any other failure). `hold`: the scratch
+    device as the caller checked and confirmed it (validate --device); without it the run opens
+    its own. Right before every mkfs the guard runs again on the live system and the device must
+    still be the one that was checked (advisor.bench.hold)."""
     check_host(need_loop=plan.device is None)
     recovered = recover_leftovers()
     for line in recovered:
@@ -225,15 +232,20 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     measuring = 0.0
     age_report: AgeReport | None = None
     backing: str | None = None
-    with terminate_as_interrupt(), Resources() as res:
+    with terminate_as_interrupt(), Resources() as res, contextlib.ExitStack() as held:
         os.makedirs(plan.loop_dir, exist_ok=True)
+        work = res.make_dir(plan.loop_dir, "xfs-advisor-")
         if plan.device is None:
-            work = res.make_dir(plan.loop_dir, "xfs-advisor-")
             backing = res.preallocate(os.path.join(work, "scratch.img"), plan.device_bytes)
             device = res.attach_loop(backing, direct_io=plan.direct_io)
         else:
-            work = res.make_dir(plan.loop_dir, "xfs-advisor-")
             device = plan.device
+        # Closed before Resources undoes anything: our own loop device detaches only when free.
+        if hold is None:
+            hold = held.enter_context(DeviceHold(device))
+        else:
+            held.callback(hold.close)
+        ours: str | None = None
         if resolve_b is not None:
             plan.b = resolve_b(device)
         mnt = os.path.join(work, "mnt")
@@ -248,12 +260,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             if progress:
                 progress(step, total, f"pair {pair}/{plan.pairs}, side {label}")
             mkfs_options = side.mkfs_options
-            made = run(argv.mkfs_xfs(device, mkfs_options, force=True, no_discard=True),
-                       check=False, timeout=300)
-            if not made.ok:
-                given = " ".join(mkfs_options) or "defaults"
-                raise ToolProblem(f"mkfs.xfs for side {label} ({given}) failed: "
-                                  f"{made.first_error_line()}")
+            ours = _format(hold, side, mkfs_options, ours)
             res.mount(device, mnt, side.mount_options)
             if plan.age:
                 files = _age(mnt, plan.device_bytes)
@@ -277,6 +284,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             if label not in infos:
                 infos[label] = run(argv.xfs_info(mnt), check=False, timeout=60).stdout
             res.umount(mnt)
+            hold.claim()
         wall = time.monotonic() - started
         if progress:
             progress(total, total, "judging")
@@ -286,6 +294,25 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                                measuring_seconds=round(measuring, 2),
                                measuring_share=round(measuring / wall, 3) if wall else 0.0),
                  recovered=recovered, store=store)
+
+
+def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | None) -> str | None:
+    """mkfs.xfs for one side, behind the guard: the device must still be the one checked and
+    confirmed, and pass every check again now (holding nothing but the XFS our previous round
+    made, UUID `ours`). Returns the UUID of the new filesystem."""
+    from advisor.system.blkid import filesystem_uuid
+
+    hold.verify()
+    check_now(hold.path, MIN_DEVICE_BYTES, ours=ours)
+    hold.release()  # mkfs.xfs opens the device O_EXCL itself
+    made = run(argv.mkfs_xfs(hold.path, options, force=True, no_discard=True),
+               check=False, timeout=300)
+    if not made.ok:
+        given = " ".join(options) or "defaults"
+        raise ToolProblem(f"mkfs.xfs for side {side.label} ({given}) failed: "
+                          f"{made.first_error_line()}")
+    hold.verify()
+    return filesystem_uuid(hold.path)
 
 
 def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],

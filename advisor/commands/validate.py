@@ -147,14 +147,21 @@ def run(args: argparse.Namespace) -> int:
         plan.loop_dir = args.loop_dir
     store = CalibrationStore(_path(args.calibration_file))
     if device_arg:
+        from advisor.bench.guard import check_now
+
         bench.check_host(need_loop=False)
         device, device_bytes = _checked_device(device_arg)
         plan.device, plan.device_bytes = device.path, device_bytes
         if b is None:
             plan.b = _proposal_side(device, workload)
-        _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
-        report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                               say=_say)
+        # Held (O_EXCL) from the check through the prompt to the end of the run: nothing can
+        # mount it, assemble it or re-bind it meanwhile; after the answer, check it all again.
+        with _hold(device.path) as hold:
+            _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
+            hold.verify()
+            check_now(device.path, bench.MIN_DEVICE_BYTES)
+            report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
+                                   say=_say, hold=hold)
     else:
         resolve = None if b is not None else (lambda path: _proposal_for_path(path, workload))
         report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
@@ -184,6 +191,12 @@ def _checked_device(name: str) -> tuple[Any, int]:
     device = find_device(inventory, name)
     check_scratch(inventory, device, bench.MIN_DEVICE_BYTES)
     return device, int(device.size_bytes.value or 0)
+
+
+def _hold(path: str) -> Any:
+    from advisor.bench.hold import DeviceHold
+
+    return DeviceHold(path)
 
 
 def _proposal_side(device: Any, workload: Any) -> Any:

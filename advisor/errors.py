@@ -48,3 +48,10 @@ class ToolProblem(AdvisorError):
 
     exit_code = EXIT_TOOL
     kind = "tool"
+
+
+class ProposalBug(AdvisorError):
+    """The advisor proposed something mkfs.xfs rejects: a bug in a rule, reported as one."""
+
+    exit_code = EXIT_BUG
+    kind = "bug"

@@ -58,8 +58,8 @@ def _load_device_file(path: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    from advisor.advice import propose
     from advisor.answers import workload_from_args
-    from advisor.engine.propose import TIMINGS, propose
     from advisor.models.proposal import ProposalDocument
     from advisor.render.explain import proposal_text
     from advisor.system.sysroot import SysRoot
@@ -84,11 +84,13 @@ def run(args: argparse.Namespace) -> int:
     inspected = time.perf_counter()
     env = read_environment(root)
     rules = getattr(args, "rules", None)
-    proposal = propose(device, workload, env=env, rules_dir=Path(rules) if rules else None)
+    phases: dict[str, float] = {}
+    proposal = propose(device, workload, env=env, rules_dir=Path(rules) if rules else None,
+                       timings=phases)
     done = time.perf_counter()
     timings = {"imports": imported - started, "inspection": inspected - imported,
-               "environment": 0.0, **TIMINGS, "total": done - started}
-    timings["environment"] = done - inspected - sum(TIMINGS.values())
+               "environment": done - inspected - sum(phases.values()), **phases,
+               "total": done - started}
     doc = ProposalDocument(device=device, workload=workload, environment=env, proposal=proposal,
                            extra={"timings_ms": {k: round(v * 1000, 1)
                                                  for k, v in timings.items()}})

@@ -200,7 +200,7 @@ def _hold(path: str) -> Any:
 
 
 def _proposal_side(device: Any, workload: Any) -> Any:
-    from advisor.engine import propose
+    from advisor.advice import propose
     from advisor.models.bench import SideConfig
 
     proposal = propose(device, workload)

@@ -1,7 +1,9 @@
-"""The rule engine: loads rules/ and turns device facts and workload answers into a proposal."""
+"""The rule engine: turns device facts, workload answers, the host's environment and what its
+mkfs.xfs makes by default into a draft proposal. Pure: advisor.advice gives it its inputs and
+gates its draft with a real `mkfs.xfs -N`."""
 
 from __future__ import annotations
 
-from advisor.engine.propose import propose
+from advisor.engine.propose import Draft, draft
 
-__all__ = ["propose"]
+__all__ = ["Draft", "draft"]

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.models.device import Device
-from advisor.models.environment import Environment
+from advisor.models.environment import Environment, FeatureSet
 from advisor.models.proposal import MkfsGeometry
 from advisor.models.units import parse_size
 from advisor.models.workload import Workload
@@ -42,6 +42,9 @@ class Context:
     env: Environment
     defaults: MkfsGeometry
     size: int
+    feature_sets: dict[str, FeatureSet] = field(default_factory=dict)
+    """xfsprogs' lts_*.conf feature sets, read by the caller (only when an older kernel must
+    mount the result: advisor.engine.deciders.target_kernel)."""
     chosen: dict[str, Change] = field(default_factory=dict)
 
     @property

@@ -5,8 +5,6 @@ A rule file names its function in `decide`; thresholds and tables stay in the fi
 
 from __future__ import annotations
 
-import configparser
-import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +15,6 @@ from pydantic import BaseModel, Field
 from advisor.engine.context import (
     Change,
     Context,
-    GiB,
     KiB,
     MiB,
     Outcome,
@@ -26,9 +23,9 @@ from advisor.engine.context import (
     round_up,
 )
 from advisor.models.base import Model
-from advisor.models.environment import parse_version
+from advisor.models.environment import Environment, parse_version
 from advisor.models.units import human_size
-from advisor.models.workload import Access
+from advisor.models.workload import Access, Workload
 
 P = TypeVar("P", bound=BaseModel)
 Decider = Callable[[Context, Any], Outcome]
@@ -482,28 +479,6 @@ class KernelCompatParams(Model):
     """First xfsprogs that knows -i nrext64 (older ones must not be given it)."""
 
 
-def parse_lts_conf(text: str) -> dict[str, dict[str, int]]:
-    """section -> feature -> value from an xfsprogs mkfs config file."""
-    parser = configparser.ConfigParser(inline_comment_prefixes=("#",))
-    parser.read_string(text)
-    return {s: {k: int(v) for k, v in parser.items(s)} for s in parser.sections()}
-
-
-@functools.lru_cache(maxsize=16)
-def conf_rejection(path: str) -> str | None:
-    """Why this mkfs.xfs rejects a config file (None: accepted), from a dry run on a file."""
-    import tempfile
-
-    from advisor.system import argv
-    from advisor.system.runner import run
-
-    with tempfile.NamedTemporaryFile(prefix="xfs-advisor-conf-") as f:
-        f.truncate(GiB)
-        result = run(argv.mkfs_xfs(f.name, ["-c", f"options={path}"], dry_run=True, force=True),
-                     timeout=30, check=False)
-    return None if result.ok else result.first_error_line()
-
-
 def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: bool) -> list[str]:
     """`-m ... -i ...` equivalent to a feature set. mkfs.xfs wants nrext64 under -i."""
     meta = dict(features.get("metadata", {}))
@@ -520,24 +495,38 @@ def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: b
     return out
 
 
-@decider(KernelCompatParams)
-def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
-    wanted = ctx.workload.must_mount_on_kernel
-    progs = parse_version(ctx.env.xfsprogs_version)
-    running = parse_version(ctx.env.kernel)
+def target_kernel(workload: Workload, env: Environment) -> tuple[str, str] | None:
+    """The older kernel the filesystem must mount on, and who says so: the answer, or the host's
+    own kernel when it is older than the xfsprogs making the filesystem (a capture, say). None
+    when the current feature set will do."""
+    wanted = workload.must_mount_on_kernel
+    progs = parse_version(env.xfsprogs_version)
+    running = parse_version(env.kernel)
     who = f"kernel {wanted} must mount it"
     if wanted is None and running and progs and running < progs:
-        # The host the proposal is for (a capture, say) runs a kernel older than our xfsprogs.
         wanted = f"{running[0]}.{running[1]}"
-        who = (f"the host runs kernel {ctx.env.kernel}, older than xfsprogs "
-               f"{ctx.env.xfsprogs_version}")
+        who = (f"the host runs kernel {env.kernel}, older than xfsprogs "
+               f"{env.xfsprogs_version}")
     if wanted is None:
-        return Outcome(keep_reason="no older kernel must mount it: the current feature set")
+        return None
     kernel = parse_version(wanted)
     if kernel and progs and kernel >= progs:
+        return None
+    return wanted, who
+
+
+@decider(KernelCompatParams)
+def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
+    target = target_kernel(ctx.workload, ctx.env)
+    if target is None:
+        wanted = ctx.workload.must_mount_on_kernel
+        if wanted is None:
+            return Outcome(keep_reason="no older kernel must mount it: the current feature set")
         return Outcome(keep_reason=f"kernel {wanted} mounts what xfsprogs "
                        f"{ctx.env.xfsprogs_version} makes by default")
-    known = sorted({*params.features, *ctx.env.lts_configs},
+    wanted, who = target
+    kernel = parse_version(wanted)
+    known = sorted({*params.features, *ctx.feature_sets},
                    key=lambda v: parse_version(v) or (0, 0))
     older = [v for v in known if kernel and (parse_version(v) or (0, 0)) <= kernel]
     warnings = []
@@ -546,16 +535,15 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
                         f"({known[0]}): it may not mount the result")
     profile = older[-1] if older else known[0]
     nrext64_known = ctx.env.xfsprogs_at_least(*(parse_version(params.nrext64_since) or (99, 0)))
-    conf = ctx.env.lts_configs.get(profile)
+    shipped = ctx.feature_sets.get(profile)
     why = f"{who}: the features of the {profile} LTS kernel"
-    if conf:
-        rejection = conf_rejection(conf)
-        if rejection is None:
-            return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={conf}"],
-                                         why + f" ({conf})"), warnings=warnings)
-        features = parse_lts_conf(Path(conf).read_text(encoding="utf-8"))
-        why += (f"; this mkfs.xfs rejects its own {Path(conf).name} ({rejection}), so as "
-                "explicit flags")
+    if shipped:
+        if shipped.rejection is None:
+            return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={shipped.path}"],
+                                         why + f" ({shipped.path})"), warnings=warnings)
+        features = shipped.features
+        why += (f"; this mkfs.xfs rejects its own {Path(shipped.path).name} "
+                f"({shipped.rejection}), so as explicit flags")
     else:
         features = params.features[profile]
         why += " (no lts_*.conf for it installed: the rule's own table)"

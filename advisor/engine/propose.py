@@ -1,37 +1,43 @@
-"""Facts and answers in, one explained and checked proposal out.
+"""Facts and answers in, one explained draft out: pure (no process, no file, no clock), so every
+input is an argument and a test can state all of them.
 
 Settings are decided in a fixed order (advisor.engine.settings); for each, every rule deciding it
 runs; when several want a change the highest priority wins and the decision says so; when none
-does, the default is kept and the decision says why."""
+does, the default is kept and the decision says why. advisor.advice turns the draft into a
+proposal, gated by a real `mkfs.xfs -N`."""
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
+from dataclasses import dataclass
 
-from advisor.engine.check import ProposalBug, device_size, dry_run
 from advisor.engine.context import Change, Context, mkfs_size
 from advisor.engine.deciders import DECIDERS
-from advisor.engine.rulebook import RuleBook, load_rulebook
+from advisor.engine.rulebook import RuleBook
 from advisor.engine.settings import SETTINGS, Setting
-from advisor.models.device import Device
-from advisor.models.environment import Environment
+from advisor.errors import ProposalBug
+from advisor.models.device import Device, device_size
+from advisor.models.environment import Environment, FeatureSet
 from advisor.models.proposal import (
     Alternative,
     Decision,
     MkfsGeometry,
-    Proposal,
     ProposalWarning,
 )
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
-from advisor.render.fstab import fstab_line
-from advisor.render.mkfs import command_line, merge_options, mkfs_argv
+from advisor.render.mkfs import merge_options
 
 POLICY_RULE = "keep-defaults"
 
-#: Wall time of the last propose() phases, in seconds (for scripts/bench_propose.py).
-TIMINGS: dict[str, float] = {}
+
+@dataclass(frozen=True)
+class Draft:
+    """The engine's answer, before the dry run that gates it."""
+
+    decisions: list[Decision]
+    warnings: list[ProposalWarning]
+    mkfs_options: list[str]
+    mount_options: list[str]
 
 
 def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
@@ -115,23 +121,13 @@ def obsolete_in(options: list[str], mount_options: list[str], book: RuleBook) ->
     return hits
 
 
-def propose(device: Device, workload: Workload, *, env: Environment | None = None,
-            rules_dir: Path | None = None, check: bool = True,
-            rulebook: RuleBook | None = None) -> Proposal:
-    """The proposal for a device and a workload, checked with `mkfs.xfs -N` on a stand-in file
-    (check=False skips that, for rules of tool versions this host does not have)."""
-    started = time.perf_counter()
-    if env is None:
-        from advisor.system.versions import read_environment
-
-        env = read_environment()
-    book = rulebook or load_rulebook(rules_dir)
-    loaded = time.perf_counter()
-    size = device_size(device)
-    defaults_check = dry_run(device, [], defaults=True)
-    checked_defaults = time.perf_counter()
-    ctx = Context(device=device, workload=workload, env=env, defaults=defaults_check.geometry,
-                  size=size)
+def draft(device: Device, workload: Workload, *, env: Environment, defaults: MkfsGeometry,
+          book: RuleBook, feature_sets: dict[str, FeatureSet] | None = None) -> Draft:
+    """Every setting decided for `device` and `workload`: `env` is the host the filesystem is
+    for, `defaults` what its mkfs.xfs makes with no options, `feature_sets` its lts_*.conf files
+    (needed only when an older kernel must mount the result)."""
+    ctx = Context(device=device, workload=workload, env=env, defaults=defaults,
+                  size=device_size(device), feature_sets=dict(feature_sets or {}))
     warnings: list[ProposalWarning] = []
     decisions = [_decide(s, ctx, book, warnings) for s in SETTINGS]
     for rule in book.of_kind("device"):
@@ -149,31 +145,5 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
     hits = obsolete_in(options, mount_options, book)
     if hits:
         raise ProposalBug(f"bug: the proposal contains obsolete advice ({', '.join(hits)})")
-    decided = time.perf_counter()
-    proposal_check = None
-    if check:
-        proposal_check = dry_run(device, options)
-        warnings += [ProposalWarning(rule="mkfs-check", message=f"mkfs.xfs says: {m}")
-                     for m in _joined_warnings(proposal_check.geometry.mkfs_warnings)]
-    done = time.perf_counter()
-    TIMINGS.update(rules=loaded - started, defaults_check=checked_defaults - loaded,
-                   engine=decided - checked_defaults, proposal_check=done - decided)
-    argv = mkfs_argv(options, device.path)
-    return Proposal(
-        mkfs_argv=argv,
-        mkfs_options=options,
-        mkfs_command=command_line(argv),
-        mount_options=mount_options,
-        fstab=fstab_line(mount_options, workload.mount_point),
-        decisions=decisions,
-        warnings=warnings,
-        mkfs_defaults=defaults_check.geometry,
-        check=proposal_check,
-        rules_dirs=book.dirs,
-    )
-
-
-def _joined_warnings(lines: list[str]) -> list[str]:
-    """mkfs.xfs wraps one warning over several lines: join them back into sentences."""
-    text = " ".join(lines)
-    return [text] if text else []
+    return Draft(decisions=decisions, warnings=warnings, mkfs_options=options,
+                 mount_options=mount_options)

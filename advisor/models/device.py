@@ -218,3 +218,13 @@ class Inventory(Model):
             if key in (d.name, d.display_name) or name == d.path:
                 return d
         return None
+
+
+def device_size(device: Device) -> int:
+    """The device's size in bytes; DeviceProblem when unknown (nothing can be planned then)."""
+    from advisor.errors import DeviceProblem
+
+    size = device.size_bytes.value
+    if not size:
+        raise DeviceProblem(f"{device.name}: size unknown, cannot plan a filesystem for it")
+    return size

@@ -3,6 +3,8 @@ allow."""
 
 from __future__ import annotations
 
+import configparser
+
 from pydantic import Field
 
 from advisor.models.base import Model
@@ -26,6 +28,29 @@ class Environment(Model):
         """True when the xfsprogs version is known and >= major.minor."""
         version = parse_version(self.xfsprogs_version)
         return version is not None and version >= (major, minor)
+
+
+class FeatureSet(Model):
+    """One of xfsprogs' lts_<kernel>.conf files: the on-disk features that kernel mounts."""
+
+    version: str
+    """Kernel version the set is for (e.g. 5.4)."""
+    path: str
+    """Where xfsprogs keeps it."""
+    features: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """section -> feature -> value (`metadata.reflink = 1`)."""
+    rejection: str | None = None
+    """Why this host's mkfs.xfs rejects the file (None: it accepts `-c options=PATH`)."""
+
+
+def parse_lts_conf(text: str) -> dict[str, dict[str, int]]:
+    """section -> feature -> value from an xfsprogs mkfs config file (ValueError when malformed)."""
+    parser = configparser.ConfigParser(inline_comment_prefixes=("#",))
+    try:
+        parser.read_string(text)
+        return {s: {k: int(v) for k, v in parser.items(s)} for s in parser.sections()}
+    except configparser.Error as err:
+        raise ValueError(str(err)) from None
 
 
 def parse_version(text: str | None) -> tuple[int, int] | None:

@@ -71,8 +71,8 @@ def propose(device: Device, workload: Workload, sysroot: str | None = None,
             rules_dir: str | None = None) -> Proposal:
     """The engine's proposal, as `xfs-advisor --json` gives it for the same device and answers.
     The tool versions and the rule book are read once per session."""
-    _require("advisor.engine.propose", "the proposal engine")
-    from advisor.engine.propose import propose as engine_propose
+    _require("advisor.advice", "the proposal engine")
+    from advisor.advice import propose as engine_propose
 
     return engine_propose(device, workload, env=_environment(sysroot),
                           rulebook=_rulebook(rules_dir))

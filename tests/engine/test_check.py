@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.engine.check import dry_run, emulation_options, parse_mkfs_output
 from advisor.errors import DeviceProblem
+from advisor.system.mkfs import dry_run, emulation_options, parse_mkfs_output
 from tests.engine.helpers import GiB, TiB, device, md_stripe
 
 MKFS_N = """meta-data=t1.img                 isize=512    agcount=4, agsize=65536 blks

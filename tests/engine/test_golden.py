@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from advisor.advice import propose
 from advisor.answers import load_workload
-from advisor.engine import propose
 from advisor.engine.rulebook import RuleBook
 from advisor.models.device import Device
 from advisor.models.proposal import ProposalDocument

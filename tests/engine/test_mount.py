@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from advisor.advice import propose
 from advisor.answers import load_workload
-from advisor.engine import propose
-from advisor.engine.check import parse_mkfs_output
 from advisor.inspect.devices import find_device, inspect_devices
 from advisor.models.workload import Workload
+from advisor.system.mkfs import parse_mkfs_output
 from advisor.system.sysroot import SysRoot
 from tests.conftest import loop_device, mounted, require_root_tools, sh
 from tests.engine.helpers import TiB, device, environment

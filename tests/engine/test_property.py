@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.engine import propose
+from advisor.advice import propose
 from advisor.engine.propose import obsolete_in
 from advisor.engine.rulebook import RuleBook, load_rulebook
 from advisor.engine.settings import SETTINGS

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from advisor.engine import propose
+from advisor.advice import propose
 from advisor.engine.rulebook import RuleBook
 from advisor.models.device import Device, StripeGeometry, Usage
 from advisor.models.proposal import Decision, Proposal
@@ -276,9 +276,9 @@ def test_device_warning_for_partitions(book: RuleBook) -> None:
 
 def test_log_size_on_old_xfsprogs_with_tiny_default_log(book: RuleBook) -> None:
     # The defaults come from this host's mkfs.xfs; an xfsprogs 5.10 host makes a 10 MiB log.
-    from advisor.engine.check import dry_run
     from advisor.engine.context import Context
     from advisor.engine.deciders import LogSizeParams, log_size
+    from advisor.system.mkfs import dry_run
 
     dev = device(100 * GiB)
     defaults = dry_run(dev, []).geometry.model_copy(update={"log_blocks": 2560})

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine import propose
-from advisor.engine.check import ProposalBug
+from advisor.advice import propose
 from advisor.engine.deciders import DECIDERS
 from advisor.engine.rulebook import BUILTIN_RULES, RuleBook, load_rulebook
 from advisor.engine.settings import SETTINGS
-from advisor.errors import BadInput
+from advisor.errors import BadInput, ProposalBug
 from advisor.models.workload import Workload
 from tests.engine.helpers import GiB, TiB, device, environment
 

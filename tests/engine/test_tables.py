@@ -9,9 +9,9 @@ from advisor.engine.deciders import (
     DirBlockParams,
     directory_block_for,
     explicit_feature_flags,
-    parse_lts_conf,
 )
 from advisor.engine.rulebook import RuleBook
+from advisor.models.environment import parse_lts_conf
 from advisor.render.mkfs import merge_options
 
 K = 1024

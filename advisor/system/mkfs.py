@@ -1,26 +1,29 @@
-"""Proving a proposal valid: `mkfs.xfs -N -f OPTIONS` on a sparse file of the device's size (never
-the device), and parsing what mkfs.xfs would build. Also how the defaults (side A) are found."""
+"""The one adapter around the host's mkfs.xfs: what it makes by default for a device, what it would
+make with given options (`mkfs.xfs -N -f OPTIONS` on a sparse stand-in of the device's size, never
+the device), and which of xfsprogs' lts_*.conf feature sets it accepts.
+
+The rule engine never runs it: advisor.advice asks this adapter first and hands the engine the
+answers, then gates the engine's draft with a real dry run. Tests hand the engine captured
+`mkfs.xfs -N` outputs instead (tests/engine/data/mkfs/)."""
 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
-from advisor.errors import EXIT_BUG, AdvisorError, DeviceProblem
-from advisor.models.device import Device
+from advisor.errors import AdvisorError, DeviceProblem, ProposalBug
+from advisor.models.device import Device, device_size
+from advisor.models.environment import Environment, FeatureSet, parse_lts_conf
 from advisor.models.proposal import Check, MkfsGeometry
 from advisor.system import argv
 from advisor.system.runner import run
 
-
-class ProposalBug(AdvisorError):
-    """The advisor proposed something mkfs.xfs rejects: a bug in a rule, reported as one."""
-
-    exit_code = EXIT_BUG
-    kind = "bug"
+GiB = 1 << 30
 
 
 _FEATURES = ("crc", "finobt", "sparse", "rmapbt", "reflink", "bigtime", "inobtcount", "nrext64",
@@ -65,13 +68,6 @@ def parse_mkfs_output(stdout: str, stderr: str = "") -> MkfsGeometry:
         )
     except (KeyError, ValueError) as err:
         raise AdvisorError(f"cannot parse mkfs.xfs -N output (missing {err})") from None
-
-
-def device_size(device: Device) -> int:
-    size = device.size_bytes.value
-    if not size:
-        raise DeviceProblem(f"{device.name}: size unknown, cannot plan a filesystem for it")
-    return size
 
 
 def emulation_options(device: Device, proposed: Sequence[str] = ()) -> list[str]:
@@ -128,3 +124,45 @@ def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -
                           "(please report it with the --json output)")
     return Check(argv=shown, method=method, emulated=emulated,
                  geometry=parse_mkfs_output(result.stdout, result.stderr))
+
+
+@functools.lru_cache(maxsize=16)
+def conf_rejection(path: str) -> str | None:
+    """Why this mkfs.xfs rejects a config file (None: accepted), from a dry run on a file."""
+    with tempfile.NamedTemporaryFile(prefix="xfs-advisor-conf-") as f:
+        f.truncate(GiB)
+        result = run(argv.mkfs_xfs(f.name, ["-c", f"options={path}"], dry_run=True, force=True),
+                     timeout=30, check=False)
+    return None if result.ok else result.first_error_line()
+
+
+def feature_sets(env: Environment) -> dict[str, FeatureSet]:
+    """Every lts_<kernel>.conf the host's xfsprogs ships: its features, and whether this mkfs.xfs
+    accepts it (an older xfsprogs may reject its own file). One dry run per file, once."""
+    sets = {}
+    for version, path in env.lts_configs.items():
+        rejection: str | None
+        try:
+            features = parse_lts_conf(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            features, rejection = {}, f"unreadable: {err}"
+        else:
+            rejection = conf_rejection(path)
+        sets[version] = FeatureSet(version=version, path=path, features=features,
+                                   rejection=rejection)
+    return sets
+
+
+class HostMkfs:
+    """The host's mkfs.xfs, as the advice needs it."""
+
+    def defaults(self, device: Device) -> Check:
+        """What mkfs.xfs makes on this device with no options."""
+        return dry_run(device, [], defaults=True)
+
+    def check(self, device: Device, options: list[str]) -> Check:
+        """A dry run of the proposal's options: the gate every proposal passes."""
+        return dry_run(device, options)
+
+    def feature_sets(self, env: Environment) -> dict[str, FeatureSet]:
+        return feature_sets(env)

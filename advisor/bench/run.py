@@ -17,6 +17,7 @@ from pathlib import Path
 
 from advisor.bench import jobs, stats
 from advisor.bench.calibration import CalibrationStore
+from advisor.bench.options import checked_side
 from advisor.bench.resources import Resources, recover_leftovers, terminate_as_interrupt
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
@@ -212,6 +213,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     prints a line for people (what an earlier, killed run left and this one removed);
     `on_sample(side, round_index, values)` gets each side's values as soon as they are measured
     (an exception it raises ends the run, cleaned up like any other failure)."""
+    plan.a, plan.b = checked_side(plan.a), checked_side(plan.b)
     check_host(need_loop=plan.device is None)
     recovered = recover_leftovers()
     for line in recovered:
@@ -235,7 +237,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             work = res.make_dir(plan.loop_dir, "xfs-advisor-")
             device = plan.device
         if resolve_b is not None:
-            plan.b = resolve_b(device)
+            plan.b = checked_side(resolve_b(device))
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
         jobpath = os.path.join(work, "round.fio")

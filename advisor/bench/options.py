@@ -30,7 +30,7 @@ from advisor.models.bench import SideConfig
 #: Longest option string accepted: real ones are under 200 characters.
 MAX_TEXT = 4096
 #: Longest single token shown in an error message.
-SHOWN = 60
+SHOWN = 200
 
 ANOTHER_DEVICE = ("names another device: validate formats only the device it checked and you "
                   "confirmed")
@@ -366,6 +366,8 @@ def check_mount(options: Sequence[str], *, what: str = "mount options") -> Mount
         value = raw if sep else None
         if name in MOUNT_REFUSED:
             raise _refuse(what, option, MOUNT_REFUSED[name])
+        if "," in option:
+            raise _refuse(what, option, "holds a comma: one option per item")
         if "/" in option:
             raise _refuse(what, option, "names a path: validate mounts only the device it "
                           "checked and you confirmed, on its own mountpoint")

@@ -270,7 +270,7 @@ def check_mkfs(tokens: Sequence[str], *, what: str = "mkfs.xfs options") -> Mkfs
             i += 1
             continue
         if flag in MKFS_REFUSED_FLAGS:
-            raise _refuse(what, given, MKFS_REFUSED_FLAGS[flag])
+            raise _refuse(what, given if flag in ("-p", "-r") else flag, MKFS_REFUSED_FLAGS[flag])
         if flag not in MKFS_SUBOPTIONS and flag not in ("-L", "-c"):
             raise _refuse(what, flag, _not_a_flag(flag))
         if value is None:
@@ -342,7 +342,7 @@ def _check_config(value: str, what: str) -> str:
         info = os.lstat(path)
         if not stat.S_ISREG(info.st_mode) or info.st_size > CONFIG_LIMIT:
             raise _refuse(what, given, "names something that is not a small regular file")
-        parser = configparser.ConfigParser(inline_comment_prefixes=("#",))
+        parser = configparser.ConfigParser(inline_comment_prefixes=("#",), interpolation=None)
         parser.read_string(Path(path).read_text(encoding="utf-8"))
     except (OSError, configparser.Error, UnicodeDecodeError) as err:
         raise _refuse(what, given, f"names a file that cannot be read ({err})") from None

@@ -20,6 +20,7 @@ from advisor.bench import jobs, stats
 from advisor.bench.calibration import CalibrationStore
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
+from advisor.bench.options import checked_side
 from advisor.bench.resources import Resources, recover_leftovers, terminate_as_interrupt
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
@@ -218,7 +219,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     (an exception it raises ends the run, cleaned up like any other failure). `hold`: the scratch
     device as the caller checked and confirmed it (validate --device); without it the run opens
     its own. Right before every mkfs the guard runs again on the live system and the device must
-    still be the one that was checked (advisor.bench.hold)."""
+    still be the one that was checked (advisor.bench.hold). Both sides' options are checked
+    against what validate may pass (advisor.bench.options) before anything is made."""
+    plan.a, plan.b = checked_side(plan.a), checked_side(plan.b)
     check_host(need_loop=plan.device is None)
     recovered = recover_leftovers()
     for line in recovered:
@@ -247,7 +250,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             held.callback(hold.close)
         ours: str | None = None
         if resolve_b is not None:
-            plan.b = resolve_b(device)
+            plan.b = checked_side(resolve_b(device))
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
         jobpath = os.path.join(work, "round.fio")

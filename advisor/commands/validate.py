@@ -6,7 +6,6 @@ Exit codes: 0 done (B not worse), 5 B is worse on some metric, 2/3/4 as everywhe
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from typing import Any
 
@@ -59,14 +58,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _split_mount(text: str | None) -> list[str]:
-    return [o.strip() for o in (text or "").split(",") if o.strip()]
+    """--mount-options checked against what validate may pass (BadInput names the option)."""
+    from advisor.bench.options import parse_mount
+
+    return parse_mount(text).as_list()
 
 
 def _split_mkfs(text: str | None) -> list[str]:
-    try:
-        return shlex.split(text or "")
-    except ValueError as err:
-        raise BadInput(f"--mkfs-options: {err}") from None
+    """--mkfs-options checked against what validate may pass (BadInput names the option)."""
+    from advisor.bench.options import parse_mkfs
+
+    return parse_mkfs(text).argv()
 
 
 def _progress_printer(as_json: bool) -> Any:

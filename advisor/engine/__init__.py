@@ -4,6 +4,6 @@ gates its draft with a real `mkfs.xfs -N`."""
 
 from __future__ import annotations
 
-from advisor.engine.propose import Draft, draft
+from advisor.engine.decide import Draft, draft
 
 __all__ = ["Draft", "draft"]

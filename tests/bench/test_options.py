@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.advice import propose
 from advisor.bench.options import (
     MOUNT_OPTIONS,
     MkfsOptions,
@@ -24,7 +25,6 @@ from advisor.bench.options import (
     parse_mkfs,
     parse_mount,
 )
-from advisor.engine import propose
 from advisor.engine.rulebook import load_rulebook
 from advisor.errors import BadInput
 from advisor.models.bench import SideConfig

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.advice import propose
-from advisor.engine.propose import obsolete_in
+from advisor.engine.decide import obsolete_in
 from advisor.engine.rulebook import RuleBook, load_rulebook
 from advisor.engine.settings import SETTINGS
 from advisor.models.device import StripeGeometry

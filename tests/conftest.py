@@ -95,4 +95,5 @@ def shared_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         inner = [p for p in dest.iterdir() if p.is_dir()]
         root = dest if (dest / "sys").is_dir() else (inner[0] if len(inner) == 1 else dest)
         dumps[name] = root
+    require(len(dumps) >= 3, f"{src} holds {len(dumps)} captures; the tests expect 3")
     return dumps

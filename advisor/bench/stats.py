@@ -143,10 +143,6 @@ class PairedSummary:
         half = t_quantile(0.5 + confidence / 2.0, self.n - 1) * self.se
         return (self.mean - half, self.mean + half)
 
-    def ratio_interval(self, confidence: float = 0.95) -> tuple[float, float]:
-        lo, hi = self.interval(confidence)
-        return (math.exp(lo), math.exp(hi))
-
 
 def paired_log_ratios(a: Sequence[float], b: Sequence[float]) -> PairedSummary:
     """Summarise paired samples; every sample must be positive (a rate, a throughput)."""

@@ -129,7 +129,7 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
                        f"from {stripe[2]}) mkfs.xfs treats the storage as multi-disk and picks "
                        "the AG count for it")
     raid_answered = ctx.workload.storage.raid_data_disks is not None
-    if ctx.device.rotational.value is True and not raid_answered and ctx.stripe() is None:
+    if ctx.device.rotational.value is True and not raid_answered:
         return Outcome(keep_reason="a single spinning disk cannot serve more concurrency: more "
                        "AGs only spread its seeks (seed 003)")
     target = min(params.target_agcount, max(2, ctx.size // params.min_ag_bytes))

@@ -18,7 +18,7 @@ from advisor.bench import guard
 from advisor.bench.run import MIN_DEVICE_BYTES
 from advisor.inspect.devices import find_device, inspect_devices
 from advisor.system.sysroot import SysRoot
-from tests.conftest import REPO, mounted, require_root_tools, sh
+from tests.conftest import REPO, mounted, require, require_root_tools, sh
 
 GIB = 1 << 30
 
@@ -142,8 +142,7 @@ def test_refuses_a_swap_in_use(tmp_path: Path, root_tools: None) -> None:
     with attached(backing, GIB) as dev:
         sh("mkswap", dev)
         on = sh("swapon", dev, check=False)
-        if on.returncode != 0:
-            pytest.skip(f"swapon refused here: {on.stderr.strip()}")
+        require(on.returncode == 0, f"swapon refused here: {on.stderr.strip()}")
         try:
             refused(backing, dev, "in use as swap")
         finally:
@@ -193,8 +192,7 @@ def test_refuses_the_device_under_root() -> None:
     # Read-only: the inventory of this machine, never a validate run against its disk.
     inv = inspect_devices(SysRoot(), probe=os.geteuid() == 0)
     roots = [d for d in inv.devices if "/" in d.usage.mountpoints]
-    if not roots:
-        pytest.skip("/ is not on a block device here")
+    require(bool(roots), "/ is not on a block device here")
     under = roots[0]
     while under.parents:
         under = find_device(inv, under.parents[0])

@@ -30,7 +30,7 @@ from advisor.errors import BadInput
 from advisor.models.bench import SideConfig
 from advisor.models.workload import Workload
 from advisor.system.versions import lts_configs
-from tests.conftest import REPO
+from tests.conftest import REPO, require
 from tests.engine.helpers import GiB, TiB, device, environment
 
 GOLDEN = REPO / "tests" / "golden"
@@ -139,8 +139,7 @@ def test_a_typed_result_keeps_the_options_as_given() -> None:
 
 def test_an_installed_lts_feature_set_passes_and_its_copy_does_not(tmp_path: Path) -> None:
     confs = lts_configs()
-    if not confs:
-        pytest.skip("xfsprogs installs no lts_*.conf here")
+    require(bool(confs), "xfsprogs installs no lts_*.conf here")
     path = next(iter(confs.values()))
     assert parse_mkfs(f"-c options={path}").argv() == ["-c", f"options={path}"]
     copy = tmp_path / Path(path).name

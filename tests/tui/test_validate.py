@@ -4,7 +4,6 @@ midway, leaves nothing mounted or attached."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -118,7 +117,6 @@ async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_pat
         await pilot.pause()
         assert "cancelled" in _text(app, "#step")
     assert _ours(tmp_path) == []
-    assert shutil.which("losetup")
 
 
 async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from advisor.engine.context import (
     Change,
     Context,
+    GiB,
     KiB,
     MiB,
     Outcome,
@@ -159,6 +160,12 @@ class AgGrowthParams(Model):
     """Largest AG mkfs.xfs allows (1 TiB less one block)."""
 
 
+#: xfsprogs' XFS_AG_MIN_BYTES: the smallest allocation group mkfs.xfs makes (16 MiB).
+MIN_AG_BYTES = 16 * MiB
+#: xfsprogs' XFS_MAX_LOG_BYTES: the largest internal log (2 GiB, a format limit).
+MKFS_MAX_LOG_BYTES = 2 * GiB
+
+
 @decider(AgGrowthParams)
 def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     eventual = ctx.eventual_size
@@ -187,10 +194,19 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     align = math.lcm(ctx.defaults.block_size, stripe[0] if stripe else 1)
     needed = round_up(math.ceil(eventual / params.max_agcount_when_grown), align)
     agsize = min(needed, round_down(params.max_ag_bytes, align))
-    agsize = min(agsize, round_down(ctx.size // 2, align))
+    # mkfs.xfs needs two AGs (two superblocks): it accepts `-d agsize=80g` on 100 GiB (80 + 20
+    # GiB) and refuses an AG as large as the device. With two AGs the internal log sits in the
+    # last one (AG agcount/2), so that one keeps room for the largest log mkfs.xfs makes, twice
+    # over, or half the device when it is small.
+    room = max(MIN_AG_BYTES, min(ctx.size // 2, 2 * MKFS_MAX_LOG_BYTES))
+    agsize = min(agsize, round_down(ctx.size - room, align))
     if stripe and agsize % (stripe[0] * stripe[1]) == 0:
         # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns).
         agsize -= stripe[0]
+    if math.ceil(eventual / agsize) > params.max_agcount_when_grown:
+        warnings.append(f"{human_size(ctx.size)} now is too small for AGs that keep "
+                        f"{human_size(eventual)} within {params.max_agcount_when_grown} AGs: "
+                        "the largest AGs it can hold are used")
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
         f"growing {factor:.1f}x to {human_size(eventual)}: the default "

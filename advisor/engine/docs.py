@@ -32,6 +32,9 @@ def _rule_section(rule: Rule) -> list[str]:
                         ("When not", rule.when_not), ("Example", rule.example)):
         if text:
             out += [f"**{title}.** {text}", ""]
+    if rule.examples:
+        out += ["**Examples** (each is run by the test suite as written):", "",
+                *[f"- {ex.says}" for ex in rule.examples], ""]
     if rule.params:
         out += ["Parameters: " + ", ".join(f"`{k}`" for k in rule.params), ""]
     if rule.references:

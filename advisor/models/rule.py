@@ -26,6 +26,58 @@ class Obsolete(Model):
     """What happens today instead, in one or two sentences."""
 
 
+class ExampleDevice(Model):
+    """The device of a rule example: a disk with these facts (everything else as a plain disk)."""
+
+    size: str = Field(min_length=1)
+    """Size with a unit (`100GiB`, `4TiB`)."""
+    rotational: bool | None = None
+    write_cache: Literal["write back", "write through"] | None = None
+    fua: bool | None = None
+    logical_sector: int = 512
+    physical_sector: int = 512
+    stripe_unit: str | None = None
+    """A stripe the device reports and mkfs.xfs uses (md RAID): the chunk, with a unit."""
+    data_disks: int | None = Field(default=None, ge=1)
+    """With stripe_unit: the data disks of that stripe."""
+    partitions: int = Field(default=0, ge=0)
+    """Partitions already on the disk."""
+
+
+class ExampleEnv(Model):
+    """The host of a rule example (defaults: xfsprogs 6.1.0, kernel 6.1, 16 GiB)."""
+
+    xfsprogs: str = "6.1.0"
+    kernel: str = "6.1.0-18-amd64"
+    memory: str = "16GiB"
+
+
+class ExampleExpect(Model):
+    """What the rule decides in the example. Every field given must hold."""
+
+    changed: bool | None = None
+    """True: the rule changes its setting; False: the setting keeps its default."""
+    options: list[str] | None = None
+    """The exact options of the decision (`["-d", "agsize=80g"]`, `["noatime"]`)."""
+    reason: str | None = None
+    """Words the decision's reason contains."""
+    warning: str | None = None
+    """Words one of the rule's warnings contains."""
+
+
+class RuleExample(Model):
+    """One worked example of a rule, run by the tests exactly as written here, and shown by
+    `xfs-advisor explain` and RULES.md."""
+
+    says: str = Field(min_length=3)
+    """The example in words, as RULES.md and `explain` show it."""
+    device: ExampleDevice
+    answers: dict[str, Any] = Field(default_factory=dict)
+    """Workload answers, as in a workload file."""
+    env: ExampleEnv = ExampleEnv()
+    expect: ExampleExpect
+
+
 class Rule(Model):
     """One rule: a decision about one setting, a device warning, or a piece of obsolete advice."""
 
@@ -50,7 +102,10 @@ class Rule(Model):
     when_not: str
     """When not to follow it."""
     example: str | None = None
-    """An example: answers and the resulting option."""
+    """An example in words only (site rules may use it; the rule book's own rules give
+    `examples`, which the tests run)."""
+    examples: list[RuleExample] = Field(default_factory=list)
+    """Worked examples: device, answers and the expected decision; every one is run in a test."""
     references: list[str] = Field(default_factory=list)
     """Documents backing the rule (guide sections, man pages, kernel docs, commits)."""
     params: dict[str, Any] = Field(default_factory=dict)

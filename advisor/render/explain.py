@@ -57,6 +57,10 @@ def rule_text(rule: Rule) -> str:
                         ("example", rule.example)):
         if text:
             lines += ["", f"  {title}:", *_wrap(text, "    ")]
+    if rule.examples:
+        lines += ["", "  examples (each one is run by the test suite as written):"]
+        for ex in rule.examples:
+            lines += _wrap("- " + ex.says, "    ")
     if rule.params:
         lines += ["", "  parameters (thresholds and tables, from the rule file):"]
         lines += [f"    {k} = {v}" for k, v in rule.params.items()]

@@ -1,0 +1,72 @@
+"""Rule examples made concrete: the device, the workload and the host an example describes, and
+whether a proposal's decision matches what the example expects. Used by the tests (every example
+of the rule book is run) and by `xfs-advisor explain`."""
+
+from __future__ import annotations
+
+from advisor.models.device import Device, Fact, StripeGeometry
+from advisor.models.environment import Environment
+from advisor.models.proposal import Proposal
+from advisor.models.rule import Rule, RuleExample
+from advisor.models.units import parse_size
+from advisor.models.workload import Workload
+
+
+def example_device(example: RuleExample) -> Device:
+    d = example.device
+    size = parse_size(d.size)
+    stripe = StripeGeometry()
+    if d.stripe_unit and d.data_disks:
+        su = parse_size(d.stripe_unit)
+        stripe = StripeGeometry(sunit_bytes=su, swidth_bytes=su * d.data_disks,
+                                data_disks=d.data_disks, source="md0 (the example's RAID)",
+                                used_by_mkfs=True)
+    facts = {"size_bytes": size, "logical_sector": d.logical_sector,
+             "physical_sector": d.physical_sector, "rotational": d.rotational,
+             "write_cache": d.write_cache, "fua": d.fua}
+    return Device(name="sdx", display_name="sdx", path="/dev/sdx", kind="disk", stripe=stripe,
+                  children=[f"sdx{i + 1}" for i in range(d.partitions)],
+                  **{k: Fact(value=v, source="example") for k, v in facts.items()
+                     if v is not None})
+
+
+def example_workload(example: RuleExample) -> Workload:
+    return Workload.model_validate(example.answers)
+
+
+def example_env(example: RuleExample, lts_configs: dict[str, str]) -> Environment:
+    e = example.env
+    return Environment(xfsprogs_version=e.xfsprogs, kernel=e.kernel,
+                       memory_bytes=parse_size(e.memory), cpu_count=4, lts_configs=lts_configs)
+
+
+def mismatches(rule: Rule, example: RuleExample, proposal: Proposal) -> list[str]:
+    """What in the proposal differs from what the example expects of `rule` (empty: it holds)."""
+    want = example.expect
+    problems: list[str] = []
+    if want.warning is not None:
+        mine = [w.message for w in proposal.warnings if w.rule == rule.id]
+        if not any(want.warning in m for m in mine):
+            problems.append(f"no warning of {rule.id} says {want.warning!r} (it says {mine})")
+    if want.changed is None and want.options is None and want.reason is None:
+        return problems
+    if rule.setting is None:  # the policy: every setting in the example keeps its default
+        changed = [d.setting for d in proposal.decisions if d.changed]
+        if want.changed is False and changed:
+            problems.append(f"settings changed: {', '.join(changed)}")
+        return problems
+    decision = next((d for d in proposal.decisions if d.setting == rule.setting), None)
+    if decision is None:
+        return [*problems, f"no decision for {rule.setting}"]
+    if want.changed is not None and decision.changed != want.changed:
+        problems.append(f"{rule.setting}: changed={decision.changed}, expected {want.changed}"
+                        f" ({decision.value}: {decision.reason})")
+    if want.options is not None:
+        if decision.options != want.options:
+            problems.append(f"{rule.setting}: options {decision.options}, expected "
+                            f"{want.options} ({decision.reason})")
+        elif decision.rule != rule.id:
+            problems.append(f"{rule.setting} was decided by {decision.rule}, not {rule.id}")
+    if want.reason is not None and want.reason not in decision.reason:
+        problems.append(f"{rule.setting}: reason {decision.reason!r} lacks {want.reason!r}")
+    return problems

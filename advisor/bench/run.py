@@ -17,7 +17,7 @@ from pathlib import Path
 
 from advisor.bench import jobs, stats
 from advisor.bench.calibration import CalibrationStore
-from advisor.bench.resources import Resources, recover_leftovers, terminate_as_interrupt
+from advisor.bench.resources import Recovery, Resources, recover_and_say, terminate_as_interrupt
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
     AgeReport,
@@ -78,6 +78,8 @@ class Plan:
     def __post_init__(self) -> None:
         if self.pairs < MIN_PAIRS:
             raise ValueError(f"at least {MIN_PAIRS} pairs")
+        # Once, here: every path made under it is then canonical, as mountinfo shows it.
+        self.loop_dir = os.path.realpath(self.loop_dir)
 
     @property
     def order(self) -> list[str]:
@@ -206,17 +208,17 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             store: CalibrationStore | None = None,
             resolve_b: Callable[[str], SideConfig] | None = None,
             say: Callable[[str], None] | None = None,
-            on_sample: Sample | None = None) -> ValidationReport:
+            on_sample: Sample | None = None,
+            recovered: Recovery | None = None) -> ValidationReport:
     """Run the plan and judge it. `progress(done, total, what)` is called before each step;
     `resolve_b(device)` decides side B once the (loop) device exists, for the proposal; `say`
     prints a line for people (what an earlier, killed run left and this one removed);
     `on_sample(side, round_index, values)` gets each side's values as soon as they are measured
-    (an exception it raises ends the run, cleaned up like any other failure)."""
+    (an exception it raises ends the run, cleaned up like any other failure); `recovered`: what
+    the caller's recover_and_say() found before its guard (None: recover here)."""
     check_host(need_loop=plan.device is None)
-    recovered = recover_leftovers()
-    for line in recovered:
-        if say:
-            say(f"recovered: {line}")
+    if recovered is None:
+        recovered = recover_and_say(say)
     order, shape = plan.order, plan.shape
     total = len(order)
     samples: dict[str, dict[str, list[float]]] = {
@@ -225,7 +227,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     measuring = 0.0
     age_report: AgeReport | None = None
     backing: str | None = None
-    with terminate_as_interrupt(), Resources() as res:
+    with terminate_as_interrupt(), Resources(say=say) as res:
         os.makedirs(plan.loop_dir, exist_ok=True)
         if plan.device is None:
             work = res.make_dir(plan.loop_dir, "xfs-advisor-")
@@ -254,6 +256,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 given = " ".join(mkfs_options) or "defaults"
                 raise ToolProblem(f"mkfs.xfs for side {label} ({given}) failed: "
                                   f"{made.first_error_line()}")
+            res.made_filesystem(device)
             res.mount(device, mnt, side.mount_options)
             if plan.age:
                 files = _age(mnt, plan.device_bytes)
@@ -281,11 +284,15 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         if progress:
             progress(total, total, "judging")
     env = _environment(plan, device, backing)
-    return judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
-                 timing=Timing(wall_seconds=round(wall, 2),
-                               measuring_seconds=round(measuring, 2),
-                               measuring_share=round(measuring / wall, 3) if wall else 0.0),
-                 recovered=recovered, store=store)
+    report = judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
+                   timing=Timing(wall_seconds=round(wall, 2),
+                                 measuring_seconds=round(measuring, 2),
+                                 measuring_share=round(measuring / wall, 3) if wall else 0.0),
+                   recovered=recovered.done, store=store)
+    if plan.device:
+        report.device_left = (f"{plan.device} now holds the test filesystem of the last round: "
+                              f"`wipefs -a {plan.device}` removes it before any other use")
+    return report
 
 
 def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],

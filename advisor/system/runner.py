@@ -61,7 +61,10 @@ def run(
         proc = cmd(
             *argv[1:],
             _bg=True,
-            _ok_code=[*range(256), -signal.SIGKILL],
+            # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
+            # SIGHUP, which reaches the whole process group) is a failed result, not an
+            # exception: clean-up retries it.
+            _ok_code=[*range(256), *(-int(s) for s in signal.valid_signals() if 0 < s < 65)],
             _in=input,
             _cwd=cwd,
             _return_cmd=True,

@@ -276,9 +276,12 @@ def _find_mount(proc: SysRoot, rec: MountRecord) -> tuple[_Mount | None, bool]:
 
 
 def _loops() -> list[dict[str, str]]:
-    """Every attached loop device: name, MAJ:MIN, backing file and its device and inode."""
-    result = run(argv.losetup_list(), check=False, timeout=20)
-    if not result.ok or not result.stdout.strip():
+    """Every attached loop device: name, backing file and its device and inode. ToolProblem
+    when losetup cannot tell: an unknown answer must not read as "nothing attached"."""
+    result = run(argv.losetup_list(), check=False, timeout=20, own_group=True)
+    if not result.ok:
+        raise ToolProblem(f"cannot list loop devices: {result.first_error_line()}")
+    if not result.stdout.strip():
         return []
     entries = json.loads(result.stdout).get("loopdevices", [])
     return [{k: str(v if v is not None else "").strip() for k, v in e.items()} for e in entries]
@@ -360,14 +363,15 @@ def _unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
         if covered:
             log.append(f"left {rec.mountpoint} mounted: something else is mounted over it")
             return False
-        result = run(argv.umount(rec.mountpoint), check=False, timeout=60)
+        result = run(argv.umount(rec.mountpoint), check=False, timeout=60, own_group=True)
         if result.ok and _find_mount(proc, rec)[0] is None:
             log.append(f"unmounted {rec.mountpoint}")
             return True
         time.sleep(0.2 * (attempt + 1))
     # Still busy (a process we do not own holds it): detach it from the tree now, the kernel
     # frees it when the last user goes.
-    result = run(argv.umount(rec.mountpoint, lazy=True), check=False, timeout=60)
+    result = run(argv.umount(rec.mountpoint, lazy=True), check=False, timeout=60,
+                 own_group=True)
     if _find_mount(proc, rec)[0] is None:
         log.append(f"lazily unmounted {rec.mountpoint} (it was busy: the kernel frees it when "
                    "its last user goes)")
@@ -377,13 +381,17 @@ def _unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
 
 
 def _detach(rec: LoopRecord, log: list[str]) -> bool:
-    devices = _loops_of(rec)
-    for device in devices:
-        for attempt in range(5):
-            if run(argv.losetup_detach(device), check=False, timeout=30).ok:
-                break
-            time.sleep(0.2 * (attempt + 1))
-    remaining = _loops_of(rec)
+    try:
+        devices = _loops_of(rec)
+        for device in devices:
+            for attempt in range(5):
+                if run(argv.losetup_detach(device), check=False, timeout=30, own_group=True).ok:
+                    break
+                time.sleep(0.2 * (attempt + 1))
+        remaining = _loops_of(rec)
+    except ToolProblem as err:
+        log.append(f"{rec.device or rec.backing}: {err}")
+        return False
     for device in devices:
         if device in remaining:
             log.append(f"{device} is still attached (busy: set to detach itself when released)")

@@ -278,6 +278,9 @@ def test_scratch_device_run_end_to_end(tmp_path: Path, root_tools: None) -> None
         assert "o one pair's B/A" in proc.stdout  # the plot
         assert dev in sh("losetup", "-a").stdout
         assert dev not in Path("/proc/mounts").read_text()
+        # It says what it left on the device, and how to wipe it.
+        assert f"{dev} now holds the test filesystem of the last round: `wipefs -a {dev}`" \
+            in proc.stderr
     finally:
         sh("umount", "--quiet", dev, check=False)
         sh("losetup", "-d", dev, check=False)

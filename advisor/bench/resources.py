@@ -170,9 +170,6 @@ def terminate_as_interrupt() -> Iterator[None]:
     KeyboardInterrupt) in the main thread, so a closed terminal or a `kill` cleans up too."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if _held is not None:
-            _held.append(signum)
-            return
         raise Terminated(signal.Signals(signum).name)
 
     if not _main_thread():  # a worker: the caller handles termination

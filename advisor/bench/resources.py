@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from types import FrameType
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -69,6 +69,9 @@ class PathRecord(_Record):
     ino: int
     """st_ino when it was made."""
 
+    def name(self) -> str:
+        return self.path
+
 
 class LoopRecord(_Record):
     """A loop device over a backing file the run made."""
@@ -82,6 +85,9 @@ class LoopRecord(_Record):
     device: str = ""
     """The loop device, once losetup has named it."""
 
+    def name(self) -> str:
+        return self.device or f"the loop device over {self.backing}"
+
 
 class MountRecord(_Record):
     """A mount the run made."""
@@ -94,6 +100,9 @@ class MountRecord(_Record):
     """Canonical mountpoint."""
     mount_id: int | None = None
     """mountinfo's mount ID, once the mount exists."""
+
+    def name(self) -> str:
+        return self.mountpoint
 
 
 class FilesystemRecord(_Record):
@@ -378,17 +387,13 @@ def _unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
 
 
 def _detach(rec: LoopRecord, log: list[str]) -> bool:
-    try:
-        devices = _loops_of(rec)
-        for device in devices:
-            for attempt in range(5):
-                if run(argv.losetup_detach(device), check=False, timeout=30, own_group=True).ok:
-                    break
-                time.sleep(0.2 * (attempt + 1))
-        remaining = _loops_of(rec)
-    except ToolProblem as err:
-        log.append(f"{rec.device or rec.backing}: {err}")
-        return False
+    devices = _loops_of(rec)
+    for device in devices:
+        for attempt in range(5):
+            if run(argv.losetup_detach(device), check=False, timeout=30, own_group=True).ok:
+                break
+            time.sleep(0.2 * (attempt + 1))
+    remaining = _loops_of(rec)
     for device in devices:
         if device in remaining:
             log.append(f"{device} is still attached (busy: set to detach itself when released)")
@@ -445,16 +450,34 @@ def _note_filesystem(rec: FilesystemRecord, log: list[str]) -> dict[str, str]:
     return {rec.source: rec.uuid}
 
 
+_R = TypeVar("_R", PathRecord, LoopRecord, MountRecord)
+
+
+def _still_there(records: list[_R], undo_one: Callable[[_R], bool], log: list[str]) -> list[_R]:
+    """Undo each record, newest first; the records of what is still there, in their order. A
+    failure is noted and the record kept: one stubborn resource does not stop the others."""
+    kept: list[_R] = []
+    for rec in reversed(records):
+        try:
+            gone = undo_one(rec)
+        except (OSError, ToolProblem) as err:
+            log.append(f"could not undo {rec.name()}: {err}")
+            gone = False
+        if not gone:
+            kept.append(rec)
+    return kept[::-1]
+
+
 def undo(state: RunState, proc: SysRoot) -> tuple[list[str], dict[str, str]]:
     """Undo what a run made, newest first, keeping in `state` only what is still there. Never
     raises for one stubborn resource: it notes it. Returns what was done and the test
     filesystems left on scratch devices ({major:minor: uuid})."""
     log: list[str] = []
     with signals_held():
-        state.mounts = [m for m in reversed(state.mounts) if not _unmount(proc, m, log)][::-1]
-        state.loops = [lo for lo in reversed(state.loops) if not _detach(lo, log)][::-1]
-        state.files = [f for f in reversed(state.files) if not _remove_file(f, log)][::-1]
-        state.dirs = [d for d in reversed(state.dirs) if not _remove_dir(proc, d, log)][::-1]
+        state.mounts = _still_there(state.mounts, lambda m: _unmount(proc, m, log), log)
+        state.loops = _still_there(state.loops, lambda lo: _detach(lo, log), log)
+        state.files = _still_there(state.files, lambda f: _remove_file(f, log), log)
+        state.dirs = _still_there(state.dirs, lambda d: _remove_dir(proc, d, log), log)
         left: dict[str, str] = {}
         for fs in state.filesystems:
             left.update(_note_filesystem(fs, log))
@@ -463,9 +486,9 @@ def undo(state: RunState, proc: SysRoot) -> tuple[list[str], dict[str, str]]:
 
 
 def _remains(state: RunState) -> str:
-    things = ([m.mountpoint for m in state.mounts] + [lo.device or lo.backing for lo in state.loops]
-              + [f.path for f in state.files] + [d.path for d in state.dirs])
-    return ", ".join(things)
+    records: list[MountRecord | LoopRecord | PathRecord] = [
+        *state.mounts, *state.loops, *state.files, *state.dirs]
+    return ", ".join(r.name() for r in records)
 
 
 # ---- trust ----

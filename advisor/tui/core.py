@@ -108,12 +108,15 @@ class Cancelled(AdvisorError):
     kind = "cancelled"
 
 
-def recover_leftovers() -> Recovery:
+def recover_leftovers(*, loop: bool) -> Recovery:
     """What dead runs left, removed first, before the guard looks at a device (a killed run's
-    own mount would make it refuse), as `xfs-advisor validate` does."""
-    _require("advisor.bench.resources", "the A/B validation")
+    own mount would make it refuse), as `xfs-advisor validate` does: after the host check, so
+    that without root the message is that, not the state folder's owner."""
+    _require("advisor.bench.run", "the A/B validation")
     from advisor.bench.resources import recover_leftovers as recover
+    from advisor.bench.run import check_host
 
+    check_host(need_loop=loop)
     return recover()
 
 
@@ -208,15 +211,18 @@ def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
         if not finished.is_set():
             _stop_running_fio()
 
+    said: list[str] = []
     finished = threading.Event()
     threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
     try:
         # The same calibration store as `xfs-advisor validate`: its noise floors set the margins.
         return execute(plan, progress=step, store=CalibrationStore(), resolve_b=resolve_b,
-                       on_sample=on_sample, recovered=recovered)
+                       on_sample=on_sample, recovered=recovered, say=said.append)
     except AdvisorError:
         if cancel.is_set():
-            raise Cancelled("validation cancelled; everything it made was removed") from None
+            # What clean-up said: only what it could not remove (the next run will).
+            raise Cancelled("validation cancelled; " + ("; ".join(said) or
+                            "everything it made was removed")) from None
         raise
     finally:
         finished.set()

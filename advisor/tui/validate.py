@@ -280,7 +280,8 @@ class ValidateScreen(StepScreen):
         from advisor.tui.core import recover_leftovers
 
         try:
-            recovered = recover_leftovers()  # first: a killed run's mount fails the guard
+            # First: a killed run's mount would fail the guard.
+            recovered = recover_leftovers(loop=self.target == LOOP)
         except AdvisorError as err:
             self.notify(err.message, severity="error")
             return

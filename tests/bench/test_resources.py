@@ -467,3 +467,27 @@ def test_state_folder_check_runs_before_anything_is_made(tmp_path: Path,
     with pytest.raises(DeviceProblem, match="writable by others"):
         resources.Resources()
     assert list(folder.iterdir()) == []
+
+
+def test_state_file_of_an_older_shape_is_removed_and_nothing_it_names_touched(
+        tmp_path: Path, state: Path) -> None:
+    bait = tmp_path / "bait"
+    bait.mkdir()
+    old = plant(state, "run-999999.json", {"pid": 999999, "started": "1", "dirs": [str(bait)],
+                                           "files": [], "loops": [], "mounts": []})
+    found = resources.recover_leftovers()
+    assert found.done == [] and bait.is_dir() and not old.exists()
+    assert found.notes == [f"removed {old}: not a state file of this version; nothing it names "
+                           "was touched"]
+
+
+def test_plan_makes_the_loop_folder_canonical(tmp_path: Path) -> None:
+    from advisor.bench.run import Plan
+    from advisor.models.bench import SideConfig
+    from advisor.models.workload import Workload
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
+                loop_dir=str(tmp_path / "via" / ".." / "via"))
+    assert plan.loop_dir == str((tmp_path / "real").resolve())

@@ -172,7 +172,8 @@ def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
     of the XFS our own previous round made there; that one signature is expected, any other is
     refused. Returns the device as it is now; raises DeviceProblem otherwise."""
     from advisor.inspect.devices import find_device, inspect_devices
-    from advisor.system.blkid import filesystem_uuid, probe_signatures
+    from advisor.system.blkid import probe_signatures
+    from advisor.system.superblock import read_xfs_uuid
     from advisor.system.sysroot import SysRoot
 
     inv = inspect_devices(SysRoot(), probe=False)
@@ -183,7 +184,7 @@ def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
     try:
         signatures = probe_signatures(dev.path)
         if ours is not None and [s.value for s in signatures] == ["xfs"] and \
-                filesystem_uuid(dev.path) == ours:
+                read_xfs_uuid(dev.path) == ours:
             signatures = []
     except AdvisorError as err:
         raise DeviceProblem(f"refusing to format {path}: {err}") from None

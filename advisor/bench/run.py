@@ -21,7 +21,7 @@ from advisor.bench.calibration import CalibrationStore
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
-from advisor.bench.resources import Resources, recover_leftovers, terminate_as_interrupt
+from advisor.bench.resources import Recovery, Resources, recover_and_say, terminate_as_interrupt
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
     AgeReport,
@@ -34,7 +34,9 @@ from advisor.models.bench import (
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 from advisor.system import argv
+from advisor.system.loopdev import dev_name
 from advisor.system.runner import run, which
+from advisor.system.superblock import read_xfs_uuid
 
 MIN_PAIRS = 6
 DEFAULT_PAIRS = 6
@@ -82,6 +84,8 @@ class Plan:
     def __post_init__(self) -> None:
         if self.pairs < MIN_PAIRS:
             raise ValueError(f"at least {MIN_PAIRS} pairs")
+        # Once, here: every path made under it is then canonical, as mountinfo shows it.
+        self.loop_dir = os.path.realpath(self.loop_dir)
 
     @property
     def order(self) -> list[str]:
@@ -211,7 +215,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             resolve_b: Callable[[str], SideConfig] | None = None,
             say: Callable[[str], None] | None = None,
             on_sample: Sample | None = None,
-            hold: DeviceHold | None = None) -> ValidationReport:
+            hold: DeviceHold | None = None,
+            recovered: Recovery | None = None) -> ValidationReport:
     """Run the plan and judge it. `progress(done, total, what)` is called before each step;
     `resolve_b(device)` decides side B once the (loop) device exists, for the proposal; `say`
     prints a line for people (what an earlier, killed run left and this one removed);
@@ -220,13 +225,12 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     device as the caller checked and confirmed it (validate --device); without it the run opens
     its own. Right before every mkfs the guard runs again on the live system and the device must
     still be the one that was checked (advisor.bench.hold). Both sides' options are checked
-    against what validate may pass (advisor.bench.options) before anything is made."""
+    against what validate may pass (advisor.bench.options) before anything is made. `recovered`:
+    what the caller's recover_and_say() found before its guard (None: recover here)."""
     plan.a, plan.b = checked_side(plan.a), checked_side(plan.b)
     check_host(need_loop=plan.device is None)
-    recovered = recover_leftovers()
-    for line in recovered:
-        if say:
-            say(f"recovered: {line}")
+    if recovered is None:
+        recovered = recover_and_say(say)
     order, shape = plan.order, plan.shape
     total = len(order)
     samples: dict[str, dict[str, list[float]]] = {
@@ -235,7 +239,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     measuring = 0.0
     age_report: AgeReport | None = None
     backing: str | None = None
-    with terminate_as_interrupt(), Resources() as res, contextlib.ExitStack() as held:
+    with terminate_as_interrupt(), Resources(say=say) as res, contextlib.ExitStack() as held:
         os.makedirs(plan.loop_dir, exist_ok=True)
         work = res.make_dir(plan.loop_dir, "xfs-advisor-")
         if plan.device is None:
@@ -248,7 +252,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             hold = held.enter_context(DeviceHold(device))
         else:
             held.callback(hold.close)
-        ours: str | None = None
+        # The one XFS the guard may find before the first mkfs: a killed run's, on this device.
+        ours = recovered.test_filesystems.get(dev_name(os.stat(device).st_rdev))
         if resolve_b is not None:
             plan.b = checked_side(resolve_b(device))
         mnt = os.path.join(work, "mnt")
@@ -264,6 +269,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 progress(step, total, f"pair {pair}/{plan.pairs}, side {label}")
             mkfs_options = side.mkfs_options
             ours = _format(hold, side, mkfs_options, ours)
+            res.made_filesystem(device)
             res.mount(device, mnt, side.mount_options)
             if plan.age:
                 files = _age(mnt, plan.device_bytes)
@@ -292,19 +298,21 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         if progress:
             progress(total, total, "judging")
     env = _environment(plan, device, backing)
-    return judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
-                 timing=Timing(wall_seconds=round(wall, 2),
-                               measuring_seconds=round(measuring, 2),
-                               measuring_share=round(measuring / wall, 3) if wall else 0.0),
-                 recovered=recovered, store=store)
+    report = judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
+                   timing=Timing(wall_seconds=round(wall, 2),
+                                 measuring_seconds=round(measuring, 2),
+                                 measuring_share=round(measuring / wall, 3) if wall else 0.0),
+                   recovered=recovered.done, store=store)
+    if plan.device:
+        report.device_left = (f"{plan.device} now holds the test filesystem of the last round: "
+                              f"`wipefs -a {plan.device}` removes it before any other use")
+    return report
 
 
 def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | None) -> str | None:
     """mkfs.xfs for one side, behind the guard: the device must still be the one checked and
     confirmed, and pass every check again now (holding nothing but the XFS our previous round
     made, UUID `ours`). Returns the UUID of the new filesystem."""
-    from advisor.system.blkid import filesystem_uuid
-
     hold.verify()
     check_now(hold.path, MIN_DEVICE_BYTES, ours=ours)
     hold.release()  # mkfs.xfs opens the device O_EXCL itself
@@ -315,7 +323,7 @@ def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | 
         raise ToolProblem(f"mkfs.xfs for side {side.label} ({given}) failed: "
                           f"{made.first_error_line()}")
     hold.verify()
-    return filesystem_uuid(hold.path)
+    return read_xfs_uuid(hold.path)
 
 
 def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],

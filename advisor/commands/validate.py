@@ -6,6 +6,7 @@ Exit codes: 0 done (B not worse), 5 B is worse on some metric, 2/3/4 as everywhe
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from advisor.answers import load_workload, workload_from_args
     from advisor.bench import run as bench
     from advisor.bench.calibration import CalibrationStore
+    from advisor.bench.resources import recover_and_say
     from advisor.models.bench import SideConfig
     from advisor.models.units import parse_size
 
@@ -146,28 +148,34 @@ def run(args: argparse.Namespace) -> int:
                       pairs=args.rounds, device_bytes=loop_size, direct_io=args.direct_io,
                       age=args.age, calibrate=args.calibrate, budget_seconds=args.budget)
     if args.loop_dir:
-        plan.loop_dir = args.loop_dir
+        plan.loop_dir = os.path.realpath(args.loop_dir)
     store = CalibrationStore(_path(args.calibration_file))
+    bench.check_host(need_loop=not device_arg)
+    # First, before the guard: a dead run's own mount on --device would make the guard refuse it.
+    recovered = recover_and_say(_say)
     if device_arg:
         from advisor.bench.guard import check_now
 
-        bench.check_host(need_loop=False)
-        device, device_bytes = _checked_device(device_arg)
+        device, device_bytes = _checked_device(device_arg, recovered.test_filesystems)
         plan.device, plan.device_bytes = device.path, device_bytes
         if b is None:
             plan.b = _proposal_side(device, workload)
         # Held (O_EXCL) from the check through the prompt to the end of the run: nothing can
-        # mount it, assemble it or re-bind it meanwhile; after the answer, check it all again.
+        # mount it, assemble it or re-bind it meanwhile; after the answer, check it all again
+        # (a killed run's test filesystem, known by its UUID, is the one thing it may hold).
         with _hold(device.path) as hold:
             _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
             hold.verify()
-            check_now(device.path, bench.MIN_DEVICE_BYTES)
+            check_now(device.path, bench.MIN_DEVICE_BYTES,
+                      ours=recovered.test_filesystems.get(device.maj_min or ""))
             report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                                   say=_say, hold=hold)
+                                   say=_say, hold=hold, recovered=recovered)
     else:
         resolve = None if b is not None else (lambda path: _proposal_for_path(path, workload))
         report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                               resolve_b=resolve, say=_say)
+                               resolve_b=resolve, say=_say, recovered=recovered)
+    if report.device_left:
+        _say(report.device_left)
     if as_json:
         print(report.model_dump_json(indent=2))
     else:
@@ -183,14 +191,17 @@ def _path(text: str | None) -> Any:
     return Path(text) if text else None
 
 
-def _checked_device(name: str) -> tuple[Any, int]:
+def _checked_device(name: str, left: dict[str, str]) -> tuple[Any, int]:
+    """The guard's verdict on `name`. `left`: test filesystems dead runs left ({major:minor:
+    uuid}, from recovery); the killed run's own filesystem on this device is not data."""
     from advisor.bench import run as bench
     from advisor.bench.guard import check_scratch
+    from advisor.bench.resources import without_test_filesystem
     from advisor.inspect.devices import find_device, inspect_devices
     from advisor.system.sysroot import SysRoot
 
     inventory = inspect_devices(SysRoot(), probe=True)
-    device = find_device(inventory, name)
+    device = without_test_filesystem(find_device(inventory, name), left)
     check_scratch(inventory, device, bench.MIN_DEVICE_BYTES)
     return device, int(device.size_bytes.value or 0)
 

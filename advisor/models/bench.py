@@ -141,6 +141,9 @@ class ValidationReport(Model):
     """Leftovers of an earlier run that died, found and removed before this one."""
     calibration_file: str | None = None
     """Where the noise floor was read from (or written to, under --calibrate)."""
+    device_left: str | None = None
+    """After a run on a scratch device given with --device: that it now holds the last round's
+    test filesystem, and how to wipe it (null for the loop default, which leaves nothing)."""
 
 
 class MetricNoise(Model):

@@ -57,8 +57,9 @@ def losetup_detach(device: str) -> list[str]:
 
 
 def losetup_list() -> list[str]:
-    """Every attached loop device with its backing file, as JSON."""
-    return ["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"]
+    """Every attached loop device with its backing file and that file's device and inode, as
+    JSON."""
+    return ["losetup", "--list", "--json", "--output", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN"]
 
 
 def xfs_info(target: str) -> list[str]:

@@ -122,18 +122,3 @@ def probe_topology(path: str) -> Topology:
         logical_sector_size=fact("logical_sector_size"),
         physical_sector_size=fact("physical_sector_size"),
     )
-
-
-def filesystem_uuid(path: str) -> str | None:
-    """The UUID of the filesystem on `path` (None when there is none, or it has no UUID): tells
-    the XFS a validation round made from any other."""
-    probe = _open(path)
-    probe.enable_superblocks(True)
-    probe.set_superblocks_flags(_library().SUBLKS_UUID | _library().SUBLKS_TYPE)
-    probe.enable_partitions(False)
-    try:
-        if not probe.do_safeprobe():
-            return None
-    except RuntimeError:
-        return None
-    return _value(probe, "UUID")

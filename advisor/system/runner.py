@@ -46,9 +46,12 @@ def run(
     check: bool = True,
     input: str | None = None,
     cwd: str | None = None,
+    own_group: bool = False,
 ) -> Result:
     """Run argv and return its output. With check, a non-zero exit raises ToolProblem naming the
-    command and the first line of its stderr; a missing tool always raises ToolProblem."""
+    command and the first line of its stderr; a missing tool always raises ToolProblem.
+    `own_group`: in a process group of its own, out of reach of the terminal's Ctrl-C and
+    hang-up (clean-up's umount and losetup must not die of a second Ctrl-C)."""
     if not argv:
         raise ValueError("empty argv")
     exe = which(argv[0])
@@ -61,9 +64,13 @@ def run(
         proc = cmd(
             *argv[1:],
             _bg=True,
-            _ok_code=[*range(256), -signal.SIGKILL],
+            # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
+            # SIGHUP, which reaches the whole process group) is a failed result, not an
+            # exception: clean-up retries it.
+            _ok_code=[*range(256), *(-int(s) for s in signal.valid_signals() if 0 < s < 65)],
             _in=input,
             _cwd=cwd,
+            _new_group=own_group,
             _return_cmd=True,
             _tty_out=False,
             _encoding="utf-8",

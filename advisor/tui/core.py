@@ -19,6 +19,7 @@ from advisor.models.workload import Workload
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
+    from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
     from advisor.models.bench import SideConfig, ValidationReport
@@ -107,13 +108,28 @@ class Cancelled(AdvisorError):
     kind = "cancelled"
 
 
-def scratch_refusals(inventory: Inventory, device: Device) -> list[str]:
-    """The scratch-device guard's reasons not to format `device` (empty: it may be used)."""
+def recover_leftovers(*, loop: bool) -> Recovery:
+    """What dead runs left, removed first, before the guard looks at a device (a killed run's
+    own mount would make it refuse), as `xfs-advisor validate` does: after the host check, so
+    that without root the message is that, not the state folder's owner."""
+    _require("advisor.bench.run", "the A/B validation")
+    from advisor.bench.resources import recover_leftovers as recover
+    from advisor.bench.run import check_host
+
+    check_host(need_loop=loop)
+    return recover()
+
+
+def scratch_refusals(inventory: Inventory, device: Device,
+                     left: dict[str, str] | None = None) -> list[str]:
+    """The scratch-device guard's reasons not to format `device` (empty: it may be used).
+    `left`: test filesystems dead runs left (Recovery.test_filesystems), not counted as data."""
     _require("advisor.bench.guard", "the scratch-device guard")
     from advisor.bench.guard import refusals
+    from advisor.bench.resources import without_test_filesystem
     from advisor.bench.run import MIN_DEVICE_BYTES
 
-    return refusals(inventory, device, MIN_DEVICE_BYTES)
+    return refusals(inventory, without_test_filesystem(device, left or {}), MIN_DEVICE_BYTES)
 
 
 def proposal_side(proposal: Proposal) -> SideConfig:
@@ -176,10 +192,11 @@ def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
                    cancel: threading.Event,
                    resolve_b: Callable[[str], SideConfig] | None = None,
                    on_sample: Callable[[str, int, dict[str, float]], None] | None = None,
-                   ) -> ValidationReport:
+                   recovered: Recovery | None = None) -> ValidationReport:
     """Run the plan (in a worker thread). Setting `cancel` stops it at the next step, or at
     once by ending fio; what the run made is removed either way, then Cancelled is raised.
-    `on_sample(side, round_index, values)` gets each side's values as they are measured."""
+    `on_sample(side, round_index, values)` gets each side's values as they are measured;
+    `recovered`: what recover_leftovers() found before the guard."""
     _require("advisor.bench.run", "the A/B validation")
     from advisor.bench.calibration import CalibrationStore
     from advisor.bench.run import execute
@@ -194,15 +211,18 @@ def run_validation(plan: Plan, progress: Callable[[int, int, str], None],
         if not finished.is_set():
             _stop_running_fio()
 
+    said: list[str] = []
     finished = threading.Event()
     threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
     try:
         # The same calibration store as `xfs-advisor validate`: its noise floors set the margins.
         return execute(plan, progress=step, store=CalibrationStore(), resolve_b=resolve_b,
-                       on_sample=on_sample)
+                       on_sample=on_sample, recovered=recovered, say=said.append)
     except AdvisorError:
         if cancel.is_set():
-            raise Cancelled("validation cancelled; everything it made was removed") from None
+            # What clean-up said: only what it could not remove (the next run will).
+            raise Cancelled("validation cancelled; " + ("; ".join(said) or
+                            "everything it made was removed")) from None
         raise
     finally:
         finished.set()

@@ -240,15 +240,16 @@ class ValidateScreen(StepScreen):
                      f"{line}: its options once the loop device exists" for line in lines]
         plan_view.update(Text("\n".join(lines)))
 
-    def _still_scratch(self) -> bool:
-        """The guard again, on the devices as they are now: the list on screen may be old."""
+    def _still_scratch(self, left: dict[str, str]) -> bool:
+        """The guard again, on the devices as they are now: the list on screen may be old.
+        `left`: test filesystems of dead runs that recovery found."""
         from advisor.tui.core import scratch_refusals
 
         self.advisor.reload_devices()
         device = self.advisor.state.inventory.get(self.target)
         try:
-            reasons = scratch_refusals(self.advisor.state.inventory, device) if device else [
-                "it is gone"]
+            reasons = scratch_refusals(self.advisor.state.inventory, device, left) if device \
+                else ["it is gone"]
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
@@ -276,7 +277,19 @@ class ValidateScreen(StepScreen):
         if self.target != LOOP and not confirmed:
             self.notify(f"not confirmed: type {self.target} in the box first", severity="error")
             return
-        if self.target != LOOP and not self._still_scratch():
+        from advisor.tui.core import recover_leftovers
+
+        try:
+            # First: a killed run's mount would fail the guard.
+            recovered = recover_leftovers(loop=self.target == LOOP)
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
+        for line in recovered.done:
+            self.notify(f"recovered: {line}")
+        for note in recovered.notes:
+            self.notify(note, severity="warning")
+        if self.target != LOOP and not self._still_scratch(recovered.test_filesystems):
             return
         try:
             plan = self._plan()
@@ -309,7 +322,7 @@ class ValidateScreen(StepScreen):
             self.post_message(Sampled(cancel, side, round_index, values))
 
         def work() -> ValidationReport:
-            return run_validation(plan, progress, cancel, resolve_b, sampled)
+            return run_validation(plan, progress, cancel, resolve_b, sampled, recovered)
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)

@@ -189,12 +189,15 @@ def test_recovery_is_reported(tmp_path: Path, root_tools: None) -> None:
     leftover = tmp_path / "work" / "xfs-advisor-dead"
     leftover.mkdir(parents=True)
     (leftover / "scratch.img").write_bytes(b"x")
-    (state / "run-999999.json").write_text(json.dumps({
-        "pid": 999999, "started": "1", "dirs": [str(leftover)],
-        "files": [str(leftover / "scratch.img")], "loops": [], "mounts": []}))
+    def record(path: Path) -> dict[str, object]:
+        return {"path": str(path), "dev": path.stat().st_dev, "ino": path.stat().st_ino}
+
+    (state / "run-999999-0.json").write_text(json.dumps({
+        "pid": 999999, "started": "1", "dirs": [record(leftover)],
+        "files": [record(leftover / "scratch.img")]}))
     os.environ[resources.STATE_DIR_ENV] = str(state)
     try:
-        done = resources.recover_leftovers()
+        done = resources.recover_leftovers().done
     finally:
         del os.environ[resources.STATE_DIR_ENV]
     assert len(done) == 1 and "pid 999999" in done[0] and "removed" in done[0]
@@ -275,6 +278,9 @@ def test_scratch_device_run_end_to_end(tmp_path: Path, root_tools: None) -> None
         assert "o one pair's B/A" in proc.stdout  # the plot
         assert dev in sh("losetup", "-a").stdout
         assert dev not in Path("/proc/mounts").read_text()
+        # It says what it left on the device, and how to wipe it.
+        assert f"{dev} now holds the test filesystem of the last round: `wipefs -a {dev}`" \
+            in proc.stderr
     finally:
         sh("umount", "--quiet", dev, check=False)
         sh("losetup", "-d", dev, check=False)

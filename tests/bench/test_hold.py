@@ -68,14 +68,26 @@ def _ours_left(tmp_path: Path) -> list[str]:
 
 # ---- item 3: loop devices stacked on block devices or sharing files ----
 
+@contextlib.contextmanager
+def _frozen(mnt: Path) -> Iterator[None]:
+    """A file written, then the filesystem frozen: a mounted ext4 writes on its own (lazy inode
+    table init, superblock times), so only frozen can its backing file's checksum prove that
+    nobody else wrote."""
+    (mnt / "precious.txt").write_text("do not lose me\n")
+    sh("fsfreeze", "-f", str(mnt))
+    try:
+        yield
+    finally:
+        sh("fsfreeze", "-u", str(mnt), check=False)
+
+
 def test_loop_over_a_mounted_device_is_refused(tmp_path: Path, root_tools: None) -> None:
     """`losetup -o 1GiB /dev/loopA` where loopA carries a mounted ext4: the new loop device has
     no signature at its offset and no holders link, but it writes into A's filesystem."""
     a_img = tmp_path / "a.img"
     with attached(a_img, 2 * GIB) as a:
         sh("mkfs.ext4", "-q", a)
-        with mounted(a, tmp_path / "ma") as mnt:
-            (mnt / "precious.txt").write_text("do not lose me\n")
+        with mounted(a, tmp_path / "ma") as mnt, _frozen(mnt):
             with attached(Path(a), 0, "-o", str(GIB)) as b:
                 _settled(a, b)
                 before = checksum(a_img)
@@ -97,7 +109,8 @@ def test_loop_sharing_a_backing_file_is_refused(tmp_path: Path, root_tools: None
     img = tmp_path / "shared.img"
     with attached(img, 2 * GIB) as a:
         sh("mkfs.ext4", "-q", a)
-        with mounted(a, tmp_path / "ma"), attached(img, 0, "-o", str(1 << 20)) as c:
+        with mounted(a, tmp_path / "ma") as mnt, _frozen(mnt), \
+                attached(img, 0, "-o", str(1 << 20)) as c:
             _settled(a, c)
             before = checksum(img)
             proc = _validate(tmp_path, c, "--yes")
@@ -276,12 +289,12 @@ def test_a_foreign_filesystem_between_rounds_stops_the_run(tmp_path: Path, root_
 
 
 def test_check_now_accepts_only_our_own_filesystem(tmp_path: Path, root_tools: None) -> None:
-    from advisor.system.blkid import filesystem_uuid
+    from advisor.system.superblock import read_xfs_uuid
 
     with attached(tmp_path / "u.img", 2 * GIB) as dev:
         guard.check_now(dev, GIB)  # blank: fine
         sh("mkfs.xfs", "-q", dev)
-        ours = filesystem_uuid(dev)
+        ours = read_xfs_uuid(dev)
         assert ours
         guard.check_now(dev, GIB, ours=ours)
         sh("mkfs.xfs", "-q", "-f", dev)

@@ -72,9 +72,10 @@ BREAKDOWN = """
 import time, os
 wall0, cpu0 = time.perf_counter(), time.process_time()
 import asyncio, argparse
+from advisor.session import Session
 from advisor.tui.app import build_app
 imported = time.perf_counter(), time.process_time()
-app = build_app(argparse.Namespace(sysroot=os.environ["BENCH_SYSROOT"]))
+app = build_app(Session(os.environ["BENCH_SYSROOT"]))
 built = time.perf_counter(), time.process_time()
 async def main():
     async with app.run_test(size=(120, 40)) as pilot:
@@ -97,13 +98,14 @@ def startup_breakdown(sysroot: Path) -> str:
 
 
 async def time_key_to_proposal(sysroot: Path, runs: int) -> tuple[list[float], list[float]]:
-    from advisor.tui import core
-    from advisor.tui.app import AdvisorApp, AdvisorState
+    from advisor.session import Session
+    from advisor.tui.app import build_app
 
-    inventory = core.read_inventory(str(sysroot))
+    session = Session(str(sysroot))
+    inventory = session.inventory()
     device = next(d for d in inventory.devices if d.kind == "part" and not d.usage.mountpoints)
-    state = AdvisorState(inventory=inventory, device_name=device.name, sysroot=str(sysroot))
-    app = AdvisorApp(state, start="workload")
+    app = build_app(session, device=device.name, start="workload")
+    state = app.state
     key_times: list[float] = []
     engine_times: list[float] = []
     shown_at: list[float] = []
@@ -128,7 +130,7 @@ async def time_key_to_proposal(sysroot: Path, runs: int) -> tuple[list[float], l
                 await asyncio.sleep(0.002)
             key_times.append(shown_at[0] - started)
             t = time.perf_counter()
-            core.propose(device, state.workload, str(sysroot))
+            session.propose(device, state.workload)
             engine_times.append(time.perf_counter() - t)
         await pilot.press("ctrl+q")
     return key_times, engine_times

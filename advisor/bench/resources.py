@@ -321,9 +321,11 @@ def without_test_filesystem(device: Device, left: dict[str, str]) -> Device:
     return device.model_copy(update={"usage": usage})
 
 
-def _kill_children(proc: SysRoot) -> None:
-    """SIGTERM the fio runs this process started (a running fio keeps the filesystem busy).
-    Only fio: in the TUI other workers' children share this parent."""
+def stop_our_fio(proc: SysRoot | None = None, sig: int = signal.SIGTERM) -> None:
+    """Signal the fio runs this process started (a running fio keeps the filesystem busy; a
+    cancel need not wait for the round to end: the run then fails and cleans up). Only fio: in
+    the TUI other workers' children share this parent."""
+    proc = proc or SysRoot()
     me = str(os.getpid())
     for entry in proc.listdir("proc"):
         if not entry.isdigit():
@@ -332,7 +334,7 @@ def _kill_children(proc: SysRoot) -> None:
         name = stat_text.partition("(")[2].rpartition(")")[0]
         if name == "fio" and stat_text.rsplit(")", 1)[-1].split()[1:2] == [me]:
             with contextlib.suppress(OSError):
-                os.kill(int(entry), signal.SIGTERM)
+                os.kill(int(entry), sig)
 
 
 # ---- undoing, one kind of resource at a time; each says whether it is gone ----
@@ -660,7 +662,7 @@ class Resources:
         """Undo everything, signals held. The state file goes only when nothing remains."""
         try:
             with signals_held():
-                _kill_children(self.proc)
+                stop_our_fio(self.proc)
                 log, _ = undo(self.state, self.proc)
                 if self.state.empty():
                     os.unlink(self.name, dir_fd=self._dir_fd)

@@ -97,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
     from advisor.profile.report import render_text
     from advisor.profile.walker import Walker, display_path
     from advisor.profile.workload_file import write_measured_answers
+    from advisor.session import Session
 
+    # The directory is scanned where it is: a captured tree (--sysroot) holds no files to scan.
+    Session(sysroot=getattr(args, "sysroot", None)).require_live("profile")
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
     progress = ProgressLine(sys.stderr, display_path(args.path)) if show_progress else None
     walker = Walker(one_file_system=args.one_file_system, top_directories=args.top,

@@ -58,35 +58,27 @@ def _load_device_file(path: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    from advisor.advice import propose
     from advisor.answers import workload_from_args
     from advisor.models.proposal import ProposalDocument
     from advisor.render.explain import proposal_text
-    from advisor.system.sysroot import SysRoot
-    from advisor.system.versions import read_environment
+    from advisor.session import Session
 
     imported = time.perf_counter()
     workload = workload_from_args(args)
-    root = SysRoot.open(getattr(args, "sysroot", None))
+    session = Session(sysroot=getattr(args, "sysroot", None),
+                      rules_dir=getattr(args, "rules", None))
     device_file = getattr(args, "device_file", None)
     device_name = getattr(args, "device", None)
     if device_file:
         device = _load_device_file(device_file)
     elif device_name:
-        import os
-
-        from advisor.inspect.devices import find_device, inspect_devices
-
-        inventory = inspect_devices(root, probe=not root.live or os.geteuid() == 0)
-        device = find_device(inventory, device_name)
+        device = session.device(device_name)
     else:
         raise BadInput("which device? give --device DEV (or --device-file FILE)")
     inspected = time.perf_counter()
-    env = read_environment(root)
-    rules = getattr(args, "rules", None)
+    env = session.environment
     phases: dict[str, float] = {}
-    proposal = propose(device, workload, env=env, rules_dir=Path(rules) if rules else None,
-                       timings=phases)
+    proposal = session.propose(device, workload, timings=phases)
     done = time.perf_counter()
     timings = {"imports": imported - started, "inspection": inspected - imported,
                "environment": done - inspected - sum(phases.values()), **phases,

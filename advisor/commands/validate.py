@@ -50,6 +50,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration-file", metavar="FILE", default=None,
                    help="where noise floors are kept (default /var/lib/xfs-advisor/"
                    "calibration.json; env XFS_ADVISOR_CALIBRATION)")
+    p.add_argument("--rules", metavar="DIR", default=s,
+                   help="extra rules for the proposal (B), as `xfs-advisor --rules DIR` uses")
     p.add_argument("--yes", action="store_true",
                    help="with --device: do not ask to type the device name")
     add_workload_flags(p)
@@ -108,12 +110,15 @@ def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) ->
 def run(args: argparse.Namespace) -> int:
     from advisor.answers import load_workload, workload_from_args
     from advisor.bench import run as bench
-    from advisor.bench.calibration import CalibrationStore
-    from advisor.bench.resources import recover_and_say
     from advisor.models.bench import SideConfig
     from advisor.models.units import parse_size
+    from advisor.session import Session
 
     as_json = bool(getattr(args, "json", False))
+    session = Session(sysroot=getattr(args, "sysroot", None),
+                      rules_dir=getattr(args, "rules", None),
+                      calibration_file=args.calibration_file)
+    session.require_live("validate")  # a captured tree cannot be benchmarked
     if args.rounds < bench.MIN_PAIRS:
         raise BadInput(f"--rounds must be at least {bench.MIN_PAIRS} (pairs are fixed in advance)")
     if args.budget <= 0:
@@ -149,31 +154,31 @@ def run(args: argparse.Namespace) -> int:
                       age=args.age, calibrate=args.calibrate, budget_seconds=args.budget)
     if args.loop_dir:
         plan.loop_dir = os.path.realpath(args.loop_dir)
-    store = CalibrationStore(_path(args.calibration_file))
-    bench.check_host(need_loop=not device_arg)
     # First, before the guard: a dead run's own mount on --device would make the guard refuse it.
-    recovered = recover_and_say(_say)
+    recovered = session.recover(_say, loop=not device_arg)
+    progress = _progress_printer(as_json)
     if device_arg:
         from advisor.bench.guard import check_now
+        from advisor.bench.hold import DeviceHold
 
-        device, device_bytes = _checked_device(device_arg, recovered.test_filesystems)
-        plan.device, plan.device_bytes = device.path, device_bytes
+        device = session.check_scratch(device_arg, recovered.test_filesystems)
+        plan.device, plan.device_bytes = device.path, int(device.size_bytes.value or 0)
         if b is None:
-            plan.b = _proposal_side(device, workload)
+            plan.b = session.proposal_side(session.propose(device, workload))
         # Held (O_EXCL) from the check through the prompt to the end of the run: nothing can
         # mount it, assemble it or re-bind it meanwhile; after the answer, check it all again
         # (a killed run's test filesystem, known by its UUID, is the one thing it may hold).
-        with _hold(device.path) as hold:
+        with DeviceHold(device.path) as hold:
             _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
             hold.verify()
             check_now(device.path, bench.MIN_DEVICE_BYTES,
                       ours=recovered.test_filesystems.get(device.maj_min or ""))
-            report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                                   say=_say, hold=hold, recovered=recovered)
+            report = session.run_validation(plan, progress=progress, say=_say, hold=hold,
+                                            recovered=recovered)
     else:
-        resolve = None if b is not None else (lambda path: _proposal_for_path(path, workload))
-        report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                               resolve_b=resolve, say=_say, recovered=recovered)
+        resolve = None if b is not None else session.loop_side(workload)
+        report = session.run_validation(plan, progress=progress, resolve_b=resolve, say=_say,
+                                        recovered=recovered)
     if report.device_left:
         _say(report.device_left)
     if as_json:
@@ -183,47 +188,3 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_text(report))
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
-
-
-def _path(text: str | None) -> Any:
-    from pathlib import Path
-
-    return Path(text) if text else None
-
-
-def _checked_device(name: str, left: dict[str, str]) -> tuple[Any, int]:
-    """The guard's verdict on `name`. `left`: test filesystems dead runs left ({major:minor:
-    uuid}, from recovery); the killed run's own filesystem on this device is not data."""
-    from advisor.bench import run as bench
-    from advisor.bench.guard import check_scratch
-    from advisor.bench.resources import without_test_filesystem
-    from advisor.inspect.devices import find_device, inspect_devices
-    from advisor.system.sysroot import SysRoot
-
-    inventory = inspect_devices(SysRoot(), probe=True)
-    device = without_test_filesystem(find_device(inventory, name), left)
-    check_scratch(inventory, device, bench.MIN_DEVICE_BYTES)
-    return device, int(device.size_bytes.value or 0)
-
-
-def _hold(path: str) -> Any:
-    from advisor.bench.hold import DeviceHold
-
-    return DeviceHold(path)
-
-
-def _proposal_side(device: Any, workload: Any) -> Any:
-    from advisor.advice import propose
-    from advisor.models.bench import SideConfig
-
-    proposal = propose(device, workload)
-    return SideConfig(label="B", mkfs_options=list(proposal.mkfs_options),
-                      mount_options=list(proposal.mount_options), source="proposal")
-
-
-def _proposal_for_path(path: str, workload: Any) -> Any:
-    from advisor.inspect.devices import find_device, inspect_devices
-    from advisor.system.sysroot import SysRoot
-
-    device = find_device(inspect_devices(SysRoot(), probe=False), path)
-    return _proposal_side(device, workload)

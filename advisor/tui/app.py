@@ -1,8 +1,9 @@
 """The interactive advisor: devices -> workload -> proposal -> validation, keyboard first.
 
 Each step is a Textual mode (its screen keeps its state while another is shown). The app holds the
-shared state (the inventory, the chosen device, the answers); screens read it and call the core
-through advisor.tui.core. Nothing here decides anything about XFS.
+shared state (the inventory, the chosen device, the answers) and the Session (advisor.session) that
+the command line uses too; screens read the state and call the core only through the session.
+Nothing here decides anything about XFS.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from advisor.errors import AdvisorError
 from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
+from advisor.session import Session
 
 if TYPE_CHECKING:
     from advisor.models.proposal import Proposal
@@ -36,6 +38,8 @@ class AdvisorState:
     write it."""
 
     inventory: Inventory
+    session: Session
+    """Where devices come from, which rules apply: the same core the command line uses."""
     device_name: str | None = None
     workload: Workload = field(default_factory=Workload)
     """The last valid answers (the form may hold invalid text meanwhile)."""
@@ -43,9 +47,6 @@ class AdvisorState:
     """Why the form's current text is not a valid workload, when it is not."""
     workload_path: str | None = None
     """The file the answers were loaded from or last saved to."""
-    sysroot: str | None = None
-    rules_dir: str | None = None
-    """Extra rules (`--rules DIR`)."""
     validation_bytes: int | None = None
     """Size of the loop device of a validation run (None: the bench's default)."""
     validation_budget: float | None = None
@@ -177,13 +178,11 @@ class AdvisorApp(App[int]):
         self._tell_listeners()
         if self._proposal_worker is not None:
             return  # one at a time: when it ends, the latest answers are asked for (coalescing)
-        workload, sysroot, rules_dir = state.workload, state.sysroot, state.rules_dir
+        workload, session = state.workload, state.session
 
         def compute() -> ProposalResult:
-            from advisor.tui.core import propose
-
             try:
-                return key, propose(device, workload, sysroot, rules_dir), None
+                return key, session.propose(device, workload), None
             except AdvisorError as err:
                 return key, None, err.message
             except Exception as err:  # a bug in the core: say so on screen, keep the session
@@ -264,32 +263,35 @@ class AdvisorApp(App[int]):
                 self._observer.send_stop()
 
 
-def build_app(args: argparse.Namespace) -> AdvisorApp:
-    """The app for the command line's arguments: reads devices and answers before any screen shows,
-    so a bad sysroot, device or workload file is a one-line error, not a broken screen."""
-    from advisor.answers import workload_from_args
-    from advisor.inspect.devices import find_device
-    from advisor.tui.core import is_live, read_inventory
-
-    sysroot = getattr(args, "sysroot", None)
-    inventory = read_inventory(sysroot)
-    rules_dir = getattr(args, "rules", None)
-    state = AdvisorState(inventory=inventory, sysroot=sysroot, rules_dir=rules_dir)
-    # The --workload file with any answer flags on top, as `xfs-advisor --json` reads them.
-    state.workload = workload_from_args(args)
-    state.workload_path = getattr(args, "workload", None)
-    device = getattr(args, "device", None)
-    start = "devices"
+def build_app(session: Session, *, device: str | None = None, workload: Workload | None = None,
+              workload_path: str | None = None, start: str | None = None) -> AdvisorApp:
+    """The app over `session`: reads devices before any screen shows, so a bad device is a
+    one-line error, not a broken screen. With `device` it opens on the questions, or on the
+    proposal when the answers say something; `start` overrides that (tests)."""
+    state = AdvisorState(inventory=session.inventory(), session=session,
+                         workload=workload or Workload(), workload_path=workload_path)
+    first = "devices"
     if device:
-        state.device_name = find_device(inventory, device).name
-        start = "proposal" if state.workload.answered() else "workload"
-    live = is_live(sysroot)
-    return AdvisorApp(state, reload_inventory=lambda: read_inventory(sysroot),
-                      follow_hotplug=live, start=start)
+        state.device_name = session.device(device).name
+        first = "proposal" if state.workload.answered() else "workload"
+    return AdvisorApp(state, reload_inventory=lambda: session.inventory(refresh=True),
+                      follow_hotplug=session.follows_hotplug, start=start or first)
+
+
+def app_from_args(args: argparse.Namespace) -> AdvisorApp:
+    """The app for the command line's arguments (`--sysroot`, `--rules`, `--device`, the
+    `--workload` file with any answer flags on top, as `xfs-advisor --json` reads them)."""
+    from advisor.answers import workload_from_args
+
+    session = Session(sysroot=getattr(args, "sysroot", None),
+                      rules_dir=getattr(args, "rules", None))
+    return build_app(session, device=getattr(args, "device", None),
+                     workload=workload_from_args(args),
+                     workload_path=getattr(args, "workload", None))
 
 
 def run_tui(args: argparse.Namespace) -> int:
     """Run the interactive advisor until the person quits; the exit code."""
-    app = build_app(args)
+    app = app_from_args(args)
     result = app.run()
     return int(result or 0)

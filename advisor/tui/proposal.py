@@ -115,7 +115,8 @@ class ProposalScreen(StepScreen):
             self.advisor.proposal_listeners.remove(self)
 
     def on_screen_resume(self) -> None:
-        self.sub_title = self.advisor.state.device_name or ""
+        device = self.advisor.state.device
+        self.sub_title = device.display_name if device else ""
         self.show_proposal()
         self.advisor.request_proposal()
 
@@ -150,10 +151,8 @@ class ProposalScreen(StepScreen):
             self.query_one("#diff", Static).update(table)
 
     def _show_why_not(self) -> None:
-        from advisor.tui.core import obsolete_advice
-
         try:
-            advice = obsolete_advice(self.advisor.state.rules_dir)
+            advice = self.advisor.state.session.obsolete_advice()
         except AdvisorError as err:
             self.query_one("#why-not", Static).update(err.message)
             return

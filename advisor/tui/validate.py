@@ -155,13 +155,11 @@ class ValidateScreen(StepScreen):
             return None if state.proposing else state.proposal
         key = (self.target, state.workload.model_dump_json())
         if self._other != key:
-            from advisor.tui.core import propose
-
             device = state.inventory.get(self.target)
             self._other, self._other_proposal = key, None
             if device is not None:
                 try:
-                    self._other_proposal = propose(device, state.workload, None, state.rules_dir)
+                    self._other_proposal = state.session.propose(device, state.workload)
                 except AdvisorError:
                     self._other = None  # asked again next time; the caller shows the error
                     raise
@@ -190,12 +188,10 @@ class ValidateScreen(StepScreen):
                          "real device.")
             confirm.display = False
             return
-        from advisor.tui.core import scratch_refusals
-
-        device = self.advisor.state.inventory.get(self.target)
+        state = self.advisor.state
+        device = state.inventory.get(self.target)
         try:
-            reasons = scratch_refusals(self.advisor.state.inventory, device) if device else [
-                "unknown device"]
+            reasons = state.session.scratch_refusals(device) if device else ["unknown device"]
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
@@ -208,19 +204,21 @@ class ValidateScreen(StepScreen):
             confirm.display = True
 
     def _plan(self) -> Plan | None:
-        from advisor.tui.core import validation_plan
-
         state = self.advisor.state
+        session = state.session
         if state.workload_problem:
             raise AdvisorError(f"the answers are not valid ({state.workload_problem}): F3")
         if self.target == LOOP:
-            return validation_plan(state.workload, None, None, state.validation_bytes,
-                                   state.validation_budget)
+            return session.validation_plan(state.workload, None,
+                                           device_bytes=state.validation_bytes,
+                                           budget_seconds=state.validation_budget)
         proposal = self._target_proposal()
         if proposal is None:
             return None
-        return validation_plan(state.workload, state.inventory.get(self.target), proposal,
-                               state.validation_bytes, state.validation_budget)
+        return session.validation_plan(state.workload, state.inventory.get(self.target),
+                                       session.proposal_side(proposal),
+                                       device_bytes=state.validation_bytes,
+                                       budget_seconds=state.validation_budget)
 
     def _show_plan(self) -> None:
         plan_view = self.query_one("#plan", Static)
@@ -243,13 +241,11 @@ class ValidateScreen(StepScreen):
     def _still_scratch(self, left: dict[str, str]) -> bool:
         """The guard again, on the devices as they are now: the list on screen may be old.
         `left`: test filesystems of dead runs that recovery found."""
-        from advisor.tui.core import scratch_refusals
-
         self.advisor.reload_devices()
-        device = self.advisor.state.inventory.get(self.target)
+        state = self.advisor.state
+        device = state.inventory.get(self.target)
         try:
-            reasons = scratch_refusals(self.advisor.state.inventory, device, left) if device \
-                else ["it is gone"]
+            reasons = state.session.scratch_refusals(device, left) if device else ["it is gone"]
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
@@ -277,11 +273,9 @@ class ValidateScreen(StepScreen):
         if self.target != LOOP and not confirmed:
             self.notify(f"not confirmed: type {self.target} in the box first", severity="error")
             return
-        from advisor.tui.core import recover_leftovers
-
         try:
             # First: a killed run's mount would fail the guard.
-            recovered = recover_leftovers(loop=self.target == LOOP)
+            recovered = self.advisor.state.session.recover(loop=self.target == LOOP)
         except AdvisorError as err:
             self.notify(err.message, severity="error")
             return
@@ -299,10 +293,9 @@ class ValidateScreen(StepScreen):
         if plan is None:
             self.notify("no proposal to validate yet", severity="warning")
             return
-        from advisor.tui.core import loop_side, run_validation
-
         state = self.advisor.state
-        resolve_b = loop_side(state.workload, state.rules_dir) if plan.device is None else None
+        session = state.session
+        resolve_b = session.loop_side(state.workload) if plan.device is None else None
         cancel = threading.Event()
         self._cancel = cancel
         self.report = None
@@ -322,7 +315,9 @@ class ValidateScreen(StepScreen):
             self.post_message(Sampled(cancel, side, round_index, values))
 
         def work() -> ValidationReport:
-            return run_validation(plan, progress, cancel, resolve_b, sampled, recovered)
+            return session.run_validation(plan, progress=progress, cancel=cancel,
+                                          resolve_b=resolve_b, on_sample=sampled,
+                                          recovered=recovered)
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)

@@ -113,8 +113,8 @@ class WorkloadScreen(StepScreen):
             preview.update(Text(state.proposal_problem or "", style="dim"))
 
     def on_screen_resume(self) -> None:
-        device = self.advisor.state.device_name
-        self.sub_title = f"for {device}" if device else "no device chosen yet (F2)"
+        device = self.advisor.state.device
+        self.sub_title = f"for {device.display_name}" if device else "no device chosen yet (F2)"
         if self.focused is None or self.focused.id == "form":
             self.query_one(f"#{self.questions[0].widget_id}").focus()
 
@@ -237,13 +237,13 @@ class WorkloadScreen(StepScreen):
     def _scan(self, path: str | None) -> None:
         if not path:
             return
-        from advisor.tui.core import profile_tree
+        session = self.advisor.state.session
 
         def progress(entries: int, seconds: float) -> None:
             self.post_message(Scanned(entries, seconds))  # thread-safe; widgets untouched
 
         self.query_one("#form-status", Static).update(f"scanning {path}...")
-        self.run_worker(lambda: profile_tree(path, progress), name="scan", group="scan",
+        self.run_worker(lambda: session.profile(path, progress), name="scan", group="scan",
                         thread=True, exclusive=True, exit_on_error=False)
 
     def on_scanned(self, message: Scanned) -> None:

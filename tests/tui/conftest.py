@@ -1,4 +1,5 @@
-"""One app factory for every TUI test: the fixed host of tests/tui/inventory.py, no clock."""
+"""One app factory for every TUI test: the production build_app() over a Session whose devices are
+the fixed host of tests/tui/inventory.py; no clock."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import advisor.tui.core as core
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
-from advisor.tui.app import AdvisorApp, AdvisorState
+from advisor.session import Session
+from advisor.tui.app import AdvisorApp, build_app
 from tests.tui.inventory import build_inventory
 
 AppFactory = Callable[..., AdvisorApp]
@@ -25,7 +26,7 @@ def frozen_proposal(monkeypatch: pytest.MonkeyPatch) -> Proposal:
     """The engine replaced by one proposal, frozen when these tests were written: for tests of
     the screens, not of the engine (and no mkfs.xfs dry run per key press)."""
     proposal = Proposal.model_validate(json.loads(FROZEN.read_text()))
-    monkeypatch.setattr(core, "propose", lambda *args: proposal)
+    monkeypatch.setattr(Session, "propose", lambda *args, **kwargs: proposal)
     return proposal
 
 
@@ -33,9 +34,9 @@ def frozen_proposal(monkeypatch: pytest.MonkeyPatch) -> Proposal:
 def make_app() -> AppFactory:
     def factory(*, device: str | None = None, workload: Workload | None = None,
                 start: str = "devices") -> AdvisorApp:
-        state = AdvisorState(inventory=build_inventory(), device_name=device,
-                             workload=workload or Workload())
-        return AdvisorApp(state, start=start)
+        # The production factory, over a session whose devices are the fixed host.
+        return build_app(Session(inventory=build_inventory()), device=device,
+                         workload=workload or Workload(), start=start)
 
     return factory
 

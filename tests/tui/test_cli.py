@@ -10,7 +10,7 @@ import pytest
 
 from advisor.cli import build_parser
 from advisor.errors import BadInput, DeviceProblem
-from advisor.tui.app import build_app
+from advisor.tui.app import app_from_args as build_app
 from tests.conftest import REPO
 
 
@@ -22,7 +22,7 @@ def test_device_and_answers_preselect_the_proposal(shared_dumps: dict[str, Path]
     assert app._start == "proposal"
     assert app.state.device_name == "nvme0n1p1"
     assert app.state.workload.access == "mixed"
-    assert app.state.sysroot == str(root)
+    assert app.state.session.sysroot == str(root) and not app.state.session.live
     only_device = build_app(build_parser().parse_args(["--sysroot", str(root), "tui",
                                                        "--device", "sda"]))
     assert only_device._start == "workload"

@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.text import Text
 from textual.widgets import DataTable
 
-from advisor.tui.app import AdvisorApp, AdvisorState
-from advisor.tui.core import read_inventory
+from advisor.session import Session
+from advisor.tui.app import AdvisorApp, build_app
 from tests.conftest import loop_device, require_root_tools
 
 
@@ -33,8 +33,7 @@ async def _wait(app: AdvisorApp, present: bool, name: str) -> None:
 
 async def test_loop_device_comes_and_goes(tmp_path: Path) -> None:
     require_root_tools("losetup")
-    app = AdvisorApp(AdvisorState(inventory=read_inventory(None)),
-                     reload_inventory=lambda: read_inventory(None), follow_hotplug=True)
+    app = build_app(Session())
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert app._observer is not None, "no hotplug monitor"

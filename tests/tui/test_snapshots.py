@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-import advisor.tui.core as core
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
+from advisor.session import ObsoleteAdvice, Session
 from tests.tui.conftest import AppFactory
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
@@ -24,11 +24,11 @@ def frozen_core(monkeypatch: pytest.MonkeyPatch, frozen_proposal: Proposal) -> N
     """The proposal and the obsolete advice as they were when the snapshots were taken, so a new
     rule changes the engine's golden files, not these pictures of the screens."""
     monkeypatch.delenv("TMPDIR", raising=False)  # the validation plan names the loop's folder
-    monkeypatch.setattr(core, "obsolete_advice", lambda rules_dir=None: [
-        core.ObsoleteAdvice("nobarrier", "nobarrier, barrier", "Linux 4.19",
+    monkeypatch.setattr(Session, "obsolete_advice", lambda self: [
+        ObsoleteAdvice("nobarrier", "nobarrier, barrier", "Linux 4.19",
                             "Removed: flushes are the kernel's job; a non-volatile cache reports "
                             "write through, so no flush is sent."),
-        core.ObsoleteAdvice("unwritten", "-d unwritten=0", "xfsprogs 2007",
+        ObsoleteAdvice("unwritten", "-d unwritten=0", "xfsprogs 2007",
                             "The option is gone; mkfs.xfs rejects it."),
     ])
 

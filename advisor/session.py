@@ -1,0 +1,278 @@
+"""One session with the advisor, shared by both front ends: the command line (argparse -> Session ->
+render) and the TUI (screens -> Session). It knows where devices are read from (the live system
+or a captured tree), which rules apply, where noise floors are kept, and caches the inventory, the
+host's environment and the rule book, so both front ends decide everything the same way.
+
+Heavy parts (the engine, the benchmark, the scan) are imported where they are used: building a
+Session costs nothing, and `devices --json` never loads the benchmark.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.errors import AdvisorError, BadInput
+from advisor.models.device import Device, Inventory
+from advisor.models.workload import Workload
+from advisor.system.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from advisor.bench.hold import DeviceHold
+    from advisor.bench.resources import Recovery
+    from advisor.bench.run import Plan
+    from advisor.engine.rulebook import RuleBook
+    from advisor.models.bench import SideConfig, ValidationReport
+    from advisor.models.environment import Environment
+    from advisor.models.profile import Profile
+    from advisor.models.proposal import Proposal
+
+Progress = Callable[[int, int, str], None]
+Sample = Callable[[str, int, dict[str, float]], None]
+
+
+class Cancelled(AdvisorError):
+    """The person cancelled the validation run (what it made was removed, or is named)."""
+
+    kind = "cancelled"
+
+
+@dataclass(frozen=True)
+class ObsoleteAdvice:
+    """Advice found all over the web that the advisor never gives, and why."""
+
+    rule: str
+    advice: str
+    since: str
+    today: str
+
+
+class Session:
+    """Where the advisor looks and what it applies. `sysroot`: a captured tree instead of the live
+    system; `rules_dir`: site rules on top of the rule book; `calibration_file`: where noise floors
+    are kept (default: advisor.bench.calibration.default_path())."""
+
+    def __init__(self, sysroot: str | None = None, rules_dir: str | None = None,
+                 calibration_file: str | None = None, *,
+                 inventory: Inventory | None = None) -> None:
+        """`inventory`: a fixed set of devices (tests, a replay), never re-read."""
+        self.sysroot = sysroot
+        self.rules_dir = rules_dir
+        self.calibration_file = calibration_file
+        self.root = SysRoot.open(sysroot)  # BadInput now, for a tree that is not one
+        self._inventory: Inventory | None = inventory
+        self._fixed = inventory is not None
+
+    @property
+    def live(self) -> bool:
+        """True when the session reads the running system (devices can be formatted); False for
+        a captured tree."""
+        return self.root.live
+
+    @property
+    def follows_hotplug(self) -> bool:
+        """True when devices coming and going change what the session shows."""
+        return self.live and not self._fixed
+
+    # ---- devices ----
+
+    def inventory(self, *, refresh: bool = False) -> Inventory:
+        """Every block device, read once and kept until `refresh`. libblkid is asked on the live
+        system as root; a capture brings its own probe results."""
+        if self._inventory is None or (refresh and not self._fixed):
+            from advisor.inspect.devices import inspect_devices
+
+            probe = not self.live or os.geteuid() == 0
+            self._inventory = inspect_devices(self.root, probe=probe)
+        return self._inventory
+
+    def device(self, name: str) -> Device:
+        """The device called `name` (kernel name, dm name, /dev path); DeviceProblem otherwise."""
+        from advisor.inspect.devices import find_device
+
+        return find_device(self.inventory(), name)
+
+    # ---- advice ----
+
+    @functools.cached_property
+    def environment(self) -> Environment:
+        """The host the proposal is for: the capture's kernel, memory and CPUs; this machine's
+        xfsprogs, which makes the checks."""
+        from advisor.system.versions import read_environment
+
+        return read_environment(self.root)
+
+    @functools.cached_property
+    def rulebook(self) -> RuleBook:
+        from advisor.engine.rulebook import load_rulebook
+
+        return load_rulebook(Path(self.rules_dir) if self.rules_dir else None)
+
+    def propose(self, device: Device, workload: Workload,
+                timings: dict[str, float] | None = None) -> Proposal:
+        """The checked proposal for `device` and `workload`, with this session's rules and
+        environment."""
+        from advisor.advice import propose
+
+        return propose(device, workload, env=self.environment, rulebook=self.rulebook,
+                       timings=timings)
+
+    def obsolete_advice(self) -> list[ObsoleteAdvice]:
+        """The rule book's obsolete advice, for the proposal's "why not" section."""
+        found = []
+        for rule in self.rulebook.of_kind("obsolete"):
+            if rule.obsolete is not None:
+                found.append(ObsoleteAdvice(rule.id, ", ".join(rule.obsolete.matches),
+                                            rule.obsolete.since, rule.obsolete.today))
+        return found
+
+    # ---- validation: an A/B run on the live system ----
+
+    def require_live(self, what: str) -> None:
+        """Refuse (exit 2) what only the live system can do, in a session on a capture."""
+        if not self.live:
+            raise BadInput(f"{what} runs on this machine: --sysroot {self.sysroot} is a captured "
+                           "tree (drop --sysroot)")
+
+    def recover(self, say: Callable[[str], None] | None = None, *, loop: bool) -> Recovery:
+        """What dead runs left, removed first, before any guard looks at a device (a killed
+        run's own mount would make it refuse); after the host check, so that without root the
+        message is that. `say` gets each "recovered: ..." line."""
+        self.require_live("validation")
+        from advisor.bench.resources import recover_and_say
+        from advisor.bench.run import check_host
+
+        check_host(need_loop=loop)
+        return recover_and_say(say)
+
+    def scratch_refusals(self, device: Device, left: dict[str, str] | None = None) -> list[str]:
+        """The scratch-device guard's reasons not to format `device` (empty: it may be used).
+        `left`: test filesystems dead runs left (Recovery.test_filesystems), not counted as
+        data."""
+        from advisor.bench.guard import refusals
+        from advisor.bench.resources import without_test_filesystem
+        from advisor.bench.run import MIN_DEVICE_BYTES
+
+        if not self.live:
+            return ["a captured tree: only the live system's devices can be formatted"]
+        return refusals(self.inventory(), without_test_filesystem(device, left or {}),
+                        MIN_DEVICE_BYTES)
+
+    def check_scratch(self, name: str, left: dict[str, str] | None = None) -> Device:
+        """The device called `name`, read afresh and through the guard; DeviceProblem naming
+        every reason otherwise."""
+        from advisor.errors import DeviceProblem
+
+        self.require_live("validation")
+        self.inventory(refresh=True)
+        device = self.device(name)
+        reasons = self.scratch_refusals(device, left)
+        if reasons:
+            raise DeviceProblem(f"refusing to format {device.path}: " + "; ".join(reasons))
+        return device
+
+    @staticmethod
+    def proposal_side(proposal: Proposal) -> SideConfig:
+        """Side B of the A/B run: the proposal's mkfs and mount options."""
+        from advisor.models.bench import SideConfig
+
+        return SideConfig(label="B", mkfs_options=list(proposal.mkfs_options),
+                          mount_options=list(proposal.mount_options), source="proposal")
+
+    def loop_side(self, workload: Workload) -> Callable[[str], SideConfig]:
+        """For a loop run: B decided from the loop device's own facts, once it is attached."""
+
+        def resolve(path: str) -> SideConfig:
+            from advisor.inspect.devices import find_device, inspect_devices
+
+            device = find_device(inspect_devices(SysRoot(), probe=False), path)
+            return self.proposal_side(self.propose(device, workload))
+
+        return resolve
+
+    def validation_plan(self, workload: Workload, target: Device | None,
+                        b: SideConfig | None = None, *, device_bytes: int | None = None,
+                        budget_seconds: float | None = None, pairs: int | None = None) -> Plan:
+        """A (defaults) against B on the scratch device `target`, or on a loop device (target
+        None). B: the given side, else the proposal, for a loop device made once it exists
+        (pass loop_side() to run_validation), as `xfs-advisor validate` does."""
+        from advisor.bench.run import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE, DEFAULT_PAIRS
+        from advisor.bench.run import Plan as BenchPlan
+        from advisor.models.bench import SideConfig
+
+        size = device_bytes or DEFAULT_LOOP_SIZE
+        if target is not None and target.size_bytes.value:
+            size = target.size_bytes.value
+        return BenchPlan(a=SideConfig(label="A"),
+                         b=b or SideConfig(label="B", source="proposal"), workload=workload,
+                         device=target.path if target else None, device_bytes=size,
+                         budget_seconds=budget_seconds or DEFAULT_BUDGET,
+                         pairs=pairs or DEFAULT_PAIRS)
+
+    def run_validation(self, plan: Plan, *, progress: Progress | None = None,
+                       cancel: threading.Event | None = None,
+                       resolve_b: Callable[[str], SideConfig] | None = None,
+                       on_sample: Sample | None = None,
+                       say: Callable[[str], None] | None = None,
+                       hold: DeviceHold | None = None,
+                       recovered: Recovery | None = None) -> ValidationReport:
+        """Run the plan. Setting `cancel` (from another thread) stops it at the next step, or
+        at once by ending fio; what the run made is removed either way, then Cancelled is
+        raised. The rest as advisor.bench.run.execute."""
+        self.require_live("validation")
+        from advisor.bench.calibration import CalibrationStore
+        from advisor.bench.resources import stop_our_fio
+        from advisor.bench.run import execute
+
+        store = CalibrationStore(Path(self.calibration_file) if self.calibration_file else None)
+        cancel = cancel or threading.Event()
+        said: list[str] = []
+
+        def step(done: int, total: int, what: str) -> None:
+            if cancel.is_set():
+                raise Cancelled("validation cancelled")
+            if progress:
+                progress(done, total, what)
+
+        def tell(line: str) -> None:
+            said.append(line)
+            if say:
+                say(line)
+
+        finished = threading.Event()
+
+        def watch() -> None:
+            cancel.wait()
+            if not finished.is_set():
+                stop_our_fio(sig=signal.SIGKILL)  # the runner takes a kill as a failed step
+
+        threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
+        try:
+            return execute(plan, progress=step, store=store, resolve_b=resolve_b,
+                           on_sample=on_sample, recovered=recovered, say=tell, hold=hold)
+        except AdvisorError:
+            if cancel.is_set():
+                # What clean-up said: only what it could not remove (the next run will).
+                raise Cancelled("validation cancelled; " + ("; ".join(said) or
+                                "everything it made was removed")) from None
+            raise
+        finally:
+            finished.set()
+            cancel.set()  # lets the watcher end
+
+    # ---- profile ----
+
+    def profile(self, path: str, progress: Callable[[int, float], None] | None = None
+                ) -> Profile:
+        """Measure a directory tree (answers a scan can support). The tree is read where it is:
+        a captured sysroot holds no files to scan."""
+        self.require_live("profile")
+        from advisor.profile.walker import Walker
+
+        return Walker(progress=progress).walk(path)

@@ -1,0 +1,89 @@
+"""The Session both front ends share: one way to read devices, apply rules and refuse what cannot
+apply. Before it, the TUI and the CLI drove the core each in its own way and drifted (validate
+ignored site rules; a captured tree given to validate benchmarked the live machine)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.models.workload import Workload
+from advisor.session import Session
+from advisor.tui.app import build_app
+from tests.bench.test_guard import GIB, attached, checksum
+from tests.conftest import REPO, require_root_tools
+from tests.engine.test_cli import cli
+
+
+def _site_rules(tmp_path: Path) -> Path:
+    """Site rules replacing two built-in ones: 16 AGs for concurrency, not 32; 16 MiB of log per
+    writer, not 32."""
+    site = tmp_path / "site-rules"
+    site.mkdir()
+    for rule, old, new in (("ag-concurrency", "target_agcount = 32", "target_agcount = 16"),
+                           ("log-size", "bytes_per_writer = 33554432",
+                            "bytes_per_writer = 16777216")):
+        text = (REPO / "rules" / "mkfs" / f"{rule}.toml").read_text()
+        assert old in text
+        (site / f"{rule}.toml").write_text(text.replace(old, new))
+    return site
+
+
+@pytest.mark.parametrize("argv", [["validate"], ["profile", "/tmp"]])
+def test_a_captured_tree_is_refused_where_only_the_live_system_can_serve(
+        shared_dumps: dict[str, Path], argv: list[str]) -> None:
+    root = str(shared_dumps["simple-nvme"])
+    for line in (["--sysroot", root, *argv], [*argv[:1], "--sysroot", root, *argv[1:]]):
+        done = cli(*line)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == (f"xfs-advisor: {argv[0]} runs on this machine: "
+                                       f"--sysroot {root} is a captured tree (drop --sysroot)")
+
+
+def test_the_tui_and_the_command_line_propose_alike(shared_dumps: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    root = str(shared_dumps["simple-nvme"])
+    site = _site_rules(tmp_path)
+    work = Workload(concurrent_writers=16)
+    app = build_app(Session(root, rules_dir=str(site)), device="sda", workload=work)
+    device = app.state.session.device("sda")  # 223.6 GiB: room for 32 AGs of at least 1 GiB
+    tui = app.state.session.propose(device, work)
+    done = cli("--json", "--sysroot", root, "--rules", str(site), "--device", "sda",
+               "--concurrent-writers", "16")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)["proposal"]
+    assert tui.mkfs_command == printed["mkfs_command"]
+    assert ["-d", "agcount=16"] == [o for d in tui.decisions for o in d.options
+                                    if d.setting == "-d agcount/agsize"]
+
+
+def test_validate_proposes_with_the_site_rules(tmp_path: Path) -> None:
+    """B of `validate --device DEV --rules DIR` is the proposal under those rules; the plan
+    printed before the confirmation shows it. Not confirmed: nothing written."""
+    require_root_tools("losetup", "mkfs.xfs", "fio")
+    site = _site_rules(tmp_path)
+    backing = tmp_path / "scratch.img"
+    with attached(backing, 64 * GIB) as dev:  # sparse: room for the log, nothing written
+        before = checksum(backing)
+        env = {**os.environ, "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
+        done = subprocess.run(
+            [sys.executable, "-m", "advisor", "validate", "--device", dev, "--rules", str(site),
+             "--concurrent-writers", "16"], input="no\n", capture_output=True, text=True,
+            cwd=REPO, env=env, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert f"mkfs.xfs -f -K -l size=256m {dev}" in done.stderr, done.stderr
+        assert checksum(backing) == before
+
+
+def test_the_inventory_is_read_once_until_refreshed(shared_dumps: dict[str, Path]) -> None:
+    session = Session(str(shared_dumps["simple-lvm"]))
+    first = session.inventory()
+    assert session.inventory() is first
+    assert session.inventory(refresh=True) is not first
+    fixed = Session(inventory=first)
+    assert fixed.inventory(refresh=True) is first and not fixed.follows_hotplug

@@ -61,6 +61,7 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
         mkfs_defaults=defaults.geometry,
         check=proposal_check,
         rules_dirs=book.dirs,
+        disabled_rules=dict(book.disabled),
     )
 
 

@@ -67,6 +67,7 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
             warnings: list[ProposalWarning]) -> Decision:
     changes: list[tuple[str, int, Change]] = []
     keeps: list[tuple[str, str]] = []
+    holds: list[tuple[str, int, str]] = []  # keeps that outrank lower-priority changes
     source = "guide 1 (defaults suit most workloads)"
     for loaded in book.for_setting(setting.name):
         rule = loaded.rule
@@ -78,7 +79,19 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
             changes.append((rule.id, rule.priority, outcome.change))
         elif outcome.keep_reason:
             keeps.append((rule.id, outcome.keep_reason))
+            if rule.keep_wins:
+                holds.append((rule.id, rule.priority, outcome.keep_reason))
     default = default_text(setting.name, ctx.defaults, ctx.env)
+    if holds and changes and holds[0][1] > changes[0][1]:
+        hold_id, hold_priority, why = holds[0]
+        overruled = [Alternative(rule=rid, value=c.value, reason=c.reason)
+                     for rid, _, c in changes]
+        return Decision(
+            setting=setting.name, value="default", default=default, changed=False,
+            rule=hold_id, reason=why, source=book.rules[hold_id].rule.source,
+            changeable_later=setting.changeable_later, alternatives=overruled,
+            resolution=(f"{hold_id} (priority {hold_priority}) keeps the default over "
+                        + ", ".join(f"{a.rule} (wanted {a.value})" for a in overruled)))
     if not changes:
         rule_id = keeps[0][0] if keeps else POLICY_RULE
         if keeps:

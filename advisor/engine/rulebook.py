@@ -9,10 +9,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from advisor.engine import site  # noqa: F401  (registers the site deciders)
 from advisor.engine.deciders import DECIDERS, validate_params
 from advisor.engine.settings import BY_NAME
 from advisor.errors import BadInput
-from advisor.models.rule import Rule
+from advisor.models.rule import Rule, RuleSwitch
 
 #: The rule book shipped with the advisor (the repository's rules/ folder).
 BUILTIN_RULES = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -29,6 +30,8 @@ class LoadedRule:
 class RuleBook:
     rules: dict[str, LoadedRule] = field(default_factory=dict)
     dirs: list[str] = field(default_factory=list)
+    disabled: dict[str, str] = field(default_factory=dict)
+    """Rules a site switched off: id -> why (and where)."""
 
     def get(self, rule_id: str) -> Rule | None:
         loaded = self.rules.get(rule_id)
@@ -55,14 +58,26 @@ def _first_error(err: ValidationError) -> str:
     return f"{key}: {msg}"
 
 
-def load_rule(path: Path) -> LoadedRule:
-    """One rule file, fully validated; BadInput naming the file and the key otherwise."""
+def _read(path: Path) -> dict[str, object]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as err:
         raise BadInput(f"cannot read rule file {path}: {err}") from None
     except tomllib.TOMLDecodeError as err:
         raise BadInput(f"{path}: malformed TOML: {err}") from None
+
+
+def load_switch(path: Path, data: dict[str, object]) -> RuleSwitch:
+    try:
+        return RuleSwitch.model_validate(data)
+    except ValidationError as err:
+        raise BadInput(f"{path}: {_first_error(err)}") from None
+
+
+def load_rule(path: Path, data: dict[str, object] | None = None) -> LoadedRule:
+    """One rule file, fully validated; BadInput naming the file and the key otherwise."""
+    if data is None:
+        data = _read(path)
     try:
         rule = Rule.model_validate(data)
     except ValidationError as err:
@@ -96,7 +111,15 @@ def load_rulebook(extra: Path | str | None = None, *, builtin: Path = BUILTIN_RU
             raise BadInput(f"rules directory {directory} does not exist")
         seen: dict[str, Path] = {}
         for path in sorted(directory.rglob("*.toml")):
-            loaded = load_rule(path)
+            data = _read(path)
+            if data.get("enabled") is False:
+                switch = load_switch(path, data)
+                if switch.id not in book.rules:
+                    raise BadInput(f"{path}: id: no rule {switch.id!r} to switch off")
+                del book.rules[switch.id]
+                book.disabled[switch.id] = f"{switch.why} ({path})"
+                continue
+            loaded = load_rule(path, data)
             if loaded.rule.id in seen:
                 raise BadInput(f"{path}: id: {loaded.rule.id!r} is also used by "
                                f"{seen[loaded.rule.id]}")

@@ -139,6 +139,8 @@ class Proposal(Model):
     """The dry run that proved the proposal valid (null only when checking was turned off)."""
     rules_dirs: list[str] = Field(default_factory=list)
     """Rule directories used, in order (later ones add or override rules)."""
+    disabled_rules: dict[str, str] = Field(default_factory=dict)
+    """Rules a site switched off (`enabled = false`): id -> why, and the file that says so."""
 
 
 class ProposalDocument(Model):

@@ -78,6 +78,16 @@ class RuleExample(Model):
     expect: ExampleExpect
 
 
+class RuleSwitch(Model):
+    """A site file that switches a rule off: `id = "..."`, `enabled = false` and why."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    """The rule switched off (built in, or from an earlier rules folder)."""
+    enabled: Literal[False]
+    why: str = Field(min_length=3)
+    """Why this site does without it (shown in the proposal)."""
+
+
 class Rule(Model):
     """One rule: a decision about one setting, a device warning, or a piece of obsolete advice."""
 
@@ -95,6 +105,9 @@ class Rule(Model):
     """Name of the function in advisor.engine.deciders that applies the rule (none: data only)."""
     priority: int = Field(default=50, ge=0, le=100)
     """When two rules want different values for one setting, the higher priority wins."""
+    keep_wins: bool = False
+    """When this rule keeps the default, no change of a lower-priority rule overrides it (a
+    site's "never change this": see the `keep_default` function)."""
     changes: str
     """What it changes, in words."""
     why: str

@@ -34,6 +34,10 @@ def proposal_text(doc: ProposalDocument) -> str:
         if dec.resolution:
             lines += _wrap("resolved: " + dec.resolution, "      ")
         lines.append(f"      [{dec.rule}, {dec.source}; changeable later: {dec.changeable_later}]")
+    if p.disabled_rules:
+        lines += ["", "Rules this site switched off:"]
+        for rule_id, why in p.disabled_rules.items():
+            lines += _wrap(f"- {rule_id}: {why}", "  ")
     if p.warnings:
         lines += ["", "Warnings:"]
         for w in p.warnings:

@@ -151,8 +151,8 @@ def test_a_site_switches_a_rule_off(tmp_path: Path) -> None:
     assert not ag.changed
     assert p.disabled_rules["ag-concurrency"].startswith("our arrays are sized by the storage")
     with pytest.raises(BadInput, match="no rule 'no-such-rule' to switch off"):
-        load_rulebook(_site_dir(tmp_path / "x", {"off.toml": 'id = "no-such-rule"\nenabled = false\n'
-                                             'why = "typo"\n'}))
+        load_rulebook(_site_dir(tmp_path / "x", {
+            "off.toml": 'id = "no-such-rule"\nenabled = false\nwhy = "typo"\n'}))
 
 
 def test_a_site_keep_wins_over_lower_priority_changes(tmp_path: Path) -> None:

@@ -58,8 +58,8 @@ def test_the_tui_and_the_command_line_propose_alike(shared_dumps: dict[str, Path
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)["proposal"]
     assert tui.mkfs_command == printed["mkfs_command"]
-    assert ["-d", "agcount=16"] == [o for d in tui.decisions for o in d.options
-                                    if d.setting == "-d agcount/agsize"]
+    ag = next(d for d in tui.decisions if d.setting == "-d agcount/agsize")
+    assert ag.options == ["-d", "agcount=16"]
 
 
 def test_validate_proposes_with_the_site_rules(tmp_path: Path) -> None:

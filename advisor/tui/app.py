@@ -9,16 +9,23 @@ Nothing here decides anything about XFS.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import importlib
 import os
+import signal
+import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from textual.app import App, SystemCommand
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Label
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
@@ -62,6 +69,45 @@ class AdvisorState:
     @property
     def device(self) -> Device | None:
         return self.inventory.get(self.device_name) if self.device_name else None
+
+
+@dataclass
+class ActiveRun:
+    """A validation going on in a worker thread: `cancel` stops it (its clean-up then runs in
+    that thread), `done` is set once it has ended, cleaned up or not."""
+
+    cancel: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def running(self) -> bool:
+        return not self.done.is_set()
+
+
+class QuitDuringRun(ModalScreen[bool]):
+    """Quitting while a validation runs: say what happens, and ask."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Quit"), Binding("n,escape", "answer(False)", "Stay")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt-box"):
+            yield Label("A validation is running. Quit? It is cancelled first: fio stopped, the "
+                        "test filesystem unmounted, the loop device detached, the temporary "
+                        "files removed.")
+            yield Button("Cancel the run and quit (y)", id="quit-yes", variant="error")
+            yield Button("Stay (n)", id="quit-no")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "quit-yes")
+
+    def action_answer(self, quit_: bool) -> None:
+        self.dismiss(quit_)
+
+
+#: Signals that end the TUI: each cancels a running validation, which cleans up, then exits.
+ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
 
 
 def _screen_factory(step: str) -> Callable[[], Screen[Any]]:
@@ -114,13 +160,55 @@ class AdvisorApp(App[int]):
         self._observer: Any = None
         self.proposal_listeners: list[ProposalListener] = []
         self._proposal_worker: Worker[ProposalResult] | None = None
+        self.active_run: ActiveRun | None = None
+        """The validation going on, if any (set by the validate screen)."""
+        self.ended_by: int | None = None
+        """The signal that ended the app, if one did."""
 
     def on_mount(self) -> None:
+        self._catch_ending_signals()
         for name in STEPS:
             self.add_mode(name, _screen_factory(name))
         self.switch_mode(self._start)
         if self._follow_hotplug:
             self._start_hotplug()
+
+    # ---- ending: never with a validation still running ----
+
+    def _catch_ending_signals(self) -> None:
+        """A closed terminal (SIGHUP: an SSH drop), SIGTERM or SIGQUIT: cancel the run and exit;
+        run_tui() then waits for its clean-up. Without this the process dies at once and leaves
+        a loop device attached and an XFS mounted."""
+        loop = asyncio.get_running_loop()
+        for sig in ENDING_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._ended_by_signal, sig)
+
+    def _ended_by_signal(self, sig: int) -> None:
+        self.ended_by = sig
+        self.cancel_run()
+        self.exit(128 + sig)
+
+    def cancel_run(self) -> bool:
+        """Cancel the running validation, if any; True when one was running."""
+        run = self.active_run
+        if run is None or not run.running:
+            return False
+        run.cancel.set()
+        return True
+
+    async def action_quit(self) -> None:
+        run = self.active_run
+        if run is None or not run.running:
+            self.exit()
+            return
+
+        def answered(quit_: bool | None) -> None:
+            if quit_:
+                self.cancel_run()
+                self.exit()
+
+        self.push_screen(QuitDuringRun(), answered)
 
     # ---- steps ----
 
@@ -293,5 +381,27 @@ def app_from_args(args: argparse.Namespace) -> AdvisorApp:
 def run_tui(args: argparse.Namespace) -> int:
     """Run the interactive advisor until the person quits; the exit code."""
     app = app_from_args(args)
-    result = app.run()
+    try:
+        result = app.run()
+    except OSError:  # the terminal went away under the screen (EIO): clean up all the same
+        result = 128 + signal.SIGHUP
+    finish_run(app)
     return int(result or 0)
+
+
+def finish_run(app: AdvisorApp) -> None:
+    """After the screen is gone: a validation still running (quit, a closed terminal, a signal)
+    is cancelled and its clean-up waited for, saying so where a terminal may still listen."""
+    run = app.active_run
+    if run is None or not run.running:
+        return
+    run.cancel.set()
+    with contextlib.suppress(OSError):
+        print("xfs-advisor: cleaning up the validation run...", file=sys.stderr, flush=True)
+    # A further Ctrl-C, SIGHUP or SIGTERM while waiting must not cut the clean-up short.
+    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (*ENDING_SIGNALS, signal.SIGINT)}
+    try:
+        run.done.wait()
+    finally:
+        for sig, previous in held.items():
+            signal.signal(sig, previous)

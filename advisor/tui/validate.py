@@ -296,7 +296,11 @@ class ValidateScreen(StepScreen):
         state = self.advisor.state
         session = state.session
         resolve_b = session.loop_side(state.workload) if plan.device is None else None
-        cancel = threading.Event()
+        from advisor.tui.app import ActiveRun
+
+        active = ActiveRun()
+        self.advisor.active_run = active
+        cancel = active.cancel
         self._cancel = cancel
         self.report = None
         self.query_one("#metrics").display = False
@@ -315,9 +319,12 @@ class ValidateScreen(StepScreen):
             self.post_message(Sampled(cancel, side, round_index, values))
 
         def work() -> ValidationReport:
-            return session.run_validation(plan, progress=progress, cancel=cancel,
-                                          resolve_b=resolve_b, on_sample=sampled,
-                                          recovered=recovered)
+            try:
+                return session.run_validation(plan, progress=progress, cancel=cancel,
+                                              resolve_b=resolve_b, on_sample=sampled,
+                                              recovered=recovered)
+            finally:
+                active.done.set()
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)

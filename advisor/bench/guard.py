@@ -7,6 +7,8 @@ so tests can hand it a device with holders that this machine cannot build (no de
 
 from __future__ import annotations
 
+import os
+
 from advisor.errors import DeviceProblem
 from advisor.models.device import Device, Inventory
 from advisor.models.units import human_size
@@ -39,7 +41,7 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int) -> list[str]:
         if child.usage.swap:
             reasons.append(f"{child.name} on it is in use as swap")
     if not dev.usage.probed:
-        reasons.append("libblkid could not check it for existing data (run as root)")
+        reasons.append(f"libblkid could not check it for existing data ({_unprobed_why(dev)})")
     for sig in dev.usage.signatures:
         what = f"{sig.note}, " if sig.note else ""
         reasons.append(f"libblkid finds existing data on it: {sig.value} ({what}{sig.raw})")
@@ -55,6 +57,15 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int) -> list[str]:
         reasons.append(f"it is too small ({human_size(size)}; the benchmark needs at least "
                        f"{human_size(need_bytes)})")
     return list(dict.fromkeys(reasons))
+
+
+def _unprobed_why(dev: Device) -> str:
+    """What kept libblkid from probing: its own error when it had one (EPERM happens as root
+    too), else the lack of root (libblkid is asked only as root)."""
+    errors = [n.removeprefix("libblkid: ") for n in dev.notes if n.startswith("libblkid: ")]
+    if errors:
+        return errors[0]
+    return "run as root" if os.geteuid() != 0 else "it was not probed"
 
 
 def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:

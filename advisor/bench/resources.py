@@ -172,6 +172,15 @@ def recover_leftovers(proc: SysRoot | None = None) -> list[str]:
     return done
 
 
+def failure(message: str) -> ToolProblem | DeviceProblem:
+    """A failed mkfs.xfs or mount: the device's problem (exit 3) when it was busy, held by
+    something else (another run, a mount), else the tool's (exit 4)."""
+    if "Device or resource busy" in message:
+        return DeviceProblem(f"{message} (the device is busy: another program or another "
+                             "validate run holds it)")
+    return ToolProblem(message)
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, turned into an exception so that every `finally` runs."""
 
@@ -274,8 +283,8 @@ class Resources:
         if not result.ok:
             self.state.mounts.remove(entry)
             self._save()
-            raise ToolProblem(f"mount -o {','.join(options) or 'defaults'} failed: "
-                              f"{result.first_error_line()}")
+            raise failure(f"mount -o {','.join(options) or 'defaults'} failed: "
+                          f"{result.first_error_line()}")
 
     def umount(self, mountpoint: str) -> None:
         log: list[str] = []

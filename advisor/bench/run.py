@@ -16,8 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.bench import jobs, stats
-from advisor.bench.calibration import CalibrationStore
-from advisor.bench.resources import Resources, recover_leftovers, terminate_as_interrupt
+from advisor.bench.calibration import CalibrationStore, margin_for
+from advisor.bench.resources import (
+    Resources,
+    failure,
+    recover_leftovers,
+    terminate_as_interrupt,
+)
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
     AgeReport,
@@ -33,6 +38,11 @@ from advisor.system import argv
 from advisor.system.runner import run, which
 
 MIN_PAIRS = 6
+#: Most pairs a run may have: beyond this no verdict changes (stats.MAX_SUGGESTED_ROUNDS), and the
+#: plan, the samples and the time would grow without purpose.
+MAX_PAIRS = 200
+#: Longest wall-time budget, seconds (a day): the workload is scaled to it.
+MAX_BUDGET = 86400.0
 DEFAULT_PAIRS = 6
 DEFAULT_LOOP_SIZE = 4 << 30
 MIN_DEVICE_BYTES = 1 << 30
@@ -76,8 +86,10 @@ class Plan:
     budget_seconds: float = DEFAULT_BUDGET
 
     def __post_init__(self) -> None:
-        if self.pairs < MIN_PAIRS:
-            raise ValueError(f"at least {MIN_PAIRS} pairs")
+        if not MIN_PAIRS <= self.pairs <= MAX_PAIRS:
+            raise ValueError(f"{MIN_PAIRS} to {MAX_PAIRS} pairs")
+        if not 0 < self.budget_seconds <= MAX_BUDGET:
+            raise ValueError(f"a budget of 0 to {MAX_BUDGET:.0f} seconds")
 
     @property
     def order(self) -> list[str]:
@@ -252,8 +264,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                        check=False, timeout=300)
             if not made.ok:
                 given = " ".join(mkfs_options) or "defaults"
-                raise ToolProblem(f"mkfs.xfs for side {label} ({given}) failed: "
-                                  f"{made.first_error_line()}")
+                raise failure(f"mkfs.xfs for side {label} ({given}) failed: "
+                              f"{made.first_error_line()}")
             res.mount(device, mnt, side.mount_options)
             if plan.age:
                 files = _age(mnt, plan.device_bytes)
@@ -294,9 +306,9 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
     """Verdicts from the samples (pure apart from reading/writing the calibration store)."""
     key = device_key(env)
     floors = store.floors(key) if store and not plan.calibrate else {}
-    rows = []
+    rows, capped = [], {}
     for m in shape.metrics:
-        margin = max(stats.DEFAULT_MARGIN, floors.get(m.name, 0.0))
+        margin, capped[m.name] = margin_for(floors.get(m.name))
         rows.append((samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margin))
     verdicts = stats.judge(rows)
     metrics = []
@@ -308,7 +320,8 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
             ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
             margin=round(math.expm1(v.margin), 4),
             noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
-            verdict=v.verdict, rounds_to_resolve=v.rounds_needed))
+            verdict=v.verdict, rounds_to_resolve=v.rounds_needed,
+            calibrated_floor=floors.get(m.name), margin_capped=capped[m.name]))
     verdict = stats.overall([m.verdict for m in metrics])
     calibration_file = None
     if store is not None:

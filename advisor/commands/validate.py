@@ -6,6 +6,7 @@ Exit codes: 0 done (B not worse), 5 B is worse on some metric, 2/3/4 as everywhe
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Any
@@ -85,8 +86,11 @@ def _progress_printer(as_json: bool) -> Any:
     return show
 
 
-def _say(line: str) -> None:
-    print(f"xfs-advisor: {line}", file=sys.stderr)
+def _sayer(as_json: bool) -> Any:
+    """Lines for people during the run (what a recovery removed): JSON documents under --json."""
+    from advisor.cli import notice
+
+    return lambda line: notice(line, as_json)
 
 
 def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) -> None:
@@ -107,22 +111,9 @@ def run(args: argparse.Namespace) -> int:
     from advisor.bench import run as bench
     from advisor.bench.calibration import CalibrationStore
     from advisor.models.bench import SideConfig
-    from advisor.models.units import parse_size
 
     as_json = bool(getattr(args, "json", False))
-    if args.rounds < bench.MIN_PAIRS:
-        raise BadInput(f"--rounds must be at least {bench.MIN_PAIRS} (pairs are fixed in advance)")
-    if args.budget <= 0:
-        raise BadInput("--budget must be positive")
-    if args.calibrate and (args.mkfs_options or args.mount_options):
-        raise BadInput("--calibrate compares defaults with themselves: drop --mkfs-options and "
-                       "--mount-options")
-    try:
-        loop_size = parse_size(args.loop_size)
-    except ValueError as err:
-        raise BadInput(f"--loop-size: {err}") from None
-    if loop_size < bench.MIN_DEVICE_BYTES:
-        raise BadInput("--loop-size must be at least 1GiB (mkfs.xfs and the workload need room)")
+    loop_size = _check_args(args)
     workload = workload_from_args(args)
     if not getattr(args, "workload", None) and not workload.answered():
         from importlib.resources import files
@@ -143,8 +134,7 @@ def run(args: argparse.Namespace) -> int:
     plan = bench.Plan(a=a, b=b or SideConfig(label="B", source="proposal"), workload=workload,
                       pairs=args.rounds, device_bytes=loop_size, direct_io=args.direct_io,
                       age=args.age, calibrate=args.calibrate, budget_seconds=args.budget)
-    if args.loop_dir:
-        plan.loop_dir = args.loop_dir
+    plan.loop_dir = _loop_dir(args)
     store = CalibrationStore(_path(args.calibration_file))
     if device_arg:
         bench.check_host(need_loop=False)
@@ -154,11 +144,11 @@ def run(args: argparse.Namespace) -> int:
             plan.b = _proposal_side(device, workload)
         _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
         report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                               say=_say)
+                               say=_sayer(as_json))
     else:
         resolve = None if b is not None else (lambda path: _proposal_for_path(path, workload))
         report = bench.execute(plan, progress=_progress_printer(as_json), store=store,
-                               resolve_b=resolve, say=_say)
+                               resolve_b=resolve, say=_sayer(as_json))
     if as_json:
         print(report.model_dump_json(indent=2))
     else:
@@ -166,6 +156,106 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_text(report))
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
+
+
+def _loop_dir(args: argparse.Namespace) -> str:
+    """Where the work folder (and, for the loop default, the backing file) goes."""
+    return str(args.loop_dir or os.environ.get("TMPDIR") or "/var/tmp")
+
+
+def _check_args(args: argparse.Namespace) -> int:
+    """Every refusal that needs no device, before anything is made or measured: the numbers
+    (bounded, so that nothing is allocated for absurd ones), names, the calibration file, the
+    host, then the folders the run will write to. Returns the loop size in bytes."""
+    from advisor.bench import run as bench
+    from advisor.bench.calibration import CalibrationStore
+    from advisor.models.units import human_size, parse_size
+
+    if getattr(args, "sysroot", None):
+        raise BadInput("validate formats and measures devices of this machine: --sysroot "
+                       "cannot apply (drop it)")
+    if not bench.MIN_PAIRS <= args.rounds <= bench.MAX_PAIRS:
+        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {bench.MAX_PAIRS} (pairs are "
+                       "fixed in advance)")
+    if not 0 < args.budget <= bench.MAX_BUDGET:  # also refuses nan
+        raise BadInput(f"--budget must be more than 0 and at most {bench.MAX_BUDGET:.0f} seconds")
+    if args.calibrate and (args.mkfs_options or args.mount_options):
+        raise BadInput("--calibrate compares defaults with themselves: drop --mkfs-options and "
+                       "--mount-options")
+    device = getattr(args, "device", None)
+    if device is not None:
+        _check_name("--device", device)
+    loop_dir = _loop_dir(args)
+    _check_name("--loop-dir (or TMPDIR)", loop_dir)
+    try:
+        loop_size = parse_size(args.loop_size)
+    except ValueError as err:
+        raise BadInput(f"--loop-size: {err}") from None
+    if loop_size < bench.MIN_DEVICE_BYTES:
+        raise BadInput("--loop-size must be at least 1GiB (mkfs.xfs and the workload need room)")
+    CalibrationStore(_path(args.calibration_file)).check(writing=args.calibrate)
+    bench.check_host(need_loop=device is None)
+    existing = _check_folder("--loop-dir (or TMPDIR)", loop_dir)
+    _check_state_folder()
+    if device is None:
+        free, headroom = _free_bytes(existing)
+        if free < loop_size + headroom:
+            raise BadInput(f"{loop_dir} has {human_size(free)} free: the {human_size(loop_size)} "
+                           f"backing file needs that much plus {human_size(headroom)} to spare "
+                           "(use a smaller --loop-size or another --loop-dir)")
+    return loop_size
+
+
+def _check_name(what: str, text: str) -> None:
+    """A device or folder name the tools and the state file can carry: not empty, valid UTF-8
+    (the state file and fio's job file are UTF-8), no control characters."""
+    if not text:
+        raise BadInput(f"{what} is empty: name one (leave --device out for the loop default)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} {text!r} is not valid UTF-8") from None
+    if not text.isprintable():
+        raise BadInput(f"{what} {text!r} holds control characters")
+
+
+def _existing(folder: str) -> str:
+    """`folder`, or its nearest ancestor that exists (what a missing folder will be made in)."""
+    path = os.path.abspath(folder)
+    while not os.path.lexists(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def _check_folder(what: str, folder: str) -> str:
+    """The run makes its work folder (and `folder` itself, when missing) there: it must be, or
+    be made in, a writable directory. Returns the directory that exists."""
+    existing = _existing(folder)
+    if not os.path.isdir(existing):
+        raise BadInput(f"{what} {folder}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only filesystem
+        raise BadInput(f"{what} {folder}: {existing} is not writable")
+    return existing
+
+
+def _check_state_folder() -> None:
+    """The run records what it makes in the state folder first: it must be writable (a read-only
+    one would fail after the loop device exists)."""
+    from advisor.bench.resources import STATE_DIR_ENV, state_dir
+    from advisor.errors import ToolProblem
+
+    folder = state_dir()
+    existing = _existing(str(folder))
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise ToolProblem(f"cannot write the state folder {folder}: {existing} is not a writable "
+                          f"directory (set {STATE_DIR_ENV} to another folder)")
+
+
+def _free_bytes(folder: str) -> tuple[int, int]:
+    """Free bytes for us in `folder`'s filesystem, and what must stay free besides the backing
+    file: 1GiB or 5% of the filesystem (other programs and the run's own files share it)."""
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize, max(1 << 30, st.f_blocks * st.f_frsize // 20)
 
 
 def _path(text: str | None) -> Any:

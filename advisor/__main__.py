@@ -32,7 +32,11 @@ signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 
 def entry() -> int:
-    """Run the CLI (main() installs its own Ctrl-C handling as it starts)."""
+    """Run the CLI (main() installs its own Ctrl-C handling as it starts). pydantic_core is
+    loaded first, under the quiet handler: an interrupt inside its Rust start-up comes out as a
+    PanicException (not a KeyboardInterrupt), which no handler could turn into exit 130."""
+    import pydantic_core  # noqa: F401  # loaded for its side effect, see above
+
     from advisor.cli import main
 
     return main()

@@ -123,6 +123,14 @@ def _raise_on_interrupt() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _forget_interrupt() -> None:
+    """CPython 3.11 notes a KeyboardInterrupt that leaves an eval() of a string (pydantic
+    evaluates annotations that way while a model class is built) as unhandled, and at exit kills
+    the process with SIGINT however the interrupt was handled: exit -2, not 130. Every eval() of
+    a string starts by clearing that note, so one that succeeds leaves it clear."""
+    eval("None")  # a constant string: nothing to inject
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv  # until the parser says otherwise: its own errors need it too
@@ -135,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AdvisorError as err:
         return _report(err, err.exit_code, as_json)
     except KeyboardInterrupt:
+        _forget_interrupt()
         return _report("interrupted", EXIT_INTERRUPTED, as_json)
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a message.

@@ -71,9 +71,9 @@ class CalibrationStore:
         folder = target.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise BadInput(f"cannot write calibration file {self.path}: {folder} is not "
-                           "writable (use --calibration-file)")
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise BadInput(f"cannot write calibration file {self.path}: {folder} is not a "
+                           "writable directory (use --calibration-file)")
 
     def _load(self) -> dict[str, Calibration]:
         if not os.path.lexists(self.path):

@@ -22,6 +22,10 @@ def _not_bool(value: Any) -> Any:
     return value
 
 
+#: Widest stripe mkfs.xfs accepts, in bytes (it keeps the width in a signed 32-bit integer).
+MAX_STRIPE_WIDTH = (1 << 31) - 1
+
+
 class Storage(Model):
     """What the device hides: hardware RAID geometry and a protected controller cache."""
 
@@ -38,6 +42,10 @@ class Storage(Model):
     def _geometry_pairs(self) -> Storage:
         if (self.raid_stripe_unit is None) != (self.raid_data_disks is None):
             raise ValueError("give raid_stripe_unit and raid_data_disks together")
+        if self.raid_stripe_unit and self.raid_data_disks \
+                and self.raid_stripe_unit * self.raid_data_disks > MAX_STRIPE_WIDTH:
+            raise ValueError("the stripe width (raid_stripe_unit x raid_data_disks) must stay "
+                             "under 2GiB, the most mkfs.xfs accepts")
         return self
 
 

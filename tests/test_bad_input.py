@@ -335,3 +335,15 @@ def test_a_fifo_in_a_captured_tree_reads_as_missing(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     device = json.loads(proc.stdout)["devices"][0]
     assert device["name"] == "sda" and device["rotational"]["value"] is None
+
+
+# ---- tools that print bytes that are not UTF-8 ----
+
+def test_tool_output_that_is_not_utf8_is_read_with_replacement() -> None:
+    """fio names files and mkfs.xfs echoes paths: their bytes need not be UTF-8."""
+    from advisor.system.runner import run
+
+    result = run(["sh", "-c", r"printf '\377 out\n'; printf '\376 err\n' >&2; exit 3"],
+                 check=False, timeout=10)
+    assert result.returncode == 3
+    assert result.stdout == "\ufffd out\n" and result.first_error_line() == "\ufffd err"

@@ -183,6 +183,9 @@ def _check_args(args: argparse.Namespace) -> int:
         raise BadInput("--calibrate compares defaults with themselves: drop --mkfs-options and "
                        "--mount-options")
     device = getattr(args, "device", None)
+    if device == "":
+        raise BadInput("--device is empty: name a scratch device, or leave --device out for the "
+                       "loop default")
     if device is not None:
         _check_name("--device", device)
     loop_dir = _loop_dir(args)
@@ -207,10 +210,8 @@ def _check_args(args: argparse.Namespace) -> int:
 
 
 def _check_name(what: str, text: str) -> None:
-    """A device or folder name the tools and the state file can carry: not empty, valid UTF-8
-    (the state file and fio's job file are UTF-8), no control characters."""
-    if not text:
-        raise BadInput(f"{what} is empty: name one (leave --device out for the loop default)")
+    """A device or folder name the tools and the state file can carry: valid UTF-8 (the state
+    file and fio's job file are UTF-8), no control characters."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

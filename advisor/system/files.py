@@ -110,9 +110,9 @@ def write_text_atomically(path: str | os.PathLike[str], text: str, what: str) ->
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-            os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode) if old else _new_file_mode())
-            if old and os.geteuid() == 0:
+            if old and os.geteuid() == 0:  # before the mode: a chown clears set-id bits
                 os.fchown(f.fileno(), old.st_uid, old.st_gid)
+            os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode) if old else _new_file_mode())
         os.replace(tmp, final)
     except OSError as err:
         with contextlib.suppress(OSError):

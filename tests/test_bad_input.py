@@ -347,3 +347,9 @@ def test_tool_output_that_is_not_utf8_is_read_with_replacement() -> None:
                  check=False, timeout=10)
     assert result.returncode == 3
     assert result.stdout == "\ufffd out\n" and result.first_error_line() == "\ufffd err"
+
+
+def test_a_deeply_nested_probe_file_in_a_capture_is_bad_input(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 * GIB, "8:0")])
+    (root / "xfs-advisor-probes.json").write_text("[" * 100_000 + "]" * 100_000)
+    one_line(cli(tmp_path, "--sysroot", str(root), "devices"), 2, "is not a valid probe file")

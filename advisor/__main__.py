@@ -39,7 +39,15 @@ def entry() -> int:
 
     from advisor.cli import main
 
-    return main()
+    code = _EXIT_INTERRUPTED
+    try:
+        code = main()
+        # Done: the output is written, and an interrupt now could only turn a finished run into
+        # a SIGINT exit status during the interpreter's shutdown.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # in the instant between main's return and the line above
+        pass
+    return code
 
 
 if __name__ == "__main__":

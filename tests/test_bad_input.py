@@ -353,3 +353,15 @@ def test_a_deeply_nested_probe_file_in_a_capture_is_bad_input(tmp_path: Path) ->
     root = write_tree(tmp_path / "host", [Dev("sda", 100 * GIB, "8:0")])
     (root / "xfs-advisor-probes.json").write_text("[" * 100_000 + "]" * 100_000)
     one_line(cli(tmp_path, "--sysroot", str(root), "devices"), 2, "is not a valid probe file")
+
+
+@pytest.mark.parametrize("kind", ["deep", "fifo"])
+def test_bad_site_rule_files(tmp_path: Path, kind: str) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    if kind == "fifo":
+        os.mkfifo(rules / "site.toml")
+    else:
+        (rules / "site.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    one_line(cli(tmp_path, "--device-file", HOST, "--rules", str(rules), timeout=20), 2,
+             "is a FIFO" if kind == "fifo" else "malformed TOML")

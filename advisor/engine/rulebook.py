@@ -13,6 +13,7 @@ from advisor.engine.deciders import DECIDERS, validate_params
 from advisor.engine.settings import BY_NAME
 from advisor.errors import BadInput
 from advisor.models.rule import Rule
+from advisor.system.files import read_text
 
 #: The rule book shipped with the advisor (the repository's rules/ folder).
 BUILTIN_RULES = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -58,11 +59,12 @@ def _first_error(err: ValidationError) -> str:
 def load_rule(path: Path) -> LoadedRule:
     """One rule file, fully validated; BadInput naming the file and the key otherwise."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"cannot read rule file {path}: {err}") from None
+        data = tomllib.loads(read_text(path, "rule file"))
     except tomllib.TOMLDecodeError as err:
         raise BadInput(f"{path}: malformed TOML: {err}") from None
+    except (RecursionError, ValueError):  # nesting or an integer beyond what Python parses
+        raise BadInput(f"{path}: malformed TOML: nested too deeply or a number too long") \
+            from None
     try:
         rule = Rule.model_validate(data)
     except ValidationError as err:

@@ -17,12 +17,7 @@ from pathlib import Path
 
 from advisor.bench import jobs, stats
 from advisor.bench.calibration import CalibrationStore, margin_for
-from advisor.bench.resources import (
-    Resources,
-    failure,
-    recover_leftovers,
-    terminate_as_interrupt,
-)
+from advisor.bench.resources import Resources, failure, recover_leftovers, terminate_as_interrupt
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
     AgeReport,

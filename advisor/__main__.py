@@ -1,3 +1,54 @@
-from advisor.cli import main
+"""The process entry point, for `xfs-advisor` and `python -m advisor`.
 
-raise SystemExit(main())
+Ctrl-C must be one line and exit 130 from the first moment, also while modules are still being
+imported (pydantic alone takes a tenth of a second): until main() takes over, SIGINT ends the
+process here, quietly; nothing has been made yet that would need undoing. The handler is installed
+when this module is imported, before anything else (`signal` costs 2 ms: site has loaded enum).
+Only the interpreter's own start-up comes first.
+"""
+
+import os
+import signal
+import sys
+from types import FrameType
+
+from advisor import SCHEMA_VERSION
+
+#: advisor.errors.EXIT_INTERRUPTED, without importing it first.
+_EXIT_INTERRUPTED = 130
+
+
+def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
+    if "--json" in sys.argv:
+        line = (f'{{"schema_version": {SCHEMA_VERSION}, "error": {{"kind": "interrupted", '
+                f'"message": "interrupted", "exit_code": {_EXIT_INTERRUPTED}}}}}\n')
+    else:
+        line = "xfs-advisor: interrupted\n"
+    os.write(2, line.encode())
+    os._exit(_EXIT_INTERRUPTED)
+
+
+signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+
+def entry() -> int:
+    """Run the CLI (main() installs its own Ctrl-C handling as it starts). pydantic_core is
+    loaded first, under the quiet handler: an interrupt inside its Rust start-up comes out as a
+    PanicException (not a KeyboardInterrupt), which no handler could turn into exit 130."""
+    import pydantic_core  # noqa: F401  # loaded for its side effect, see above
+
+    from advisor.cli import main
+
+    code = _EXIT_INTERRUPTED
+    try:
+        code = main()
+        # Done: the output is written, and an interrupt now could only turn a finished run into
+        # a SIGINT exit status during the interpreter's shutdown.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # in the instant between main's return and the line above
+        pass
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(entry())

@@ -6,12 +6,13 @@ import argparse
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from advisor.errors import BadInput
 from advisor.models.workload import Storage, Workload
+from advisor.system.files import read_text
 
 
 def _first_error(err: ValidationError, origin: str) -> BadInput:
@@ -32,27 +33,33 @@ def parse_workload(data: dict[str, Any], origin: str = "workload") -> Workload:
 
 
 def load_workload(path: str | Path) -> Workload:
-    """Read answers from FILE (.toml, or .json; other names are tried as TOML then JSON)."""
+    """Read answers from FILE (.toml, or .json; other names are tried as TOML then JSON). Only a
+    regular file of at most 1 MiB is read (a FIFO would hang the read); every way the text can
+    defeat the parsers (deep nesting, integers of thousands of digits) is bad input."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or err
-        raise BadInput(f"cannot read workload file {p}: {reason}") from None
+    text = read_text(p, "workload file")
     data: Any
-    if p.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise BadInput(f"{p}: malformed JSON at line {err.lineno}: {err.msg}") from None
-    else:
-        try:
+    try:
+        if p.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+            data = _json(text, p)
+        else:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as err:
-            raise BadInput(f"{p}: malformed TOML: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise BadInput(f"{p}: malformed TOML: {err}") from None
+    except RecursionError:
+        raise BadInput(f"{p}: nested too deeply to be a workload file") from None
+    except ValueError as err:  # int() of more digits than sys.get_int_max_str_digits()
+        raise BadInput(f"{p}: {str(err).split(';')[0]}") from None
     if not isinstance(data, dict):
         raise BadInput(f"{p}: expected a table of answers at the top level")
     return parse_workload(data, str(p))
+
+
+def _json(text: str, p: Path) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadInput(f"{p}: malformed JSON at line {err.lineno}: {err.msg}") from None
 
 
 def dump_workload_toml(w: Workload) -> str:
@@ -84,6 +91,11 @@ def add_workload_flags(p: argparse.ArgumentParser) -> None:
                            default=None, help=help_text)
 
 
+def _is_yes_no(annotation: Any) -> bool:
+    """True for a bool answer, however wrapped (`YesNo | None`)."""
+    return annotation is bool or any(_is_yes_no(a) for a in get_args(annotation))
+
+
 _BOOL = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
@@ -101,8 +113,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         in_storage = name.startswith("storage.")
         target, field = (storage, name.removeprefix("storage.")) if in_storage else (data, name)
         model = Storage if target is storage else Workload
-        ann = str(model.model_fields[field].annotation)
-        if "bool" in ann:
+        if _is_yes_no(model.model_fields[field].annotation):
             if value.lower() not in _BOOL:
                 raise BadInput(f"{_flag(field)}: expected yes or no, got {value!r}")
             target[field] = _BOOL[value.lower()]

@@ -12,9 +12,12 @@ import argparse
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from advisor import SCHEMA_VERSION, __version__
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
@@ -24,10 +27,19 @@ COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "vali
             "tui")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a bad command line is a BadInput like any other: one line (JSON
+    under --json) and exit 2, instead of a usage block printed by argparse itself."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("xfs-advisor").strip()
+        raise BadInput(f"{command + ': ' if command else ''}{message} (see {self.prog} --help)")
+
+
 def common_options(*, suppress: bool) -> argparse.ArgumentParser:
     """Options valid both before and after the subcommand (`--json devices` = `devices --json`)."""
     default = argparse.SUPPRESS if suppress else None
-    p = argparse.ArgumentParser(add_help=False)
+    p = Parser(add_help=False)
     p.add_argument(
         "--sysroot",
         metavar="DIR",
@@ -64,7 +76,7 @@ def requested_command(argv: Sequence[str]) -> str | None:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (with `only`) just the one subcommand being run: importing every
     command module and the workload model costs more than the rest of `devices --json`."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="xfs-advisor",
         description="Propose mkfs.xfs and mount options for a device and a workload, "
         "explain every choice, and validate it with an A/B benchmark.",
@@ -84,7 +96,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
     message = err.message if isinstance(err, AdvisorError) else err
     if as_json:
-        kind = err.kind if isinstance(err, AdvisorError) else "internal"
+        kind = (err.kind if isinstance(err, AdvisorError)
+                else "interrupted" if code == EXIT_INTERRUPTED else "internal")
         doc = {"schema_version": SCHEMA_VERSION, "error": {"kind": kind, "message": message,
                                                            "exit_code": code}}
         print(json.dumps(doc), file=sys.stderr)
@@ -93,25 +106,44 @@ def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
     return code
 
 
+def notice(message: str, as_json: bool) -> None:
+    """A line for people on stderr that is not an error (what a recovery removed, which file was
+    written): under --json a JSON document of its own, so that stderr stays machine-readable."""
+    if as_json:
+        doc = {"schema_version": SCHEMA_VERSION, "notice": {"message": message}}
+        print(json.dumps(doc), file=sys.stderr, flush=True)
+    else:
+        print(f"xfs-advisor: {message}", file=sys.stderr, flush=True)
+
+
+def _raise_on_interrupt() -> None:
+    """From here on Ctrl-C is a KeyboardInterrupt that main() turns into one line and exit 130
+    (advisor.__main__ quits quietly on it while modules are still being imported)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _forget_interrupt() -> None:
+    """CPython 3.11 notes a KeyboardInterrupt that leaves an eval() of a string (pydantic
+    evaluates annotations that way while a model class is built) as unhandled, and at exit kills
+    the process with SIGINT however the interrupt was handled: exit -2, not 130. Every eval() of
+    a string starts by clearing that note, so one that succeeds leaves it clear."""
+    eval("None")  # a constant string: nothing to inject
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(only=requested_command(argv))
-    args = parser.parse_args(argv)
-    as_json = bool(getattr(args, "json", False))
+    as_json = "--json" in argv  # until the parser says otherwise: its own errors need it too
+    _raise_on_interrupt()
     try:
-        if args.command:
-            return int(_load(args.command).run(args))
-        if as_json or args.device or args.workload or args.device_file:
-            return int(_load("propose").run(args))
-        if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            raise BadInput("no terminal for the interactive advisor: use a subcommand or --json "
-                           "(see xfs-advisor --help)")
-        from advisor.tui.app import run_tui  # the only path that imports Textual
-
-        return int(run_tui(args))
+        parser = build_parser(only=requested_command(argv))
+        args = parser.parse_args(argv)
+        as_json = bool(getattr(args, "json", False))
+        return _dispatch(args, as_json)
     except AdvisorError as err:
         return _report(err, err.exit_code, as_json)
     except KeyboardInterrupt:
+        _forget_interrupt()
         return _report("interrupted", EXIT_INTERRUPTED, as_json)
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a message.
@@ -127,3 +159,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             EXIT_BUG,
             as_json,
         )
+
+
+def _dispatch(args: argparse.Namespace, as_json: bool) -> int:
+    if args.command:
+        return int(_load(args.command).run(args))
+    if as_json or args.device is not None or args.workload or args.device_file:
+        return int(_load("propose").run(args))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput("no terminal for the interactive advisor: use a subcommand or --json "
+                       "(see xfs-advisor --help)")
+    from advisor.tui.app import run_tui  # the only path that imports Textual
+
+    return int(run_tui(args))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.errors import BadInput
 from advisor.models.workload import Workload
 from advisor.session import Session
 from advisor.tui.app import build_app
@@ -41,8 +42,22 @@ def test_a_captured_tree_is_refused_where_only_the_live_system_can_serve(
     for line in (["--sysroot", root, *argv], [*argv[:1], "--sysroot", root, *argv[1:]]):
         done = cli(*line)
         assert done.returncode == 2, done.stderr
-        assert done.stderr.strip() == (f"xfs-advisor: {argv[0]} runs on this machine: "
-                                       f"--sysroot {root} is a captured tree (drop --sysroot)")
+        line = done.stderr.strip()
+        assert "\n" not in line and line.startswith(f"xfs-advisor: {argv[0]} ")
+        assert "--sysroot" in line and "Traceback" not in line
+
+
+def test_the_session_refuses_live_only_work_on_a_capture(shared_dumps: dict[str, Path]) -> None:
+    """What the TUI calls: a session over a captured tree can propose, never validate or scan."""
+    root = str(shared_dumps["simple-nvme"])
+    session = Session(root)
+    device = session.device("sda")
+    with pytest.raises(BadInput, match="captured tree"):
+        session.recover(loop=True)
+    with pytest.raises(BadInput, match="captured tree"):
+        session.profile("/tmp")
+    assert session.scratch_refusals(device) == [
+        "a captured tree: only the live system's devices can be formatted"]
 
 
 def test_the_tui_and_the_command_line_propose_alike(shared_dumps: dict[str, Path],

@@ -139,7 +139,7 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
         if child.usage.swap:
             reasons.append(f"{child.name} on it is in use as swap")
     if not dev.usage.probed:
-        reasons.append("libblkid could not check it for existing data (run as root)")
+        reasons.append(f"libblkid could not check it for existing data ({_unprobed_why(dev)})")
     for sig in dev.usage.signatures:
         what = f"{sig.note}, " if sig.note else ""
         reasons.append(f"libblkid finds existing data on it: {sig.value} ({what}{sig.raw})")
@@ -157,6 +157,15 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
     if dev.kind == "loop" and (inv.live or dev.name in links.loops):
         reasons += _loop_refusals(inv, dev, links, _depth)
     return list(dict.fromkeys(reasons))
+
+
+def _unprobed_why(dev: Device) -> str:
+    """What kept libblkid from probing: its own error when it had one (EPERM happens as root
+    too), else the lack of root (libblkid is asked only as root)."""
+    errors = [n.removeprefix("libblkid: ") for n in dev.notes if n.startswith("libblkid: ")]
+    if errors:
+        return errors[0]
+    return "run as root" if os.geteuid() != 0 else "it was not probed"
 
 
 def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:

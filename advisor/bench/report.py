@@ -109,6 +109,10 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     if report.age:
         free = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.age.freesp_summary.items())
         out.append(f"Aged: {report.age.files_written} files written, every other deleted; {free}")
+    for m in report.metrics:
+        if m.margin_capped and m.calibrated_floor is not None:
+            out.append(f"Margin capped: {m.name} at +-{m.margin * 100:.0f}% (its calibrated noise "
+                       f"floor is {m.calibrated_floor * 100:.0f}%: calibrate on a quieter machine)")
     for line in report.recovered:
         out.append(f"Recovered: {line}")
     out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")

@@ -142,6 +142,15 @@ class RunState(_Record):
 
 # ---- signals ----
 
+def failure(message: str) -> ToolProblem | DeviceProblem:
+    """A failed mkfs.xfs or mount: the device's problem (exit 3) when it was busy, held by
+    something else (another run, a mount), else the tool's (exit 4)."""
+    if "Device or resource busy" in message:
+        return DeviceProblem(f"{message} (the device is busy: another program or another "
+                             "validate run holds it)")
+    return ToolProblem(message)
+
+
 class Terminated(KeyboardInterrupt):
     """A signal that ends the process, turned into an exception so that every `finally` runs."""
 
@@ -739,8 +748,8 @@ class Resources:
             if mine is None:
                 self.state.mounts.remove(entry)
                 self._save()
-            raise ToolProblem(f"mount -o {','.join(options) or 'defaults'} failed: "
-                              f"{result.first_error_line()}")
+            raise failure(f"mount -o {','.join(options) or 'defaults'} failed: "
+                          f"{result.first_error_line()}")
 
     def umount(self, mountpoint: str) -> None:
         mountpoint = os.path.realpath(mountpoint)

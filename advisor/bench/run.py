@@ -17,11 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.bench import jobs, stats
-from advisor.bench.calibration import CalibrationStore
+from advisor.bench.calibration import CalibrationStore, margin_for
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
-from advisor.bench.resources import Recovery, Resources, recover_and_say, terminate_as_interrupt
+from advisor.bench.resources import (
+    Recovery,
+    Resources,
+    failure,
+    recover_and_say,
+    terminate_as_interrupt,
+)
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
     AgeReport,
@@ -39,6 +45,11 @@ from advisor.system.runner import run, which
 from advisor.system.superblock import read_xfs_uuid
 
 MIN_PAIRS = 6
+#: Most pairs a run may have: beyond this no verdict changes (stats.MAX_SUGGESTED_ROUNDS), and the
+#: plan, the samples and the time would grow without purpose.
+MAX_PAIRS = 200
+#: Longest wall-time budget, seconds (a day): the workload is scaled to it.
+MAX_BUDGET = 86400.0
 DEFAULT_PAIRS = 6
 DEFAULT_LOOP_SIZE = 4 << 30
 MIN_DEVICE_BYTES = 1 << 30
@@ -82,8 +93,10 @@ class Plan:
     budget_seconds: float = DEFAULT_BUDGET
 
     def __post_init__(self) -> None:
-        if self.pairs < MIN_PAIRS:
-            raise ValueError(f"at least {MIN_PAIRS} pairs")
+        if not MIN_PAIRS <= self.pairs <= MAX_PAIRS:
+            raise ValueError(f"{MIN_PAIRS} to {MAX_PAIRS} pairs")
+        if not 0 < self.budget_seconds <= MAX_BUDGET:
+            raise ValueError(f"a budget of 0 to {MAX_BUDGET:.0f} seconds")
         # Once, here: every path made under it is then canonical, as mountinfo shows it.
         self.loop_dir = os.path.realpath(self.loop_dir)
 
@@ -320,8 +333,8 @@ def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | 
                check=False, timeout=300)
     if not made.ok:
         given = " ".join(options) or "defaults"
-        raise ToolProblem(f"mkfs.xfs for side {side.label} ({given}) failed: "
-                          f"{made.first_error_line()}")
+        raise failure(f"mkfs.xfs for side {side.label} ({given}) failed: "
+                      f"{made.first_error_line()}")
     hold.verify()
     return read_xfs_uuid(hold.path)
 
@@ -332,9 +345,9 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
     """Verdicts from the samples (pure apart from reading/writing the calibration store)."""
     key = device_key(env)
     floors = store.floors(key) if store and not plan.calibrate else {}
-    rows = []
+    rows, capped = [], {}
     for m in shape.metrics:
-        margin = max(stats.DEFAULT_MARGIN, floors.get(m.name, 0.0))
+        margin, capped[m.name] = margin_for(floors.get(m.name))
         rows.append((samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margin))
     verdicts = stats.judge(rows)
     metrics = []
@@ -346,7 +359,8 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
             ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
             margin=round(math.expm1(v.margin), 4),
             noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
-            verdict=v.verdict, rounds_to_resolve=v.rounds_needed))
+            verdict=v.verdict, rounds_to_resolve=v.rounds_needed,
+            calibrated_floor=floors.get(m.name), margin_capped=capped[m.name]))
     verdict = stats.overall([m.verdict for m in metrics])
     calibration_file = None
     if store is not None:

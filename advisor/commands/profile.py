@@ -91,18 +91,30 @@ class ProgressLine:
             self.stream.flush()
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """Refusals before the walk, which can take minutes: a --sysroot that cannot apply, and a
+    --write-workload target that could never be written (a FIFO, a device, a folder)."""
+    from advisor.system.files import write_target
+
+    if getattr(args, "sysroot", None):
+        raise BadInput("profile measures a live tree and does not read --sysroot: give the "
+                       "tree's path (inside the capture, if that is what you mean)")
+    if args.write_workload:
+        write_target(args.write_workload, "workload file")
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from advisor.profile.report import render_text
+    from advisor.cli import notice
+    from advisor.profile.report import printable, render_text
     from advisor.profile.walker import Walker, display_path
     from advisor.profile.workload_file import write_measured_answers
-    from advisor.session import Session
 
-    # The directory is scanned where it is: a captured tree (--sysroot) holds no files to scan.
-    Session(sysroot=getattr(args, "sysroot", None)).require_live("profile")
+    _check_args(args)
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
-    progress = ProgressLine(sys.stderr, display_path(args.path)) if show_progress else None
+    progress = (ProgressLine(sys.stderr, printable(display_path(args.path))) if show_progress
+                else None)
     walker = Walker(one_file_system=args.one_file_system, top_directories=args.top,
                     xattr_sample=args.xattr_sample, progress=progress)
     try:
@@ -120,14 +132,13 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
 
     if profile.partial:
-        print("xfs-advisor: interrupted: the report covers only what was seen"
-              + (", workload file not written" if args.write_workload else ""), file=sys.stderr)
+        notice("interrupted: the report covers only what was seen"
+               + (", workload file not written" if args.write_workload else ""), args.json)
         return EXIT_INTERRUPTED
     if args.write_workload:
         if not profile.answers.model_dump(exclude_none=True):
             raise BadInput(f"nothing measured in {profile.path} to write to {args.write_workload}")
         _, kept = write_measured_answers(args.write_workload, profile.answers)
         note = "" if kept else " (rewritten from the answers: its comments could not be kept)"
-        print(f"xfs-advisor: wrote the measured answers to {args.write_workload}{note}",
-              file=sys.stderr)
+        notice(f"wrote the measured answers to {args.write_workload}{note}", args.json)
     return EXIT_OK

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from advisor.answers import add_workload_flags
@@ -43,17 +42,33 @@ def _load_device_file(path: str) -> Any:
     from pydantic import ValidationError
 
     from advisor.models.device import Device
+    from advisor.system.files import read_text
 
+    text = read_text(path, "device file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"cannot read device file {path}: {err}") from None
-    try:
-        return Device.model_validate_json(text)
+        device = Device.model_validate_json(text)
     except ValidationError as err:
         e = err.errors()[0]
         key = ".".join(str(x) for x in e["loc"]) or "(top level)"
         raise BadInput(f"{path}: {key}: {e['msg']}") from None
+    _check_numbers(device.model_dump(), path)
+    return device
+
+
+def _check_numbers(value: Any, path: str, key: str = "") -> None:
+    """Every number in a device file is a byte count or a count: beyond 8 EiB (or negative) it
+    is a mistake that would overflow the C integers of truncate() and mkfs.xfs."""
+    from advisor.models.units import MAX_BYTES
+
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_numbers(v, path, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_numbers(v, path, f"{key}.{i}")
+    elif isinstance(value, int | float) and not isinstance(value, bool) \
+            and not 0 <= value <= MAX_BYTES:
+        raise BadInput(f"{path}: {key}: {value:g} is out of range (0 to 8EiB)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
                       rules_dir=getattr(args, "rules", None))
     device_file = getattr(args, "device_file", None)
     device_name = getattr(args, "device", None)
+    if device_name == "" or device_file == "":
+        raise BadInput("--device (or --device-file) is empty: name a device")
     if device_file:
         device = _load_device_file(device_file)
     elif device_name:

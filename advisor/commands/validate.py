@@ -90,8 +90,11 @@ def _progress_printer(as_json: bool) -> Any:
     return show
 
 
-def _say(line: str) -> None:
-    print(f"xfs-advisor: {line}", file=sys.stderr)
+def _sayer(as_json: bool) -> Any:
+    """Lines for people during the run (what a recovery removed): JSON documents under --json."""
+    from advisor.cli import notice
+
+    return lambda line: notice(line, as_json)
 
 
 def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) -> None:
@@ -111,27 +114,12 @@ def run(args: argparse.Namespace) -> int:
     from advisor.answers import load_workload, workload_from_args
     from advisor.bench import run as bench
     from advisor.models.bench import SideConfig
-    from advisor.models.units import parse_size
     from advisor.session import Session
 
     as_json = bool(getattr(args, "json", False))
-    session = Session(sysroot=getattr(args, "sysroot", None),
-                      rules_dir=getattr(args, "rules", None),
+    loop_size = _check_args(args)
+    session = Session(rules_dir=getattr(args, "rules", None),
                       calibration_file=args.calibration_file)
-    session.require_live("validate")  # a captured tree cannot be benchmarked
-    if args.rounds < bench.MIN_PAIRS:
-        raise BadInput(f"--rounds must be at least {bench.MIN_PAIRS} (pairs are fixed in advance)")
-    if args.budget <= 0:
-        raise BadInput("--budget must be positive")
-    if args.calibrate and (args.mkfs_options or args.mount_options):
-        raise BadInput("--calibrate compares defaults with themselves: drop --mkfs-options and "
-                       "--mount-options")
-    try:
-        loop_size = parse_size(args.loop_size)
-    except ValueError as err:
-        raise BadInput(f"--loop-size: {err}") from None
-    if loop_size < bench.MIN_DEVICE_BYTES:
-        raise BadInput("--loop-size must be at least 1GiB (mkfs.xfs and the workload need room)")
     workload = workload_from_args(args)
     if not getattr(args, "workload", None) and not workload.answered():
         from importlib.resources import files
@@ -152,10 +140,10 @@ def run(args: argparse.Namespace) -> int:
     plan = bench.Plan(a=a, b=b or SideConfig(label="B", source="proposal"), workload=workload,
                       pairs=args.rounds, device_bytes=loop_size, direct_io=args.direct_io,
                       age=args.age, calibrate=args.calibrate, budget_seconds=args.budget)
-    if args.loop_dir:
-        plan.loop_dir = os.path.realpath(args.loop_dir)
+    plan.loop_dir = _loop_dir(args)
+    say = _sayer(as_json)
     # First, before the guard: a dead run's own mount on --device would make the guard refuse it.
-    recovered = session.recover(_say, loop=not device_arg)
+    recovered = session.recover(say, loop=not device_arg)
     progress = _progress_printer(as_json)
     if device_arg:
         from advisor.bench.guard import check_now
@@ -173,14 +161,14 @@ def run(args: argparse.Namespace) -> int:
             hold.verify()
             check_now(device.path, bench.MIN_DEVICE_BYTES,
                       ours=recovered.test_filesystems.get(device.maj_min or ""))
-            report = session.run_validation(plan, progress=progress, say=_say, hold=hold,
+            report = session.run_validation(plan, progress=progress, say=say, hold=hold,
                                             recovered=recovered)
     else:
         resolve = None if b is not None else session.loop_side(workload)
-        report = session.run_validation(plan, progress=progress, resolve_b=resolve, say=_say,
+        report = session.run_validation(plan, progress=progress, resolve_b=resolve, say=say,
                                         recovered=recovered)
     if report.device_left:
-        _say(report.device_left)
+        say(report.device_left)
     if as_json:
         print(report.model_dump_json(indent=2))
     else:
@@ -188,3 +176,110 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_text(report))
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
+
+
+def _loop_dir(args: argparse.Namespace) -> str:
+    """Where the work folder (and, for the loop default, the backing file) goes."""
+    return str(args.loop_dir or os.environ.get("TMPDIR") or "/var/tmp")
+
+
+def _check_args(args: argparse.Namespace) -> int:
+    """Every refusal that needs no device, before anything is made or measured: the numbers
+    (bounded, so that nothing is allocated for absurd ones), names, the calibration file, the
+    host, then the folders the run will write to. Returns the loop size in bytes."""
+    from advisor.bench import run as bench
+    from advisor.bench.calibration import CalibrationStore
+    from advisor.models.units import human_size, parse_size
+
+    if getattr(args, "sysroot", None):
+        raise BadInput("validate formats and measures devices of this machine: --sysroot "
+                       "cannot apply (drop it)")
+    if not bench.MIN_PAIRS <= args.rounds <= bench.MAX_PAIRS:
+        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {bench.MAX_PAIRS} (pairs are "
+                       "fixed in advance)")
+    if not 0 < args.budget <= bench.MAX_BUDGET:  # also refuses nan
+        raise BadInput(f"--budget must be more than 0 and at most {bench.MAX_BUDGET:.0f} seconds")
+    if args.calibrate and (args.mkfs_options or args.mount_options):
+        raise BadInput("--calibrate compares defaults with themselves: drop --mkfs-options and "
+                       "--mount-options")
+    device = getattr(args, "device", None)
+    if device == "":
+        raise BadInput("--device is empty: name a scratch device, or leave --device out for the "
+                       "loop default")
+    if device is not None:
+        _check_name("--device", device)
+    loop_dir = _loop_dir(args)
+    _check_name("--loop-dir (or TMPDIR)", loop_dir)
+    try:
+        loop_size = parse_size(args.loop_size)
+    except ValueError as err:
+        raise BadInput(f"--loop-size: {err}") from None
+    if loop_size < bench.MIN_DEVICE_BYTES:
+        raise BadInput("--loop-size must be at least 1GiB (mkfs.xfs and the workload need room)")
+    CalibrationStore(_path(args.calibration_file)).check(writing=args.calibrate)
+    bench.check_host(need_loop=device is None)
+    existing = _check_folder("--loop-dir (or TMPDIR)", loop_dir)
+    _check_state_folder()
+    if device is None:
+        free, headroom = _free_bytes(existing)
+        if free < loop_size + headroom:
+            raise BadInput(f"{loop_dir} has {human_size(free)} free: the {human_size(loop_size)} "
+                           f"backing file needs that much plus {human_size(headroom)} to spare "
+                           "(use a smaller --loop-size or another --loop-dir)")
+    return loop_size
+
+
+def _check_name(what: str, text: str) -> None:
+    """A device or folder name the tools and the state file can carry: valid UTF-8 (the state
+    file and fio's job file are UTF-8), no control characters."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} {text!r} is not valid UTF-8") from None
+    if not text.isprintable():
+        raise BadInput(f"{what} {text!r} holds control characters")
+
+
+def _existing(folder: str) -> str:
+    """`folder`, or its nearest ancestor that exists (what a missing folder will be made in)."""
+    path = os.path.abspath(folder)
+    while not os.path.lexists(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def _check_folder(what: str, folder: str) -> str:
+    """The run makes its work folder (and `folder` itself, when missing) there: it must be, or
+    be made in, a writable directory. Returns the directory that exists."""
+    existing = _existing(folder)
+    if not os.path.isdir(existing):
+        raise BadInput(f"{what} {folder}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only filesystem
+        raise BadInput(f"{what} {folder}: {existing} is not writable")
+    return existing
+
+
+def _check_state_folder() -> None:
+    """The run records what it makes in the state folder first: it must be writable (a read-only
+    one would fail after the loop device exists)."""
+    from advisor.bench.resources import STATE_DIR_ENV, state_dir
+    from advisor.errors import ToolProblem
+
+    folder = state_dir()
+    existing = _existing(str(folder))
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise ToolProblem(f"cannot write the state folder {folder}: {existing} is not a writable "
+                          f"directory (set {STATE_DIR_ENV} to another folder)")
+
+
+def _free_bytes(folder: str) -> tuple[int, int]:
+    """Free bytes for us in `folder`'s filesystem, and what must stay free besides the backing
+    file: 1GiB or 5% of the filesystem (other programs and the run's own files share it)."""
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize, max(1 << 30, st.f_blocks * st.f_frsize // 20)
+
+
+def _path(text: str | None) -> Any:
+    from pathlib import Path
+
+    return Path(text) if text else None

@@ -14,6 +14,7 @@ from advisor.engine.deciders import DECIDERS, validate_params
 from advisor.engine.settings import BY_NAME
 from advisor.errors import BadInput
 from advisor.models.rule import Rule, RuleSwitch
+from advisor.system.files import read_text
 
 #: The rule book shipped with the advisor (the repository's rules/ folder).
 BUILTIN_RULES = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -60,11 +61,12 @@ def _first_error(err: ValidationError) -> str:
 
 def _read(path: Path) -> dict[str, object]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"cannot read rule file {path}: {err}") from None
+        return tomllib.loads(read_text(path, "rule file"))
     except tomllib.TOMLDecodeError as err:
         raise BadInput(f"{path}: malformed TOML: {err}") from None
+    except (RecursionError, ValueError):  # nesting or an integer beyond what Python parses
+        raise BadInput(f"{path}: malformed TOML: nested too deeply or a number too long") \
+            from None
 
 
 def load_switch(path: Path, data: dict[str, object]) -> RuleSwitch:

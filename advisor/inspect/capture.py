@@ -7,6 +7,7 @@ them, so the capture recreates each symlink on the way to every file, as lsblk's
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,18 +116,39 @@ class _Mirror:
             self.files += 1
 
 
+def _prepare(dest: Path) -> bool:
+    """Make `dest` (new or empty) before the inspection, so that a folder that cannot be made (a
+    read-only place, a path under a regular file) is refused at once, with its reason. True when
+    this made it."""
+    try:
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise BadInput(f"capture folder {dest} is not empty: give a new or empty folder")
+        made = not dest.exists()
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise BadInput(f"cannot make capture folder {dest}: {err.strerror or err}") from None
+    if not os.access(dest, os.W_OK | os.X_OK):
+        raise BadInput(f"cannot write into capture folder {dest}: not writable")
+    return made
+
+
 def capture(source: SysRoot, dest: Path) -> CaptureResult:
     """Inspect `source` while recording every path read, then copy those paths into `dest`."""
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise BadInput(f"capture folder {dest} is not empty: give a new or empty folder")
-    recorder = _RecordingRoot(source.root)
-    inventory, probes = inspect_with_probes(recorder, probe=True)
-    dest.mkdir(parents=True, exist_ok=True)
-    mirror = _Mirror(source.root, dest, recorder.contents)
-    recorded = recorder.recorded or set()
-    for rel in sorted(recorded - {PROBES_FILE}):
-        mirror.copy(rel)
-    if probes.probed:
-        (dest / PROBES_FILE).write_text(probes.to_json())
+    made = _prepare(dest)
+    try:
+        recorder = _RecordingRoot(source.root)
+        inventory, probes = inspect_with_probes(recorder, probe=True)
+        mirror = _Mirror(source.root, dest, recorder.contents)
+        for rel in sorted((recorder.recorded or set()) - {PROBES_FILE}):
+            mirror.copy(rel)
+        if probes.probed:
+            (dest / PROBES_FILE).write_text(probes.to_json(), encoding="utf-8")
+    except OSError as err:  # the disk filled up, or a folder was taken away meanwhile
+        raise BadInput(f"capture into {dest} failed: {err.strerror or err} (what it wrote is "
+                       "incomplete: remove it)") from None
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                dest.rmdir()  # only while still empty: an inspection that failed leaves nothing
     return CaptureResult(dest=dest, files=mirror.files, symlinks=mirror.symlinks,
                          inventory=inventory)

@@ -98,7 +98,7 @@ def load_probes(root: SysRoot) -> Probes:
             udev={str(k): {str(a): str(b) for a, b in v.items()}
                   for k, v in doc.get("udev", {}).items()},
         )
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError, RecursionError):
         from advisor.errors import BadInput
 
         raise BadInput(f"{root.path(PROBES_FILE)} is not a valid probe file") from None

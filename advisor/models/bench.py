@@ -13,6 +13,14 @@ from advisor.models.base import Model
 
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
+#: Largest noise floor a calibration file may hold (1000%): an A/A run that cannot tell a tenfold
+#: difference from nothing measured nothing; a bigger number is a corrupt or hand-made file.
+MAX_STORED_FLOOR = 10.0
+#: Largest standard deviation of a pair's log-ratio a calibration file may hold (e^10 per pair).
+MAX_STORED_SD = 10.0
+#: Most pairs a calibration can have been measured with (validate runs at most 200).
+MAX_STORED_ROUNDS = 10_000
+
 
 class SideConfig(Model):
     """One side of the comparison: how the filesystem is made and mounted."""
@@ -59,6 +67,12 @@ class MetricResult(Model):
     rounds_to_resolve: int | None = None
     """For an inconclusive metric: pairs that would likely resolve it with the noise seen (null:
     more than 200, or the difference sits on the margin)."""
+    calibrated_floor: float | None = None
+    """The noise floor the calibration file holds for this metric, as a fraction (null: none
+    stored, or an A/A run, which measures it)."""
+    margin_capped: bool = False
+    """True when `calibrated_floor` was above the largest margin (50%) and `margin` was capped
+    there: the set-up was too noisy to trust its floor; calibrate again on a quieter machine."""
 
 
 class AgeReport(Model):
@@ -149,12 +163,12 @@ class ValidationReport(Model):
 class MetricNoise(Model):
     """The noise floor of one metric, measured by an A/A run."""
 
-    floor: float
+    floor: float = Field(ge=0, le=MAX_STORED_FLOOR, allow_inf_nan=False)
     """Largest relative difference the A/A run could not tell from nothing (|mean| + half the 95%
-    interval), as a fraction."""
-    sd: float
+    interval), as a fraction (at most 10)."""
+    sd: float = Field(ge=0, le=MAX_STORED_SD, allow_inf_nan=False)
     """Standard deviation of one pair's log-ratio."""
-    rounds: int
+    rounds: int = Field(ge=2, le=MAX_STORED_ROUNDS, strict=True)
     """Pairs the A/A run had."""
 
 

@@ -6,6 +6,7 @@ Single letters and IEC suffixes are binary, as in mkfs.xfs (k = KiB = 1024); SI 
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import Annotated, Any
@@ -21,6 +22,17 @@ _UNITS = {
     "p": 1 << 50, "pib": 1 << 50, "pb": 10**15,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+#: Largest byte count accepted: XFS's own limit on a filesystem (and a file), 8 EiB - 1. Anything
+#: larger is a typo, and would overflow the C longs that truncate() and mkfs.xfs take.
+MAX_BYTES = (1 << 63) - 1
+#: Longest size string looked at: "1.5GiB" is 6 characters; 5000 digits are a mistake.
+_MAX_SIZE_TEXT = 64
+
+
+def _bounded(n: int) -> int:
+    if n > MAX_BYTES:
+        raise ValueError("larger than 8EiB, the most XFS can address")
+    return n
 
 
 def parse_size(value: Any) -> int:
@@ -30,13 +42,15 @@ def parse_size(value: Any) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError("a size cannot be negative")
-        return value
+        return _bounded(value)
     if isinstance(value, float):
-        if value < 0 or value != value or value in (float("inf"),):
+        if not math.isfinite(value) or value < 0:
             raise ValueError("a size must be a finite number >= 0")
-        return int(value)
+        return _bounded(int(value))
     if not isinstance(value, str):
         raise ValueError("expected a size (bytes, or a string like '16KiB')")
+    if len(value) > _MAX_SIZE_TEXT:
+        raise ValueError(f"{value[:20]!r}... is too long to be a size")
     m = _SIZE.match(value)
     if not m:
         raise ValueError(f"{value!r} is not a size (try 4096, '16KiB', '1.5GiB')")
@@ -46,7 +60,7 @@ def parse_size(value: Any) -> int:
         raise ValueError(
             f"unknown unit {unit!r} in {value!r} (use B, KiB, MiB, GiB, TiB, or k, m, g, t)"
         )
-    return int(Fraction(number) * factor)  # exact: no float rounding of large byte counts
+    return _bounded(int(Fraction(number) * factor))  # exact: no float rounding of large byte counts
 
 
 def format_size(n: int) -> str:

@@ -4,7 +4,7 @@ command-line flags; unknown keys are an error; every answer is optional (null = 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -14,60 +14,83 @@ from advisor.models.units import ByteSize
 Access = Literal["read-heavy", "write-heavy", "mixed"]
 
 
+def _not_bool(value: Any) -> Any:
+    """`largest_directory_entries = true` is a mistake, not 1: numbers refuse true/false (flags and
+    the TUI still give "123" as text, which the number fields accept)."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not true/false")
+    return value
+
+
+#: Widest stripe mkfs.xfs accepts, in bytes (it keeps the width in a signed 32-bit integer).
+MAX_STRIPE_WIDTH = (1 << 31) - 1
+
+
 class Storage(Model):
     """What the device hides: hardware RAID geometry and a protected controller cache."""
 
-    raid_stripe_unit: ByteSize | None = Field(default=None, gt=0)
+    raid_stripe_unit: ByteSize | None = Field(default=None, gt=0, le=1 << 30)
     """Hardware RAID stripe unit (chunk) in bytes or a size like "256KiB"."""
     raid_data_disks: int | None = Field(default=None, ge=1, le=1024)
     """Data disks per stripe in the hardware RAID (RAID6 of 10 disks: 8)."""
     nonvolatile_write_cache: bool | None = None
     """The controller or drive cache is battery- or flash-backed (survives power loss)."""
 
+    _numbers = field_validator("raid_data_disks", mode="before")(_not_bool)
+
     @model_validator(mode="after")
     def _geometry_pairs(self) -> Storage:
         if (self.raid_stripe_unit is None) != (self.raid_data_disks is None):
             raise ValueError("give raid_stripe_unit and raid_data_disks together")
+        if self.raid_stripe_unit and self.raid_data_disks \
+                and self.raid_stripe_unit * self.raid_data_disks > MAX_STRIPE_WIDTH:
+            raise ValueError("the stripe width (raid_stripe_unit x raid_data_disks) must stay "
+                             "under 2GiB, the most mkfs.xfs accepts")
         return self
 
 
 class Workload(Model):
     """Answers about the workload. Missing means "don't know": the rules keep the default then."""
 
-    largest_directory_entries: int | None = Field(default=None, ge=0)
+    largest_directory_entries: int | None = Field(default=None, ge=0, le=10**12)
     """Most entries any one directory will hold (drives the directory block size, -n size)."""
     access: Access | None = None
     """read-heavy, write-heavy or mixed (moves the directory-size thresholds)."""
-    fsyncs_per_second: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    fsyncs_per_second: float | None = Field(default=None, ge=0, le=1e9, allow_inf_nan=False)
     """fsync/fdatasync calls per second on the whole filesystem (log stripe unit, logbsize)."""
-    concurrent_writers: int | None = Field(default=None, ge=1)
+    concurrent_writers: int | None = Field(default=None, ge=1, le=1_000_000)
     """Processes or threads modifying the filesystem at once (allocation groups, log size)."""
     median_file_size: ByteSize | None = None
     """Typical file size, in bytes or as "16KiB" (benchmark shape)."""
-    xattr_bytes_per_file: int | None = Field(default=None, ge=0)
+    xattr_bytes_per_file: int | None = Field(default=None, ge=0, le=1 << 30)
     """Extended-attribute bytes per file: SELinux, Samba, Ceph... (inode size)."""
-    largest_xattr_value: ByteSize | None = None
+    largest_xattr_value: ByteSize | None = Field(default=None, le=1 << 16)
     """Largest single xattr value in bytes (over 254 never goes inline)."""
     eventual_size: ByteSize | None = Field(default=None, gt=0)
     """Planned size after growth, in bytes or as "40TiB" (allocation group size)."""
-    growth_factor: float | None = Field(default=None, ge=1, allow_inf_nan=False)
+    growth_factor: float | None = Field(default=None, ge=1, le=1000, allow_inf_nan=False)
     """Planned eventual size / initial size (alternative to eventual_size)."""
     atime_needed: bool | None = None
     """Something relies on access times (mail readers, tmp cleaners, HSM)."""
     nfs_32bit_clients: bool | None = None
     """32-bit NFS clients or 32-bit applications use the filesystem (inode32)."""
-    mount_point: str | None = None
+    mount_point: str | None = Field(default=None, max_length=4095)
     """Where it will be mounted (for the fstab line)."""
     must_mount_on_kernel: str | None = None
     """Oldest kernel that must mount it, like "5.10" (rescue media, an older distro)."""
     storage: Storage = Field(default_factory=Storage)
     """What the device cannot tell about itself."""
 
+    _numbers = field_validator("largest_directory_entries", "fsyncs_per_second",
+                               "concurrent_writers", "xattr_bytes_per_file", "growth_factor",
+                               mode="before")(_not_bool)
+
     @field_validator("mount_point")
     @classmethod
     def _absolute(cls, v: str | None) -> str | None:
-        if v is not None and (not v.startswith("/") or any(c.isspace() for c in v)):
-            raise ValueError("must be an absolute path without spaces")
+        if v is not None and (not v.startswith("/")
+                              or any(c.isspace() or not c.isprintable() for c in v)):
+            raise ValueError("must be an absolute path without spaces or control characters")
         return v
 
     @field_validator("must_mount_on_kernel")

@@ -8,6 +8,24 @@ from advisor.models.units import human_size
 BAR_WIDTH = 30
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """A file name as it can be shown on a terminal: newlines, escape sequences and other
+    non-printable characters become backslash escapes (`\\n`, `\\x1b`), as repr() writes them,
+    so a crafted name can neither fake report lines nor drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 \
+        else f"\\U{code:08x}"
+
+
 def _n(value: int) -> str:
     return f"{value:,}"
 
@@ -43,7 +61,7 @@ def _percentiles(dist: Distribution, as_bytes: bool) -> str:
 
 def render_text(p: Profile) -> str:
     out: list[str] = []
-    title = f"Profile of {p.path}"
+    title = f"Profile of {printable(p.path)}"
     if p.partial:
         title += "  [PARTIAL: interrupted, numbers cover only what was seen]"
     out += [title, ""]
@@ -66,7 +84,7 @@ def render_text(p: Profile) -> str:
     ]
     if p.largest_directories:
         out.append("Largest directories (entries):")
-        out += [f"  {d.entries:>12,}  {d.path}" for d in p.largest_directories]
+        out += [f"  {d.entries:>12,}  {printable(d.path)}" for d in p.largest_directories]
         out.append("")
     if p.directory_sizes.count:
         out.append("Entries per directory:")
@@ -88,8 +106,8 @@ def render_text(p: Profile) -> str:
         out.append(f"  bytes per inode  median {d.median}, p90 {d.p90}, max {d.maximum} "
                    "(names without namespace prefix + values)")
         if x.largest_value_name:
-            out.append(f"  largest value    {x.largest_value} B ({x.largest_value_name} on "
-                       f"{x.largest_value_path})")
+            out.append(f"  largest value    {x.largest_value} B ({printable(x.largest_value_name)} "
+                       f"on {printable(x.largest_value_path or '')})")
         out.append("")
     pr = p.problems
     if pr.unreadable_directories or pr.unreadable_entries or pr.vanished \
@@ -105,7 +123,7 @@ def render_text(p: Profile) -> str:
         if pr.other_filesystems_skipped:
             out.append(f"  {_n(pr.other_filesystems_skipped)} mount points skipped "
                        "(--one-file-system)")
-        out += [f"    {e}" for e in pr.examples]
+        out += [f"    {printable(e)}" for e in pr.examples]
         out.append("")
     out.append("Workload answers (--write-workload FILE to save them):")
     for key, value in p.answers.model_dump().items():

@@ -5,23 +5,24 @@ they were: a measured key's line is replaced (its trailing comment kept), a miss
 the end of the top-level table. The result is parsed back and compared with the intended answers;
 if a layout defeats the line edit (a quoted key, a value over several lines), the whole file is
 rewritten from the model instead, without comments, and the caller is told.
+
+The file is replaced atomically (advisor.system.files): never a FIFO, a device node or a folder;
+a symlink is written through to the regular file it names, and the link stays a link.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import tempfile
 import tomllib
-from pathlib import Path
 
 from advisor.answers import dump_workload_toml, load_workload, parse_workload
-from advisor.errors import AdvisorError, BadInput
+from advisor.errors import AdvisorError
 from advisor.models.profile import MeasuredAnswers
 from advisor.models.units import format_size
 from advisor.models.workload import Workload
+from advisor.system.files import read_text, write_target, write_text_atomically
 
 HEADER = ("# Workload answers for xfs-advisor (see `xfs-advisor schema workload`).\n"
           "# Lines marked 'measured' come from `xfs-advisor profile`; the rest are yours.\n")
@@ -71,32 +72,17 @@ def edit_toml(text: str, answers: dict[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswers) -> tuple[
         Workload, bool]:
     """Merge `answers` into the workload file at `path` (created when missing). Returns the
-    answers the file now holds and whether its comments and layout were kept."""
-    target = Path(path)
+    answers the file now holds and whether its comments and layout were kept. Only a regular
+    file is written (a symlink: the regular file it names), in one atomic rename."""
+    target = write_target(path, "workload file")
     measured = answers.model_dump(exclude_none=True)
     if target.exists():
         existing = load_workload(target)
-        text: str | None = target.read_text(encoding="utf-8")
+        text: str | None = read_text(target, "workload file")
     else:
-        if not target.parent.is_dir():
-            raise BadInput(f"cannot write {target}: {target.parent} is not a directory")
         existing, text = Workload(), None
     merged = answers.merged_into(existing)
     as_json = target.suffix.lower() == ".json" or (text or "").lstrip().startswith("{")
@@ -113,8 +99,5 @@ def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswer
             kept = False
         if not kept:
             new_text = HEADER + dump_workload_toml(merged)
-    try:
-        _write_atomically(target, new_text)
-    except OSError as err:
-        raise BadInput(f"cannot write {target}: {err.strerror}") from None
-    return load_workload(target), kept
+    written = write_text_atomically(target, new_text, "workload file")
+    return load_workload(written), kept

@@ -7,6 +7,7 @@ superblocks (type and usage) and partition tables, in one safe probe.
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Any
 
@@ -48,7 +49,10 @@ def _open(path: str) -> Any:
     try:
         probe.set_device(path, flags=os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
-        raise DeviceProblem(f"cannot open {path} for probing: {exc.strerror or exc}") from exc
+        even = " even as root" if os.geteuid() == 0 and exc.errno in (errno.EPERM,
+                                                                        errno.EACCES) else ""
+        raise DeviceProblem(f"cannot open {path} for probing: {exc.strerror or exc}{even}") \
+            from exc
     except RuntimeError as exc:
         raise DeviceProblem(f"cannot probe {path}: {exc}") from exc
     return probe

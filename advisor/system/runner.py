@@ -39,6 +39,12 @@ def which(tool: str) -> str | None:
     return shutil.which(tool) or shutil.which(tool, path="/usr/local/sbin:/usr/sbin:/sbin")
 
 
+def _text(output: str | bytes) -> str:
+    """A tool's output as text: bytes that are not UTF-8 (a file name, a device's model string)
+    become U+FFFD instead of ending the run."""
+    return output if isinstance(output, str) else output.decode("utf-8", "replace")
+
+
 def run(
     argv: list[str],
     *,
@@ -99,8 +105,8 @@ def run(
     result = Result(
         argv=tuple(argv),
         returncode=int(proc.exit_code),
-        stdout=str(proc.stdout if isinstance(proc.stdout, str) else proc.stdout.decode()),
-        stderr=str(proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode()),
+        stdout=_text(proc.stdout),
+        stderr=_text(proc.stderr),
     )
     if check and not result.ok:
         raise ToolProblem(f"{argv[0]} failed: {result.first_error_line()}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,16 +102,25 @@ class SysRoot:
         return self.path(rel).is_dir()
 
 
+#: O_NONBLOCK: a FIFO planted in a captured tree opens at once (and reads as empty) instead of
+#: waiting for a writer; the fstat below then refuses anything that is not a regular file.
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+
+
 def _read_at(dir_fd: int | None, path: str, *, to_eof: bool) -> str | None:
-    """Up to 1 MiB of a file. `to_eof` False: a short read is the end (true of sysfs attributes,
-    and it saves a syscall per attribute); True: read until read() returns nothing (procfs)."""
+    """Up to 1 MiB of a regular file (sysfs attributes and /proc tables are; a FIFO, a device
+    node or a folder in a captured tree reads as missing). `to_eof` False: a short read is the
+    end (true of sysfs attributes, and it saves a syscall per attribute); True: read until
+    read() returns nothing (procfs)."""
     # os.read, not open().read(1 << 20): a buffered read allocates the whole 1 MiB every time,
     # which dominates a scan of thousands of small sysfs files.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         data = chunk = os.read(fd, 65536)
         while chunk and (to_eof or len(chunk) == 65536) and len(data) < (1 << 20):
             chunk = os.read(fd, 65536)

@@ -256,7 +256,7 @@ def test_not_root_is_one_line_exit_3(tmp_path: Path) -> None:
 def test_bad_rounds_is_bad_input(tmp_path: Path) -> None:
     proc = _validate(tmp_path, "--rounds", "3")
     assert proc.returncode == 2
-    assert "at least 6" in proc.stderr
+    assert "--rounds must be 6 to 200" in proc.stderr
 
 
 def test_scratch_device_run_end_to_end(tmp_path: Path, root_tools: None) -> None:

@@ -211,3 +211,23 @@ def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path
     assert doc["entries"] < 100_000 + 6
     assert "interrupted: the report covers only what was seen, workload file not written" in err
     assert not target.exists()  # partial numbers must not become answers
+
+
+def test_text_report_escapes_names_that_could_drive_the_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory named with a newline and an escape sequence cannot fake report lines or
+    clear the screen: the text shows it escaped; the JSON keeps the real name."""
+    top = tmp_path / "tree"
+    odd = top / "fake\nLargest directories (entries):\x1b[2J"
+    odd.mkdir(parents=True)
+    for i in range(7):
+        (odd / f"f{i}").write_bytes(b"x")
+    code, out, _ = run_cli(capsys, "profile", str(top))
+    assert code == 0
+    lines = out.splitlines()
+    assert "\x1b" not in out
+    assert [x for x in lines if x.startswith("Largest directories")] == [
+        "Largest directories (entries):"]
+    assert "fake\\nLargest directories (entries):\\x1b[2J" in out
+    code, out, _ = run_cli(capsys, "profile", "--json", str(top))
+    assert json.loads(out)["largest_directories"][0]["path"].endswith(odd.name)

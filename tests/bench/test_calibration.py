@@ -1,0 +1,150 @@
+"""The calibration store is input like any other: checked when validate starts (a corrupt file is
+exit 2 naming it, before anything is made), bounded (finite, >= 0, a floor of at most 10), and a
+floor above 50% caps the margin there, which the report says, instead of hiding every difference."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.bench.calibration import MAX_MARGIN, CalibrationStore, margin_for
+from advisor.bench.report import render_text
+from advisor.bench.run import Plan, device_key, judge
+from advisor.bench.stats import DEFAULT_MARGIN
+from advisor.errors import BadInput
+from advisor.models.bench import (
+    MAX_STORED_FLOOR,
+    BenchEnvironment,
+    SideConfig,
+    Timing,
+    ValidationReport,
+)
+from advisor.models.workload import Workload
+from tests.conftest import REPO
+
+ENV = BenchEnvironment(device="/dev/loop7", device_size_bytes=4 << 30,
+                       loop_backing_file="/var/tmp/xfs-advisor-x/scratch.img")
+
+
+def _entry(floor: object = 0.03, sd: object = 0.02, rounds: object = 6) -> dict[str, object]:
+    return {"device_key": "k", "measured_at": "2026-01-01T00:00:00+00:00",
+            "metrics": {"creates_per_s": {"floor": floor, "sd": sd, "rounds": rounds}}}
+
+
+BAD = {
+    "not json": "{",
+    "a list": "[]",
+    "huge floor": json.dumps({"k": _entry(floor=1e308)}),
+    "nan floor": '{"k": ' + json.dumps(_entry()).replace("0.03", "NaN") + "}",
+    "infinite sd": '{"k": ' + json.dumps(_entry()).replace("0.02", "Infinity") + "}",
+    "negative floor": json.dumps({"k": _entry(floor=-0.1)}),
+    "bool rounds": json.dumps({"k": _entry(rounds=True)}),
+    "string floor": json.dumps({"k": _entry(floor="lots")}),
+    "deep": "[" * 100_000 + "]" * 100_000,
+    "huge integer": '{"k": {"x": ' + "9" * 5000 + "}}",
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_malformed_store_is_bad_input_naming_the_file(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "calibration.json"
+    path.write_text(BAD[name])
+    with pytest.raises(BadInput, match=re.escape(str(path))):
+        CalibrationStore(path).check(writing=False)
+
+
+def test_fifo_store_does_not_hang(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    os.mkfifo(path)
+    with pytest.raises(BadInput, match="FIFO"):
+        CalibrationStore(path).check(writing=False)
+
+
+def test_missing_store_is_empty_and_unwritable_one_is_refused_for_calibrate(
+        tmp_path: Path) -> None:
+    CalibrationStore(tmp_path / "none.json").check(writing=True)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInput, match="is not a writable directory"):
+        CalibrationStore(tmp_path / "file" / "c.json").check(writing=True)
+
+
+def test_margin_is_capped_at_half() -> None:
+    assert margin_for(None) == (DEFAULT_MARGIN, False)
+    assert margin_for(0.01) == (DEFAULT_MARGIN, False)
+    assert margin_for(0.2) == (0.2, False)
+    assert margin_for(MAX_MARGIN) == (MAX_MARGIN, False)
+    assert margin_for(7.0) == (MAX_MARGIN, True)
+
+
+def _judged(store: CalibrationStore, slower: float) -> ValidationReport:
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload())
+    shape = plan.shape
+    wobble = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0]
+    samples = {m.name: {"A": [1000.0 * w for w in wobble],
+                        "B": [1000.0 * w * (slower if m.higher_is_better else 1 / slower)
+                              for w in reversed(wobble)]}
+               for m in shape.metrics}
+    return judge(plan, samples, infos={}, env=ENV, shape=shape, age=None,
+                 timing=Timing(wall_seconds=100.0, measuring_seconds=60.0, measuring_share=0.6),
+                 recovered=[], store=store)
+
+
+def test_a_huge_stored_floor_cannot_hide_a_twentyfold_slowdown(tmp_path: Path) -> None:
+    """The floor a file may hold (10 = 1000%) is capped at 50%: B 20x slower is still worse."""
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload())
+    names = [m.name for m in plan.shape.metrics]
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({device_key(ENV): {
+        "device_key": device_key(ENV), "measured_at": "2026-01-01T00:00:00+00:00",
+        "metrics": {n: {"floor": MAX_STORED_FLOOR, "sd": 1.0, "rounds": 6} for n in names}}}))
+    report = _judged(CalibrationStore(path), slower=1 / 20)
+    assert report.verdict == "worse"
+    for m in report.metrics:
+        assert m.margin == MAX_MARGIN and m.margin_capped
+        assert m.calibrated_floor == MAX_STORED_FLOOR and m.verdict == "worse"
+    text = render_text(report, with_plot=False)
+    assert "Margin capped: creates_per_s at +-50% (its calibrated noise floor is 1000%" in text
+    doc = json.loads(report.model_dump_json())
+    assert doc["metrics"][0]["margin_capped"] is True
+
+
+def test_no_floor_means_no_cap_field_set(tmp_path: Path) -> None:
+    report = _judged(CalibrationStore(tmp_path / "none.json"), slower=1.0)
+    for m in report.metrics:
+        assert m.calibrated_floor is None and not m.margin_capped
+        assert m.margin == DEFAULT_MARGIN
+
+
+def test_save_keeps_what_it_writes_loadable(tmp_path: Path) -> None:
+    """An A/A run so noisy that its floor exceeds the bound is stored at the bound, so the next
+    run can still read the file."""
+    store = CalibrationStore(tmp_path / "sub" / "calibration.json")
+    wild = ([1.0, 1000.0, 1.0, 1000.0, 1.0, 1000.0], [1000.0, 1.0, 1000.0, 1.0, 1000.0, 1.0])
+    store.save("k", {"creates_per_s": wild})
+    calibration = store.get("k")
+    assert calibration is not None
+    noise = calibration.metrics["creates_per_s"]
+    assert noise.floor == MAX_STORED_FLOOR and math.isfinite(noise.sd)
+
+
+def test_validate_checks_the_file_before_anything_is_made(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"k": _entry(floor=1e308)}))
+    env = {**os.environ, "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
+    env.pop("XFS_ADVISOR_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--calibration-file",
+                           str(path), "--loop-dir", str(tmp_path / "work"), "--loop-size",
+                           "1GiB"], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and f"calibration file {path} is malformed" in line
+    assert "floor" in line and "Traceback" not in proc.stderr
+    assert not (tmp_path / "work").exists() and not (tmp_path / "state").exists()

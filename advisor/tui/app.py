@@ -204,9 +204,17 @@ class AdvisorApp(App[int]):
             return
 
         def answered(quit_: bool | None) -> None:
-            if quit_:
-                self.cancel_run()
-                self.exit()
+            if not quit_:
+                return
+            self.cancel_run()
+            self.notify("cleaning up the validation run: stopping fio, unmounting, detaching...",
+                        timeout=60)
+
+            def exit_when_done() -> None:
+                if run.done.is_set():
+                    self.exit()
+
+            self.set_interval(0.2, exit_when_done, name="quit-after-clean-up")
 
         self.push_screen(QuitDuringRun(), answered)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, require
+from tests.conftest import REPO, require, require_root_tools
 
 XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
 
@@ -114,3 +114,61 @@ def test_no_color_gives_a_grey_screen(tmux: Callable[..., str], shared_dumps: di
     chromatic = {c for c in colours if len(set(c)) > 1}
     assert (not chromatic) == no_color, sorted(chromatic)[:5]
     tmux("send-keys", "-t", "advisor", "q")
+
+
+def _ours_left(folder: Path) -> list[str]:
+    left = [ln for ln in subprocess.run(["losetup", "-a"], capture_output=True, text=True,
+                                        check=False).stdout.splitlines() if str(folder) in ln]
+    left += [ln for ln in Path("/proc/self/mountinfo").read_text().splitlines()
+             if str(folder) in ln]
+    return left
+
+
+def _start_a_loop_run(tmux: Callable[..., str], tmp_path: Path, after: str) -> Path:
+    """The live TUI in tmux, F5, ctrl+r: a validation on the loop default, running; `after` is
+    run in the pane's shell once the TUI ends. Returns the folder its loop device lives in."""
+    require_root_tools("losetup", "mkfs.xfs", "fio")
+    loop_dir = tmp_path / "loop"
+    loop_dir.mkdir()
+    env = (f"XFS_ADVISOR_STATE_DIR={tmp_path / 'state'} TMPDIR={loop_dir} "
+           f"XFS_ADVISOR_CALIBRATION={tmp_path / 'calibration.json'} TERM=xterm-256color")
+    tmux("new-session", "-d", "-s", "advisor", "-x", "160", "-y", "45",
+         f"env -u COLUMNS -u LINES {env} {XFS_ADVISOR}; {after}")
+    screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
+    _wait_for(screen, lambda s: "STATE" in s, "the device list")
+    tmux("send-keys", "-t", "advisor", "F5")
+    _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
+    tmux("send-keys", "-t", "advisor", "C-r")
+    _wait_for(lambda: "\n".join(_ours_left(loop_dir)),
+              lambda s: "xfs" in s and "loop" in s, "the run's loop device and mount", 60)
+    return loop_dir
+
+
+def test_a_closed_terminal_mid_run_leaves_nothing(tmux: Callable[..., str],
+                                                  tmp_path: Path) -> None:
+    """What an SSH drop does: the terminal goes away (SIGHUP) while a validation runs. The run
+    is cancelled and cleaned up: no loop device, mount, backing file or state file is left."""
+    loop_dir = _start_a_loop_run(tmux, tmp_path, "true")
+    tmux("kill-server")  # SIGHUP to everything in the pane
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (_ours_left(loop_dir) or list(loop_dir.iterdir())
+                                           or list((tmp_path / "state").glob("run-*.json"))):
+        time.sleep(0.2)
+    assert _ours_left(loop_dir) == []
+    assert list(loop_dir.iterdir()) == []
+    assert not list((tmp_path / "state").glob("run-*.json"))
+
+
+def test_q_mid_run_asks_then_cleans_up(tmux: Callable[..., str], tmp_path: Path) -> None:
+    marker = tmp_path / "exit-code"
+    loop_dir = _start_a_loop_run(tmux, tmp_path, f"echo $? > {marker}; sleep 60")
+    screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
+    tmux("send-keys", "-t", "advisor", "q")
+    _wait_for(screen, lambda s: "A validation is running. Quit?" in s, "the question")
+    assert _ours_left(loop_dir), "asking must not stop the run"
+    tmux("send-keys", "-t", "advisor", "y")
+    _wait_for(screen, lambda s: "cleaning up the validation run" in s, "the clean-up notice")
+    _wait_for(lambda: marker.read_text() if marker.exists() else "", lambda s: s.strip() == "0",
+              "xfs-advisor to end with exit code 0", 60)
+    assert _ours_left(loop_dir) == []
+    assert list(loop_dir.iterdir()) == []

@@ -231,6 +231,7 @@ class Session:
         from advisor.bench.run import execute
 
         store = CalibrationStore(Path(self.calibration_file) if self.calibration_file else None)
+        store.check(writing=plan.calibrate)  # a corrupt file is bad input now, not after the run
         cancel = cancel or threading.Event()
         said: list[str] = []
 

@@ -193,10 +193,16 @@ class ProposalScreen(StepScreen):
         proposal = self.advisor.state.proposal
         if not path or proposal is None:
             return
+        from advisor.system.files import write_text_atomically
+
         try:
             text = save_text(proposal, self.advisor.state.device_name or "")
-            Path(path).write_text(text, encoding="utf-8")
+            # Regular files only (never a device node, a FIFO or a folder), written whole.
+            written = write_text_atomically(Path(path).expanduser(), text, "proposal script")
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
         except OSError as err:
             self.notify(f"cannot write {path}: {err.strerror}", severity="error")
             return
-        self.notify(f"proposal saved to {path}")
+        self.notify(f"proposal saved to {written.absolute()}")

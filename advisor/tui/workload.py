@@ -201,13 +201,20 @@ class WorkloadScreen(StepScreen):
         if state.workload_problem:
             self.notify(f"not saved: {state.workload_problem}", severity="error")
             return
+        from advisor.system.files import write_text_atomically
+
         try:
-            Path(path).write_text(dump_workload_toml(state.workload), encoding="utf-8")
+            # Regular files only (never a device node, a FIFO or a folder), written whole.
+            written = write_text_atomically(Path(path).expanduser(),
+                                            dump_workload_toml(state.workload), "workload file")
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
         except OSError as err:
             self.notify(f"cannot write {path}: {err.strerror}", severity="error")
             return
-        state.workload_path = path
-        self.notify(f"answers saved to {path}")
+        state.workload_path = str(written)
+        self.notify(f"answers saved to {written.absolute()}")
 
     def action_load(self) -> None:
         default = self.advisor.state.workload_path or ""

@@ -3,7 +3,9 @@ saved and loaded, and the proposal following the answers."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 from pathlib import Path
 
 from textual.widgets import Input, Static
@@ -93,6 +95,32 @@ async def test_workload_file_save_and_load(make_app: AppFactory, tmp_path: Path,
         await pilot.press("enter")
         await pilot.pause()
         assert app.state.workload.access == "write-heavy"  # a bad file changes nothing
+
+
+async def test_saving_never_writes_into_a_fifo_or_blocks(make_app: AppFactory, tmp_path: Path,
+                                                         frozen_proposal: Proposal) -> None:
+    """ctrl+s onto a FIFO used to block the screen (open() waits for a reader) or replace it:
+    now it is refused with a notice and left a FIFO; through a symlink the file it names is
+    written and the link stays."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    real = tmp_path / "real.toml"
+    real.write_text("# old\n")
+    link = tmp_path / "link.toml"
+    link.symlink_to(real)
+    app = make_app(device="nvme0n1", start="workload")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press(*"2000000")
+        for target in (fifo, link):
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            app.screen.query_one("#prompt-path", Input).value = str(target)
+            await pilot.press("enter")
+            await pilot.pause()
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert link.is_symlink() and load_workload(real) == Workload(
+        largest_directory_entries=2000000)
+    assert app.state.workload_path == str(real)
 
 
 async def test_proposal_follows_the_answers(make_app: AppFactory) -> None:

@@ -88,8 +88,9 @@ def test_guard_quotes_the_libblkid_error_instead_of_run_as_root(tmp_path: Path,
 
 
 def test_recovered_lines_are_json_under_json(tmp_path: Path, root_tools: None) -> None:
-    """A dead run's leftover is removed and said as a JSON notice; the run then fails on a bad
-    mkfs option (exit 4), also as JSON: every stderr line parses."""
+    """What recovery says is a JSON notice under --json: here an old-format state file, removed
+    without touching what it names (it carries no identities to check); the run then fails on a
+    bad mkfs option (exit 4), also as JSON: every stderr line parses."""
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     leftover = tmp_path / "work" / "xfs-advisor-dead"
@@ -104,7 +105,7 @@ def test_recovered_lines_are_json_under_json(tmp_path: Path, root_tools: None) -
     assert proc.returncode == 4, proc.stderr
     docs = [json.loads(line) for line in proc.stderr.strip().splitlines()]
     notices = [d["notice"]["message"] for d in docs if "notice" in d]
-    assert any(n.startswith("recovered: a dead run (pid 999999)") for n in notices), docs
+    assert any(n.startswith(f"removed {state / 'run-999999.json'}") for n in notices), docs
     assert docs[-1]["error"]["kind"] == "tool"
-    assert not leftover.exists()
+    assert leftover.exists()  # named by a file without identities: not touched
     assert str(tmp_path) not in sh("losetup", "-a").stdout

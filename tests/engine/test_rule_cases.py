@@ -136,7 +136,7 @@ def test_inode_size_warns_on_large_values(book: RuleBook) -> None:
     assert decision(p, "-i size").value == "default"
     assert any("over 254" in m for m in warned(p, "inode-size"))
     p = run(book, SSD, xattr_bytes_per_file=5000)
-    assert any("do not fit inline" in m for m in warned(p, "inode-size"))
+    assert any("more than any inode size holds inline" in m for m in warned(p, "inode-size"))
 
 
 def test_stripe_from_answers(book: RuleBook) -> None:

@@ -36,8 +36,11 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
     defaults = mkfs.defaults(device)
     sets = mkfs.feature_sets(env) if target_kernel(workload, env) else {}
     asked = time.perf_counter()
+    # Later rules read what mkfs.xfs makes with the options decided before them; with check=False
+    # (rules of another xfsprogs) this host's mkfs.xfs cannot say, and the defaults stand in.
+    measure = (lambda options: mkfs.check(device, options).geometry) if check else None
     drafted = draft(device, workload, env=env, defaults=defaults.geometry, book=book,
-                    feature_sets=sets)
+                    feature_sets=sets, measure=measure)
     decided = time.perf_counter()
     warnings = list(drafted.warnings)
     proposal_check = None

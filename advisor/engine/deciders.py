@@ -86,11 +86,11 @@ def dir_block_size(ctx: Context, params: DirBlockParams) -> Outcome:
         return Outcome(keep_reason="largest directory size not given: the default suits "
                        "directories up to hundreds of thousands of entries")
     access = ctx.workload.access or params.unknown_access_as
-    size = max(directory_block_for(entries, access, params), ctx.defaults.block_size)
+    size = max(directory_block_for(entries, access, params), ctx.geometry.block_size)
     label = access if ctx.workload.access else f"{access} (access not given)"
-    if size <= ctx.defaults.naming_block_size:
+    if size <= ctx.geometry.naming_block_size:
         return Outcome(keep_reason=f"{entries:,} entries, {label}: within the "
-                       f"{mkfs_size(ctx.defaults.naming_block_size)} range of table 2.5; larger "
+                       f"{mkfs_size(ctx.geometry.naming_block_size)} range of table 2.5; larger "
                        "blocks would only cost CPU per operation")
     return Outcome(change=Change(
         mkfs_size(size), ["-n", f"size={mkfs_size(size)}"],
@@ -116,7 +116,7 @@ class AgConcurrencyParams(Model):
 @decider(AgConcurrencyParams)
 def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
     writers = ctx.workload.concurrent_writers
-    default = ctx.defaults.agcount
+    default = ctx.geometry.agcount
     if writers is None:
         return Outcome(keep_reason="number of concurrent writers not given")
     if writers < params.min_writers:
@@ -177,21 +177,21 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     warnings = [f"XFS can grow but never shrink: size it for {human_size(eventual)} now only "
                 "if that growth is real"]
     if factor > params.warn_growth_factor:
-        warnings.append(f"growth of {factor:.0f}x is beyond the ~{params.warn_growth_factor:g}x "
+        warnings.append(f"growth of {factor:.1f}x is beyond the ~{params.warn_growth_factor:g}x "
                         "the guide recommends (2.1.2.2): AGs sized for the end are huge now, or "
                         "there are too many AGs later; consider a new filesystem at some point")
     if ctx.stripe():
         warnings.append("growing on RAID: add storage of the same geometry, and keep the device "
                         "size a whole number of AGs so that new AGs start stripe-aligned "
                         "(guide 2.1.2.2)")
-    default_agsize = ctx.defaults.agsize_bytes
+    default_agsize = ctx.geometry.agsize_bytes
     grown = math.ceil(eventual / default_agsize)
     if grown <= params.max_agcount_when_grown or default_agsize >= params.max_ag_bytes - 4 * KiB:
         return Outcome(keep_reason=f"the default AGs ({human_size(default_agsize)}) make "
                        f"{grown} AGs at {human_size(eventual)}: within the few hundred the guide "
                        "allows", warnings=warnings)
     stripe = ctx.stripe()
-    align = math.lcm(ctx.defaults.block_size, stripe[0] if stripe else 1)
+    align = math.lcm(ctx.geometry.block_size, stripe[0] if stripe else 1)
     needed = round_up(math.ceil(eventual / params.max_agcount_when_grown), align)
     agsize = min(needed, round_down(params.max_ag_bytes, align))
     # mkfs.xfs needs two AGs (two superblocks): it accepts `-d agsize=80g` on 100 GiB (80 + 20
@@ -201,8 +201,11 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     room = max(MIN_AG_BYTES, min(ctx.size // 2, 2 * MKFS_MAX_LOG_BYTES))
     agsize = min(agsize, round_down(ctx.size - room, align))
     if stripe and agsize % (stripe[0] * stripe[1]) == 0:
-        # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns).
-        agsize -= stripe[0]
+        # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns): one
+        # stripe unit more moves each to the next disk; less only when more does not fit.
+        grown_larger = agsize + stripe[0]
+        fits = grown_larger <= min(params.max_ag_bytes, ctx.size - room)
+        agsize = grown_larger if fits else agsize - stripe[0]
     if math.ceil(eventual / agsize) > params.max_agcount_when_grown:
         warnings.append(f"{human_size(ctx.size)} now is too small for AGs that keep "
                         f"{human_size(eventual)} within {params.max_agcount_when_grown} AGs: "
@@ -281,12 +284,12 @@ def inode_size(ctx: Context, params: InodeParams) -> Outcome:
         return Outcome(keep_reason="values too large to go inline: a larger inode would not "
                        "help", warnings=warnings)
     need = w.xattr_bytes_per_file
-    v5 = ctx.defaults.features.get("crc", 1) == 1
+    v5 = ctx.geometry.features.get("crc", 1) == 1
     count = assumed_attributes(need, params)
     want = fork_bytes(need, count, params)
-    default = ctx.defaults.inode_size
+    default = ctx.geometry.inode_size
     sizes = sorted({default, *params.inode_sizes})
-    sizes = [s for s in sizes if default <= s <= ctx.defaults.block_size // 2]
+    sizes = [s for s in sizes if default <= s <= ctx.geometry.block_size // 2]
     fits = [s for s in sizes if usable_capacity(inline_capacity(s, v5, params), params) >= want]
     why = (f"{need} B of attribute names and values per file, taken as {count} attribute"
            f"{'s' if count > 1 else ''} (no count is answered: one per "
@@ -319,31 +322,53 @@ def stripe_geometry(ctx: Context, params: NoParams) -> Outcome:
     g = ctx.device.stripe
     detected = (g.sunit_bytes, g.data_disks) if g.used_by_mkfs and g.sunit_bytes else None
     if s.raid_stripe_unit and s.raid_data_disks:
-        su, sw = s.raid_stripe_unit, s.raid_data_disks
-        if su % ctx.defaults.block_size or su % ctx.defaults.sector_size:
-            return Outcome(keep_reason="the RAID answers cannot be used",
-                           warnings=[f"raid_stripe_unit {su} is not a multiple of the "
-                                     f"{ctx.defaults.block_size}-byte block: ignored"])
-        if detected == (su, sw):
-            return Outcome(keep_reason=f"mkfs.xfs detects the same geometry (su={mkfs_size(su)},"
-                           f" sw={sw}) from {g.source}")
-        warnings = []
-        if detected:
-            warnings.append(f"the answers (su={mkfs_size(su)}, sw={sw}) disagree with what "
-                            f"{g.source} reports (su={mkfs_size(detected[0] or 0)}, "
-                            f"sw={detected[1]}): the answers are used; check the RAID set-up")
-        return Outcome(change=Change(
-            f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
-            f"hardware RAID geometry from the answers ({sw} data disks of "
-            f"{mkfs_size(su)}): aligns allocation to full stripes"), warnings=warnings)
+        return _answered_stripe(ctx, s.raid_stripe_unit, s.raid_data_disks, detected)
     if detected:
         return Outcome(keep_reason=f"mkfs.xfs detects su={mkfs_size(g.sunit_bytes or 0)}, "
                        f"sw={g.data_disks} from {g.source} on its own")
+    if g.hidden_by and g.sunit_bytes and g.data_disks and g.data_disks > 1:
+        su, sw = g.sunit_bytes, g.data_disks
+        return Outcome(change=Change(
+            f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
+            f"{g.hidden_by} does not pass up the geometry of {g.source}, so mkfs.xfs would see "
+            f"no stripe: su={mkfs_size(su)},sw={sw} from the array aligns allocation to its full "
+            "stripes", source=g.source))
     if g.sunit_bytes and g.ignored_reason:
         return Outcome(keep_reason=f"the device reports a stripe that mkfs.xfs ignores: "
                        f"{g.ignored_reason}")
     return Outcome(keep_reason="no stripe geometry reported or answered (hardware RAID that "
                    "hides it: answer raid_stripe_unit and raid_data_disks)")
+
+
+def _answered_stripe(ctx: Context, su: int, sw: int,
+                     detected: tuple[int | None, int | None] | None) -> Outcome:
+    """The stripe the RAID answers give, unless it cannot be one."""
+    g = ctx.device.stripe
+    if sw < 2:
+        return Outcome(keep_reason="raid_data_disks = 1: one data disk is no stripe",
+                       warnings=["raid_data_disks = 1 describes a mirror (RAID1) or a single "
+                                 "disk, not a stripe: no -d su=,sw= is given, so mkfs.xfs does "
+                                 "not pad the log or align allocation for striping. For RAID10 "
+                                 "the data disks are the disks / 2 (8 disks: 4); RAID5 n-1, "
+                                 "RAID6 n-2"])
+    if su % ctx.geometry.block_size or su % ctx.geometry.sector_size:
+        return Outcome(keep_reason="the RAID answers cannot be used",
+                       warnings=[f"raid_stripe_unit {su} is not a multiple of the "
+                                 f"{ctx.geometry.block_size}-byte block: ignored"])
+    if detected == (su, sw):
+        return Outcome(keep_reason=f"mkfs.xfs detects the same geometry (su={mkfs_size(su)},"
+                       f" sw={sw}) from {g.source}")
+    warnings = []
+    known = detected or ((g.sunit_bytes, g.data_disks) if g.hidden_by else None)
+    if known:
+        warnings.append(f"the answers (su={mkfs_size(su)}, sw={sw}) disagree with what "
+                        f"{g.source} reports (su={mkfs_size(known[0] or 0)}, "
+                        f"sw={known[1]}): the answers are used; check the RAID set-up")
+    return Outcome(change=Change(
+        f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
+        f"hardware RAID geometry from the answers ({sw} data disks of "
+        f"{mkfs_size(su)}): aligns allocation to full stripes", source="answers"),
+        warnings=warnings)
 
 
 # ---- 2.1.5 log size --------------------------------------------------------------------------
@@ -368,7 +393,7 @@ class LogSizeParams(Model):
 @decider(LogSizeParams)
 def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     w = ctx.workload
-    default = ctx.defaults.log_bytes
+    default = ctx.geometry.log_bytes
     old = ctx.env.xfsprogs_version is not None and not ctx.env.xfsprogs_at_least(5, 15)
     heavy = (w.concurrent_writers is not None and w.concurrent_writers >= params.min_writers
              and w.access != "read-heavy")
@@ -388,11 +413,11 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     if want > ctx.size // params.filesystem_divisor:
         want = ctx.size // params.filesystem_divisor
         limits.append(f"limited to 1/{params.filesystem_divisor} of the filesystem")
-    if want > min(params.max_log_bytes, ctx.agsize_bytes() // 2):
-        want = min(params.max_log_bytes, ctx.agsize_bytes() // 2)
+    if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
+        want = min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2)
         limits.append("limited by the maximum log size and the AG size")
     # mkfs.xfs wants the log a whole number of log stripe units.
-    want = round_down(want, math.lcm(MiB, default_log_stripe_unit(ctx, 256 * KiB) or 1))
+    want = round_down(want, math.lcm(MiB, default_log_stripe_unit(ctx) or 1))
     if want <= default:
         return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
                        f"large enough" + (f" ({'; '.join(limits)})" if limits else ""))
@@ -410,25 +435,28 @@ class LogStripeParams(Model):
 
     min_fsyncs_per_second: float = Field(ge=0)
     """fsync/fdatasync rate from which log write latency dominates."""
-    max_log_su: int = Field(ge=4 * KiB)
-    """Largest log stripe unit (256 KiB); mkfs.xfs falls back to 32 KiB above it."""
 
 
-def default_log_stripe_unit(ctx: Context, max_log_su: int) -> int:
-    """The log stripe unit in bytes mkfs.xfs will use with the proposal's data stripe."""
-    stripe = ctx.stripe()
-    if stripe:
-        return stripe[0] if stripe[0] <= max_log_su else 32 * KiB
-    return ctx.defaults.log_sunit_blocks * ctx.defaults.block_size
+def default_log_stripe_unit(ctx: Context) -> int:
+    """The log stripe unit in bytes mkfs.xfs makes with the options decided so far: the data
+    stripe unit up to 256 KiB, 32 KiB above it, one block when the log sector is over 512 B
+    (read from its dry run, not predicted)."""
+    return ctx.geometry.log_sunit_blocks * ctx.geometry.block_size
 
 
 @decider(LogStripeParams)
 def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
     fsyncs = ctx.workload.fsyncs_per_second
-    lsu = default_log_stripe_unit(ctx, params.max_log_su)
-    block = ctx.defaults.block_size
+    lsu = default_log_stripe_unit(ctx)
+    block = ctx.geometry.block_size
     if lsu <= block:
-        return Outcome(keep_reason="no data stripe: log writes are not padded to a stripe unit")
+        if ctx.stripe() is None:
+            return Outcome(keep_reason="no data stripe: log writes are not padded to a stripe "
+                           "unit")
+        sector = ctx.geometry.sector_size
+        return Outcome(keep_reason=f"mkfs.xfs already makes the log stripe unit one block "
+                       f"({mkfs_size(block)})" + (f": it does so for {sector}-byte sectors "
+                       "whatever the data stripe" if sector > 512 else ""))
     if fsyncs is None:
         return Outcome(keep_reason=f"fsync rate not given: log writes stay aligned to the "
                        f"{mkfs_size(lsu)} stripe unit")
@@ -489,8 +517,8 @@ def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
     if nv is None and cache is None:
         return Outcome(keep_reason="whether the write cache is non-volatile is unknown")
     lsu_change = ctx.chosen.get("-l su")
-    lsu = (ctx.defaults.block_size if lsu_change
-           else default_log_stripe_unit(ctx, 256 * KiB))
+    lsu = (ctx.geometry.block_size if lsu_change
+           else default_log_stripe_unit(ctx))
     if lsu and params.value_bytes % lsu:
         return Outcome(keep_reason=f"{mkfs_size(params.value_bytes)} is not a multiple of the "
                        f"{mkfs_size(lsu)} log stripe unit")

@@ -20,7 +20,8 @@ def example_device(example: RuleExample) -> Device:
         su = parse_size(d.stripe_unit)
         stripe = StripeGeometry(sunit_bytes=su, swidth_bytes=su * d.data_disks,
                                 data_disks=d.data_disks, source="md0 (the example's RAID)",
-                                used_by_mkfs=True)
+                                used_by_mkfs=d.stripe_hidden_by is None,
+                                hidden_by=d.stripe_hidden_by)
     facts = {"size_bytes": size, "logical_sector": d.logical_sector,
              "physical_sector": d.physical_sector, "rotational": d.rotational,
              "write_cache": d.write_cache, "fua": d.fua}

@@ -71,6 +71,6 @@ def hidden_below(md_geometry: tuple[int, int], origin: str, through: str) -> Str
     unit, width = md_geometry
     return StripeGeometry(
         sunit_bytes=unit, swidth_bytes=width, data_disks=width // unit, source=origin,
-        used_by_mkfs=False,
+        used_by_mkfs=False, hidden_by=through,
         ignored_reason=f"{through} does not report the geometry of {origin}: pass -d su=,sw=",
     )

@@ -55,6 +55,9 @@ class StripeGeometry(FrozenModel):
     """True when mkfs.xfs will apply this geometry on its own (no -d su/sw needed)."""
     ignored_reason: str | None = None
     """Why mkfs.xfs ignores the geometry the device reports, when it does."""
+    hidden_by: str | None = None
+    """The dm device (LVM, dm-crypt) that does not pass up the geometry of the md array below
+    it: mkfs.xfs cannot see the stripe, so the proposal gives it with -d su=,sw=."""
 
 
 class MdInfo(Model):

@@ -282,7 +282,7 @@ def test_log_size_on_old_xfsprogs_with_tiny_default_log(book: RuleBook) -> None:
 
     dev = device(100 * GiB)
     defaults = dry_run(dev, []).geometry.model_copy(update={"log_blocks": 2560})
-    ctx = Context(device=dev, workload=Workload(), env=environment("5.10.0"), defaults=defaults,
+    ctx = Context(device=dev, workload=Workload(), env=environment("5.10.0"), geometry=defaults,
                   size=100 * GiB)
     params = book.rules["log-size"].params
     assert isinstance(params, LogSizeParams)

@@ -656,11 +656,10 @@ def device_warnings(ctx: Context, params: NoParams) -> Outcome:
                    "full cache flush, which hurts metadata-heavy and fsync-heavy work (seed 001); "
                    "a non-volatile cache or FUA support avoids it. Never mount with nobarrier "
                    "(removed in Linux 4.19)")
-    zoned = d.zoned.value
-    if zoned and zoned != "none":
-        out.append(f"{d.name} is a zoned ({zoned}) device: xfsprogs before 6.15 cannot format "
-                   "host-managed zoned storage, and conventional XFS on host-aware zones may "
-                   "perform badly")
+    if d.zoned.value == "host-aware":
+        out.append(f"{d.name} is a host-aware zoned device: it takes random writes, so a "
+                   "conventional XFS works, but XFS does not write its zones sequentially and "
+                   "the drive's own handling of that may make writes slow and uneven")
     if d.usage.mountpoints:
         out.append(f"{d.name} is mounted on {', '.join(d.usage.mountpoints)}: unmount it first; "
                    "mkfs.xfs destroys what is on it")

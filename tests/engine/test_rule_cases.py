@@ -256,13 +256,18 @@ def test_kernel_compat_merges_with_inode_size(book: RuleBook) -> None:
 @pytest.mark.parametrize(("facts", "needle"), [
     ({"alignment_offset": 3584}, "alignment"),
     ({"write_cache": "write back", "fua": False}, "without FUA"),
-    ({"zoned": "host-managed"}, "zoned"),
+    ({"zoned": "host-aware"}, "host-aware zoned device: it takes random writes"),
     ({"usage": Usage(mountpoints=["/srv"])}, "mounted on /srv"),
     ({"read_only": True}, "read-only"),
 ])
 def test_device_warnings(book: RuleBook, facts: dict[str, Any], needle: str) -> None:
     p = run(book, device(**facts))
     assert any(needle in m for m in warned(p, "device-warnings"))
+
+
+def test_host_aware_wording_does_not_talk_about_host_managed(book: RuleBook) -> None:
+    messages = warned(run(book, device(zoned="host-aware")), "device-warnings")
+    assert messages and not any("host-managed" in m for m in messages)
 
 
 def test_no_device_warnings_on_a_clean_device(book: RuleBook) -> None:

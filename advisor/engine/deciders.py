@@ -65,8 +65,6 @@ class DirBlockParams(Model):
 
     table: list[DirBlockRow] = Field(min_length=1)
     """One row per access pattern."""
-    unknown_access_as: Access = "mixed"
-    """Row used when the access pattern is not given."""
 
 
 def directory_block_for(entries: int, access: Access, params: DirBlockParams) -> int:
@@ -85,16 +83,23 @@ def dir_block_size(ctx: Context, params: DirBlockParams) -> Outcome:
     if entries is None:
         return Outcome(keep_reason="largest directory size not given: the default suits "
                        "directories up to hundreds of thousands of entries")
-    access = ctx.workload.access or params.unknown_access_as
+    default = ctx.geometry.naming_block_size
+    access = ctx.workload.access
+    if access is None:
+        by_access = ", ".join(
+            f"{r.access} {mkfs_size(max(directory_block_for(entries, r.access, params), default))}"
+            for r in params.table)
+        return Outcome(keep_reason=f"{entries:,} entries, but the access pattern is not given: "
+                       f"table 2.5 depends on it ({by_access}), and an answer missing keeps the "
+                       "default (answer access to decide)")
     size = max(directory_block_for(entries, access, params), ctx.geometry.block_size)
-    label = access if ctx.workload.access else f"{access} (access not given)"
-    if size <= ctx.geometry.naming_block_size:
-        return Outcome(keep_reason=f"{entries:,} entries, {label}: within the "
-                       f"{mkfs_size(ctx.geometry.naming_block_size)} range of table 2.5; larger "
-                       "blocks would only cost CPU per operation")
+    if size <= default:
+        return Outcome(keep_reason=f"{entries:,} entries, {access}: within the "
+                       f"{mkfs_size(default)} range of table 2.5; larger blocks would only cost "
+                       "CPU per operation")
     return Outcome(change=Change(
         mkfs_size(size), ["-n", f"size={mkfs_size(size)}"],
-        f"{entries:,} entries, {label}: table 2.5 puts this beyond the range of smaller directory "
+        f"{entries:,} entries, {access}: table 2.5 puts this beyond the range of smaller directory "
         f"blocks; {mkfs_size(size)} blocks need fewer IOs per lookup and modification"))
 
 

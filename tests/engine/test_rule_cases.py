@@ -54,7 +54,7 @@ def test_keep_defaults_without_answers(book: RuleBook) -> None:
     (500_000, "read-heavy", "16k"),
     (500_000, "write-heavy", "default"),
     (20_000_000, "write-heavy", "64k"),
-    (3_000_000, None, "16k"),
+    (3_000_000, None, "default"),  # access not answered: missing keeps the default
 ])
 def test_dir_block_size(book: RuleBook, entries: int, access: str | None, expected: str) -> None:
     p = run(book, SSD, largest_directory_entries=entries, access=access)

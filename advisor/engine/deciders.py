@@ -543,11 +543,15 @@ def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
         return Outcome(keep_reason="no IO-heavy metadata work declared")
     nv = w.storage.nonvolatile_write_cache
     cache = ctx.device.write_cache.value
-    if nv is True or (nv is None and cache == "write through"):
-        return Outcome(keep_reason="a non-volatile write cache absorbs small log writes: bigger "
-                       "buffers make little difference")
+    if nv is True:
+        return Outcome(keep_reason="the answers say the write cache is non-volatile: it absorbs "
+                       "small log writes, so bigger buffers make little difference")
     if nv is None and cache is None:
         return Outcome(keep_reason="whether the write cache is non-volatile is unknown")
+    storage = ("the answers say the cache is not non-volatile" if nv is False else
+               "a volatile write-back cache" if cache == "write back" else
+               "write through: every log write waits for the media; a controller in "
+               "write-through mode, or with a failed battery, gains most")
     lsu_change = ctx.chosen.get("-l su")
     lsu = (ctx.geometry.block_size if lsu_change
            else default_log_stripe_unit(ctx))
@@ -556,9 +560,9 @@ def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
                        f"{mkfs_size(lsu)} log stripe unit")
     return Outcome(change=Change(
         mkfs_size(params.value_bytes), [f"logbsize={mkfs_size(params.value_bytes)}"],
-        f"{w.concurrent_writers} concurrent writers on storage without a non-volatile cache: "
-        f"{mkfs_size(params.value_bytes)} log buffers need fewer log IOs (fsync-heavy work "
-        "does not need smaller ones: buffers are written partly full)"))
+        f"{w.concurrent_writers} concurrent writers on storage without a non-volatile cache "
+        f"({storage}): {mkfs_size(params.value_bytes)} log buffers need fewer log IOs "
+        "(fsync-heavy work does not need smaller ones: buffers are written partly full)"))
 
 
 @decider(NoParams)
@@ -683,7 +687,17 @@ def device_warnings(ctx: Context, params: NoParams) -> Outcome:
         out.append(f"{d.name} starts {d.alignment_offset.value} bytes off its physical alignment: "
                    "every IO straddles sectors and mkfs.xfs refuses without -f; re-create the "
                    "partition aligned (1 MiB boundaries)")
-    if d.write_cache.value == "write back" and d.fua.value is False:
+    nonvolatile = ctx.workload.storage.nonvolatile_write_cache
+    if d.write_cache.value == "write back" and nonvolatile is True:
+        out.append(f"{d.name} reports a write-back cache and the answers say it is "
+                   "non-volatile: the kernel still sends cache flushes. If the cache truly "
+                   "survives power loss, a udev rule setting queue/write_cache to \"write "
+                   f"through\" stops them (ACTION==\"add|change\", KERNEL==\"{d.name}\", "
+                   "ATTR{queue/write_cache}=\"write through\"), the modern replacement for "
+                   "nobarrier (removed in Linux 4.19). Risk: if it is not (a failed battery, a "
+                   "drive without power-loss protection), a power failure loses or corrupts "
+                   "what XFS was told is on stable storage")
+    elif d.write_cache.value == "write back" and d.fua.value is False:
         out.append(f"{d.name} has a volatile write cache without FUA: every log commit costs a "
                    "full cache flush, which hurts metadata-heavy and fsync-heavy work (seed 001); "
                    "a non-volatile cache or FUA support avoids it. Never mount with nobarrier "

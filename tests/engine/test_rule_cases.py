@@ -208,6 +208,22 @@ def test_logbsize_without_nonvolatile_cache(book: RuleBook) -> None:
     assert decision(p, "mount logbsize").value == "default"
 
 
+def test_write_through_is_not_a_nonvolatile_cache(book: RuleBook) -> None:
+    through = device(4 * TiB, rotational=True, write_cache="write through")
+    d = decision(run(book, through, concurrent_writers=8), "mount logbsize")
+    assert d.value == "256k" and "write through" in d.reason
+
+
+def test_no_volatile_cache_warning_when_the_answer_says_non_volatile(book: RuleBook) -> None:
+    assert any("volatile write cache without FUA" in m for m in warned(run(book, HDD),
+                                                                        "device-warnings"))
+    p = run(book, HDD, storage={"nonvolatile_write_cache": True})
+    messages = warned(p, "device-warnings")
+    assert not any("volatile write cache without FUA" in m for m in messages), messages
+    assert any("queue/write_cache" in m and "Risk:" in m for m in messages), messages
+    assert decision(p, "mount logbsize").value == "default"
+
+
 def test_logbsize_respects_odd_log_stripe_unit(book: RuleBook) -> None:
     odd = device(100 * GiB, write_cache="write back", stripe=md_stripe(192 * KiB, 4))
     d = decision(run(book, odd, concurrent_writers=8), "mount logbsize")

@@ -212,9 +212,12 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
         fits = grown_larger <= min(params.max_ag_bytes, ctx.size - room)
         agsize = grown_larger if fits else agsize - stripe[0]
     if math.ceil(eventual / agsize) > params.max_agcount_when_grown:
-        warnings.append(f"{human_size(ctx.size)} now is too small for AGs that keep "
-                        f"{human_size(eventual)} within {params.max_agcount_when_grown} AGs: "
-                        "the largest AGs it can hold are used")
+        limit = (f"AGs cannot exceed {human_size(params.max_ag_bytes)}"
+                 if needed > round_down(params.max_ag_bytes, align) else
+                 f"{human_size(ctx.size)} now is too small for larger AGs")
+        warnings.append(f"{human_size(eventual)} needs more than "
+                        f"{params.max_agcount_when_grown} AGs: {limit}, so the largest possible "
+                        "are used")
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
         f"growing {factor:.1f}x to {human_size(eventual)}: the default "

@@ -1,11 +1,12 @@
 """Every number a reason states about the filesystem is what `mkfs.xfs -N` prints for it.
 
 For each fixture host x fixture workload the proposal is made (its own `mkfs.xfs -N` gate is
-p.check), and the numbers in the AG, stripe, log size and log stripe unit reasons are read back:
-what a reason says of the result (AG count and size, AG count when grown, log size, stripe,
-log stripe unit) must equal the dry run of the proposed command; what a changed decision says of
-the default it replaces must equal the dry run of the proposed command without that decision's
-options. Nothing here recomputes the rules' arithmetic: the oracle is mkfs.xfs."""
+p.check), and the numbers in the AG, stripe, log size, log stripe unit and inode32 reasons are
+read back: what a reason says of the result (AG count and size, AG count when grown, log size,
+stripe, log stripe unit, the geometry inode numbers are computed from) must equal the dry run of
+the proposed command; what a changed decision says of the default it replaces must equal the dry
+run of the proposed command without that decision's options. Nothing here recomputes the rules'
+arithmetic: the oracle is mkfs.xfs."""
 
 from __future__ import annotations
 
@@ -112,6 +113,16 @@ def check_log_stripe(reason: str, now: MkfsGeometry, before: Geometry) -> None:
         CHECKED["log stripe unit"] += 1
 
 
+def check_inode_geometry(reason: str, now: MkfsGeometry, grown: int | None) -> None:
+    pattern = r"\((\d+) AGs of (\d+) blocks, (\d+)-byte inodes in (\d+)-byte blocks\)"
+    for agcount, agblocks, isize, bsize in re.findall(pattern, reason):
+        assert int(agblocks) == now.agsize_blocks, reason
+        assert (int(isize), int(bsize)) == (now.inode_size, now.block_size), reason
+        later = math.ceil(grown / now.agsize_bytes) if grown else 0
+        assert int(agcount) == max(now.agcount, later), reason
+        CHECKED["inode number geometry"] += 1
+
+
 @pytest.mark.parametrize("workload_path", WORKLOADS, ids=[w.name for w in WORKLOADS])
 @pytest.mark.parametrize("host_path", HOSTS, ids=[h.stem for h in HOSTS])
 def test_reason_numbers_are_what_mkfs_makes(host_path: Path, workload_path: Path,
@@ -132,6 +143,8 @@ def test_reason_numbers_are_what_mkfs_makes(host_path: Path, workload_path: Path
     check_stripe(ag.reason, now)
     check_log(by_setting["-l size"].reason, now, before_of("-l size"))
     check_log_stripe(by_setting["-l su"].reason, now, before_of("-l su"))
+    check_inode_geometry(by_setting["mount inode32/inode64"].reason, now,
+                         eventual(device, workload))
 
 
 def test_every_kind_of_number_was_checked() -> None:
@@ -139,5 +152,5 @@ def test_every_kind_of_number_was_checked() -> None:
     patterns miss must fail here, not pass silently."""
     require(bool(CHECKED), "runs after the cases above, in the same session")
     kinds = {"AG size", "AG count", "AG count when grown", "stripe", "log size",
-             "log stripe unit"}
+             "log stripe unit", "inode number geometry"}
     assert kinds <= set(CHECKED), CHECKED

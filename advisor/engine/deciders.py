@@ -24,6 +24,7 @@ from advisor.engine.context import (
     round_up,
 )
 from advisor.models.base import Model
+from advisor.models.device import stripe_hidden_below
 from advisor.models.environment import Environment, parse_version
 from advisor.models.units import human_size
 from advisor.models.workload import Access, Workload
@@ -334,13 +335,13 @@ def stripe_geometry(ctx: Context, params: NoParams) -> Outcome:
     if detected:
         return Outcome(keep_reason=f"mkfs.xfs detects su={mkfs_size(g.sunit_bytes or 0)}, "
                        f"sw={g.data_disks} from {g.source} on its own")
-    if g.hidden_by and g.sunit_bytes and g.data_disks and g.data_disks > 1:
-        su, sw = g.sunit_bytes, g.data_disks
+    if stripe_hidden_below(ctx.device) and (g.data_disks or 0) > 1:
+        su, sw = g.sunit_bytes or 0, g.data_disks or 0
         return Outcome(change=Change(
             f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
-            f"{g.hidden_by} does not pass up the geometry of {g.source}, so mkfs.xfs would see "
-            f"no stripe: su={mkfs_size(su)},sw={sw} from the array aligns allocation to its full "
-            "stripes", source=g.source))
+            f"{ctx.device.display_name} does not pass up the geometry of {g.source}, so "
+            f"mkfs.xfs would see no stripe: su={mkfs_size(su)},sw={sw} from the array aligns "
+            "allocation to its full stripes", source=g.source))
     if g.sunit_bytes and g.ignored_reason:
         return Outcome(keep_reason=f"the device reports a stripe that mkfs.xfs ignores: "
                        f"{g.ignored_reason}")
@@ -367,7 +368,8 @@ def _answered_stripe(ctx: Context, su: int, sw: int,
         return Outcome(keep_reason=f"mkfs.xfs detects the same geometry (su={mkfs_size(su)},"
                        f" sw={sw}) from {g.source}")
     warnings = []
-    known = detected or ((g.sunit_bytes, g.data_disks) if g.hidden_by else None)
+    known = detected or ((g.sunit_bytes, g.data_disks) if stripe_hidden_below(ctx.device)
+                         else None)
     if known:
         warnings.append(f"the answers (su={mkfs_size(su)}, sw={sw}) disagree with what "
                         f"{g.source} reports (su={mkfs_size(known[0] or 0)}, "

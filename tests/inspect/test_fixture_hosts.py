@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.inspect.devices import find_device, inspect_devices
-from advisor.models.device import Device, Inventory
+from advisor.models.device import Device, Inventory, stripe_hidden_below
 from advisor.system.sysroot import SysRoot
 from tests.conftest import require
 from tests.inspect.sysfs_builder import Dev, Part, write_tree
@@ -187,7 +187,9 @@ def test_dm_hiding_md_geometry_says_so(host: Inventory) -> None:
     assert not old.stripe.used_by_mkfs
     assert (old.stripe.sunit_bytes, old.stripe.swidth_bytes) == (256 * KiB, 1024 * KiB)
     assert old.stripe.ignored_reason is not None and "-d su=" in old.stripe.ignored_reason
-    assert old.stripe.hidden_by == "old-vol" and old.stripe.data_disks == 4
+    assert stripe_hidden_below(old) and old.stripe.data_disks == 4
+    assert not stripe_hidden_below(dev(host, "data-vol"))
+    assert not stripe_hidden_below(dev(host, "md6"))
 
 
 def test_dm_crypt_hiding_md_raid10_far_counts_near_copies_only(host: Inventory) -> None:
@@ -195,7 +197,7 @@ def test_dm_crypt_hiding_md_raid10_far_counts_near_copies_only(host: Inventory) 
     (raid_disks / near copies), not 2; the crypt device above hides it."""
     crypt = dev(host, "crypt-vol")
     assert crypt.dm_kind == "crypt" and not crypt.stripe.used_by_mkfs
-    assert crypt.stripe.hidden_by == "crypt-vol"
+    assert stripe_hidden_below(crypt)
     assert (crypt.stripe.sunit_bytes, crypt.stripe.data_disks) == (512 * KiB, 4)
     assert crypt.stripe.source.startswith("md11 (md raid10, 4 disks")
 

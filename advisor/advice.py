@@ -10,6 +10,7 @@ from pathlib import Path
 from advisor.engine import draft
 from advisor.engine.deciders import target_kernel
 from advisor.engine.rulebook import RuleBook, load_rulebook
+from advisor.errors import DeviceProblem
 from advisor.models.device import Device
 from advisor.models.environment import Environment
 from advisor.models.proposal import Proposal, ProposalWarning
@@ -26,6 +27,7 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
     rules of tool versions this host does not have). `timings`, when given, receives the wall
     time of each phase in seconds (scripts/bench_propose.py)."""
     started = time.perf_counter()
+    refuse_unformattable(device)
     mkfs = mkfs or HostMkfs()
     if env is None:
         from advisor.system.versions import read_environment
@@ -36,8 +38,11 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
     defaults = mkfs.defaults(device)
     sets = mkfs.feature_sets(env) if target_kernel(workload, env) else {}
     asked = time.perf_counter()
+    # Later rules read what mkfs.xfs makes with the options decided before them; with check=False
+    # (rules of another xfsprogs) this host's mkfs.xfs cannot say, and the defaults stand in.
+    measure = (lambda options: mkfs.check(device, options).geometry) if check else None
     drafted = draft(device, workload, env=env, defaults=defaults.geometry, book=book,
-                    feature_sets=sets)
+                    feature_sets=sets, measure=measure)
     decided = time.perf_counter()
     warnings = list(drafted.warnings)
     proposal_check = None
@@ -63,6 +68,18 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
         rules_dirs=book.dirs,
         disabled_rules=dict(book.disabled),
     )
+
+
+def refuse_unformattable(device: Device) -> None:
+    """DeviceProblem for a device no proposal of these rules can format: a host-managed zoned
+    device accepts only sequential writes in its zones, which a conventional XFS (and the
+    stand-in dry run) does not do."""
+    if device.zoned.value == "host-managed":
+        raise DeviceProblem(
+            f"{device.name} is a host-managed zoned device: a conventional XFS cannot live on it "
+            "and these rules do not cover zoned XFS. Zoned XFS needs Linux 6.15 or later and "
+            "xfsprogs 6.15 or later (whose mkfs.xfs sets it up itself); on older systems, "
+            "dm-zoned (dmzadm --format) makes it a conventional device to format instead")
 
 
 def _joined_warnings(lines: list[str]) -> list[str]:

@@ -24,6 +24,8 @@ class Change:
     options: list[str]
     """mkfs flag/argument pairs (`["-n", "size=64k"]`) or mount options (`["noatime"]`)."""
     reason: str
+    source: str = ""
+    """Where the value comes from, when later rules name it (the stripe: `answers`, `md0`)."""
 
 
 @dataclass
@@ -40,7 +42,12 @@ class Context:
     device: Device
     workload: Workload
     env: Environment
-    defaults: MkfsGeometry
+    geometry: MkfsGeometry
+    """What mkfs.xfs makes with the options decided so far: its defaults at first, measured
+    again (by the caller's dry run) after each mkfs setting that changes, so that every later
+    rule reads the AG count, AG size, log size and log stripe unit the proposal itself leads to
+    (a stripe from the answers makes 32 AGs, not 4; a 4 KiB log sector keeps a one-block log
+    stripe unit)."""
     size: int
     feature_sets: dict[str, FeatureSet] = field(default_factory=dict)
     """xfsprogs' lts_*.conf feature sets, read by the caller (only when an older kernel must
@@ -58,28 +65,17 @@ class Context:
         return None
 
     def stripe(self) -> tuple[int, int, str] | None:
-        """The data stripe (unit bytes, data disks, where from) the filesystem will use: the RAID
-        answers when given, else what mkfs.xfs detects."""
-        s = self.workload.storage
-        if "-d su/sw" in self.chosen and s.raid_stripe_unit and s.raid_data_disks:
-            return s.raid_stripe_unit, s.raid_data_disks, "answers"
+        """The data stripe (unit bytes, data disks, where from) the filesystem will use: the one
+        the proposal gives with -d su=,sw= (from the answers, or from an md array a dm device
+        hides), else what mkfs.xfs detects."""
+        change = self.chosen.get("-d su/sw")
+        if change:
+            values = dict(p.partition("=")[::2] for p in change.options[1].split(","))
+            return parse_size(values["su"]), int(values["sw"]), change.source
         g = self.device.stripe
         if g.used_by_mkfs and g.sunit_bytes and g.data_disks:
             return g.sunit_bytes, g.data_disks, g.source
         return None
-
-    def agsize_bytes(self) -> int:
-        """The AG size the proposal leads to (so far): chosen agsize/agcount, else the default."""
-        change = self.chosen.get("-d agcount/agsize")
-        if change:
-            for arg in change.options[1::2]:
-                for part in arg.split(","):
-                    key, _, val = part.partition("=")
-                    if key == "agcount":
-                        return self.size // int(val)
-                    if key == "agsize":
-                        return parse_size(val)
-        return self.defaults.agsize_bytes
 
 
 def mkfs_size(n: int) -> str:

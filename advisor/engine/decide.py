@@ -8,6 +8,7 @@ proposal, gated by a real `mkfs.xfs -N`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.engine.context import Change, Context, mkfs_size
@@ -38,6 +39,10 @@ class Draft:
     warnings: list[ProposalWarning]
     mkfs_options: list[str]
     mount_options: list[str]
+
+
+#: The caller's `mkfs.xfs -N` of a list of options: the geometry mkfs.xfs makes with them.
+Measure = Callable[[list[str]], MkfsGeometry]
 
 
 def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
@@ -81,7 +86,7 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
             keeps.append((rule.id, outcome.keep_reason))
             if rule.keep_wins:
                 holds.append((rule.id, rule.priority, outcome.keep_reason))
-    default = default_text(setting.name, ctx.defaults, ctx.env)
+    default = default_text(setting.name, ctx.geometry, ctx.env)
     if holds and changes and holds[0][1] > changes[0][1]:
         hold_id, hold_priority, why = holds[0]
         overruled = [Alternative(rule=rid, value=c.value, reason=c.reason)
@@ -135,24 +140,28 @@ def obsolete_in(options: list[str], mount_options: list[str], book: RuleBook) ->
 
 
 def draft(device: Device, workload: Workload, *, env: Environment, defaults: MkfsGeometry,
-          book: RuleBook, feature_sets: dict[str, FeatureSet] | None = None) -> Draft:
+          book: RuleBook, feature_sets: dict[str, FeatureSet] | None = None,
+          measure: Measure | None = None) -> Draft:
     """Every setting decided for `device` and `workload`: `env` is the host the filesystem is
     for, `defaults` what its mkfs.xfs makes with no options, `feature_sets` its lts_*.conf files
-    (needed only when an older kernel must mount the result)."""
-    ctx = Context(device=device, workload=workload, env=env, defaults=defaults,
+    (needed only when an older kernel must mount the result). `measure`, when given, is asked
+    what mkfs.xfs makes with the options decided so far after each mkfs setting that changes,
+    so later rules see the proposal's own geometry (without it they see the defaults)."""
+    ctx = Context(device=device, workload=workload, env=env, geometry=defaults,
                   size=device_size(device), feature_sets=dict(feature_sets or {}))
     warnings: list[ProposalWarning] = []
-    decisions = [_decide(s, ctx, book, warnings) for s in SETTINGS]
+    decisions: list[Decision] = []
+    for setting in SETTINGS:
+        decision = _decide(setting, ctx, book, warnings)
+        decisions.append(decision)
+        if measure is not None and decision.changed and setting.kind == "mkfs":
+            ctx.geometry = measure(_merged(decisions))
     for rule in book.of_kind("device"):
         loaded_rule = book.rules[rule.id]
         if rule.decide:
             outcome = DECIDERS[rule.decide][0](ctx, loaded_rule.params)
             warnings += [ProposalWarning(rule=rule.id, message=m) for m in outcome.warnings]
-    mkfs_decisions = [d for d in decisions if d.changed and d.setting.startswith("-")]
-    try:
-        options = merge_options(d.options for d in mkfs_decisions)
-    except ValueError as err:
-        raise ProposalBug(f"bug: the rules produce conflicting mkfs options: {err}") from None
+    options = _merged(decisions)
     mount_options = [o for d in decisions if d.changed and d.setting.startswith("mount")
                      for o in d.options]
     hits = obsolete_in(options, mount_options, book)
@@ -160,3 +169,12 @@ def draft(device: Device, workload: Workload, *, env: Environment, defaults: Mkf
         raise ProposalBug(f"bug: the proposal contains obsolete advice ({', '.join(hits)})")
     return Draft(decisions=decisions, warnings=warnings, mkfs_options=options,
                  mount_options=mount_options)
+
+
+def _merged(decisions: list[Decision]) -> list[str]:
+    """The mkfs options of the changed decisions, merged per flag."""
+    try:
+        return merge_options(d.options for d in decisions
+                             if d.changed and d.setting.startswith("-"))
+    except ValueError as err:
+        raise ProposalBug(f"bug: the rules produce conflicting mkfs options: {err}") from None

@@ -24,6 +24,7 @@ from advisor.engine.context import (
     round_up,
 )
 from advisor.models.base import Model
+from advisor.models.device import stripe_hidden_below
 from advisor.models.environment import Environment, parse_version
 from advisor.models.units import human_size
 from advisor.models.workload import Access, Workload
@@ -65,8 +66,6 @@ class DirBlockParams(Model):
 
     table: list[DirBlockRow] = Field(min_length=1)
     """One row per access pattern."""
-    unknown_access_as: Access = "mixed"
-    """Row used when the access pattern is not given."""
 
 
 def directory_block_for(entries: int, access: Access, params: DirBlockParams) -> int:
@@ -85,16 +84,23 @@ def dir_block_size(ctx: Context, params: DirBlockParams) -> Outcome:
     if entries is None:
         return Outcome(keep_reason="largest directory size not given: the default suits "
                        "directories up to hundreds of thousands of entries")
-    access = ctx.workload.access or params.unknown_access_as
-    size = max(directory_block_for(entries, access, params), ctx.defaults.block_size)
-    label = access if ctx.workload.access else f"{access} (access not given)"
-    if size <= ctx.defaults.naming_block_size:
-        return Outcome(keep_reason=f"{entries:,} entries, {label}: within the "
-                       f"{mkfs_size(ctx.defaults.naming_block_size)} range of table 2.5; larger "
-                       "blocks would only cost CPU per operation")
+    default = ctx.geometry.naming_block_size
+    access = ctx.workload.access
+    if access is None:
+        by_access = ", ".join(
+            f"{r.access} {mkfs_size(max(directory_block_for(entries, r.access, params), default))}"
+            for r in params.table)
+        return Outcome(keep_reason=f"{entries:,} entries, but the access pattern is not given: "
+                       f"table 2.5 depends on it ({by_access}), and an answer missing keeps the "
+                       "default (answer access to decide)")
+    size = max(directory_block_for(entries, access, params), ctx.geometry.block_size)
+    if size <= default:
+        return Outcome(keep_reason=f"{entries:,} entries, {access}: within the "
+                       f"{mkfs_size(default)} range of table 2.5; larger blocks would only cost "
+                       "CPU per operation")
     return Outcome(change=Change(
         mkfs_size(size), ["-n", f"size={mkfs_size(size)}"],
-        f"{entries:,} entries, {label}: table 2.5 puts this beyond the range of smaller directory "
+        f"{entries:,} entries, {access}: table 2.5 puts this beyond the range of smaller directory "
         f"blocks; {mkfs_size(size)} blocks need fewer IOs per lookup and modification"))
 
 
@@ -116,7 +122,7 @@ class AgConcurrencyParams(Model):
 @decider(AgConcurrencyParams)
 def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
     writers = ctx.workload.concurrent_writers
-    default = ctx.defaults.agcount
+    default = ctx.geometry.agcount
     if writers is None:
         return Outcome(keep_reason="number of concurrent writers not given")
     if writers < params.min_writers:
@@ -177,21 +183,21 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     warnings = [f"XFS can grow but never shrink: size it for {human_size(eventual)} now only "
                 "if that growth is real"]
     if factor > params.warn_growth_factor:
-        warnings.append(f"growth of {factor:.0f}x is beyond the ~{params.warn_growth_factor:g}x "
+        warnings.append(f"growth of {factor:.1f}x is beyond the ~{params.warn_growth_factor:g}x "
                         "the guide recommends (2.1.2.2): AGs sized for the end are huge now, or "
                         "there are too many AGs later; consider a new filesystem at some point")
     if ctx.stripe():
         warnings.append("growing on RAID: add storage of the same geometry, and keep the device "
                         "size a whole number of AGs so that new AGs start stripe-aligned "
                         "(guide 2.1.2.2)")
-    default_agsize = ctx.defaults.agsize_bytes
+    default_agsize = ctx.geometry.agsize_bytes
     grown = math.ceil(eventual / default_agsize)
     if grown <= params.max_agcount_when_grown or default_agsize >= params.max_ag_bytes - 4 * KiB:
         return Outcome(keep_reason=f"the default AGs ({human_size(default_agsize)}) make "
                        f"{grown} AGs at {human_size(eventual)}: within the few hundred the guide "
                        "allows", warnings=warnings)
     stripe = ctx.stripe()
-    align = math.lcm(ctx.defaults.block_size, stripe[0] if stripe else 1)
+    align = math.lcm(ctx.geometry.block_size, stripe[0] if stripe else 1)
     needed = round_up(math.ceil(eventual / params.max_agcount_when_grown), align)
     agsize = min(needed, round_down(params.max_ag_bytes, align))
     # mkfs.xfs needs two AGs (two superblocks): it accepts `-d agsize=80g` on 100 GiB (80 + 20
@@ -201,12 +207,18 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     room = max(MIN_AG_BYTES, min(ctx.size // 2, 2 * MKFS_MAX_LOG_BYTES))
     agsize = min(agsize, round_down(ctx.size - room, align))
     if stripe and agsize % (stripe[0] * stripe[1]) == 0:
-        # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns).
-        agsize -= stripe[0]
+        # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns): one
+        # stripe unit more moves each to the next disk; less only when more does not fit.
+        grown_larger = agsize + stripe[0]
+        fits = grown_larger <= min(params.max_ag_bytes, ctx.size - room)
+        agsize = grown_larger if fits else agsize - stripe[0]
     if math.ceil(eventual / agsize) > params.max_agcount_when_grown:
-        warnings.append(f"{human_size(ctx.size)} now is too small for AGs that keep "
-                        f"{human_size(eventual)} within {params.max_agcount_when_grown} AGs: "
-                        "the largest AGs it can hold are used")
+        limit = (f"AGs cannot exceed {human_size(params.max_ag_bytes)}"
+                 if needed > round_down(params.max_ag_bytes, align) else
+                 f"{human_size(ctx.size)} now is too small for larger AGs")
+        warnings.append(f"{human_size(eventual)} needs more than "
+                        f"{params.max_agcount_when_grown} AGs: {limit}, so the largest possible "
+                        "are used")
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
         f"growing {factor:.1f}x to {human_size(eventual)}: the default "
@@ -217,22 +229,54 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
 
 # ---- 2.1.3 inode size ------------------------------------------------------------------------
 
-class InlineRow(Model):
-    """Inline attribute space of one inode size (CRC-enabled filesystems)."""
-
-    inode_size: int
-    """Inode size in bytes."""
-    inline_bytes: int
-    """About how many xattr bytes fit in the inode's literal area beside a few extents."""
-
-
 class InodeParams(Model):
-    """Inline-attribute capacity per inode size, and the inline value limit."""
+    """The on-disk format that decides how many attribute bytes stay in the inode, and the
+    assumptions the rule makes where the answers are silent."""
 
-    table: list[InlineRow] = Field(min_length=1)
-    """Smallest first."""
+    inode_sizes: list[int] = Field(min_length=1)
+    """Inode sizes the rule may choose, smallest first (only those up to half a block exist)."""
+    inode_core_bytes: int = Field(ge=1)
+    """Bytes of the V5 (CRC) inode core before the literal area (struct xfs_dinode: 176)."""
+    v4_inode_core_bytes: int = Field(ge=1)
+    """The same for V4 inodes (crc=0, older xfsprogs: 100)."""
+    min_data_fork_bytes: int = Field(ge=0)
+    """Room the data fork always keeps: a bmap btree root of 3 records, 4 + 3 x 16 bytes rounded
+    up to 8 (xfs_attr_shortform_bytesfit's minforkoff: 56)."""
+    fork_header_bytes: int = Field(ge=0)
+    """Header of the inline (shortform) attribute fork: total size, count, padding (4)."""
+    entry_overhead_bytes: int = Field(ge=0)
+    """Per attribute: name length, value length, flags (3)."""
+    assumed_bytes_per_attribute: int = Field(ge=1)
+    """No answer gives the number of attributes: assume one per this many bytes of name+value
+    (rounded up). Small on purpose: more attributes mean more overhead, so the count errs high."""
+    headroom_percent: int = Field(ge=0, le=50)
+    """Share of the inline space left free for attributes that grow or are added later."""
     max_inline_value: int
-    """Names and values longer than this never go inline (254 bytes)."""
+    """Values longer than this never go inline (254 bytes: the length is one byte and 255 is
+    reserved)."""
+
+
+def inline_capacity(inode_size: int, v5: bool, params: InodeParams) -> int:
+    """Bytes the inline attribute fork can take in an inode of this size (header and entries
+    included): the literal area less the data fork's minimum, as the kernel computes it."""
+    core = params.inode_core_bytes if v5 else params.v4_inode_core_bytes
+    return inode_size - core - params.min_data_fork_bytes
+
+
+def assumed_attributes(name_value_bytes: int, params: InodeParams) -> int:
+    """How many attributes `name_value_bytes` are taken to be (no answer gives the count)."""
+    return max(1, math.ceil(name_value_bytes / params.assumed_bytes_per_attribute))
+
+
+def fork_bytes(name_value_bytes: int, attributes: int, params: InodeParams) -> int:
+    """Bytes an inline attribute fork needs for these names and values."""
+    return (params.fork_header_bytes + name_value_bytes
+            + attributes * params.entry_overhead_bytes)
+
+
+def usable_capacity(capacity: int, params: InodeParams) -> int:
+    """The inline capacity less the headroom the rule keeps."""
+    return capacity * (100 - params.headroom_percent) // 100
 
 
 @decider(InodeParams)
@@ -249,20 +293,34 @@ def inode_size(ctx: Context, params: InodeParams) -> Outcome:
         return Outcome(keep_reason="values too large to go inline: a larger inode would not "
                        "help", warnings=warnings)
     need = w.xattr_bytes_per_file
-    fits = [r for r in params.table if r.inline_bytes >= need
-            and r.inode_size <= ctx.defaults.block_size // 2]
+    v5 = ctx.geometry.features.get("crc", 1) == 1
+    count = assumed_attributes(need, params)
+    want = fork_bytes(need, count, params)
+    default = ctx.geometry.inode_size
+    sizes = sorted({default, *params.inode_sizes})
+    sizes = [s for s in sizes if default <= s <= ctx.geometry.block_size // 2]
+    fits = [s for s in sizes if usable_capacity(inline_capacity(s, v5, params), params) >= want]
+    why = (f"{need} B of attribute names and values per file, taken as {count} attribute"
+           f"{'s' if count > 1 else ''} (no count is answered: one per "
+           f"{params.assumed_bytes_per_attribute} B assumed), need "
+           f"{params.fork_header_bytes} + {need} + {count} x {params.entry_overhead_bytes} = "
+           f"{want} B of inline attribute fork")
+    held = ", ".join(f"a {s}-byte inode holds {inline_capacity(s, v5, params)} B" for s in sizes)
+    core = params.inode_core_bytes if v5 else params.v4_inode_core_bytes
+    rule_of = (f"{held} (inode size - {core} B core - {params.min_data_fork_bytes} B kept for "
+               "the data fork); "
+               f"{params.headroom_percent}% is kept free for attributes that grow")
     if not fits:
-        warnings.append(f"{need} xattr bytes per file do not fit inline in any inode size: "
-                        "attributes will live in separate blocks")
+        warnings.append(f"{why}: more than any inode size holds inline ({rule_of}): attributes "
+                        "will live in separate blocks")
         return Outcome(keep_reason="no inode size holds them inline", warnings=warnings)
-    best = fits[0].inode_size
-    if best <= ctx.defaults.inode_size:
-        return Outcome(keep_reason=f"{need} xattr bytes fit inline in the default "
-                       f"{ctx.defaults.inode_size}-byte inode")
+    best = fits[0]
+    if best <= default:
+        return Outcome(keep_reason=f"{why}; {rule_of}: they fit inline in the default "
+                       f"{default}-byte inode")
     return Outcome(change=Change(str(best), ["-i", f"size={best}"],
-                                 f"{need} xattr bytes per file do not fit inline in "
-                                 f"{ctx.defaults.inode_size}-byte inodes; {best}-byte inodes keep "
-                                 "them inline (up to 10x faster than an attribute block)"))
+                                 f"{why}; {rule_of}: {best}-byte inodes keep them inline (up to "
+                                 "10x faster than an attribute block)"))
 
 
 # ---- 2.1.4 RAID stripe geometry --------------------------------------------------------------
@@ -273,31 +331,54 @@ def stripe_geometry(ctx: Context, params: NoParams) -> Outcome:
     g = ctx.device.stripe
     detected = (g.sunit_bytes, g.data_disks) if g.used_by_mkfs and g.sunit_bytes else None
     if s.raid_stripe_unit and s.raid_data_disks:
-        su, sw = s.raid_stripe_unit, s.raid_data_disks
-        if su % ctx.defaults.block_size or su % ctx.defaults.sector_size:
-            return Outcome(keep_reason="the RAID answers cannot be used",
-                           warnings=[f"raid_stripe_unit {su} is not a multiple of the "
-                                     f"{ctx.defaults.block_size}-byte block: ignored"])
-        if detected == (su, sw):
-            return Outcome(keep_reason=f"mkfs.xfs detects the same geometry (su={mkfs_size(su)},"
-                           f" sw={sw}) from {g.source}")
-        warnings = []
-        if detected:
-            warnings.append(f"the answers (su={mkfs_size(su)}, sw={sw}) disagree with what "
-                            f"{g.source} reports (su={mkfs_size(detected[0] or 0)}, "
-                            f"sw={detected[1]}): the answers are used; check the RAID set-up")
-        return Outcome(change=Change(
-            f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
-            f"hardware RAID geometry from the answers ({sw} data disks of "
-            f"{mkfs_size(su)}): aligns allocation to full stripes"), warnings=warnings)
+        return _answered_stripe(ctx, s.raid_stripe_unit, s.raid_data_disks, detected)
     if detected:
         return Outcome(keep_reason=f"mkfs.xfs detects su={mkfs_size(g.sunit_bytes or 0)}, "
                        f"sw={g.data_disks} from {g.source} on its own")
+    if stripe_hidden_below(ctx.device) and (g.data_disks or 0) > 1:
+        su, sw = g.sunit_bytes or 0, g.data_disks or 0
+        return Outcome(change=Change(
+            f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
+            f"{ctx.device.display_name} does not pass up the geometry of {g.source}, so "
+            f"mkfs.xfs would see no stripe: su={mkfs_size(su)},sw={sw} from the array aligns "
+            "allocation to its full stripes", source=g.source))
     if g.sunit_bytes and g.ignored_reason:
         return Outcome(keep_reason=f"the device reports a stripe that mkfs.xfs ignores: "
                        f"{g.ignored_reason}")
     return Outcome(keep_reason="no stripe geometry reported or answered (hardware RAID that "
                    "hides it: answer raid_stripe_unit and raid_data_disks)")
+
+
+def _answered_stripe(ctx: Context, su: int, sw: int,
+                     detected: tuple[int | None, int | None] | None) -> Outcome:
+    """The stripe the RAID answers give, unless it cannot be one."""
+    g = ctx.device.stripe
+    if sw < 2:
+        return Outcome(keep_reason="raid_data_disks = 1: one data disk is no stripe",
+                       warnings=["raid_data_disks = 1 describes a mirror (RAID1) or a single "
+                                 "disk, not a stripe: no -d su=,sw= is given, so mkfs.xfs does "
+                                 "not pad the log or align allocation for striping. For RAID10 "
+                                 "the data disks are the disks / 2 (8 disks: 4); RAID5 n-1, "
+                                 "RAID6 n-2"])
+    if su % ctx.geometry.block_size or su % ctx.geometry.sector_size:
+        return Outcome(keep_reason="the RAID answers cannot be used",
+                       warnings=[f"raid_stripe_unit {su} is not a multiple of the "
+                                 f"{ctx.geometry.block_size}-byte block: ignored"])
+    if detected == (su, sw):
+        return Outcome(keep_reason=f"mkfs.xfs detects the same geometry (su={mkfs_size(su)},"
+                       f" sw={sw}) from {g.source}")
+    warnings = []
+    known = detected or ((g.sunit_bytes, g.data_disks) if stripe_hidden_below(ctx.device)
+                         else None)
+    if known:
+        warnings.append(f"the answers (su={mkfs_size(su)}, sw={sw}) disagree with what "
+                        f"{g.source} reports (su={mkfs_size(known[0] or 0)}, "
+                        f"sw={known[1]}): the answers are used; check the RAID set-up")
+    return Outcome(change=Change(
+        f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
+        f"hardware RAID geometry from the answers ({sw} data disks of "
+        f"{mkfs_size(su)}): aligns allocation to full stripes", source="answers"),
+        warnings=warnings)
 
 
 # ---- 2.1.5 log size --------------------------------------------------------------------------
@@ -322,7 +403,7 @@ class LogSizeParams(Model):
 @decider(LogSizeParams)
 def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     w = ctx.workload
-    default = ctx.defaults.log_bytes
+    default = ctx.geometry.log_bytes
     old = ctx.env.xfsprogs_version is not None and not ctx.env.xfsprogs_at_least(5, 15)
     heavy = (w.concurrent_writers is not None and w.concurrent_writers >= params.min_writers
              and w.access != "read-heavy")
@@ -342,11 +423,11 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     if want > ctx.size // params.filesystem_divisor:
         want = ctx.size // params.filesystem_divisor
         limits.append(f"limited to 1/{params.filesystem_divisor} of the filesystem")
-    if want > min(params.max_log_bytes, ctx.agsize_bytes() // 2):
-        want = min(params.max_log_bytes, ctx.agsize_bytes() // 2)
+    if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
+        want = min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2)
         limits.append("limited by the maximum log size and the AG size")
     # mkfs.xfs wants the log a whole number of log stripe units.
-    want = round_down(want, math.lcm(MiB, default_log_stripe_unit(ctx, 256 * KiB) or 1))
+    want = round_down(want, math.lcm(MiB, default_log_stripe_unit(ctx) or 1))
     if want <= default:
         return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
                        f"large enough" + (f" ({'; '.join(limits)})" if limits else ""))
@@ -364,25 +445,28 @@ class LogStripeParams(Model):
 
     min_fsyncs_per_second: float = Field(ge=0)
     """fsync/fdatasync rate from which log write latency dominates."""
-    max_log_su: int = Field(ge=4 * KiB)
-    """Largest log stripe unit (256 KiB); mkfs.xfs falls back to 32 KiB above it."""
 
 
-def default_log_stripe_unit(ctx: Context, max_log_su: int) -> int:
-    """The log stripe unit in bytes mkfs.xfs will use with the proposal's data stripe."""
-    stripe = ctx.stripe()
-    if stripe:
-        return stripe[0] if stripe[0] <= max_log_su else 32 * KiB
-    return ctx.defaults.log_sunit_blocks * ctx.defaults.block_size
+def default_log_stripe_unit(ctx: Context) -> int:
+    """The log stripe unit in bytes mkfs.xfs makes with the options decided so far: the data
+    stripe unit up to 256 KiB, 32 KiB above it, one block when the log sector is over 512 B
+    (read from its dry run, not predicted)."""
+    return ctx.geometry.log_sunit_blocks * ctx.geometry.block_size
 
 
 @decider(LogStripeParams)
 def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
     fsyncs = ctx.workload.fsyncs_per_second
-    lsu = default_log_stripe_unit(ctx, params.max_log_su)
-    block = ctx.defaults.block_size
+    lsu = default_log_stripe_unit(ctx)
+    block = ctx.geometry.block_size
     if lsu <= block:
-        return Outcome(keep_reason="no data stripe: log writes are not padded to a stripe unit")
+        if ctx.stripe() is None:
+            return Outcome(keep_reason="no data stripe: log writes are not padded to a stripe "
+                           "unit")
+        sector = ctx.geometry.sector_size
+        return Outcome(keep_reason=f"mkfs.xfs already makes the log stripe unit one block "
+                       f"({mkfs_size(block)})" + (f": it does so for {sector}-byte sectors "
+                       "whatever the data stripe" if sector > 512 else ""))
     if fsyncs is None:
         return Outcome(keep_reason=f"fsync rate not given: log writes stay aligned to the "
                        f"{mkfs_size(lsu)} stripe unit")
@@ -397,28 +481,55 @@ def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
 
 # ---- 2.2 mount options -----------------------------------------------------------------------
 
-class Inode32Params(Model):
-    """Where inode numbers stop fitting in 32 bits."""
-
-    threshold_bytes: int
-    """Filesystems larger than this can have 64-bit inode numbers (1 TiB)."""
+#: XFS_MAXINUMBER_32: the largest inode number 32-bit stat() and NFSv2/v3 clients can take.
+MAX_INUMBER_32 = (1 << 32) - 1
 
 
-@decider(Inode32Params)
-def inode32(ctx: Context, params: Inode32Params) -> Outcome:
+def largest_inode_number(agcount: int, agblocks: int, block_size: int, inode_size: int) -> int:
+    """The last possible inode number of a geometry, as the kernel computes it to decide whether
+    inode32 changes anything (xfs_set_inode_alloc): AG number << (agblklog + inopblog) | the
+    AG-relative number of the AG's last block. agblklog is the bits of agblocks - 1 (rounded up
+    to a power of two), inopblog log2 of inodes per block."""
+    agblklog = (agblocks - 1).bit_length()
+    inopblog = (block_size // inode_size).bit_length() - 1
+    return ((agcount - 1) << (agblklog + inopblog)) | ((agblocks - 1) << inopblog)
+
+
+def inode32_ags(agblocks: int, block_size: int, inode_size: int) -> int:
+    """How many AGs inode32 lets hold inodes: those whose last inode number fits in 32 bits."""
+    agblklog = (agblocks - 1).bit_length()
+    inopblog = (block_size // inode_size).bit_length() - 1
+    last_agino = (agblocks - 1) << inopblog
+    return (MAX_INUMBER_32 - last_agino) // (1 << (agblklog + inopblog)) + 1
+
+
+@decider(NoParams)
+def inode32(ctx: Context, params: NoParams) -> Outcome:
     if not ctx.workload.nfs_32bit_clients:
         return Outcome(keep_reason="no 32-bit NFS clients or applications declared")
-    largest = max(ctx.size, ctx.eventual_size or 0)
-    if largest <= params.threshold_bytes:
-        return Outcome(keep_reason=f"at {human_size(largest)} every inode number fits in 32 "
-                       "bits: inode32 is not needed")
+    g = ctx.geometry
+    agcount = g.agcount
+    eventual = ctx.eventual_size
+    grown = ""
+    if eventual and eventual > ctx.size:
+        agcount = max(agcount, math.ceil(eventual / g.agsize_bytes))
+        grown = f" once grown to {human_size(eventual)}"
+    largest = largest_inode_number(agcount, g.agsize_blocks, g.block_size, g.inode_size)
+    geometry = (f"{agcount} AGs of {g.agsize_blocks} blocks, {g.inode_size}-byte inodes in "
+                f"{g.block_size}-byte blocks")
+    if largest <= MAX_INUMBER_32:
+        return Outcome(keep_reason=f"the largest possible inode number{grown} is {largest:,} "
+                       f"({geometry}): under 2^32, so every inode number fits in 32 bits and "
+                       "inode32 would change nothing")
+    allowed = inode32_ags(g.agsize_blocks, g.block_size, g.inode_size)
     return Outcome(
         change=Change("inode32", ["inode32"],
-                      f"32-bit clients and {human_size(largest)} (over "
-                      f"{human_size(params.threshold_bytes)}): inode32 keeps inode numbers under "
-                      "32 bits"),
-        warnings=["inode32 costs performance: inodes all live in the first 1 TiB, away from "
-                  "their data, and that space can fill up (ENOSPC on create with free space)"])
+                      f"32-bit clients, and the largest possible inode number{grown} is "
+                      f"{largest:,} ({geometry}), over 2^32 - 1: inode32 keeps inode numbers "
+                      "under 32 bits"),
+        warnings=[f"inode32 costs performance: new inodes may only go in the first {allowed} "
+                  f"AGs ({human_size(allowed * g.agsize_bytes)}), away from their data, and that "
+                  "space can fill up (ENOSPC on create with free space elsewhere)"])
 
 
 class LogbsizeParams(Model):
@@ -437,22 +548,26 @@ def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
         return Outcome(keep_reason="no IO-heavy metadata work declared")
     nv = w.storage.nonvolatile_write_cache
     cache = ctx.device.write_cache.value
-    if nv is True or (nv is None and cache == "write through"):
-        return Outcome(keep_reason="a non-volatile write cache absorbs small log writes: bigger "
-                       "buffers make little difference")
+    if nv is True:
+        return Outcome(keep_reason="the answers say the write cache is non-volatile: it absorbs "
+                       "small log writes, so bigger buffers make little difference")
     if nv is None and cache is None:
         return Outcome(keep_reason="whether the write cache is non-volatile is unknown")
+    storage = ("the answers say the cache is not non-volatile" if nv is False else
+               "a volatile write-back cache" if cache == "write back" else
+               "write through: every log write waits for the media; a controller in "
+               "write-through mode, or with a failed battery, gains most")
     lsu_change = ctx.chosen.get("-l su")
-    lsu = (ctx.defaults.block_size if lsu_change
-           else default_log_stripe_unit(ctx, 256 * KiB))
+    lsu = (ctx.geometry.block_size if lsu_change
+           else default_log_stripe_unit(ctx))
     if lsu and params.value_bytes % lsu:
         return Outcome(keep_reason=f"{mkfs_size(params.value_bytes)} is not a multiple of the "
                        f"{mkfs_size(lsu)} log stripe unit")
     return Outcome(change=Change(
         mkfs_size(params.value_bytes), [f"logbsize={mkfs_size(params.value_bytes)}"],
-        f"{w.concurrent_writers} concurrent writers on storage without a non-volatile cache: "
-        f"{mkfs_size(params.value_bytes)} log buffers need fewer log IOs (fsync-heavy work "
-        "does not need smaller ones: buffers are written partly full)"))
+        f"{w.concurrent_writers} concurrent writers on storage without a non-volatile cache "
+        f"({storage}): {mkfs_size(params.value_bytes)} log buffers need fewer log IOs "
+        "(fsync-heavy work does not need smaller ones: buffers are written partly full)"))
 
 
 @decider(NoParams)
@@ -577,16 +692,25 @@ def device_warnings(ctx: Context, params: NoParams) -> Outcome:
         out.append(f"{d.name} starts {d.alignment_offset.value} bytes off its physical alignment: "
                    "every IO straddles sectors and mkfs.xfs refuses without -f; re-create the "
                    "partition aligned (1 MiB boundaries)")
-    if d.write_cache.value == "write back" and d.fua.value is False:
+    nonvolatile = ctx.workload.storage.nonvolatile_write_cache
+    if d.write_cache.value == "write back" and nonvolatile is True:
+        out.append(f"{d.name} reports a write-back cache and the answers say it is "
+                   "non-volatile: the kernel still sends cache flushes. If the cache truly "
+                   "survives power loss, a udev rule setting queue/write_cache to \"write "
+                   f"through\" stops them (ACTION==\"add|change\", KERNEL==\"{d.name}\", "
+                   "ATTR{queue/write_cache}=\"write through\"), the modern replacement for "
+                   "nobarrier (removed in Linux 4.19). Risk: if it is not (a failed battery, a "
+                   "drive without power-loss protection), a power failure loses or corrupts "
+                   "what XFS was told is on stable storage")
+    elif d.write_cache.value == "write back" and d.fua.value is False:
         out.append(f"{d.name} has a volatile write cache without FUA: every log commit costs a "
                    "full cache flush, which hurts metadata-heavy and fsync-heavy work (seed 001); "
                    "a non-volatile cache or FUA support avoids it. Never mount with nobarrier "
                    "(removed in Linux 4.19)")
-    zoned = d.zoned.value
-    if zoned and zoned != "none":
-        out.append(f"{d.name} is a zoned ({zoned}) device: xfsprogs before 6.15 cannot format "
-                   "host-managed zoned storage, and conventional XFS on host-aware zones may "
-                   "perform badly")
+    if d.zoned.value == "host-aware":
+        out.append(f"{d.name} is a host-aware zoned device: it takes random writes, so a "
+                   "conventional XFS works, but XFS does not write its zones sequentially and "
+                   "the drive's own handling of that may make writes slow and uneven")
     if d.usage.mountpoints:
         out.append(f"{d.name} is mounted on {', '.join(d.usage.mountpoints)}: unmount it first; "
                    "mkfs.xfs destroys what is on it")

@@ -20,11 +20,14 @@ def example_device(example: RuleExample) -> Device:
         su = parse_size(d.stripe_unit)
         stripe = StripeGeometry(sunit_bytes=su, swidth_bytes=su * d.data_disks,
                                 data_disks=d.data_disks, source="md0 (the example's RAID)",
-                                used_by_mkfs=True)
+                                used_by_mkfs=d.stripe_hidden_by is None,
+                                ignored_reason=None if d.stripe_hidden_by is None else
+                                f"{d.stripe_hidden_by} does not report the geometry of md0")
     facts = {"size_bytes": size, "logical_sector": d.logical_sector,
              "physical_sector": d.physical_sector, "rotational": d.rotational,
              "write_cache": d.write_cache, "fua": d.fua}
-    return Device(name="sdx", display_name="sdx", path="/dev/sdx", kind="disk", stripe=stripe,
+    name = d.stripe_hidden_by or "sdx"
+    return Device(name="sdx", display_name=name, path=f"/dev/{name}", kind="disk", stripe=stripe,
                   children=[f"sdx{i + 1}" for i in range(d.partitions)],
                   **{k: Fact(value=v, source="example") for k, v in facts.items()
                      if v is not None})

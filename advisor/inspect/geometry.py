@@ -8,17 +8,11 @@ for filesystems under 1 GiB.
 
 from __future__ import annotations
 
-from advisor.models.device import StripeGeometry
+from advisor.models.device import StripeGeometry, reports_nothing
 from advisor.models.units import format_size
 
 #: mkfs.xfs ignores device geometry for filesystems smaller than this.
 MIN_FS_FOR_GEOMETRY = 1 << 30
-
-
-def reports_nothing(min_io: int | None, opt_io: int | None, logical: int | None,
-                    physical: int | None) -> bool:
-    """A plain disk: no optimal I/O size and a minimum I/O size that is just the sector size."""
-    return not opt_io and (not min_io or min_io in (logical, physical))
 
 
 def mkfs_detected_stripe(

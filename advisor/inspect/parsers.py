@@ -78,9 +78,10 @@ def parse_word(text: str) -> str:
 
 
 def md_data_disks(level: str, raid_disks: int, layout: int = 0) -> int:
-    """Disks holding distinct data in one stripe: raid0 n, raid1 1, raid4/5 n-1, raid6 n-2,
-    raid10 n / (near copies x far copies) with near = layout & 0xff, far = (layout >> 8) & 0xff
-    (n itself when the copies do not divide n)."""
+    """Disks holding distinct data in one stripe, as the kernel counts them for optimal_io_size:
+    raid0 n, raid1 1, raid4/5 n-1, raid6 n-2, raid10 n / near copies (near = layout & 0xff; far
+    and offset copies do not count: drivers/md/raid10.c raid10_nr_stripes, so f2 on 4 disks is
+    4 and n2 on 8 disks is 4), or n itself when the near copies do not divide n."""
     if raid_disks < 1:
         raise ValueError(f"raid_disks must be >= 1, not {raid_disks}")
     level = level.lower()
@@ -97,14 +98,8 @@ def md_data_disks(level: str, raid_disks: int, layout: int = 0) -> int:
             raise ValueError(f"{level} needs at least 3 disks")
         return raid_disks - 2
     if level in ("raid10", "10"):
-        near = layout & 0xFF
-        far = (layout >> 8) & 0xFF
-        copies = max(near, 1) * max(far, 1)
-        if raid_disks % copies:
-            # Copies spread across an odd count (3 disks, n2): no whole data-disk stripe; the
-            # kernel's raid10_nr_stripes then counts every disk, and so do we.
-            return raid_disks
-        return raid_disks // copies
+        near = max(layout & 0xFF, 1)
+        return raid_disks if raid_disks % near else raid_disks // near
     raise ValueError(f"no data-disk rule for md level {level!r}")
 
 

@@ -228,3 +228,20 @@ def device_size(device: Device) -> int:
     if not size:
         raise DeviceProblem(f"{device.name}: size unknown, cannot plan a filesystem for it")
     return size
+
+
+def reports_nothing(min_io: int | None, opt_io: int | None, logical: int | None,
+                    physical: int | None) -> bool:
+    """A plain disk: no optimal I/O size and a minimum I/O size that is just the sector size."""
+    return not opt_io and (not min_io or min_io in (logical, physical))
+
+
+def stripe_hidden_below(device: Device) -> bool:
+    """True when the device's stripe is that of an md array below it which the device itself
+    (LVM or dm-crypt that does not stack the array's limits) does not report: mkfs.xfs cannot
+    see it, so it has to be given with -d su=,sw= (advisor.inspect.geometry.hidden_below)."""
+    g = device.stripe
+    if g.used_by_mkfs or not g.sunit_bytes or not g.data_disks:
+        return False
+    return reports_nothing(device.min_io.value, device.opt_io.value,
+                           device.logical_sector.value, device.physical_sector.value)

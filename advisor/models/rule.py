@@ -40,6 +40,9 @@ class ExampleDevice(Model):
     """A stripe the device reports and mkfs.xfs uses (md RAID): the chunk, with a unit."""
     data_disks: int | None = Field(default=None, ge=1)
     """With stripe_unit: the data disks of that stripe."""
+    stripe_hidden_by: str | None = None
+    """With stripe_unit: the stripe is an md array's that this dm device (LVM, dm-crypt) above
+    it does not report, so mkfs.xfs cannot see it."""
     partitions: int = Field(default=0, ge=0)
     """Partitions already on the disk."""
 

@@ -180,3 +180,19 @@ def test_example_rule_files_validate_against_the_rule_schema() -> None:
     assert len(files) >= 20, "the rule book is not where the tests look"
     for path in files:
         jsonschema.validate(tomllib.loads(path.read_text()), schema)
+
+
+def test_host_managed_zoned_device_is_refused_with_exit_3(tmp_path: Path) -> None:
+    """No proposal for a host-managed zoned device (conventional XFS cannot live on it): exit 3,
+    one line naming what can format it."""
+    host = json.loads(Path(HOST).read_text())
+    host["zoned"] = {"value": "host-managed", "source": "sysfs"}
+    zoned = tmp_path / "zoned.json"
+    zoned.write_text(json.dumps(host))
+    proc = cold_cli("--json", "--device-file", str(zoned))
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "host-managed zoned device" in lines[0]
+    assert "Linux 6.15" in lines[0] and "xfsprogs 6.15" in lines[0] and "dm-zoned" in lines[0]

@@ -26,6 +26,7 @@ CASES = [
     ("nvme-100g", "fileserver.toml"),
     ("sata-hdd-4t", "nfs-archive.json"),
     ("md-raid6-8t", "maildir.toml"),
+    ("lvm-md-raid6-8t", "fileserver.toml"),
     ("hwraid-20t", "database.toml"),
     ("vm-misaligned-2g", "fileserver.toml"),
 ]

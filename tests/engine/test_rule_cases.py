@@ -54,7 +54,7 @@ def test_keep_defaults_without_answers(book: RuleBook) -> None:
     (500_000, "read-heavy", "16k"),
     (500_000, "write-heavy", "default"),
     (20_000_000, "write-heavy", "64k"),
-    (3_000_000, None, "16k"),
+    (3_000_000, None, "default"),  # access not answered: missing keeps the default
 ])
 def test_dir_block_size(book: RuleBook, entries: int, access: str | None, expected: str) -> None:
     p = run(book, SSD, largest_directory_entries=entries, access=access)
@@ -136,7 +136,7 @@ def test_inode_size_warns_on_large_values(book: RuleBook) -> None:
     assert decision(p, "-i size").value == "default"
     assert any("over 254" in m for m in warned(p, "inode-size"))
     p = run(book, SSD, xattr_bytes_per_file=5000)
-    assert any("do not fit inline" in m for m in warned(p, "inode-size"))
+    assert any("more than any inode size holds inline" in m for m in warned(p, "inode-size"))
 
 
 def test_stripe_from_answers(book: RuleBook) -> None:
@@ -208,6 +208,22 @@ def test_logbsize_without_nonvolatile_cache(book: RuleBook) -> None:
     assert decision(p, "mount logbsize").value == "default"
 
 
+def test_write_through_is_not_a_nonvolatile_cache(book: RuleBook) -> None:
+    through = device(4 * TiB, rotational=True, write_cache="write through")
+    d = decision(run(book, through, concurrent_writers=8), "mount logbsize")
+    assert d.value == "256k" and "write through" in d.reason
+
+
+def test_no_volatile_cache_warning_when_the_answer_says_non_volatile(book: RuleBook) -> None:
+    assert any("volatile write cache without FUA" in m for m in warned(run(book, HDD),
+                                                                        "device-warnings"))
+    p = run(book, HDD, storage={"nonvolatile_write_cache": True})
+    messages = warned(p, "device-warnings")
+    assert not any("volatile write cache without FUA" in m for m in messages), messages
+    assert any("queue/write_cache" in m and "Risk:" in m for m in messages), messages
+    assert decision(p, "mount logbsize").value == "default"
+
+
 def test_logbsize_respects_odd_log_stripe_unit(book: RuleBook) -> None:
     odd = device(100 * GiB, write_cache="write back", stripe=md_stripe(192 * KiB, 4))
     d = decision(run(book, odd, concurrent_writers=8), "mount logbsize")
@@ -256,13 +272,18 @@ def test_kernel_compat_merges_with_inode_size(book: RuleBook) -> None:
 @pytest.mark.parametrize(("facts", "needle"), [
     ({"alignment_offset": 3584}, "alignment"),
     ({"write_cache": "write back", "fua": False}, "without FUA"),
-    ({"zoned": "host-managed"}, "zoned"),
+    ({"zoned": "host-aware"}, "host-aware zoned device: it takes random writes"),
     ({"usage": Usage(mountpoints=["/srv"])}, "mounted on /srv"),
     ({"read_only": True}, "read-only"),
 ])
 def test_device_warnings(book: RuleBook, facts: dict[str, Any], needle: str) -> None:
     p = run(book, device(**facts))
     assert any(needle in m for m in warned(p, "device-warnings"))
+
+
+def test_host_aware_wording_does_not_talk_about_host_managed(book: RuleBook) -> None:
+    messages = warned(run(book, device(zoned="host-aware")), "device-warnings")
+    assert messages and not any("host-managed" in m for m in messages)
 
 
 def test_no_device_warnings_on_a_clean_device(book: RuleBook) -> None:
@@ -282,7 +303,7 @@ def test_log_size_on_old_xfsprogs_with_tiny_default_log(book: RuleBook) -> None:
 
     dev = device(100 * GiB)
     defaults = dry_run(dev, []).geometry.model_copy(update={"log_blocks": 2560})
-    ctx = Context(device=dev, workload=Workload(), env=environment("5.10.0"), defaults=defaults,
+    ctx = Context(device=dev, workload=Workload(), env=environment("5.10.0"), geometry=defaults,
                   size=100 * GiB)
     params = book.rules["log-size"].params
     assert isinstance(params, LogSizeParams)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.inspect.devices import find_device, inspect_devices
-from advisor.models.device import Device, Inventory
+from advisor.models.device import Device, Inventory, stripe_hidden_below
 from advisor.system.sysroot import SysRoot
 from tests.conftest import require
 from tests.inspect.sysfs_builder import Dev, Part, write_tree
@@ -76,14 +76,21 @@ def _host(root: Path) -> Path:
             layout=0x102),
         _md("md7", "9:7", "raid6", 6, 256 * KiB, 4, [f"sdw{i}" for i in range(6)],
             holders=["dm-1"]),
+        # raid10 "far 2" on 4 disks: the kernel counts near copies only (raid10_nr_stripes), so
+        # its optimal IO is 4 chunks; dm-crypt on it passes nothing up.
+        _md("md11", "9:11", "raid10", 4, 512 * KiB, 4, [f"sdy{i}" for i in range(4)],
+            layout=0x201, holders=["dm-2"]),
         # LVM on md6 (the kernel passes the geometry up), and an old dm that does not (on md7).
         Dev("dm-0", 4 * TiB, "253:0", min_io=512 * KiB, opt_io=2 * 1024 * KiB, slaves=["md6"],
             dm_name="data-vol", dm_uuid="LVM-abcdefABCDEF", hw_queues=0, scheduler="none"),
         Dev("dm-1", 4 * TiB, "253:1", slaves=["md7"], dm_name="old-vol",
             dm_uuid="LVM-0123456789", hw_queues=0, scheduler="none"),
+        Dev("dm-2", 4 * TiB, "253:2", slaves=["md11"], dm_name="crypt-vol",
+            dm_uuid="CRYPT-LUKS2-0123456789abcdef-crypt-vol", hw_queues=0, scheduler="none"),
         *_members("sdr", 4, 200, "md0"), *_members("sds", 2, 300, "md1"),
         *_members("sdt", 4, 400, "md5"), *_members("sdu", 6, 500, "md6"),
         *_members("sdv", 4, 600, "md10"), *_members("sdw", 6, 700, "md7"),
+        *_members("sdy", 4, 800, "md11"),
         # A small device whose geometry mkfs.xfs ignores (under 1 GiB), and an unattached loop.
         Dev("sdx", 512 << 20, "65:0", devpath=SAS, min_io=64 * KiB, opt_io=256 * KiB),
         Dev("loop999", 0, "7:999"),  # no /dev node: lsblk stats /dev/NAME live
@@ -144,6 +151,7 @@ def test_nvme_ssd(host: Inventory) -> None:
     ("md5", "raid5", 3, 64 * KiB, 192 * KiB),
     ("md6", "raid6", 4, 512 * KiB, 2048 * KiB),
     ("md10", "raid10", 2, 512 * KiB, 1024 * KiB),
+    ("md11", "raid10", 4, 512 * KiB, 2048 * KiB),
 ])
 def test_md_arrays(host: Inventory, name: str, level: str, data: int, sunit: int,
                    swidth: int) -> None:
@@ -179,6 +187,19 @@ def test_dm_hiding_md_geometry_says_so(host: Inventory) -> None:
     assert not old.stripe.used_by_mkfs
     assert (old.stripe.sunit_bytes, old.stripe.swidth_bytes) == (256 * KiB, 1024 * KiB)
     assert old.stripe.ignored_reason is not None and "-d su=" in old.stripe.ignored_reason
+    assert stripe_hidden_below(old) and old.stripe.data_disks == 4
+    assert not stripe_hidden_below(dev(host, "data-vol"))
+    assert not stripe_hidden_below(dev(host, "md6"))
+
+
+def test_dm_crypt_hiding_md_raid10_far_counts_near_copies_only(host: Inventory) -> None:
+    """md11 is raid10 f2 on 4 disks: 4 data disks per stripe, as raid10_nr_stripes counts
+    (raid_disks / near copies), not 2; the crypt device above hides it."""
+    crypt = dev(host, "crypt-vol")
+    assert crypt.dm_kind == "crypt" and not crypt.stripe.used_by_mkfs
+    assert stripe_hidden_below(crypt)
+    assert (crypt.stripe.sunit_bytes, crypt.stripe.data_disks) == (512 * KiB, 4)
+    assert crypt.stripe.source.startswith("md11 (md raid10, 4 disks")
 
 
 def test_hardware_raid_luns(host: Inventory) -> None:
@@ -225,7 +246,7 @@ def test_missing_and_garbage_attributes_are_null_with_a_note(host: Inventory) ->
 def test_empty_and_ram_devices_are_left_out_like_lsblk(host: Inventory) -> None:
     names = {d.name for d in host.devices}
     assert "loop999" not in names and "ram0" not in names
-    assert len(host.devices) == 46
+    assert len(host.devices) == 52
 
 
 def test_parents_come_before_children(host: Inventory) -> None:

@@ -46,7 +46,10 @@ def test_sizes_are_512_byte_sectors() -> None:
 @pytest.mark.parametrize(("level", "disks", "layout", "data"), [
     ("raid0", 4, 0, 4), ("raid1", 2, 0, 1), ("raid4", 5, 0, 4), ("raid5", 4, 2, 3),
     ("raid6", 8, 2, 6), ("raid10", 4, 0x102, 2), ("raid10", 6, 0x103, 2),
-    ("raid10", 4, 0x201, 2), ("raid10", 8, 0x202, 2), ("raid10", 3, 0x102, 3),
+    # raid10 counts near copies only (drivers/md/raid10.c raid10_nr_stripes): f2 on 4 disks
+    # is 4, n2 on 8 is 4, o2 (offset, bit 16) on 4 is 4, n2,f2 on 8 is 4.
+    ("raid10", 4, 0x201, 4), ("raid10", 8, 0x202, 4), ("raid10", 3, 0x102, 3),
+    ("raid10", 8, 0x102, 4), ("raid10", 4, 0x10201, 4),
 ])
 def test_md_data_disks(level: str, disks: int, layout: int, data: int) -> None:
     assert parsers.md_data_disks(level, disks, layout) == data

@@ -2,7 +2,8 @@
 I/O topology the kernel reports for it. Only live devices can be probed; captures carry the results.
 
 `probe_signatures` asks the way mkfs.xfs checks for existing data before it overwrites a device:
-superblocks (type and usage) and partition tables, in one safe probe.
+superblocks (type and usage) and partition tables, in one safe probe. (The I/O topology is read
+from sysfs, which is where libblkid itself takes it from, for live and captured hosts alike.)
 """
 
 from __future__ import annotations
@@ -12,25 +13,9 @@ import os
 from typing import Any
 
 from advisor.errors import DeviceProblem
-from advisor.models.base import FrozenModel
 from advisor.models.device import Fact
 
 SOURCE = "blkid"
-
-
-class Topology(FrozenModel):
-    """I/O topology as libblkid reports it for a live device (the numbers mkfs.xfs starts from)."""
-
-    minimum_io_size: Fact[int] = Fact()
-    """Minimum I/O size in bytes (mkfs.xfs's stripe unit candidate)."""
-    optimal_io_size: Fact[int] = Fact()
-    """Optimal I/O size in bytes (0: not reported; mkfs.xfs's stripe width candidate)."""
-    alignment_offset: Fact[int] = Fact()
-    """Alignment offset in bytes."""
-    logical_sector_size: Fact[int] = Fact()
-    """Logical sector size in bytes."""
-    physical_sector_size: Fact[int] = Fact()
-    """Physical sector size in bytes."""
 
 
 def _library() -> Any:
@@ -102,27 +87,3 @@ def probe_signatures(path: str) -> list[Fact[str]]:
         facts.append(Fact[str](value=pttype, source=SOURCE, path=path, raw=f"PTTYPE={pttype}",
                                note="partition table"))
     return facts
-
-
-def probe_topology(path: str) -> Topology:
-    """Minimum/optimal I/O size, alignment offset and sector sizes of a live device, as libblkid
-    (and so mkfs.xfs) sees them. Raises DeviceProblem when the device cannot be probed."""
-    probe = _open(path)
-    try:
-        topo = probe.topology
-    except RuntimeError as exc:  # raised for regular files, which have no topology
-        raise DeviceProblem(f"no I/O topology for {path}: {exc}") from exc
-
-    def fact(name: str) -> Fact[int]:
-        value = getattr(topo, name, None)
-        if not isinstance(value, int):
-            return Fact[int](source=SOURCE, path=path, note=f"libblkid gave no {name}")
-        return Fact[int](value=value, source=SOURCE, path=path, raw=f"{name}={value}")
-
-    return Topology(
-        minimum_io_size=fact("minimum_io_size"),
-        optimal_io_size=fact("optimal_io_size"),
-        alignment_offset=fact("alignment_offset"),
-        logical_sector_size=fact("logical_sector_size"),
-        physical_sector_size=fact("physical_sector_size"),
-    )

@@ -98,9 +98,6 @@ class SysRoot:
         self._note(rel)
         return os.path.lexists(self._abs(rel))
 
-    def isdir(self, rel: str) -> bool:
-        return self.path(rel).is_dir()
-
 
 #: O_NONBLOCK: a FIFO planted in a captured tree opens at once (and reads as empty) instead of
 #: waiting for a writer; the fstat below then refuses anything that is not a regular file.

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import struct
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from advisor.errors import DeviceProblem
-from advisor.system.blkid import probe_signatures, probe_topology
-from tests.conftest import loop_device, require_root_tools, sh
+from advisor.system.blkid import probe_signatures
+from tests.conftest import require_root_tools, sh
 
 
 def _blkid_oracle(dev: str) -> dict[str, str]:
@@ -52,19 +51,6 @@ def test_partition_table_is_reported(loop: str) -> None:
     assert facts[0].raw == "PTTYPE=dos"
 
 
-def test_topology_of_4k_loop_device(tmp_path: Path) -> None:
-    require_root_tools("losetup")
-    with loop_device(tmp_path / "4k.img", 64 << 20, sector=4096) as dev:
-        topo = probe_topology(dev)
-    assert topo.logical_sector_size.value == 4096
-    assert topo.physical_sector_size.value == 4096
-    assert topo.minimum_io_size.value == 4096
-    assert topo.optimal_io_size.value == 0
-    assert topo.alignment_offset.value == 0
-
-
 def test_missing_device_is_a_device_problem() -> None:
     with pytest.raises(DeviceProblem, match="cannot open /dev/no-such-device"):
         probe_signatures("/dev/no-such-device")
-    with pytest.raises(DeviceProblem):
-        probe_topology("/dev/no-such-device")

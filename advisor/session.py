@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
-    from advisor.models.bench import SideConfig, ValidationReport
+    from advisor.models.bench import NotApplied, SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
@@ -184,6 +184,22 @@ class Session:
 
         return SideConfig(label="B", mkfs_options=list(proposal.mkfs_options),
                           mount_options=list(proposal.mount_options), source="proposal")
+
+    def fit_to_scratch(self, side: SideConfig, scratch: Device | None,
+                       device_bytes: int) -> tuple[SideConfig, list[NotApplied]]:
+        """`side` (a proposal made for some device) as the scratch device can run it, and the
+        options left out with mkfs.xfs's reason. `scratch`: the scratch device (None: the loop
+        default, a plain disk of `device_bytes`)."""
+        from advisor.bench.fit import fit
+        from advisor.models.device import Fact
+        from advisor.system.mkfs import rejection
+
+        stand_in = scratch or Device(
+            name="loop", display_name="loop", path="/dev/loopN", kind="loop",
+            size_bytes=Fact(value=device_bytes, source="plan"),
+            logical_sector=Fact(value=512, source="plan"),
+            physical_sector=Fact(value=512, source="plan"))
+        return fit(side, lambda options: rejection(stand_in, options))
 
     def loop_side(self, workload: Workload) -> Callable[[str], SideConfig]:
         """For a loop run: B decided from the loop device's own facts, once it is attached."""

@@ -17,7 +17,13 @@ from pydantic import ValidationError
 
 from advisor.bench import stats
 from advisor.errors import BadInput
-from advisor.models.bench import MAX_STORED_FLOOR, MAX_STORED_SD, Calibration, MetricNoise
+from advisor.models.bench import (
+    MAX_STORED_FLOOR,
+    MAX_STORED_SD,
+    Calibration,
+    CalibrationUse,
+    MetricNoise,
+)
 from advisor.system.files import read_text, write_target, write_text_atomically
 
 ENV = "XFS_ADVISOR_CALIBRATION"
@@ -44,6 +50,14 @@ def margin_for(floor: float | None) -> tuple[float, bool]:
     if floor is None:
         return stats.DEFAULT_MARGIN, False
     return max(stats.DEFAULT_MARGIN, min(floor, MAX_MARGIN)), floor > MAX_MARGIN
+
+
+#: Calibrations older than this are not used: the machine's load, its storage and its neighbours
+#: change, and a floor from another era decides today's margins silently. Measure again.
+MAX_AGE_DAYS = 30.0
+#: What an A/A run's noise depends on besides the device: a floor measured under another kernel
+#: or another mkfs.xfs/fio is foreign to this run.
+VERSIONS = ("kernel", "xfsprogs", "fio")
 
 
 def _stored(value: float, limit: float) -> float:
@@ -97,13 +111,60 @@ class CalibrationStore:
     def get(self, key: str) -> Calibration | None:
         return self._load().get(key)
 
+    def use(self, key: str, now: dict[str, str | None],
+            at: datetime | None = None) -> tuple[dict[str, float], CalibrationUse]:
+        """The noise floors a run on `key` may rest on, and what to say about them: none stored
+        (default margins), stored but foreign (another kernel, xfsprogs or fio than `now`) or
+        older than MAX_AGE_DAYS (not used, and said why), or used (with when, how and from
+        which file)."""
+        cal = self.get(key)
+        file = str(self.path)
+        if cal is None:
+            return {}, CalibrationUse(
+                source="default", device_key=key, file=file,
+                summary=f"margins: the default {stats.DEFAULT_MARGIN:.0%}: no calibration for "
+                        f"{key} in {file} (`xfs-advisor validate --calibrate` measures one)")
+        at = at or datetime.now(UTC)
+        try:
+            measured = datetime.fromisoformat(cal.measured_at)
+            if measured.tzinfo is None:
+                measured = measured.replace(tzinfo=UTC)
+            age = max(0.0, (at - measured).total_seconds() / 86400)
+        except ValueError:
+            age = math.inf
+        pairs = min((n.rounds for n in cal.metrics.values()), default=None)
+        with_ = {k: getattr(cal, k) for k in VERSIONS if getattr(cal, k) is not None}
+        base = dict(device_key=key, file=file, measured_at=cal.measured_at,
+                    age_days=round(age, 1) if math.isfinite(age) else None, pairs=pairs,
+                    measured_with=with_)
+        foreign = [f"{k} {with_[k]} (now {now.get(k)})" for k in with_ if with_[k] != now.get(k)]
+        why = None
+        if foreign:
+            why = "measured with another " + ", ".join(foreign)
+        elif age > MAX_AGE_DAYS:
+            why = (f"measured {age:.0f} days ago (older than {MAX_AGE_DAYS:.0f})"
+                   if math.isfinite(age) else f"its date {cal.measured_at!r} does not parse")
+        if why:
+            return {}, CalibrationUse(
+                source="ignored", why=why, **base,
+                summary=f"margins: the default {stats.DEFAULT_MARGIN:.0%}: the calibration for "
+                        f"{key} in {file} was not used: {why}; measure again with "
+                        "`xfs-advisor validate --calibrate`")
+        unknown = "" if with_ else "; tool versions not recorded"
+        floors = {name: n.floor for name, n in cal.metrics.items()}
+        return floors, CalibrationUse(
+            source="measured", **base,
+            summary=f"margins: noise floors of an A/A run on {key} ({pairs} pairs, "
+                    f"{cal.measured_at}, {age:.1f} days ago{unknown}) from {file}")
+
     def floors(self, key: str) -> dict[str, float]:
         """Metric name -> noise floor (fraction) for this kind of device; empty if never
         calibrated."""
         cal = self.get(key)
         return {name: n.floor for name, n in cal.metrics.items()} if cal else {}
 
-    def save(self, key: str, samples: dict[str, tuple[Sequence[float], Sequence[float]]]) -> None:
+    def save(self, key: str, samples: dict[str, tuple[Sequence[float], Sequence[float]]],
+             versions: dict[str, str | None] | None = None) -> None:
         metrics = {}
         for name, (a, b) in samples.items():
             summary = stats.paired_log_ratios(a, b)
@@ -111,9 +172,10 @@ class CalibrationStore:
                                         sd=_stored(summary.sd, MAX_STORED_SD), rounds=summary.n)
         everything = self._load()
         earlier = everything[key].metrics if key in everything else {}
+        recorded = {k: (versions or {}).get(k) for k in VERSIONS}
         everything[key] = Calibration(device_key=key,
                                       measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                                      metrics={**earlier, **metrics})
+                                      metrics={**earlier, **metrics}, **recorded)
         try:
             Path(os.path.realpath(self.path)).parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:

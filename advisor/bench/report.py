@@ -4,9 +4,10 @@ the verdict means. Plain text (plotext prints to a string; no Textual here)."""
 from __future__ import annotations
 
 import math
-import statistics
 
+from advisor.bench.stats import geometric_mean
 from advisor.models.bench import MetricResult, ValidationReport
+from advisor.models.units import human_size
 
 
 def _num(x: float) -> str:
@@ -49,15 +50,25 @@ def workload_line(shape: dict[str, object]) -> str:
     return "; ".join(parts)
 
 
+def _geo(m: MetricResult, side: str) -> float:
+    """The side's geometric mean (older reports lack it: computed from the samples)."""
+    value = m.geo_mean_a if side == "A" else m.geo_mean_b
+    if value is not None:
+        return value
+    return geometric_mean(m.a if side == "A" else m.b)
+
+
 def table(report: ValidationReport) -> str:
-    head = f"{'metric':<42} {'A median':>11} {'B median':>11} {'B/A':>6} {'95% CI':>15} " \
+    """One row per metric. The per-side columns are geometric means, so that B/A is exactly
+    their ratio (a median or arithmetic mean per side can contradict the paired ratio)."""
+    head = f"{'metric':<42} {'A geo.mean':>11} {'B geo.mean':>11} {'B/A':>6} {'95% CI':>15} " \
            f"{'margin':>7}  verdict"
     lines = [head, "-" * len(head)]
     for m in report.metrics:
         title = f"{m.title} ({m.unit})"
         lines.append(
-            f"{title[:42]:<42} {_num(statistics.median(m.a)):>11} "
-            f"{_num(statistics.median(m.b)):>11} {m.ratio:>6.3f} "
+            f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} "
+            f"{_num(_geo(m, 'B')):>11} {m.ratio:>6.3f} "
             f"{f'[{m.ci[0]:.3f}, {m.ci[1]:.3f}]':>15} {f'+-{m.margin * 100:.0f}%':>7}  "
             f"{_verdict_note(m)}")
     return "\n".join(lines)
@@ -88,18 +99,40 @@ def plot(report: ValidationReport, width: int = 61) -> str:
     return "\n".join(lines)
 
 
+def what_ran(report: ValidationReport) -> list[str]:
+    """The report's first lines: what was proposed, for which device, what ran as B, and every
+    difference between the two (a verdict is about what ran)."""
+    lines = []
+    p = report.proposed
+    if p is not None:
+        made = " ".join(p.mkfs_options) or "(no mkfs options)"
+        mounted = ",".join(p.mount_options) or "defaults"
+        lines.append(f"Proposed for {report.proposed_for or 'the device'}: mkfs.xfs {made}, "
+                     f"mount -o {mounted}")
+    lines.append(_side("A", report.a.mkfs_options, report.a.mount_options, report.a.source))
+    lines.append(_side("B", report.b.mkfs_options, report.b.mount_options, report.b.source)
+                 + ("  (as run)" if p is not None else ""))
+    size = report.environment.device_size_bytes
+    for n in report.not_applied:
+        lines.append(f"Not applied on this {human_size(size)} device: {n.option} "
+                     f"({n.reason}): the verdict says nothing about it")
+    if p is not None and not report.not_applied:
+        lines.append("B ran exactly as proposed.")
+    return lines
+
+
 def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     env = report.environment
     t = report.timing
     out = [
         "A/A calibration run" if report.calibrate else "A/B validation",
-        "  " + _side("A", report.a.mkfs_options, report.a.mount_options, report.a.source),
-        "  " + _side("B", report.b.mkfs_options, report.b.mount_options, report.b.source),
+        *["  " + line for line in what_ran(report)],
         f"  {report.rounds} pairs, order {' '.join(report.order)}; {t.wall_seconds:.0f} s, "
         f"{t.measuring_share * 100:.0f}% of it measuring",
         f"  each side: {workload_line(report.workload)}",
         f"  device {env.device} ({env.device_size_bytes >> 20} MiB), kernel {env.kernel}, "
         f"xfsprogs {env.xfsprogs}, {env.fio}",
+        *([f"  {report.calibration.summary}"] if report.calibration else []),
         "",
         table(report),
         "",

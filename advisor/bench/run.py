@@ -32,7 +32,9 @@ from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
     AgeReport,
     BenchEnvironment,
+    CalibrationUse,
     MetricResult,
+    NotApplied,
     SideConfig,
     Timing,
     ValidationReport,
@@ -88,6 +90,12 @@ class Plan:
     device_bytes: int = DEFAULT_LOOP_SIZE
     loop_dir: str = field(default_factory=lambda: os.environ.get("TMPDIR") or "/var/tmp")
     direct_io: bool = True
+    proposed: SideConfig | None = None
+    """The proposal as it was shown, when B comes from one (B may leave out `not_applied`)."""
+    proposed_for: str | None = None
+    """The device that proposal was made for."""
+    not_applied: list[NotApplied] = field(default_factory=list)
+    """Options of the proposal the scratch device cannot take, and why (advisor.bench.fit)."""
     age: bool = False
     calibrate: bool = False
     budget_seconds: float = DEFAULT_BUDGET
@@ -128,6 +136,8 @@ class Plan:
                                                              direct_io=self.direct_io)))
         for side in (self.a, self.b):
             lines.append(f"# side {side.label} ({side.source})")
+            if side is self.b:
+                lines += [f"#   not applied: {n.option}: {n.reason}" for n in self.not_applied]
             lines.append(argv.shell_line(argv.mkfs_xfs(device, side.mkfs_options, force=True,
                                                        no_discard=True)))
             lines.append(argv.shell_line(argv.mount(device, mountpoint, side.mount_options)))
@@ -269,6 +279,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         ours = recovered.test_filesystems.get(dev_name(os.stat(device).st_rdev))
         if resolve_b is not None:
             plan.b = checked_side(resolve_b(device))
+            # Proposed for the loop device itself: what was proposed is what runs.
+            plan.proposed, plan.proposed_for = plan.b, device
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
         jobpath = os.path.join(work, "round.fio")
@@ -344,7 +356,20 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
           recovered: list[str], store: CalibrationStore | None) -> ValidationReport:
     """Verdicts from the samples (pure apart from reading/writing the calibration store)."""
     key = device_key(env)
-    floors = store.floors(key) if store and not plan.calibrate else {}
+    versions: dict[str, str | None] = {"kernel": env.kernel, "xfsprogs": env.xfsprogs,
+                                       "fio": env.fio}
+    floors: dict[str, float] = {}
+    calibration = CalibrationUse(
+        source="this run", device_key=key, file=str(store.path) if store else None,
+        summary=f"an A/A run: it measures the noise floors of {key}"
+                + (f" and stores them in {store.path}" if store else ""))
+    if not plan.calibrate:
+        if store is not None:
+            floors, calibration = store.use(key, versions)
+        else:
+            calibration = CalibrationUse(source="default", device_key=key,
+                                         summary=f"margins: the default "
+                                         f"{stats.DEFAULT_MARGIN:.0%} (no calibration store)")
     rows, capped = [], {}
     for m in shape.metrics:
         margin, capped[m.name] = margin_for(floors.get(m.name))
@@ -356,6 +381,8 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
             name=m.name, title=m.title, unit=m.unit, higher_is_better=m.higher_is_better,
             a=[round(x, 3) for x in a_samples], b=[round(x, 3) for x in b_samples],
             ratio=round(v.summary.ratio, 4),
+            geo_mean_a=round(stats.geometric_mean(a_samples), 3),
+            geo_mean_b=round(stats.geometric_mean(b_samples), 3),
             ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
             margin=round(math.expm1(v.margin), 4),
             noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
@@ -367,14 +394,16 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
         calibration_file = str(store.path)
         if plan.calibrate:
             store.save(key, {m.name: (samples[m.name]["A"], samples[m.name]["B"])
-                             for m in shape.metrics})
+                             for m in shape.metrics}, versions)
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
     return ValidationReport(
-        a=a, b=b, calibrate=plan.calibrate, rounds=plan.pairs, order=plan.order,
+        a=a, b=b, proposed=plan.proposed, proposed_for=plan.proposed_for,
+        not_applied=plan.not_applied, calibrate=plan.calibrate, rounds=plan.pairs, order=plan.order,
         workload=shape.as_dict(), metrics=metrics, verdict=verdict,
         summary=_summary(verdict, plan.calibrate, metrics), age=age, timing=timing,
-        environment=env, recovered=recovered, calibration_file=calibration_file)
+        environment=env, recovered=recovered, calibration_file=calibration_file,
+        calibration=calibration)
 
 
 def device_key(env: BenchEnvironment) -> str:

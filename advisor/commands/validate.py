@@ -28,7 +28,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--device", metavar="DEV", default=s,
                    help="a scratch device to format (checked by the guard, then confirmed)")
     p.add_argument("--workload", metavar="FILE", default=s, help="workload answers (TOML or JSON)")
-    p.add_argument("--loop-size", metavar="SIZE", default="4GiB",
+    p.add_argument("--loop-size", metavar="SIZE", default=None,
                    help="size of the loop device's backing file (default 4GiB)")
     p.add_argument("--loop-dir", metavar="DIR", default=None,
                    help="folder for the temporary backing file and mountpoint "
@@ -50,6 +50,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration-file", metavar="FILE", default=None,
                    help="where noise floors are kept (default /var/lib/xfs-advisor/"
                    "calibration.json; env XFS_ADVISOR_CALIBRATION)")
+    p.add_argument("--for", dest="for_device", metavar="DEV", default=None,
+                   help="B is the proposal for DEV, as `xfs-advisor --device DEV` shows it, run "
+                   "on the scratch device (options it cannot take are named and left out)")
     p.add_argument("--rules", metavar="DIR", default=s,
                    help="extra rules for the proposal (B), as `xfs-advisor --rules DIR` uses")
     p.add_argument("--yes", action="store_true",
@@ -130,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
     b: SideConfig | None
     if args.calibrate:
         b = SideConfig(label="B", source="calibration (B = A)")
+    elif args.for_device and (args.mkfs_options is not None or args.mount_options is not None):
+        raise BadInput("--for DEV validates the proposal for DEV: drop --mkfs-options and "
+                       "--mount-options (or --for)")
     elif args.mkfs_options is not None or args.mount_options is not None:
         b = SideConfig(label="B", mkfs_options=_split_mkfs(args.mkfs_options),
                        mount_options=_split_mount(args.mount_options), source="given options")
@@ -142,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
                       age=args.age, calibrate=args.calibrate, budget_seconds=args.budget)
     plan.loop_dir = _loop_dir(args)
     say = _sayer(as_json)
+    shown = None
+    if args.for_device and not args.calibrate:
+        # What `xfs-advisor --device DEV` shows, exactly; fitted to the scratch device below.
+        target = session.device(args.for_device)
+        shown = session.proposal_side(session.propose(target, workload))
+        plan.proposed, plan.proposed_for = shown, target.path
     # First, before the guard: a dead run's own mount on --device would make the guard refuse it.
     recovered = session.recover(say, loop=not device_arg)
     progress = _progress_printer(as_json)
@@ -151,8 +163,11 @@ def run(args: argparse.Namespace) -> int:
 
         device = session.check_scratch(device_arg, recovered.test_filesystems)
         plan.device, plan.device_bytes = device.path, int(device.size_bytes.value or 0)
-        if b is None:
+        if shown is not None:
+            plan.b, plan.not_applied = session.fit_to_scratch(shown, device, plan.device_bytes)
+        elif b is None:
             plan.b = session.proposal_side(session.propose(device, workload))
+            plan.proposed, plan.proposed_for = plan.b, device.path
         # Held (O_EXCL) from the check through the prompt to the end of the run: nothing can
         # mount it, assemble it or re-bind it meanwhile; after the answer, check it all again
         # (a killed run's test filesystem, known by its UUID, is the one thing it may hold).
@@ -164,7 +179,13 @@ def run(args: argparse.Namespace) -> int:
             report = session.run_validation(plan, progress=progress, say=say, hold=hold,
                                             recovered=recovered)
     else:
-        resolve = None if b is not None else session.loop_side(workload)
+        if shown is not None:
+            plan.b, plan.not_applied = session.fit_to_scratch(shown, None, plan.device_bytes)
+            if plan.not_applied and args.loop_size is None:
+                _grow_loop_for(plan, shown, session, target.size_bytes.value or 0)
+            for line in _not_applied_lines(plan):
+                say(line)
+        resolve = None if b is not None or shown is not None else session.loop_side(workload)
         report = session.run_validation(plan, progress=progress, resolve_b=resolve, say=say,
                                         recovered=recovered)
     if report.device_left:
@@ -176,6 +197,29 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_text(report))
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
+
+
+#: The loop device's size unless --loop-size says otherwise (or --for needs a larger one).
+DEFAULT_LOOP_SIZE = "4GiB"
+
+
+def _grow_loop_for(plan: Any, shown: Any, session: Any, target_bytes: int) -> None:
+    """When the proposal for a larger device does not fit the default loop device, a loop device
+    as large as that device (or as the loop folder has room for) may take it: used when it leaves
+    out fewer options. A sparse preallocation costs no data writes."""
+    existing = _existing(plan.loop_dir)
+    free, headroom = _free_bytes(existing)
+    room = min(target_bytes, free - headroom) >> 30 << 30
+    if room <= plan.device_bytes:
+        return
+    ran, left = session.fit_to_scratch(shown, None, room)
+    if len(left) < len(plan.not_applied):
+        plan.device_bytes, plan.b, plan.not_applied = room, ran, left
+
+
+def _not_applied_lines(plan: Any) -> list[str]:
+    return [f"not applied on the {plan.device_bytes >> 30} GiB scratch device: {n.option}: "
+            f"{n.reason}" for n in plan.not_applied]
 
 
 def _loop_dir(args: argparse.Namespace) -> str:
@@ -211,7 +255,7 @@ def _check_args(args: argparse.Namespace) -> int:
     loop_dir = _loop_dir(args)
     _check_name("--loop-dir (or TMPDIR)", loop_dir)
     try:
-        loop_size = parse_size(args.loop_size)
+        loop_size = parse_size(args.loop_size or DEFAULT_LOOP_SIZE)
     except ValueError as err:
         raise BadInput(f"--loop-size: {err}") from None
     if loop_size < bench.MIN_DEVICE_BYTES:

@@ -38,6 +38,41 @@ class SideConfig(Model):
     """xfs_info of the first filesystem made for this side: proof that the options took effect."""
 
 
+class NotApplied(Model):
+    """An option of the proposal that could not run on the scratch device, and why."""
+
+    option: str
+    """As proposed, e.g. `-d agsize=80g`."""
+    reason: str
+    """What mkfs.xfs said when it was tried on a stand-in of the scratch device's size."""
+
+
+class CalibrationUse(Model):
+    """Where this run's margins came from: shown with the result, since a stored calibration
+    (shared by every later run on the machine) decides them."""
+
+    source: Literal["measured", "default", "ignored", "this run"]
+    """`measured`: an A/A run's noise floors were used; `default`: none stored for this kind of
+    device; `ignored`: one is stored but was not used (`why`); `this run`: an A/A run, which
+    measures them."""
+    device_key: str
+    """The kind of device the floors are for."""
+    file: str | None = None
+    """The calibration file read."""
+    measured_at: str | None = None
+    """When the floors used (or ignored) were measured (UTC, ISO 8601)."""
+    age_days: float | None = None
+    """How old they were at this run."""
+    pairs: int | None = None
+    """Pairs the A/A run had (the fewest over its metrics)."""
+    measured_with: dict[str, str | None] = Field(default_factory=dict)
+    """Kernel, xfsprogs and fio of the A/A run (empty for files written before this was kept)."""
+    why: str | None = None
+    """For `ignored`: why (another kernel or tool version, or older than the limit)."""
+    summary: str
+    """One line for people."""
+
+
 class MetricResult(Model):
     """One measured quantity, its samples per side (one per round) and the verdict on B/A."""
 
@@ -54,7 +89,11 @@ class MetricResult(Model):
     b: list[float]
     """Samples of side B, in round order (paired with `a`)."""
     ratio: float
-    """Geometric mean of B/A over the pairs."""
+    """Geometric mean of B/A over the pairs (= geo_mean_b / geo_mean_a)."""
+    geo_mean_a: float | None = None
+    """Geometric mean of A's samples: the per-side figure that agrees with `ratio`."""
+    geo_mean_b: float | None = None
+    """Geometric mean of B's samples."""
     ci: list[float]
     """95% confidence interval of the ratio B/A, [low, high]."""
     margin: float
@@ -129,7 +168,16 @@ class ValidationReport(Model):
     a: SideConfig
     """Side A (defaults)."""
     b: SideConfig
-    """Side B (proposal, given options, or A again under --calibrate)."""
+    """Side B as it ran (proposal, given options, or A again under --calibrate)."""
+    proposed: SideConfig | None = None
+    """The proposal as it was shown (null when B was given as options or is A again); `b`
+    differs from it only by `not_applied`."""
+    proposed_for: str | None = None
+    """The device the proposal was made for (the scratch device itself, or `--for DEV`)."""
+    not_applied: list[NotApplied] = Field(default_factory=list)
+    """Options of the proposal that could not run on the scratch device, and why."""
+    calibration: CalibrationUse | None = None
+    """Where the margins came from (null only in reports of older versions)."""
     calibrate: bool = False
     """True for an A/A run that measures the noise floor."""
     rounds: int
@@ -181,5 +229,11 @@ class Calibration(Model):
     """What was calibrated: `loop:<backing filesystem>` or the device's model and size."""
     measured_at: str
     """UTC timestamp (ISO 8601)."""
+    kernel: str | None = None
+    """Kernel release of the A/A run (null in files written before it was kept)."""
+    xfsprogs: str | None = None
+    """mkfs.xfs version of the A/A run."""
+    fio: str | None = None
+    """fio version of the A/A run."""
     metrics: dict[str, MetricNoise]
     """Noise per metric name."""

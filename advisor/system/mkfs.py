@@ -21,7 +21,7 @@ from advisor.models.device import Device, device_size
 from advisor.models.environment import Environment, FeatureSet, parse_lts_conf
 from advisor.models.proposal import Check, MkfsGeometry
 from advisor.system import argv
-from advisor.system.runner import run
+from advisor.system.runner import Result, run
 
 GiB = 1 << 30
 
@@ -89,11 +89,9 @@ def _sets(options: Sequence[str], flag: str, key: str) -> bool:
                for i in range(len(options) - 1))
 
 
-def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -> Check:
-    """Run `mkfs.xfs -N -f` with the options on a stand-in for the device and parse the result.
-
-    A rejection of the defaults is a device problem (too small, odd sector size); a rejection of a
-    proposal is a bug in the rules."""
+def _dry(device: Device, options: Sequence[str]) -> tuple[Result, list[str], str, list[str]]:
+    """`mkfs.xfs -N -f` with the options on a stand-in for the device: its result, the command as
+    shown (FILE for the stand-in), how the stand-in was made, the emulation options used."""
     size = device_size(device)
     emulated = emulation_options(device, options)
     with tempfile.TemporaryDirectory(prefix="xfs-advisor-check-") as tmp:
@@ -113,7 +111,15 @@ def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -
         cmd = argv.mkfs_xfs(None if target_options else image,
                             [*emulated, *options, *target_options], dry_run=True, force=True)
         result = run(cmd, timeout=30, check=False)
-    shown = [a.replace(image, "FILE") for a in cmd]
+    return result, [a.replace(image, "FILE") for a in cmd], method, emulated
+
+
+def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -> Check:
+    """Run `mkfs.xfs -N -f` with the options on a stand-in for the device and parse the result.
+
+    A rejection of the defaults is a device problem (too small, odd sector size); a rejection of a
+    proposal is a bug in the rules."""
+    result, shown, method, emulated = _dry(device, options)
     if not result.ok:
         what = " ".join(options) or "no options"
         message = result.first_error_line()
@@ -124,6 +130,13 @@ def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -
                           "(please report it with the --json output)")
     return Check(argv=shown, method=method, emulated=emulated,
                  geometry=parse_mkfs_output(result.stdout, result.stderr))
+
+
+def rejection(device: Device, options: Sequence[str]) -> str | None:
+    """Why mkfs.xfs would refuse these options on this device (None: it accepts them), from a dry
+    run on a stand-in: e.g. whether a proposal made for a larger device fits a scratch one."""
+    result, _, _, _ = _dry(device, options)
+    return None if result.ok else result.first_error_line()
 
 
 @functools.lru_cache(maxsize=16)

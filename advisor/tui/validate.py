@@ -18,6 +18,7 @@ from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
 
 from advisor.errors import AdvisorError
+from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.units import human_size
 from advisor.tui.step import StepScreen
 
@@ -88,6 +89,9 @@ class ValidateScreen(StepScreen):
         self._other: tuple[str, str] | None = None
         self._other_proposal: Proposal | None = None
         self._plots: dict[str, MetricPlot] = {}
+        self._fit_key: tuple[str, str, int] | None = None
+        self._fit: tuple[SideConfig, SideConfig, list[NotApplied]] = (
+            SideConfig(label="B"), SideConfig(label="B"), [])
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -170,9 +174,12 @@ class ValidateScreen(StepScreen):
         a = Text.assemble(("A", "bold"), " mkfs.xfs and mount defaults   ", ("B", "bold"))
         if problem:
             sides.update(a + f" {problem}")
+        elif self.target == LOOP and self._shown() is not None:
+            sides.update(a + f" the proposal for {self._shown_for()} shown on F4, as far as the "
+                         "loop device can take it (what it cannot is listed in the plan)")
         elif self.target == LOOP:
-            sides.update(a + " the advisor's proposal for the loop device, with these answers "
-                         "(made once it exists, as `xfs-advisor validate` does)")
+            sides.update(a + " the advisor's proposal for the loop device itself (no device "
+                         "chosen on F2), with these answers, made once it exists")
         elif proposal is None:
             sides.update(a + " computing the proposal...")
         else:
@@ -203,15 +210,43 @@ class ValidateScreen(StepScreen):
             confirm.placeholder = f"type {self.target} to confirm"
             confirm.display = True
 
+    def _shown(self) -> Proposal | None:
+        """The proposal shown on F4 (for the device chosen on F2), if there is one now."""
+        state = self.advisor.state
+        if state.device_name is None or state.proposing or state.workload_problem:
+            return None
+        return state.proposal
+
+    def _shown_for(self) -> str:
+        device = self.advisor.state.device
+        return device.display_name if device else "the chosen device"
+
+    def _fitted(self, plan: Plan, shown: Proposal) -> Plan:
+        """B = the proposal shown, as the loop device can run it (real dry runs decide; the
+        result is kept per proposal and size: the screen redraws often)."""
+        session = self.advisor.state.session
+        key = (shown.mkfs_command, ",".join(shown.mount_options), plan.device_bytes)
+        if self._fit_key != key:
+            side = session.proposal_side(shown)
+            self._fit_key, self._fit = key, (side, *session.fit_to_scratch(
+                side, None, plan.device_bytes))
+        side, ran, left = self._fit
+        device = self.advisor.state.device
+        plan.proposed, plan.b, plan.not_applied = side, ran, list(left)
+        plan.proposed_for = device.path if device else None
+        return plan
+
     def _plan(self) -> Plan | None:
         state = self.advisor.state
         session = state.session
         if state.workload_problem:
             raise AdvisorError(f"the answers are not valid ({state.workload_problem}): F3")
         if self.target == LOOP:
-            return session.validation_plan(state.workload, None,
+            plan = session.validation_plan(state.workload, None,
                                            device_bytes=state.validation_bytes,
                                            budget_seconds=state.validation_budget)
+            shown = self._shown()
+            return self._fitted(plan, shown) if shown is not None else plan
         proposal = self._target_proposal()
         if proposal is None:
             return None
@@ -295,7 +330,9 @@ class ValidateScreen(StepScreen):
             return
         state = self.advisor.state
         session = state.session
-        resolve_b = session.loop_side(state.workload) if plan.device is None else None
+        # The loop device's own proposal only when none was shown (no device chosen on F2).
+        resolve_b = session.loop_side(state.workload) if plan.device is None \
+            and plan.proposed is None else None
         from advisor.tui.app import ActiveRun
 
         active = ActiveRun()
@@ -380,18 +417,21 @@ class ValidateScreen(StepScreen):
 
     def show_report(self, report: ValidationReport) -> None:
         """The verdict, one row per metric with its interval, and a plot of A and B per round."""
+        from advisor.bench.report import what_ran
+
         self.report = report
-        b = " ".join(report.b.mkfs_options) or "(no mkfs options)"
-        mount = ",".join(report.b.mount_options) or "defaults"
-        self.query_one("#sides", Static).update(Text.assemble(
-            ("A", "bold"), " mkfs.xfs and mount defaults   ", ("B", "bold"),
-            f" mkfs.xfs {b}, mount -o {mount} (as run)"))
+        # As `xfs-advisor validate` says it: what was proposed, what ran, every difference, and
+        # where the margins came from (a stored calibration decides them).
+        lines = what_ran(report)
+        if report.calibration is not None:
+            lines.append(report.calibration.summary)
+        self.query_one("#sides", Static).update(Text("\n".join(lines)))
         self.query_one("#verdict", Static).update(f"Verdict: {report.verdict}. {report.summary}")
         table = self.query_one("#metrics", DataTable)
         table.clear()
         for m in report.metrics:
             table.add_row(
-                m.title, _mean(m.a), _mean(m.b), f"{m.ratio:.3f}",
+                m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
                 f"{m.ci[0]:.3f}..{m.ci[1]:.3f}", Text(m.verdict, style=_VERDICT_STYLE.get(
                     m.verdict, "")))
         table.display = True
@@ -410,8 +450,11 @@ _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cy
                   "inconclusive": "yellow"}
 
 
-def _mean(values: list[float]) -> str:
+def _mean(values: list[float], geo: float | None = None) -> str:
+    """A side's geometric mean (so that B/A is their ratio), from the report or the samples."""
+    from advisor.bench.stats import geometric_mean
+
     if not values:
         return "-"
-    mean = sum(values) / len(values)
-    return f"{mean:,.0f}" if mean >= 100 else f"{mean:.3g}"
+    g = geo if geo is not None else geometric_mean(values)
+    return f"{g:,.0f}" if g >= 100 else f"{g:.3g}"

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -101,10 +102,12 @@ def test_a_huge_stored_floor_cannot_hide_a_twentyfold_slowdown(tmp_path: Path) -
     plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload())
     names = [m.name for m in plan.shape.metrics]
     path = tmp_path / "calibration.json"
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     path.write_text(json.dumps({device_key(ENV): {
-        "device_key": device_key(ENV), "measured_at": "2026-01-01T00:00:00+00:00",
+        "device_key": device_key(ENV), "measured_at": now,
         "metrics": {n: {"floor": MAX_STORED_FLOOR, "sd": 1.0, "rounds": 6} for n in names}}}))
     report = _judged(CalibrationStore(path), slower=1 / 20)
+    assert report.calibration is not None and report.calibration.source == "measured"
     assert report.verdict == "worse"
     for m in report.metrics:
         assert m.margin == MAX_MARGIN and m.margin_capped
@@ -148,3 +151,55 @@ def test_validate_checks_the_file_before_anything_is_made(tmp_path: Path) -> Non
     assert "\n" not in line and f"calibration file {path} is malformed" in line
     assert "floor" in line and "Traceback" not in proc.stderr
     assert not (tmp_path / "work").exists() and not (tmp_path / "state").exists()
+
+
+# ---- the calibration in use is shown, and a stale or foreign one is not used silently ----
+
+def _stored(path: Path, when: datetime, **versions: str) -> None:
+    names = [m.name for m in Plan(a=SideConfig(label="A"), b=SideConfig(label="B"),
+                                  workload=Workload()).shape.metrics]
+    path.write_text(json.dumps({device_key(ENV): {
+        "device_key": device_key(ENV), "measured_at": when.isoformat(timespec="seconds"),
+        **versions, "metrics": {n: {"floor": 0.2, "sd": 0.1, "rounds": 10} for n in names}}}))
+
+
+@pytest.mark.parametrize(("age_days", "versions", "source", "words"), [
+    (2, {}, "measured", "tool versions not recorded"),
+    (45, {}, "ignored", "measured 45 days ago (older than 30)"),
+    (2, {"kernel": "5.10.0-28-amd64"}, "ignored", "measured with another kernel 5.10.0-28"),
+])
+def test_the_calibration_in_use_is_named_with_its_age_and_origin(
+        tmp_path: Path, age_days: float, versions: dict[str, str], source: str,
+        words: str) -> None:
+    path = tmp_path / "calibration.json"
+    _stored(path, datetime.now(UTC) - timedelta(days=age_days), **versions)
+    report = _judged(CalibrationStore(path), slower=1.0)
+    used = report.calibration
+    assert used is not None and used.source == source
+    assert words in used.summary and str(path) in used.summary
+    margins = {m.margin for m in report.metrics}
+    assert margins == ({0.2} if source == "measured" else {DEFAULT_MARGIN})
+    assert used.summary in render_text(report, with_plot=False)
+
+
+def test_calibrate_records_the_versions_it_ran_with(tmp_path: Path) -> None:
+    store = CalibrationStore(tmp_path / "calibration.json")
+    store.save("k", {"creates_per_s": ([1.0, 1.1, 0.9], [1.0, 1.05, 0.95])},
+               {"kernel": "6.18", "xfsprogs": "6.1.0", "fio": "fio-3.33"})
+    cal = store.get("k")
+    assert cal is not None and (cal.kernel, cal.xfsprogs, cal.fio) == (
+        "6.18", "6.1.0", "fio-3.33")
+
+
+def test_the_same_versions_are_used_and_said(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    now = {"kernel": "6.18.44", "xfsprogs": "6.1.0", "fio": "fio-3.33"}
+    _stored(path, datetime.now(UTC) - timedelta(days=3), **now)
+    floors, used = CalibrationStore(path).use(device_key(ENV), dict(now))
+    assert used.source == "measured" and set(floors.values()) == {0.2}
+    assert used.measured_with == now and used.pairs == 10 and used.age_days == 3.0
+    assert "3.0 days ago" in used.summary and "not recorded" not in used.summary
+    newer = {**now, "xfsprogs": "6.9.0"}
+    floors, used = CalibrationStore(path).use(device_key(ENV), dict(newer))
+    assert floors == {} and used.source == "ignored"
+    assert used.why == "measured with another xfsprogs 6.1.0 (now 6.9.0)"

@@ -28,11 +28,13 @@ async def test_plan_shows_both_sides_on_the_loop_default(make_app: AppFactory,
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        # On a loop device, B is the proposal for the loop device itself, made once it exists.
-        assert "proposal for the loop device" in _text(app, "#sides")
+        # B is the proposal shown on F4 for vg0-data, as far as the loop device can take it.
+        assert "the proposal for vg0-data shown on F4" in _text(app, "#sides")
         plan = _text(app, "#plan")
         assert "losetup" in plan and "mkfs.xfs -f -K /dev/loopN" in plan
-        assert "# side B (proposal): its options once the loop device exists" in plan
+        shown = app.state.proposal
+        assert shown is not None
+        assert f"mkfs.xfs -f -K {' '.join(shown.mkfs_options)} /dev/loopN" in plan
         # A capture's devices belong to another machine: only the loop default is offered.
         assert app.screen.query_one("#target", Select)._options[1:] == []
         assert not app.screen.query_one("#confirm", Input).display
@@ -145,7 +147,7 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         app.screen.show_report(report)  # type: ignore[attr-defined]
         await pilot.pause()
         assert "Verdict: worse" in _text(app, "#verdict")
-        assert "mkfs.xfs -n size=64k, mount -o defaults (as run)" in _text(app, "#sides")
+        assert "B = mkfs.xfs -n size=64k, mount -o defaults" in _text(app, "#sides")
         table = app.screen.query_one("#metrics", DataTable)
         first = [str(c) for c in table.get_row_at(0)]
         assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "worse"]

@@ -1,0 +1,90 @@
+"""B is the proposal the user was shown (issue 11, item 1): options a scratch device cannot take
+are found by real `mkfs.xfs -N` dry runs on a stand-in of its size, left out, and named before
+the run (in the plan) and after it (the report's first lines)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from advisor.bench.fit import fit
+from advisor.bench.report import render_text, what_ran
+from advisor.bench.run import Plan
+from advisor.models.bench import NotApplied, SideConfig
+from advisor.models.workload import Workload
+from advisor.session import Session
+from tests.bench.test_calibration import _judged
+from tests.bench.test_guard import GIB, attached, checksum
+from tests.conftest import REPO, require_root_tools
+
+GROWN = SideConfig(label="B", source="proposal", mkfs_options=["-d", "agsize=80g,su=64k,sw=4",
+                                                               "-l", "size=256m"],
+                   mount_options=["logbsize=256k", "noatime"])
+
+
+def test_what_fits_runs_and_what_does_not_is_named() -> None:
+    require_root_tools("mkfs.xfs")
+    ran, left = Session().fit_to_scratch(GROWN, None, 4 * GIB)
+    assert ran.mkfs_options == ["-d", "su=64k,sw=4", "-l", "size=256m"]
+    assert ran.mount_options == GROWN.mount_options
+    assert [n.option for n in left] == ["-d agsize=80g"]
+    assert "too big" in left[0].reason  # mkfs.xfs's own words
+    same, none = Session().fit_to_scratch(GROWN, None, 200 * GIB)  # large enough: all of it
+    assert same == GROWN and none == []
+
+
+def test_fit_keeps_order_and_asks_only_when_needed() -> None:
+    asked: list[list[str]] = []
+
+    def check(options: list[str]) -> str | None:
+        asked.append(options)
+        return "no" if "agsize=80g" in ",".join(options) else None
+
+    ran, left = fit(GROWN, check)
+    assert ran.mkfs_options == ["-d", "su=64k,sw=4", "-l", "size=256m"]
+    assert left == [NotApplied(option="-d agsize=80g", reason="no")]
+    fitting = GROWN.model_copy(update={"mkfs_options": ["-l", "size=64m"]})
+    asked.clear()
+    assert fit(fitting, check) == (fitting, []) and len(asked) == 1
+
+
+def test_the_report_says_what_was_proposed_what_ran_and_the_difference() -> None:
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload())
+    report = _judged(None, slower=1.0).model_copy(update={
+        "proposed": GROWN, "proposed_for": "/dev/sdz",
+        "b": GROWN.model_copy(update={"mkfs_options": ["-d", "su=64k,sw=4", "-l", "size=256m"]}),
+        "not_applied": [NotApplied(option="-d agsize=80g", reason="agsize too big")]})
+    lines = what_ran(report)
+    assert lines[0] == ("Proposed for /dev/sdz: mkfs.xfs -d agsize=80g,su=64k,sw=4 -l size=256m, "
+                        "mount -o logbsize=256k,noatime")
+    assert lines[2].startswith("B = mkfs.xfs -d su=64k,sw=4 -l size=256m")
+    assert "(as run)" in lines[2]
+    assert lines[3].startswith("Not applied on this 4 GiB device: -d agsize=80g (agsize too big)")
+    assert "\n".join(lines) in render_text(report, with_plot=False).replace("\n  ", "\n")
+    exact = report.model_copy(update={"b": GROWN, "not_applied": []})
+    assert what_ran(exact)[-1] == "B ran exactly as proposed."
+    plan.b, plan.not_applied = report.b, report.not_applied
+    assert "#   not applied: -d agsize=80g: agsize too big" in plan.commands()
+
+
+def test_validate_for_a_device_names_what_the_scratch_device_cannot_take(
+        tmp_path: Path) -> None:
+    """`validate --for BIG --device SCRATCH`: the plan printed before the confirmation shows B
+    as it will run and the options left out with mkfs.xfs's reason. Not confirmed: nothing is
+    written to either device."""
+    require_root_tools("losetup", "mkfs.xfs", "fio")
+    with attached(tmp_path / "big.img", 400 * GIB) as big, \
+            attached(tmp_path / "scratch.img", 2 * GIB) as scratch:
+        before = checksum(tmp_path / "big.img"), checksum(tmp_path / "scratch.img")
+        env = {**os.environ, "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
+        done = subprocess.run(
+            [sys.executable, "-m", "advisor", "validate", "--for", big, "--device", scratch,
+             "--eventual-size", "100TiB"], input="no\n", capture_output=True, text=True,
+            cwd=REPO, env=env, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert "#   not applied: -d agsize=" in done.stderr, done.stderr
+        assert "too big" in done.stderr
+        assert f"mkfs.xfs -f -K {scratch}" in done.stderr  # B without the AG size
+        assert (checksum(tmp_path / "big.img"), checksum(tmp_path / "scratch.img")) == before

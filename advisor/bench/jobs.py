@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
+from advisor.bench import counters
 from advisor.errors import ToolProblem
 from advisor.models.workload import Workload
 from advisor.system import argv
@@ -46,8 +47,8 @@ MIN_DIRECTORY_ENTRIES = 2_000
 NAME = "msg.{}.host.example.org"
 #: Run by fio before the stat phase: the sync and drop caches every round starts with (joined by
 #: `&&`, not `;`: fio's option parser cuts at `;`).
-DROP_CACHES = (f'sh -c "{argv.shell_line(argv.sync())} && '
-               f'{argv.shell_line(argv.drop_caches())}"')
+#: Before the cold stat phase: everything written so far on disk, then the caches dropped.
+DROP_CACHES_LINE = f"{argv.shell_line(argv.sync())} && {argv.shell_line(argv.drop_caches())}"
 MAX_WRITERS = 16
 LARGE_DIRECTORY_FLOOR = 30_000
 SEQUENTIAL_FROM = 1 << 20
@@ -176,8 +177,28 @@ def prepare(shape: Shape, mountpoint: str) -> None:
             pass
 
 
-def jobfile(shape: Shape, mountpoint: str) -> str:
-    """The fio job file of one round."""
+def phases(shape: Shape) -> list[str]:
+    """The phases a round of this shape runs, in order (advisor.bench.counters.PHASES)."""
+    run = ["create", "delete", "refill", "stat"]
+    if shape.fsync_phase:
+        run.append("syncwrite")
+    if shape.sequential_phases:
+        run += ["seqwrite", "seqread"]
+    return run
+
+
+def _prerun(counters_for: str | None, phase: str, first: str | None = None) -> list[str]:
+    """`exec_prerun` of a phase's first job: `first` (a shell line, e.g. the cache drop), then a
+    snapshot of the mechanism counters (advisor.bench.counters) into the run's folder."""
+    steps = [first] if first else []
+    if counters_for:
+        steps.append(counters.snapshot_command(counters_for, f"counters.{phase}"))
+    return [f'exec_prerun=sh -c "{" && ".join(steps)}"'] if steps else []
+
+
+def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None) -> str:
+    """The fio job file of one round. `counters_for`: the device's kernel name, to snapshot its
+    XFS and block counters before each phase (fio runs in the run's folder)."""
     t = f"{round(shape.phase_seconds * 1000)}ms"
     lines = [
         "[global]",
@@ -187,11 +208,12 @@ def jobfile(shape: Shape, mountpoint: str) -> str:
         "",
     ]
 
-    def files(name: str, engine: str, count: int, name_format: str, *extra: str) -> None:
+    def files(name: str, engine: str, count: int, name_format: str, first: str | None = None
+              ) -> None:
         lines.extend([
             f"[{name}]",
             "stonewall",
-            *extra,
+            *_prerun(counters_for, name, first),
             f"directory={mountpoint}/big",
             f"ioengine={engine}",
             "filesize=4k",
@@ -209,13 +231,13 @@ def jobfile(shape: Shape, mountpoint: str) -> str:
     files("create", "filecreate", shape.directory_entries, NAME.format("$filenum"))
     files("delete", "filedelete", shape.churn_entries, NAME.format("$filenum0"))
     files("refill", "filecreate", shape.churn_entries, refill)
-    files("stat", "filestat", shape.churn_entries, refill, f"exec_prerun={DROP_CACHES}")
+    files("stat", "filestat", shape.churn_entries, refill, DROP_CACHES_LINE)
 
     def data(name: str, extra: list[str]) -> None:
         for i in range(shape.writers):
             lines.extend([
                 f"[{name}.{i}]",
-                *(["stonewall"] if i == 0 else []),
+                *(["stonewall", *_prerun(counters_for, name)] if i == 0 else []),
                 f"directory={mountpoint}/w{i}",
                 *extra,
                 "time_based=1",
@@ -239,6 +261,9 @@ class RoundResult:
     """Metric name -> value."""
     measuring_seconds: float
     """Sum over phases of the longest I/O runtime of a job in the phase."""
+    operations: dict[str, float] = field(default_factory=dict)
+    """Phase -> I/O operations fio counted in it (reads and writes; for the fsync phase, the
+    writes, each followed by an fsync)."""
 
 
 def _io_runtime(job: dict[str, object]) -> float:
@@ -267,6 +292,9 @@ def parse_fio(text: str, metrics: tuple[Metric, ...] = METRICS) -> RoundResult:
             raise ToolProblem(f"fio job {name} failed with error {job['error']}")
         phases.setdefault(name.split(".")[0], []).append(job)
     values: dict[str, float] = {}
+    operations = {phase: float(sum(
+        int(d.get("total_ios", 0) or 0) for job in jobs for direction in ("read", "write")
+        if isinstance(d := job.get(direction), dict))) for phase, jobs in phases.items()}
     measuring = 0.0
     counted: set[str] = set()
     for metric in metrics:
@@ -295,4 +323,4 @@ def parse_fio(text: str, metrics: tuple[Metric, ...] = METRICS) -> RoundResult:
             # life: with create_on_open, fio's per-file set-up also runs inside the job.
             counted.add(metric.job)
             measuring += max(_io_runtime(job) for job in jobs) / 1000.0
-    return RoundResult(values=values, measuring_seconds=measuring)
+    return RoundResult(values=values, measuring_seconds=measuring, operations=operations)

@@ -74,6 +74,27 @@ def table(report: ValidationReport) -> str:
     return "\n".join(lines)
 
 
+#: A mechanism figure's verdict in words: fewer log writes is less work, not "better" as such.
+_WORK = {"better": "less work", "worse": "more work", "equivalent": "the same work",
+         "inconclusive": "cannot tell"}
+
+
+def mechanism_table(report: ValidationReport) -> str:
+    """Work per operation from XFS's and the block layer's counters, per side (geometric means),
+    B/A with its interval: what the options did, judged on its own."""
+    if not report.mechanisms:
+        return ""
+    head = f"{'work per operation (counters)':<42} {'A':>11} {'B':>11} {'B/A':>6} {'95% CI':>15}" \
+           "  B did"
+    lines = [head, "-" * len(head)]
+    for m in report.mechanisms:
+        title = f"{m.title} ({m.unit})"
+        lines.append(f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} {_num(_geo(m, 'B')):>11} "
+                     f"{m.ratio:>6.3f} {f'[{m.ci[0]:.3f}, {m.ci[1]:.3f}]':>15}  "
+                     f"{_WORK[m.verdict]}")
+    return "\n".join(lines)
+
+
 def plot(report: ValidationReport, width: int = 61) -> str:
     """Per metric, every pair's B/A on a log axis from 1/2 to 2 (A is the `|` at 1.0), the 95%
     interval as `[---]` and the geometric mean as `#`. Plain characters only."""
@@ -137,6 +158,10 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
         table(report),
         "",
     ]
+    if report.mechanisms:
+        out += [mechanism_table(report)]
+        out += [f"  not shown: {line}" for line in report.mechanisms_not_shown]
+        out.append("")
     if with_plot:
         out += [plot(report), ""]
     if report.age:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.bench import jobs, stats
+from advisor.bench import counters, jobs, stats
 from advisor.bench.calibration import CalibrationStore, margin_for
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
@@ -259,6 +259,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     samples: dict[str, dict[str, list[float]]] = {
         m.name: {"A": [], "B": []} for m in shape.metrics}
     infos: dict[str, str] = {}
+    mechanisms: dict[str, dict[str, list[float]]] = {}
     measuring = 0.0
     age_report: AgeReport | None = None
     backing: str | None = None
@@ -284,7 +285,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
         jobpath = os.path.join(work, "round.fio")
-        Path(jobpath).write_text(jobs.jobfile(shape, mnt), encoding="utf-8")
+        counted = counters.kernel_name(device)
+        Path(jobpath).write_text(jobs.jobfile(shape, mnt, counters_for=counted),
+                                 encoding="utf-8")
         fio_timeout = 120 + 20 * shape.phase_seconds + shape.directory_entries / 500
         started = time.monotonic()
         for step, label in enumerate(order):
@@ -305,11 +308,21 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             jobs.prepare(shape, mnt)
             run(argv.sync(), timeout=300)
             run(argv.drop_caches(), timeout=60)
-            # cwd: fio writes the output of the stat phase's exec_prerun there.
+            for old in Path(work).glob("counters.*"):  # a missed snapshot must not be reused
+                old.unlink()
+            # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
             result = run(argv.fio(jobpath), check=False, timeout=fio_timeout, cwd=work)
             if not result.ok:
                 raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
             measured = jobs.parse_fio(result.stdout, shape.metrics)
+            counters.take_snapshot(counted, work, counters.END)
+            work_done = counters.mechanism_values(
+                work, jobs.phases(shape),
+                {"create": float(shape.directory_entries),
+                 "delete": float(shape.churn_entries), "refill": float(shape.churn_entries),
+                 "syncwrite": measured.operations.get("syncwrite", 0.0)})
+            for name, value in work_done.items():
+                mechanisms.setdefault(name, {"A": [], "B": []})[label].append(value)
             measuring += measured.measuring_seconds
             for name, value in measured.values.items():
                 samples[name][label].append(value)
@@ -327,7 +340,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                    timing=Timing(wall_seconds=round(wall, 2),
                                  measuring_seconds=round(measuring, 2),
                                  measuring_share=round(measuring / wall, 3) if wall else 0.0),
-                   recovered=recovered.done, store=store)
+                   recovered=recovered.done, store=store, mechanisms=mechanisms)
     if plan.device:
         report.device_left = (f"{plan.device} now holds the test filesystem of the last round: "
                               f"`wipefs -a {plan.device}` removes it before any other use")
@@ -353,8 +366,10 @@ def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | 
 
 def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],
           env: BenchEnvironment, shape: jobs.Shape, age: AgeReport | None, timing: Timing,
-          recovered: list[str], store: CalibrationStore | None) -> ValidationReport:
-    """Verdicts from the samples (pure apart from reading/writing the calibration store)."""
+          recovered: list[str], store: CalibrationStore | None,
+          mechanisms: dict[str, dict[str, list[float]]] | None = None) -> ValidationReport:
+    """Verdicts from the samples (pure apart from reading/writing the calibration store).
+    `mechanisms`: work-per-operation samples (advisor.bench.counters), judged on their own."""
     key = device_key(env)
     versions: dict[str, str | None] = {"kernel": env.kernel, "xfsprogs": env.xfsprogs,
                                        "fio": env.fio}
@@ -395,6 +410,7 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
         if plan.calibrate:
             store.save(key, {m.name: (samples[m.name]["A"], samples[m.name]["B"])
                              for m in shape.metrics}, versions)
+    judged = _judge_mechanisms(mechanisms or {})
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
     return ValidationReport(
@@ -403,7 +419,38 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
         workload=shape.as_dict(), metrics=metrics, verdict=verdict,
         summary=_summary(verdict, plan.calibrate, metrics), age=age, timing=timing,
         environment=env, recovered=recovered, calibration_file=calibration_file,
-        calibration=calibration)
+        calibration=calibration, mechanisms=judged,
+        mechanisms_not_shown=[f"{m.title}: zero in some round (the device or the filesystem "
+                              "did none of it), so no ratio" for m in counters.MECHANISMS
+                              if m.name in (mechanisms or {})
+                              and m.name not in {j.name for j in judged}])
+
+
+def _judge_mechanisms(samples: dict[str, dict[str, list[float]]]) -> list[MetricResult]:
+    """The counters' figures as metrics (lower is less work), with the performance metrics'
+    statistics and default margin, in a Holm family of their own. A figure that was zero in
+    some round (no log write at all) has no ratio and is left out."""
+    rows, kept = [], []
+    for m in counters.MECHANISMS:
+        side = samples.get(m.name)
+        if not side or len(side["A"]) != len(side["B"]) or len(side["A"]) < 2:
+            continue
+        if min(side["A"] + side["B"]) <= 0:
+            continue
+        kept.append(m)
+        rows.append((side["A"], side["B"], False, stats.DEFAULT_MARGIN))
+    results = []
+    for m, (a, b, _, _), v in zip(kept, rows, stats.judge(rows), strict=True):
+        results.append(MetricResult(
+            name=m.name, title=m.title, unit=m.unit, higher_is_better=False,
+            a=[round(x, 3) for x in a], b=[round(x, 3) for x in b],
+            ratio=round(v.summary.ratio, 4), geo_mean_a=round(stats.geometric_mean(a), 3),
+            geo_mean_b=round(stats.geometric_mean(b), 3),
+            ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
+            margin=round(math.expm1(v.margin), 4),
+            noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
+            verdict=v.verdict, rounds_to_resolve=v.rounds_needed))
+    return results
 
 
 def device_key(env: BenchEnvironment) -> str:

@@ -188,6 +188,14 @@ class ValidationReport(Model):
     """The fio workload shape derived from the answers (file counts, writers, sizes, seconds)."""
     metrics: list[MetricResult]
     """One entry per metric."""
+    mechanisms_not_shown: list[str] = Field(default_factory=list)
+    """Counter figures that could not be judged, and why (e.g. a device that reports no cache
+    flushes: zero in some round)."""
+    mechanisms: list[MetricResult] = Field(default_factory=list)
+    """Work per operation, from XFS's per-mount and the block layer's counters (log writes and
+    KiB per 1,000 creates; log writes, device writes and cache flushes per fsync): lower is less
+    work. Judged on their own, with the same statistics; not part of the verdict, they show
+    whether an option did what its rule says (e.g. logbsize=256k: fewer log writes)."""
     verdict: Verdict
     """worse if any metric is worse; better if some is better and none worse; equivalent if all
     are; inconclusive otherwise."""

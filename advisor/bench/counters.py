@@ -1,0 +1,129 @@
+"""Mechanism counters: the work XFS and the block layer did per operation, next to the timings.
+
+XFS keeps per-mount counters in /sys/fs/xfs/<dev>/stats/stats (log writes and blocks, log forces,
+transactions) and the block layer per-device ones in /sys/block/<dev>/stat (IOs, sectors,
+flushes). They count work, not time, so they barely depend on the machine's load: they can show
+what an option does (logbsize=256k: fewer, larger log writes) where wall-clock throughput is lost
+in the noise. fio snapshots them before each phase (`exec_prerun`), the run once fio is done; the
+difference of consecutive snapshots is one phase's work.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+#: The phases of a round in order (advisor.bench.jobs), then the snapshot taken after fio.
+PHASES = ("create", "delete", "refill", "stat", "syncwrite", "seqwrite", "seqread")
+END = "end"
+
+#: /sys/fs/xfs/<dev>/stats/stats `log` line: writes, blocks (512 B), noiclogs, force, force_sleep.
+_LOG_FIELDS = ("log_writes", "log_blocks", "log_noiclogs", "log_forces", "log_force_sleeps")
+#: /sys/block/<dev>/stat fields (Documentation/block/stat.rst), by position.
+_BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 15: "flush_ios"}
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A work-per-operation figure over a span of phases: lower is less work."""
+
+    name: str
+    title: str
+    unit: str
+    phases: tuple[str, ...]
+    """The phases whose work (and operations) it counts, consecutive."""
+    counter: str
+    scale: float
+    """Multiplies counter / operations (1000: per thousand operations; 500: 512 B blocks in KiB
+    per thousand)."""
+
+
+#: Directory work reaches the log when the CIL is pushed, not as each create happens: at the
+#: latest by the `sync` before the cold stat phase, which falls in the refill phase's window.
+#: So the directory figures span create, delete and refill, per directory operation.
+DIRECTORY = ("create", "delete", "refill")
+
+MECHANISMS: tuple[Mechanism, ...] = (
+    Mechanism("log_writes_per_1k_dirops", "log writes per 1k directory ops", "writes",
+              DIRECTORY, "log_writes", 1000.0),
+    Mechanism("log_kib_per_1k_dirops", "log KiB per 1k directory ops", "KiB", DIRECTORY,
+              "log_blocks", 500.0),
+    Mechanism("log_writes_per_fsync", "log writes per fsync", "writes", ("syncwrite",),
+              "log_writes", 1.0),
+    Mechanism("device_writes_per_fsync", "device write IOs per fsync", "IOs", ("syncwrite",),
+              "write_ios", 1.0),
+    Mechanism("flushes_per_fsync", "cache flushes per fsync", "flushes", ("syncwrite",),
+              "flush_ios", 1.0),
+)
+
+
+def kernel_name(device: str) -> str:
+    """The name XFS and sysfs use for a device node (`/dev/mapper/vg-lv` -> `dm-3`)."""
+    return os.path.basename(os.path.realpath(device))
+
+
+def snapshot_command(name: str, path: str) -> str:
+    """A shell line saving both counter files of device `name` to `path`."""
+    return (f"cat /sys/fs/xfs/{name}/stats/stats /sys/block/{name}/stat > {path}")
+
+
+def parse_snapshot(text: str) -> dict[str, int]:
+    """The counters this module uses from a snapshot (the XFS stats, then the block stat line)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:1] == ["log"]:
+            out.update({k: int(v) for k, v in zip(_LOG_FIELDS, parts[1:], strict=False)})
+        elif len(parts) >= 16 and all(p.isdigit() for p in parts):
+            out.update({k: int(parts[i]) for i, k in _BLOCK_FIELDS.items()})
+    return out
+
+
+def snapshot_path(folder: str, phase: str) -> str:
+    return os.path.join(folder, f"counters.{phase}")
+
+
+def read_snapshot(folder: str, phase: str) -> dict[str, int] | None:
+    try:
+        with open(snapshot_path(folder, phase), encoding="utf-8") as f:
+            return parse_snapshot(f.read())
+    except OSError:
+        return None
+
+
+def take_snapshot(name: str, folder: str, phase: str) -> None:
+    """The snapshot after fio, taken here (same content as the phases' shell lines)."""
+    parts = []
+    for path in (f"/sys/fs/xfs/{name}/stats/stats", f"/sys/block/{name}/stat"):
+        try:
+            with open(path, encoding="utf-8") as f:
+                parts.append(f.read())
+        except OSError:
+            return
+    with open(snapshot_path(folder, phase), "w", encoding="utf-8") as f:
+        f.write("".join(parts))
+
+
+def mechanism_values(folder: str, phases: list[str],
+                     operations: dict[str, float]) -> dict[str, float]:
+    """Each mechanism's value for one round: the counter's growth over its phases (from the
+    snapshot before the first to the one after the last) per operation of those phases
+    (`operations`: phase -> count). A mechanism whose phases did not all run, or whose snapshots
+    are missing, is left out."""
+    order = [*phases, END]
+    snaps = {p: read_snapshot(folder, p) for p in order}
+    values: dict[str, float] = {}
+    for m in MECHANISMS:
+        if not all(p in phases for p in m.phases):
+            continue
+        ops = sum(operations.get(p, 0.0) for p in m.phases)
+        before = snaps[m.phases[0]]
+        after = snaps[order[order.index(m.phases[-1]) + 1]]
+        if not ops or not before or not after or m.counter not in before \
+                or m.counter not in after:
+            continue
+        grown = after[m.counter] - before[m.counter]
+        if grown < 0:
+            continue  # a counter reset (never while mounted): no figure rather than a wrong one
+        values[m.name] = grown * m.scale / ops
+    return values

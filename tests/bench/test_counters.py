@@ -1,0 +1,86 @@
+"""Mechanism counters (issue 11, item 2): XFS's per-mount and the block layer's counters,
+snapshotted before each fio phase, give work per operation; on real mounts logbsize=256k writes
+the log several times less often for the same directory work, as the logbsize rule says."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from advisor.bench import counters, jobs
+from advisor.models.workload import Workload
+from tests.conftest import mounted, require_root_tools, sh
+
+STATS = """extent_alloc 1 2 3 4
+log 40 2400 0 7 3
+trans 0 2031 0
+"""
+BLOCK = "  10 0 80 5  120 3 900 40  0 50 60  0 0 0 0  9 1\n"
+
+
+def test_parse_snapshot_reads_the_log_line_and_the_block_fields() -> None:
+    got = counters.parse_snapshot(STATS + BLOCK)
+    assert got == {"log_writes": 40, "log_blocks": 2400, "log_noiclogs": 0, "log_forces": 7,
+                   "log_force_sleeps": 3, "write_ios": 120, "write_sectors": 900,
+                   "flush_ios": 9}
+
+
+def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
+    def snap(phase: str, log_writes: int, log_blocks: int, writes: int, flushes: int) -> None:
+        (tmp_path / f"counters.{phase}").write_text(
+            f"log {log_writes} {log_blocks} 0 0 0\n"
+            f"  0 0 0 0  {writes} 0 0 0  0 0 0  0 0 0 0  {flushes} 0\n")
+
+    snap("create", 0, 0, 0, 0)
+    snap("delete", 1, 100, 5, 0)
+    snap("refill", 2, 200, 9, 0)
+    snap("stat", 12, 2000, 30, 0)   # the sync before the stats pushed the directory work
+    snap("syncwrite", 12, 2000, 31, 0)
+    snap(counters.END, 112, 2400, 331, 0)  # 200 fsyncs: 100 log writes, 300 device writes
+    values = counters.mechanism_values(
+        str(tmp_path), ["create", "delete", "refill", "stat", "syncwrite"],
+        {"create": 2000, "delete": 200, "refill": 200, "syncwrite": 200})
+    assert values == {"log_writes_per_1k_dirops": 12 * 1000 / 2400,
+                      "log_kib_per_1k_dirops": 2000 * 500 / 2400,
+                      "log_writes_per_fsync": 0.5, "device_writes_per_fsync": 1.5,
+                      "flushes_per_fsync": 0.0}
+    (tmp_path / "counters.refill").unlink()  # a missed snapshot: no figure, not a wrong one
+    values = counters.mechanism_values(
+        str(tmp_path), ["create", "delete", "refill", "stat", "syncwrite"],
+        {"create": 2000, "delete": 200, "refill": 200, "syncwrite": 200})
+    assert "log_writes_per_1k_dirops" in values  # spans create..refill: needs create and stat
+    (tmp_path / "counters.stat").unlink()
+    assert "log_writes_per_1k_dirops" not in counters.mechanism_values(
+        str(tmp_path), ["create", "delete", "refill", "stat"], {"create": 2000})
+
+
+def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
+    shape = jobs.shape_for(Workload(largest_directory_entries=20_000, fsyncs_per_second=0,
+                                    median_file_size=4096, concurrent_writers=1),
+                           measure_seconds=1.0, fs_bytes=1 << 30)
+    sh("mkfs.xfs", "-q", "-f", "-K", loop)
+    work.mkdir()
+    name = counters.kernel_name(loop)
+    with mounted(loop, mnt, *options):
+        jobs.prepare(shape, str(mnt))
+        (work / "round.fio").write_text(jobs.jobfile(shape, str(mnt), counters_for=name))
+        proc = subprocess.run(["fio", "--output-format=json", "round.fio"], cwd=work,
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        counters.take_snapshot(name, str(work), counters.END)
+    phases = jobs.phases(shape)
+    assert all((work / f"counters.{p}").exists() for p in phases)  # fio took every snapshot
+    return counters.mechanism_values(
+        str(work), phases, {"create": shape.directory_entries, "delete": shape.churn_entries,
+                            "refill": shape.churn_entries})
+
+
+def test_logbsize_256k_writes_the_log_less_often(tmp_path: Path, loop: str) -> None:
+    require_root_tools("fio", "mount")
+    small = _one_round(loop, tmp_path / "m32", tmp_path / "w32", ["logbsize=32k"])
+    large = _one_round(loop, tmp_path / "m256", tmp_path / "w256", ["logbsize=256k"])
+    assert small["log_writes_per_1k_dirops"] > 0 and large["log_writes_per_1k_dirops"] > 0
+    # The same directory work, in fewer and larger log writes (measured here: about 1/8).
+    assert large["log_writes_per_1k_dirops"] < 0.5 * small["log_writes_per_1k_dirops"], (
+        small, large)
+    assert 0.5 < large["log_kib_per_1k_dirops"] / small["log_kib_per_1k_dirops"] < 2.0

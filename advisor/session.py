@@ -248,6 +248,8 @@ class Session:
 
         store = CalibrationStore(Path(self.calibration_file) if self.calibration_file else None)
         store.check(writing=plan.calibrate)  # a corrupt file is bad input now, not after the run
+        if not plan.claims:  # what the rules say their options do, checked against the counters
+            plan.claims = [(r.id, c) for r in self.rulebook.all() for c in r.mechanism]
         cancel = cancel or threading.Event()
         said: list[str] = []
 

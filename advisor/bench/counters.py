@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from advisor.models.bench import MechanismCheck, MetricResult, SideConfig
+from advisor.models.rule import MechanismClaim
+
 #: The phases of a round in order (advisor.bench.jobs), then the snapshot taken after fio.
 PHASES = ("create", "delete", "refill", "stat", "syncwrite", "seqwrite", "seqread")
 END = "end"
@@ -50,6 +53,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "log_blocks", 500.0),
     Mechanism("log_writes_per_fsync", "log writes per fsync", "writes", ("syncwrite",),
               "log_writes", 1.0),
+    Mechanism("log_kib_per_fsync", "log KiB per fsync", "KiB", ("syncwrite",), "log_blocks", 0.5),
     Mechanism("device_writes_per_fsync", "device write IOs per fsync", "IOs", ("syncwrite",),
               "write_ios", 1.0),
     Mechanism("flushes_per_fsync", "cache flushes per fsync", "flushes", ("syncwrite",),
@@ -127,3 +131,37 @@ def mechanism_values(folder: str, phases: list[str],
             continue  # a counter reset (never while mounted): no figure rather than a wrong one
         values[m.name] = grown * m.scale / ops
     return values
+
+
+def _options(mkfs: list[str], mount: list[str]) -> list[str]:
+    """A side's options as `-l su=4k` pairs and mount options, for matching claims."""
+    pairs = [f"{flag} {part}" for flag, arg in zip(mkfs[::2], mkfs[1::2], strict=False)
+             for part in arg.split(",")]
+    return [*pairs, *mount]
+
+
+def check_claims(claims: list[tuple[str, MechanismClaim]], a: SideConfig, b: SideConfig,
+                 judged: list[MetricResult]) -> list[MechanismCheck]:
+    """Each rule's claim (`claims`: (rule id, claim)) whose option B has and A lacks, against the
+    judged counters: seen, opposite, not seen (the interval straddles 1) or not measured."""
+    mine, theirs = _options(b.mkfs_options, b.mount_options), _options(a.mkfs_options,
+                                                                       a.mount_options)
+    by_name = {m.name: m for m in judged}
+    checks = []
+    for rule, claim in claims:
+        have = [o for o in mine if o.startswith(claim.option)]
+        if not have or any(o.startswith(claim.option) for o in theirs):
+            continue
+        m = by_name.get(claim.counter)
+        if m is None:
+            checks.append(MechanismCheck(option=have[0], rule=rule, counter=claim.counter,
+                                         expect=claim.expect, seen="not measured"))
+            continue
+        lo, hi = m.ci
+        below, above = hi < 1.0, lo > 1.0
+        wanted, other = (below, above) if claim.expect == "less" else (above, below)
+        seen = "seen" if wanted else "opposite" if other else "not seen"
+        checks.append(MechanismCheck(option=have[0], rule=rule, counter=claim.counter,
+                                     expect=claim.expect, seen=seen, ratio=m.ratio,
+                                     ci=list(m.ci)))
+    return checks

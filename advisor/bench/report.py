@@ -161,6 +161,11 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     if report.mechanisms:
         out += [mechanism_table(report)]
         out += [f"  not shown: {line}" for line in report.mechanisms_not_shown]
+        for c in report.mechanism_checks:
+            interval = f" (B/A {c.ratio:.3f}, [{c.ci[0]:.3f}, {c.ci[1]:.3f}])" \
+                if c.ratio is not None and c.ci else ""
+            out.append(f"  {c.option}: rule {c.rule} says {c.expect} {c.counter}: "
+                       f"mechanism {c.seen}{interval}")
         out.append("")
     if with_plot:
         out += [plot(report), ""]

@@ -39,6 +39,7 @@ from advisor.models.bench import (
     Timing,
     ValidationReport,
 )
+from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 from advisor.system import argv
@@ -96,6 +97,8 @@ class Plan:
     """The device that proposal was made for."""
     not_applied: list[NotApplied] = field(default_factory=list)
     """Options of the proposal the scratch device cannot take, and why (advisor.bench.fit)."""
+    claims: list[tuple[str, MechanismClaim]] = field(default_factory=list)
+    """(rule id, claim): what rules say their options do to the counters, checked after."""
     age: bool = False
     calibrate: bool = False
     budget_seconds: float = DEFAULT_BUDGET
@@ -411,6 +414,7 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
             store.save(key, {m.name: (samples[m.name]["A"], samples[m.name]["B"])
                              for m in shape.metrics}, versions)
     judged = _judge_mechanisms(mechanisms or {})
+    checks = counters.check_claims(plan.claims, plan.a, plan.b, judged)
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
     return ValidationReport(
@@ -419,7 +423,7 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
         workload=shape.as_dict(), metrics=metrics, verdict=verdict,
         summary=_summary(verdict, plan.calibrate, metrics), age=age, timing=timing,
         environment=env, recovered=recovered, calibration_file=calibration_file,
-        calibration=calibration, mechanisms=judged,
+        calibration=calibration, mechanisms=judged, mechanism_checks=checks,
         mechanisms_not_shown=[f"{m.title}: zero in some round (the device or the filesystem "
                               "did none of it), so no ratio" for m in counters.MECHANISMS
                               if m.name in (mechanisms or {})

@@ -47,6 +47,23 @@ class NotApplied(Model):
     """What mkfs.xfs said when it was tried on a stand-in of the scratch device's size."""
 
 
+class MechanismCheck(Model):
+    """A rule's claim about what its option does, against the counters of this run."""
+
+    option: str
+    """B's option the claim is about (as B ran it)."""
+    rule: str
+    """The rule that makes the claim."""
+    counter: str
+    """The work-per-operation figure (a name in `mechanisms`)."""
+    expect: Literal["less", "more"]
+    seen: Literal["seen", "not seen", "opposite", "not measured"]
+    """`seen`: the interval of B/A lies wholly on the claimed side of 1; `opposite`: wholly on
+    the other; `not seen`: it straddles 1; `not measured`: the counter has no figure here."""
+    ratio: float | None = None
+    ci: list[float] | None = None
+
+
 class CalibrationUse(Model):
     """Where this run's margins came from: shown with the result, since a stored calibration
     (shared by every later run on the machine) decides them."""
@@ -188,6 +205,8 @@ class ValidationReport(Model):
     """The fio workload shape derived from the answers (file counts, writers, sizes, seconds)."""
     metrics: list[MetricResult]
     """One entry per metric."""
+    mechanism_checks: list[MechanismCheck] = Field(default_factory=list)
+    """For each option of B a rule says something measurable about: seen or not."""
     mechanisms_not_shown: list[str] = Field(default_factory=list)
     """Counter figures that could not be judged, and why (e.g. a device that reports no cache
     flushes: zero in some round)."""

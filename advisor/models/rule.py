@@ -81,6 +81,18 @@ class RuleExample(Model):
     expect: ExampleExpect
 
 
+class MechanismClaim(Model):
+    """What a rule's option does that `validate`'s counters can see (advisor.bench.counters)."""
+
+    option: str = Field(min_length=2)
+    """The option, as the start of a mount option or of a `FLAG SUBOPTION` mkfs pair
+    (`logbsize=`, `-l su=`): the claim is checked when B has it and A does not."""
+    counter: str = Field(pattern=r"^[a-z0-9_]+$")
+    """The work-per-operation figure that shows it (e.g. `log_writes_per_1k_dirops`)."""
+    expect: Literal["less", "more"]
+    """Whether B should do less or more of that work than A."""
+
+
 class RuleSwitch(Model):
     """A site file that switches a rule off: `id = "..."`, `enabled = false` and why."""
 
@@ -128,3 +140,5 @@ class Rule(Model):
     """Thresholds and tables, validated against the decider's parameter model."""
     obsolete: Obsolete | None = None
     """For kind = obsolete: the advice and what is true today."""
+    mechanism: list[MechanismClaim] = Field(default_factory=list)
+    """What `validate` can see this rule's option do, checked after every run that has it."""

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 
 from advisor.bench import counters, jobs
+from advisor.models.bench import MetricResult, SideConfig
+from advisor.models.rule import MechanismClaim
 from advisor.models.workload import Workload
 from tests.conftest import mounted, require_root_tools, sh
 
@@ -42,7 +44,8 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
         {"create": 2000, "delete": 200, "refill": 200, "syncwrite": 200})
     assert values == {"log_writes_per_1k_dirops": 12 * 1000 / 2400,
                       "log_kib_per_1k_dirops": 2000 * 500 / 2400,
-                      "log_writes_per_fsync": 0.5, "device_writes_per_fsync": 1.5,
+                      "log_writes_per_fsync": 0.5, "log_kib_per_fsync": 1.0,
+                      "device_writes_per_fsync": 1.5,
                       "flushes_per_fsync": 0.0}
     (tmp_path / "counters.refill").unlink()  # a missed snapshot: no figure, not a wrong one
     values = counters.mechanism_values(
@@ -84,3 +87,34 @@ def test_logbsize_256k_writes_the_log_less_often(tmp_path: Path, loop: str) -> N
     assert large["log_writes_per_1k_dirops"] < 0.5 * small["log_writes_per_1k_dirops"], (
         small, large)
     assert 0.5 < large["log_kib_per_1k_dirops"] / small["log_kib_per_1k_dirops"] < 2.0
+
+
+def _judged(name: str, ci: tuple[float, float]) -> MetricResult:
+    return MetricResult(name=name, title=name, unit="x", higher_is_better=False, a=[1.0, 1.0],
+                        b=[1.0, 1.0], ratio=(ci[0] + ci[1]) / 2, ci=list(ci), margin=0.05,
+                        noise=0.0, verdict="inconclusive")
+
+
+def test_claims_are_checked_only_for_options_b_adds() -> None:
+    claim = MechanismClaim(option="logbsize=", counter="log_writes_per_1k_dirops",
+                           expect="less")
+    a = SideConfig(label="A")
+    b = SideConfig(label="B", mount_options=["logbsize=256k", "noatime"])
+
+    def seen(ci: tuple[float, float] | None) -> str:
+        judged = [] if ci is None else [_judged("log_writes_per_1k_dirops", ci)]
+        [check] = counters.check_claims([("logbsize", claim)], a, b, judged)
+        assert check.option == "logbsize=256k" and check.rule == "logbsize"
+        return check.seen
+
+    assert seen((0.11, 0.14)) == "seen"
+    assert seen((1.05, 1.2)) == "opposite"
+    assert seen((0.9, 1.1)) == "not seen"
+    assert seen(None) == "not measured"
+    both = SideConfig(label="A", mount_options=["logbsize=256k"])
+    assert counters.check_claims([("logbsize", claim)], both, b, []) == []
+    su = MechanismClaim(option="-l su=", counter="log_kib_per_fsync", expect="less")
+    b_su = SideConfig(label="B", mkfs_options=["-l", "size=64m,su=4k"])
+    [check] = counters.check_claims([("log-stripe-unit", su)], a, b_su,
+                                    [_judged("log_kib_per_fsync", (0.5, 0.6))])
+    assert check.option == "-l su=4k" and check.seen == "seen"

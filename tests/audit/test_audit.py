@@ -1,0 +1,253 @@
+"""`xfs-advisor audit` on real loop devices formatted the old ways, and on hand-written fstab
+files: every finding found, none on a default filesystem, the suggested xfs_admin upgrade run on a
+copy, and the audited devices' backing files unchanged (checksums before and after)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from advisor.audit.host import kernel_config
+from advisor.cli import main
+from advisor.commands.schema import schema_text
+from advisor.system.sysroot import SysRoot
+from tests.bench.test_guard import attached, checksum
+from tests.conftest import loop_device, mounted, require_root_tools, sh
+
+MiB = 1 << 20
+
+
+def audit(*args: str) -> tuple[int, dict[str, Any], str]:
+    """`xfs-advisor audit --json ARGS` in this process: exit code, document, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["audit", "--json", *args])
+    doc = json.loads(out.getvalue()) if out.getvalue() else {}
+    if doc:
+        jsonschema.validate(doc, json.loads(schema_text("audit")))
+    return code, doc, err.getvalue()
+
+
+def rules(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Rule id -> finding, over every filesystem of the document."""
+    return {f["rule"]: f for fs in doc["filesystems"] for f in fs["findings"]}
+
+
+@contextlib.contextmanager
+def formatted(tmp_path: Path, name: str, size: int, *mkfs: str) -> Iterator[tuple[str, Path]]:
+    """A loop device over a new sparse file, formatted with `mkfs.xfs MKFS`."""
+    require_root_tools("losetup", "mkfs.xfs", "xfs_db", "xfs_info")
+    backing = tmp_path / f"{name}.img"
+    with loop_device(backing, size) as dev:
+        sh("mkfs.xfs", "-q", "-f", "-K", *mkfs, dev)
+        sh("blockdev", "--flushbufs", dev)
+        yield dev, backing
+
+
+def audited(dev: str, backing: Path, *args: str, fstab: Path | None = None
+            ) -> tuple[int, dict[str, Any]]:
+    """Audit `dev` (unmounted) and prove its backing file unchanged."""
+    before = checksum(backing)
+    code, doc, err = audit(dev, "--fstab", str(fstab or EMPTY), *args)
+    assert err == "", err
+    assert checksum(backing) == before, "audit wrote to the device"
+    return code, doc
+
+
+EMPTY = Path(__file__).parent / "empty.fstab"
+
+
+def test_v4_with_ftype0_read_unmounted_with_xfs_db(tmp_path: Path) -> None:
+    with formatted(tmp_path, "v4", 512 * MiB, "-m", "crc=0", "-n", "ftype=0") as (dev, backing):
+        code, doc = audited(dev, backing, "--fail-on", "will-break")
+    [fs] = doc["filesystems"]
+    assert fs["read_with"] == "xfs_db -r" and not fs["mounted"]
+    found = rules(doc)
+    v4 = found["audit-v4"]
+    assert v4["when"] == "September 2030" and v4["fix_kind"] == "new-mkfs"
+    # A kernel without CONFIG_XFS_SUPPORT_V4 (this one) refuses to mount it: that breaks now.
+    config = kernel_config(SysRoot())
+    assert v4["severity"] == ("breaks" if config.get("CONFIG_XFS_SUPPORT_V4") == "n"
+                              else "will-break")
+    for rule in ("audit-no-ftype", "audit-no-finobt", "audit-no-sparse", "audit-no-reflink"):
+        assert found[rule]["fix_kind"] == "new-mkfs", rule
+    assert "audit-no-bigtime" not in found  # V4 cannot have it: the V4 finding says what to do
+    assert code == 6
+
+
+def test_no_bigtime_upgrade_suggested_then_run_on_a_copy(tmp_path: Path) -> None:
+    with formatted(tmp_path, "old", 512 * MiB, "-m", "bigtime=0,inobtcount=0") as (dev, backing):
+        code, doc = audited(dev, backing)
+    found = rules(doc)
+    assert set(found) == {"audit-no-bigtime", "audit-no-inobtcount"}
+    bigtime, inobt = found["audit-no-bigtime"], found["audit-no-inobtcount"]
+    assert bigtime["severity"] == "will-break" and "2038" in bigtime["when"]
+    assert bigtime["fix_command"] == ["xfs_admin", "-O", "bigtime=1", dev]
+    assert inobt["fix_command"] == ["xfs_admin", "-O", "inobtcount=1", dev]
+    assert "xfsprogs >= 5.11" in bigtime["fix"]
+    assert code == 0  # nothing breaks now: the default --fail-on is breaks
+
+    copy = tmp_path / "copy.img"
+    shutil.copyfile(backing, copy)  # the suggested upgrade runs on a copy, never the audited one
+    with attached(copy, 0) as dev2:
+        for finding in (bigtime, inobt):
+            sh(*[dev2 if a == dev else a for a in finding["fix_command"]])
+        with mounted(dev2, tmp_path / "mnt") as mnt:
+            info = sh("xfs_info", str(mnt)).stdout
+            assert "bigtime=1" in info and "inobtcount=1" in info
+        code, doc, _ = audit(dev2, "--fstab", str(EMPTY), "--fail-on", "info")
+        assert rules(doc) == {} and code == 0
+
+
+def test_stripe_that_the_device_no_longer_reports(tmp_path: Path) -> None:
+    with formatted(tmp_path, "stripe", 1 << 30, "-d", "su=64k,sw=4") as (dev, backing):
+        _, doc = audited(dev, backing)
+    stripe = rules(doc)["audit-stripe"]
+    assert stripe["severity"] == "performance"
+    assert "sunit=16 swidth=64" in stripe["evidence"] and "reports 0 / 0" in stripe["evidence"]
+
+
+def test_grown_filesystem_with_too_many_small_ags(tmp_path: Path) -> None:
+    """Made at 320 MiB, grown to 300 GiB. No checksum here: the AG headers growfs wrote are
+    spread over 1920 MiB blocks of the file, too slow to hash twice; the read path (xfs_db -r)
+    is the one the other tests prove write-free."""
+    require_root_tools("xfs_growfs")
+    size = 300 << 30
+    with formatted(tmp_path, "grown", size, "-d", "size=320m,agcount=2") as (dev, _):
+        with mounted(dev, tmp_path / "mnt") as mnt:
+            sh("xfs_growfs", str(mnt))
+        code, doc, err = audit(dev, "--fstab", str(EMPTY), "--fail-on", "performance")
+    assert err == ""
+    found = rules(doc)
+    ags = found["audit-agcount"]
+    assert doc["filesystems"][0]["geometry"]["agcount"] > 1000
+    assert "mkfs.xfs makes" in ags["evidence"] and ags["fix_kind"] == "new-mkfs"
+    log = found["audit-log-size"]  # 64 MiB from 320 MiB days; 1/2048 of 300 GiB is 150 MiB
+    assert "log of 64 MiB" in log["title"]
+    assert code == 6
+
+
+def test_default_filesystem_has_no_finding_mounted_or_not(tmp_path: Path) -> None:
+    with formatted(tmp_path, "plain", 1 << 30) as (dev, backing):
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"{dev} {tmp_path / 'mnt'} xfs defaults,nofail 0 2\n")
+        code, doc = audited(dev, backing, "--fail-on", "info", fstab=fstab)
+        assert (code, rules(doc)) == (0, {})
+        assert doc["filesystems"][0]["fstab_line"] == 1
+        with mounted(dev, tmp_path / "mnt", "ro") as mnt:
+            sh("sync")
+            before = checksum(backing)
+            code, doc, err = audit(str(mnt), "--fstab", str(fstab), "--fail-on", "info")
+            assert checksum(backing) == before
+        assert err == "" and (code, rules(doc)) == (0, {})
+        [fs] = doc["filesystems"]
+        assert fs["mounted"] and fs["read_with"] == "xfs_info" and "ro" in fs["mount_options"]
+
+
+def test_fstab_with_old_advice_and_a_typo(tmp_path: Path) -> None:
+    opts = "ro,nobarrier,attr2,ikeep,logbufs=8,inode64,noatime,nodiratime,largeio,noatiem"
+    with formatted(tmp_path, "fstab", 1 << 30) as (dev, backing):
+        mnt = tmp_path / "data"
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"# hand-written\n\n{dev} {mnt} xfs {opts} 0 0\n")
+        with mounted(dev, mnt, "ro", "noatime", "nodiratime"):
+            sh("sync")
+            before = checksum(backing)
+            code, doc, err = audit(str(mnt), "--fstab", str(fstab))
+            assert checksum(backing) == before
+    assert err == "" and code == 6
+    found = rules(doc)
+    assert found["nobarrier"]["severity"] == "breaks"
+    assert found["attr2"]["severity"] == found["ikeep"]["severity"] == "will-break"
+    assert "September 2025" in found["attr2"]["when"]
+    for rule in ("logbufs-8", "inode64", "nodiratime", "audit-nofail"):
+        assert found[rule]["severity"] == "info", rule
+    typo = found["audit-unknown-option"]
+    assert typo["severity"] == "breaks" and "noatiem" in typo["title"]
+    assert "nobarrier" not in typo["title"]  # reported once, as the removed option it is
+    differs = found["audit-fstab-differs"]  # largeio is in fstab, not in the running mount
+    assert "largeio" in differs["title"] and "noatime" not in differs["title"]
+    assert doc["filesystems"][0]["fstab_line"] == 3
+
+
+def test_removed_options_of_linux_4_0_break(tmp_path: Path) -> None:
+    fstab = tmp_path / "fstab"
+    fstab.write_text("UUID=0000-missing /srv/a xfs delaylog,ihashsize=64,nofail 0 0\n"
+                     "/dev/sda1 /boot\n")
+    code, doc, err = audit("--fstab", str(fstab))
+    assert err == "" and code == 6
+    found = rules(doc)
+    assert found["delaylog"]["severity"] == "breaks"
+    assert "delaylog, ihashsize=64" in found["delaylog"]["evidence"]
+    assert "audit-unknown-option" not in found
+    assert found["audit-fstab-syntax"]["evidence"].endswith(":2: /dev/sda1 /boot")
+    assert found["audit-no-device"]["severity"] == "info"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot read fstab"),
+    (b"\xff\xfe\x00garbage", "is not UTF-8 text"),
+])
+def test_missing_or_garbage_fstab_is_one_line(tmp_path: Path, content: bytes | None,
+                                              message: str) -> None:
+    fstab = tmp_path / "fstab"
+    if content is not None:
+        fstab.write_bytes(content)
+    code, doc, err = audit("--fstab", str(fstab))
+    assert code == 2 and doc == {}
+    [line] = err.splitlines()
+    assert message in json.loads(line)["error"]["message"]
+
+
+def test_unreadable_fstab_is_one_line(tmp_path: Path) -> None:
+    code, _, err = audit("--fstab", str(tmp_path))  # a directory
+    assert code == 2 and "is a directory" in err and len(err.splitlines()) == 1
+
+
+def test_non_xfs_paths_are_one_line_errors(tmp_path: Path) -> None:
+    code, _, err = audit(str(tmp_path), "--fstab", str(EMPTY))
+    assert code == 2 and "not the mount point of an XFS filesystem" in err
+    code, _, err = audit(str(EMPTY), "--fstab", str(EMPTY))
+    assert code == 2 and "neither a block device nor a mount point" in err
+    require_root_tools("losetup", "xfs_db")
+    with loop_device(tmp_path / "ext.img", 64 * MiB) as dev:  # zeros: no XFS there
+        backing = tmp_path / "ext.img"
+        before = checksum(backing)
+        code, _, err = audit(dev, "--fstab", str(EMPTY))
+        assert checksum(backing) == before
+    assert code == 3 and "cannot read an XFS filesystem" in err and len(err.splitlines()) == 1
+
+
+def test_a_device_that_vanishes_is_one_line(tmp_path: Path) -> None:
+    """The device read by xfs_db is gone (detached) by the time it is read."""
+    from advisor.audit.host import read_format
+    from advisor.errors import DeviceProblem
+
+    with formatted(tmp_path, "gone", 512 * MiB) as (dev, _):
+        pass  # detached on leaving
+    with pytest.raises(DeviceProblem) as err:
+        read_format(dev, None)
+    assert "\n" not in err.value.message and dev in err.value.message
+    code, _, stderr = audit(f"/dev/nonexistent-{tmp_path.name}", "--fstab", str(EMPTY))
+    assert code == 3 and "No such file" in stderr
+
+
+def test_text_output_groups_by_filesystem(tmp_path: Path) -> None:
+    with formatted(tmp_path, "text", 512 * MiB, "-m", "bigtime=0") as (dev, _):
+            proc = subprocess.run([sys.executable, "-m", "advisor", "audit", dev, "--fstab",
+                               str(EMPTY), "--fail-on", "will-break"], capture_output=True,
+                              text=True, cwd=Path(__file__).parents[2], check=False, timeout=60)
+    assert proc.returncode == 6, proc.stderr
+    assert f"{dev} on - (not mounted, read with xfs_db -r)" in proc.stdout
+    assert "[will-break] audit-no-bigtime" in proc.stdout
+    assert f"xfs_admin -O bigtime=1 {dev}" in proc.stdout

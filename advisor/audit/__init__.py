@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 
 from advisor.audit import host as h
 from advisor.audit.fstab import FstabEntry, parse_fstab
-from advisor.audit.models import SEVERITIES, AuditDocument, FilesystemAudit, Finding, Severity
+from advisor.audit.models import (
+    SEVERITIES,
+    AuditDocument,
+    FilesystemAudit,
+    Finding,
+    Severity,
+    TodayProposal,
+)
 from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
 from advisor.audit.options import fstab_findings, obsolete_findings
 from advisor.errors import AdvisorError, DeviceProblem
@@ -61,13 +68,14 @@ def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
     return targets
 
 
-def _today(session: Session, target: h.Target, read: h.FormatRead) -> Today:
+def _today(session: Session, target: h.Target, read: h.FormatRead
+           ) -> tuple[Today, TodayProposal | None]:
     """What the device stack reports now and what the advisor would make on it today."""
     from advisor.models.workload import Workload
 
     device = h.device_of(session.inventory(), target.maj_min)
     if device is None:
-        return Today(None, None, "device not in the inventory", None, None)
+        return Today(None, None, "device not in the inventory", None, None), None
     stripe = device.stripe
     usable = stripe.sunit_bytes is not None and stripe.ignored_reason is None
     agcount = log_blocks = None
@@ -79,8 +87,14 @@ def _today(session: Session, target: h.Target, read: h.FormatRead) -> Today:
         agcount = proposal.mkfs_defaults.agcount
     if proposal is not None and proposal.check is not None:
         log_blocks = proposal.check.geometry.log_bytes // read.geometry.block_size
-    return Today(stripe.sunit_bytes if usable else None, stripe.swidth_bytes if usable else None,
-                 stripe.source, agcount, log_blocks)
+    today = Today(stripe.sunit_bytes if usable else None,
+                  stripe.swidth_bytes if usable else None, stripe.source, agcount, log_blocks)
+    if proposal is None:
+        return today, None
+    in_effect = set(target.mount.options) if target.mount else set()
+    return today, TodayProposal(
+        mkfs_command=proposal.mkfs_command, mount_options=proposal.mount_options,
+        mount_options_missing=[o for o in proposal.mount_options if o not in in_effect])
 
 
 def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> FilesystemAudit:
@@ -119,7 +133,8 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> F
             result.read_with = "xfs_info" if read.tool == "xfs_info" else "xfs_db -r"
             result.geometry, result.ascii_ci = read.geometry, read.ascii_ci
             findings += format_findings(read.geometry, read.ascii_ci, target.device, host)
-            findings += layout_findings(read.geometry, _today(session, target, read))
+            today, result.today = _today(session, target, read)
+            findings += layout_findings(read.geometry, today)
     result.findings = sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
     return result
 

@@ -50,6 +50,18 @@ class Finding(Model):
     """The command that fixes it, when there is one (argv; run it unmounted for xfs_admin)."""
 
 
+class TodayProposal(Model):
+    """What the advisor would propose today for the device, with no workload answers: the
+    "if you made it again" side of the findings marked new-mkfs."""
+
+    mkfs_command: str
+    """The mkfs.xfs line (it would destroy the data: move it first)."""
+    mount_options: list[str]
+    """Mount options beyond the defaults it would use."""
+    mount_options_missing: list[str] = Field(default_factory=list)
+    """Of those, the ones the running mount lacks (they can change at the next mount)."""
+
+
 class FilesystemAudit(Model):
     """One XFS filesystem (or one fstab line for XFS) and what the audit found."""
 
@@ -73,6 +85,8 @@ class FilesystemAudit(Model):
     """Options of that fstab line."""
     findings: list[Finding] = Field(default_factory=list)
     """What the audit found, worst first."""
+    today: TodayProposal | None = None
+    """What the advisor would propose for the device today (null: not asked, e.g. no device)."""
 
 
 class AuditDocument(Model):

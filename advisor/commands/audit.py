@@ -45,6 +45,23 @@ def _text(fs: FilesystemAudit) -> list[str]:
         lines.append(f"      evidence: {f.evidence}")
         lines.append(f"      fix ({f.fix_kind}): {f.fix}")
         lines.append(f"      source: {f.source}")
+    return lines + _plan(fs)
+
+
+def _plan(fs: FilesystemAudit) -> list[str]:
+    """The fixes split by when they can happen, and what the advisor would make today."""
+    lines = []
+    for kind, label in (("next-mount", "at the next mount"),
+                        ("xfs_admin-offline", "offline with xfs_admin"),
+                        ("new-mkfs", "only with a new mkfs")):
+        ids = sorted({f.rule for f in fs.findings if f.fix_kind == kind})
+        if ids:
+            lines.append(f"  {label}: {', '.join(ids)}")
+    if fs.today is not None:
+        lines.append(f"  the advisor today (no answers): {fs.today.mkfs_command}")
+        if fs.today.mount_options_missing:
+            lines.append("    mount options it would add: "
+                         + ",".join(fs.today.mount_options_missing))
     return lines
 
 

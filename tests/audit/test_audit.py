@@ -152,6 +152,7 @@ def test_default_filesystem_has_no_finding_mounted_or_not(tmp_path: Path) -> Non
         assert err == "" and (code, rules(doc)) == (0, {})
         [fs] = doc["filesystems"]
         assert fs["mounted"] and fs["read_with"] == "xfs_info" and "ro" in fs["mount_options"]
+        assert fs["today"]["mkfs_command"].startswith("mkfs.xfs")
 
 
 def test_fstab_with_old_advice_and_a_typo(tmp_path: Path) -> None:
@@ -251,3 +252,22 @@ def test_text_output_groups_by_filesystem(tmp_path: Path) -> None:
     assert f"{dev} on - (not mounted, read with xfs_db -r)" in proc.stdout
     assert "[will-break] audit-no-bigtime" in proc.stdout
     assert f"xfs_admin -O bigtime=1 {dev}" in proc.stdout
+    assert "offline with xfs_admin: audit-no-bigtime" in proc.stdout
+
+
+def test_a_captured_tree_is_refused(tmp_path: Path) -> None:
+    """xfs_info and xfs_db read devices of this machine: a --sysroot capture has none."""
+    (tmp_path / "sys" / "block").mkdir(parents=True)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--sysroot", str(tmp_path), "audit", "--fstab", str(EMPTY)])
+    assert code == 2 and "audit runs on this machine" in err.getvalue()
+
+
+def test_fstab_fields_are_unescaped_and_comments_skipped() -> None:
+    from advisor.audit.fstab import parse_fstab
+
+    entries, errors = parse_fstab("# c\n/dev/sdb1 /srv/my\\040data xfs  # no options\nx y\n")
+    [entry] = entries
+    assert entry.mountpoint == "/srv/my data" and entry.options == ("defaults",)
+    assert [e.line for e in errors] == [3]

@@ -56,13 +56,14 @@ pqnoenforce sunit swidth swalloc wsync rtdev
 ro rw sync async atime noatime relatime norelatime strictatime nostrictatime lazytime nolazytime
 diratime nodiratime dev nodev exec noexec suid nosuid dirsync mand nomand iversion noiversion
 silent loud defaults auto noauto nofail user users nouser owner group _netdev context fscontext
-defcontext rootcontext
+defcontext rootcontext nosymfollow
 """)
 
 #: Options mount(8) or systemd act on, or defaults the kernel never shows in mountinfo.
 NOT_SHOWN = _words("""
 defaults auto noauto nofail user users nouser owner group _netdev rw exec suid dev async atime
-diratime nolazytime noiversion nostrictatime silent loud
+diratime nolazytime noiversion nostrictatime silent loud strictatime norelatime iversion
+nolargeio nodiscard nogrpid sysvgroups
 attr2 noattr2 ikeep noikeep
 """)
 
@@ -121,7 +122,7 @@ def unknown_findings(entry: FstabEntry, covered: set[str]) -> list[Finding]:
 def _shown(option: str) -> str:
     """The option as mountinfo writes it (quota names differ)."""
     return {"quota": "usrquota", "uquota": "usrquota", "gquota": "grpquota",
-            "pquota": "prjquota"}.get(option, option)
+            "pquota": "prjquota", "bsdgroups": "grpid", "dax": "dax=always"}.get(option, option)
 
 
 def differs_findings(entry: FstabEntry, in_effect: Sequence[str], covered: set[str]

@@ -18,8 +18,10 @@ import jsonschema
 import pytest
 
 from advisor.audit.host import kernel_config
+from advisor.audit.ondisk import Today, layout_findings
 from advisor.cli import main
 from advisor.commands.schema import schema_text
+from advisor.models.proposal import MkfsGeometry
 from advisor.system.sysroot import SysRoot
 from tests.bench.test_guard import attached, checksum
 from tests.conftest import loop_device, mounted, require_root_tools, sh
@@ -271,3 +273,48 @@ def test_fstab_fields_are_unescaped_and_comments_skipped() -> None:
     [entry] = entries
     assert entry.mountpoint == "/srv/my data" and entry.options == ("defaults",)
     assert [e.line for e in errors] == [3]
+
+
+def test_an_fstab_line_the_mount_follows_has_no_false_finding(tmp_path: Path) -> None:
+    """Valid options mountinfo writes differently or not at all are no 'differs' finding."""
+    opts = ["ro", "noatime", "largeio", "swalloc", "allocsize=64k", "logbsize=256k", "inode32",
+            "nodiscard", "sync", "uquota"]
+    with formatted(tmp_path, "follows", 1 << 30) as (dev, _):
+        mnt = tmp_path / "mnt"
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"{dev} {mnt} xfs {','.join(opts)},nofail,x-systemd.device-timeout=9s,"
+                         "comment=data 0 0\n")
+        with mounted(dev, mnt, *[o for o in opts if o != "uquota"]):
+            code, doc, err = audit(str(mnt), "--fstab", str(fstab), "--fail-on", "info")
+    assert err == ""
+    found = rules(doc)
+    # uquota needs CONFIG_XFS_QUOTA to mount, so the mount above went without it: the one
+    # difference the audit must name.
+    assert set(found) == {"audit-fstab-differs"} and "uquota" in found["audit-fstab-differs"][
+        "title"] and code == 6
+
+
+def _geometry(**over: int) -> MkfsGeometry:
+    values = {"block_size": 4096, "sector_size": 512, "inode_size": 512, "agcount": 4,
+              "agsize_blocks": 65536, "data_blocks": 262144, "sunit_blocks": 0,
+              "swidth_blocks": 0, "naming_block_size": 4096, "log_blocks": 16384,
+              "log_sunit_blocks": 0}
+    values.update(over)
+    return MkfsGeometry(**values, features={"crc": 1, "finobt": 1, "sparse": 1, "reflink": 1,
+                                            "bigtime": 1, "inobtcount": 1, "ftype": 1})
+
+
+@pytest.mark.parametrize(("fs", "device", "fix_kind", "words"), [
+    ((16, 64), (128 << 10, 512 << 10), "next-mount", "sunit=256,swidth=1024"),  # reshaped RAID
+    ((0, 0), (64 << 10, 256 << 10), "new-mkfs", "never aligned"),
+    ((16, 64), (None, None), "none", "reports none"),
+])
+def test_stripe_against_what_the_device_reports(fs: tuple[int, int],
+                                                device: tuple[int | None, int | None],
+                                                fix_kind: str, words: str) -> None:
+    """md and RAID reshapes cannot be made in this VM: the pure check, on each case."""
+    geometry = _geometry(sunit_blocks=fs[0], swidth_blocks=fs[1])
+    [finding] = layout_findings(geometry, Today(device[0], device[1], "md0 (md raid5)", 4, None))
+    assert finding.fix_kind == fix_kind and words in finding.fix + finding.title
+    assert layout_findings(_geometry(sunit_blocks=16, swidth_blocks=64),
+                           Today(64 << 10, 256 << 10, "md0", 4, None)) == []

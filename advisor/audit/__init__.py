@@ -23,6 +23,7 @@ from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
 from advisor.audit.options import fstab_findings, obsolete_findings
 from advisor.errors import AdvisorError, DeviceProblem
 from advisor.system.files import read_text
+from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
     from advisor.session import Session
@@ -30,12 +31,13 @@ if TYPE_CHECKING:
 DEFAULT_FSTAB = "/etc/fstab"
 
 
-def _fstab(path: str | None) -> tuple[str | None, list[FstabEntry], list[Finding]]:
+def _fstab(path: str | None, root: SysRoot) -> tuple[str | None, list[FstabEntry], list[Finding]]:
     """The fstab's XFS lines and its unusable lines as findings. A named file must be readable
-    (BadInput otherwise); a missing default /etc/fstab is no fstab."""
-    if path is None and not os.path.exists(DEFAULT_FSTAB):
+    (BadInput otherwise); a missing default (/etc/fstab, or a capture's copy) is no fstab."""
+    default = DEFAULT_FSTAB if root.live else str(root.path(f"{h.AUDIT_DIR}/fstab"))
+    if path is None and not os.path.exists(default):
         return None, [], []
-    name = path or DEFAULT_FSTAB
+    name = path or default
     entries, errors = parse_fstab(read_text(name, "fstab"))
     bad = [Finding(rule="audit-fstab-syntax", severity="breaks",
                    title=f"fstab line {e.line} has fewer than three fields",
@@ -49,8 +51,10 @@ def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
              fstab: list[FstabEntry]) -> list[h.Target]:
     """The filesystems to audit, each with its mount and its fstab line; with no names, every
     XFS mount, every unmounted XFS device libblkid finds, and every XFS fstab line."""
-    if names:
+    if names and session.live:
         targets = [h.named_target(n, mounts) for n in names]
+    elif names:
+        targets = [h.captured_target(n, mounts, session.inventory()) for n in names]
     else:
         targets = [h.Target(m.entry.source, m, maj_min=m.entry.maj_min) for m in mounts]
         mounted = {t.maj_min for t in targets}
@@ -58,7 +62,7 @@ def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
                     if d.usage.fstype.value == "xfs" and d.maj_min not in mounted
                     and not d.usage.mountpoints]
     for entry in fstab:
-        number = h.devno(h.resolve_spec(entry.spec) or "")
+        number = h.devno(h.resolve_spec(entry.spec) or "") if session.live else None
         match = next((t for t in targets if (number and t.maj_min == number) or
                       (t.mount and t.mount.entry.mountpoint == entry.mountpoint)), None)
         if match is not None and match.fstab is None:
@@ -121,7 +125,9 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> F
             fix="check the spec; add nofail if the disk may be absent", fix_kind="next-mount"))
     else:
         try:
-            read = h.read_format(target.device, mount)
+            device = h.device_of(session.inventory(), target.maj_min)
+            read = h.read_format(target.device, mount, session.root,
+                                 device.name if device else None)
         except DeviceProblem as err:
             if named:
                 raise
@@ -142,9 +148,9 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> F
 def audit(session: Session, names: Sequence[str] = (), fstab: str | None = None,
           fail_on: Severity = "breaks") -> AuditDocument:
     """Audit the named filesystems (mount points or devices), or all of the host's, against the
-    fstab file (default /etc/fstab). Never writes, never mounts."""
-    session.require_live("audit")
-    fstab_name, entries, syntax = _fstab(fstab)
+    fstab file (default /etc/fstab, or a capture's copy). Never writes, never mounts. On a
+    capture, what `xfs-advisor capture` recorded stands for xfs_info and xfs_db."""
+    fstab_name, entries, syntax = _fstab(fstab, session.root)
     mounts = h.xfs_mounts(session.root)
     config = h.kernel_config(session.root)
     env = session.environment

@@ -1,6 +1,7 @@
 """The audit's reads of the host, all read-only: mountinfo (options in effect), the fstab file,
 `xfs_info` on a mount point, `xfs_db -r -c info` on an unmounted device, the kernel's config.
-Nothing here mounts or writes anything."""
+Nothing here mounts or writes anything. A capture (`xfs-advisor capture`) holds the same texts
+under AUDIT_DIR, so that `--sysroot DIR audit` replays them."""
 
 from __future__ import annotations
 
@@ -16,9 +17,15 @@ from advisor.inspect.parsers import MountEntry, parse_mountinfo
 from advisor.models.device import Device, Inventory
 from advisor.models.proposal import MkfsGeometry
 from advisor.system import argv
+from advisor.system.files import read_text
 from advisor.system.mkfs import parse_mkfs_output
 from advisor.system.runner import run
 from advisor.system.sysroot import SysRoot
+
+#: Where a capture keeps what the audit read: `<device name>.xfs_info` or `.xfs_db` (the
+#: tools' output), `kernel-config` (the kernel's XFS options), `fstab`.
+AUDIT_DIR = "xfs-advisor-audit"
+_TOOLS = {"xfs_info": "xfs_info", "xfs_db": "xfs_db -r"}
 
 
 @dataclass(frozen=True)
@@ -81,33 +88,61 @@ class FormatRead:
     ascii_ci: bool
 
 
-def read_format(device: str, mount: Mount | None) -> FormatRead:
-    """The on-disk format: xfs_info on the mount point when mounted, else `xfs_db -r` on the
-    device (read-only; never mounts it). DeviceProblem when it cannot be read."""
+def run_format_tool(device: str, mount: Mount | None) -> tuple[str, str]:
+    """xfs_info on the mount point when mounted, else `xfs_db -r` on the device (read-only;
+    never mounts it): the tool's key in _TOOLS and its output. DeviceProblem when it fails."""
     tool, command = (("xfs_info", argv.xfs_info(mount.entry.mountpoint)) if mount else
-                     ("xfs_db -r", argv.xfs_db_info(device)))
+                     ("xfs_db", argv.xfs_db_info(device)))
     result = run(command, check=False, timeout=30)
     if not result.ok or "meta-data=" not in result.stdout:
         if not mount and devno(device) is None:
             raise DeviceProblem(f"{device} vanished during the audit")
-        raise DeviceProblem(f"{device}: {tool} cannot read an XFS filesystem there "
+        raise DeviceProblem(f"{device}: {_TOOLS[tool]} cannot read an XFS filesystem there "
                             f"({result.first_error_line()})")
+    return tool, result.stdout
+
+
+def captured_format_tool(root: SysRoot, name: str, device: str) -> tuple[str, str]:
+    """What the capture's run of xfs_info or xfs_db -r printed for device `name`."""
+    for tool in _TOOLS:
+        text = root.read(f"{AUDIT_DIR}/{name}.{tool}")
+        if text is not None:
+            return tool, text
+    raise DeviceProblem(f"{device}: the capture holds no xfs_info or xfs_db output for it")
+
+
+def parse_format(device: str, tool: str, text: str) -> FormatRead:
+    """The geometry and features in a tool's output."""
     try:
-        geometry = parse_mkfs_output(result.stdout)
+        geometry = parse_mkfs_output(text)
     except AdvisorError as err:
-        raise DeviceProblem(f"{device}: {tool}: {err.message}") from None
-    return FormatRead(tool, geometry, bool(re.search(r"\bascii-ci=1\b", result.stdout)))
+        raise DeviceProblem(f"{device}: {_TOOLS[tool]}: {err.message}") from None
+    return FormatRead(_TOOLS[tool], geometry, bool(re.search(r"\bascii-ci=1\b", text)))
 
 
-def kernel_config(root: SysRoot) -> dict[str, str]:
-    """The running kernel's config (CONFIG_X -> y/m/n) from /proc/config.gz, when it has one."""
-    if not root.live:
-        return {}
+def read_format(device: str, mount: Mount | None, root: SysRoot | None = None,
+                name: str | None = None) -> FormatRead:
+    """The on-disk format, from the live device or (`root` a capture) what the capture read."""
+    if root is not None and not root.live:
+        tool, text = captured_format_tool(root, name or os.path.basename(device), device)
+    else:
+        tool, text = run_format_tool(device, mount)
+    return parse_format(device, tool, text)
+
+
+def live_kernel_config() -> str:
+    """The running kernel's XFS options from /proc/config.gz (empty when it has none)."""
     try:
         with gzip.open("/proc/config.gz", "rt") as f:
             text = f.read(1 << 22)
     except (OSError, EOFError):
-        return {}
+        return ""
+    return "\n".join(line for line in text.splitlines() if "CONFIG_XFS" in line)
+
+
+def kernel_config(root: SysRoot) -> dict[str, str]:
+    """The kernel's config (CONFIG_X -> y/m/n): the running one's, or the capture's."""
+    text = live_kernel_config() if root.live else root.read(f"{AUDIT_DIR}/kernel-config") or ""
     config = dict(re.findall(r"^(CONFIG_\w+)=(\S+)", text, re.MULTILINE))
     config.update((k, "n") for k in re.findall(r"^# (CONFIG_\w+) is not set", text, re.MULTILINE))
     return config
@@ -128,6 +163,49 @@ class Target:
     fstab: FstabEntry | None = None
     maj_min: str | None = None
     extra: list[FstabEntry] = field(default_factory=list)
+
+
+def captured_target(name: str, mounts: list[Mount], inventory: Inventory) -> Target:
+    """The filesystem a MOUNTPOINT or DEVICE argument names in a capture."""
+    mount = next((m for m in mounts if m.entry.mountpoint == name), None)
+    if mount is not None:
+        return Target(mount.entry.source, mount, maj_min=mount.entry.maj_min)
+    from advisor.inspect.devices import find_device
+
+    device = find_device(inventory, name)
+    mount = next((m for m in mounts if m.entry.maj_min == device.maj_min), None)
+    return Target(device.path, mount, maj_min=device.maj_min)
+
+
+def capture_sources(root: SysRoot, inventory: Inventory, dest: str) -> int:
+    """Write what the audit reads that a sysfs capture lacks into dest/AUDIT_DIR: every XFS
+    device's xfs_info (or xfs_db -r) output, the kernel's XFS options, /etc/fstab; and the
+    kernel release (the xfs_admin upgrades depend on it). Read-only on the devices. The number
+    of files written."""
+    folder = os.path.join(dest, AUDIT_DIR)
+    os.makedirs(folder, exist_ok=True)
+    release = os.path.join(dest, "proc/sys/kernel/osrelease")
+    if not os.path.exists(release):
+        os.makedirs(os.path.dirname(release), exist_ok=True)
+        with open(release, "w", encoding="utf-8") as f:
+            f.write(os.uname().release + "\n")
+    written = {"kernel-config": live_kernel_config()}
+    if os.path.isfile("/etc/fstab"):
+        written["fstab"] = read_text("/etc/fstab", "fstab")
+    mounts = xfs_mounts(root)
+    for device in inventory.devices:
+        mount = next((m for m in mounts if m.entry.maj_min == device.maj_min), None)
+        if device.usage.fstype.value != "xfs" and mount is None:
+            continue
+        try:
+            tool, text = run_format_tool(device.path, mount)
+        except AdvisorError:
+            continue  # unreadable now: the replay reports it as the live audit would
+        written[f"{device.name}.{tool}"] = text
+    for name, text in written.items():
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    return len(written)
 
 
 def named_target(name: str, mounts: list[Mount]) -> Target:

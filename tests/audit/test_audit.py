@@ -257,13 +257,41 @@ def test_text_output_groups_by_filesystem(tmp_path: Path) -> None:
     assert "offline with xfs_admin: audit-no-bigtime" in proc.stdout
 
 
-def test_a_captured_tree_is_refused(tmp_path: Path) -> None:
-    """xfs_info and xfs_db read devices of this machine: a --sysroot capture has none."""
+def test_capture_then_audit_the_capture_after_the_device_is_gone(tmp_path: Path) -> None:
+    """`capture` records xfs_info / xfs_db -r output; `--sysroot DIR audit` replays it, with the
+    loop device detached by then (so nothing but the capture can be read)."""
+    from advisor.inspect.capture import capture
+
+    with formatted(tmp_path, "cap", 512 * MiB, "-m", "bigtime=0") as (dev, backing):
+        mnt = tmp_path / "mnt"
+        with mounted(dev, mnt, "ro", "noatime", "nodiratime"):
+            before = checksum(backing)
+            capture(SysRoot.open("/"), tmp_path / "capture")
+            assert checksum(backing) == before
+    name = Path(dev).name
+    assert (tmp_path / "capture" / "xfs-advisor-audit" / f"{name}.xfs_info").is_file()
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--sysroot", str(tmp_path / "capture"), "audit", "--json", str(mnt),
+                     "--fstab", str(EMPTY), "--fail-on", "info"])
+    assert err.getvalue() == "" and code == 6
+    doc = json.loads(out.getvalue())
+    [fs] = doc["filesystems"]
+    assert fs["read_with"] == "xfs_info" and fs["mounted"] and fs["device"] == dev
+    found = rules(doc)
+    assert found["audit-no-bigtime"]["fix_command"] == ["xfs_admin", "-O", "bigtime=1", dev]
+    assert found["nodiratime"]["evidence"] == "nodiratime in the running mount"
+
+
+def test_a_capture_without_audit_files_audits_nothing_or_says_why(tmp_path: Path) -> None:
     (tmp_path / "sys" / "block").mkdir(parents=True)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["--sysroot", str(tmp_path), "audit", "--fstab", str(EMPTY)])
-    assert code == 2 and "audit runs on this machine" in err.getvalue()
+        code = main(["--sysroot", str(tmp_path), "audit", "--json"])
+    assert code == 0 and json.loads(out.getvalue())["filesystems"] == []
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--sysroot", str(tmp_path), "audit", "sdz"])
+    assert code == 3 and "unknown device 'sdz'" in err.getvalue()
 
 
 def test_fstab_fields_are_unescaped_and_comments_skipped() -> None:

@@ -62,13 +62,16 @@ def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
                     if d.usage.fstype.value == "xfs" and d.maj_min not in mounted
                     and not d.usage.mountpoints]
     for entry in fstab:
-        number = h.devno(h.resolve_spec(entry.spec) or "") if session.live else None
+        path = h.resolve_spec(entry.spec) if session.live else None
+        number = h.devno(path or "")
         match = next((t for t in targets if (number and t.maj_min == number) or
                       (t.mount and t.mount.entry.mountpoint == entry.mountpoint)), None)
         if match is not None and match.fstab is None:
             match.fstab = entry
-        elif not names:
-            targets.append(h.Target(None, fstab=entry))
+        elif match is not None:  # a second line for one filesystem: audited on its own
+            targets.append(h.Target(match.device, match.mount, entry, match.maj_min))
+        elif not names:  # its device is here without XFS found on it, or not here at all
+            targets.append(h.Target(path, fstab=entry, maj_min=number))
     return targets
 
 
@@ -101,7 +104,35 @@ def _today(session: Session, target: h.Target, read: h.FormatRead
         mount_options_missing=[o for o in proposal.mount_options if o not in in_effect])
 
 
+def _format_and_layout(session: Session, target: h.Target, host: Host, named: bool,
+                       result: FilesystemAudit) -> list[Finding]:
+    """Read the on-disk format (filling in `result`) and judge it and the layout. A named
+    filesystem that cannot be read is an error; in a whole-host audit, a finding: one that
+    fstab mounts breaks at the next mount, any other is worth a look."""
+    assert target.device is not None
+    try:
+        device = h.device_of(session.inventory(), target.maj_min)
+        read = h.read_format(target.device, target.mount, session.root,
+                             device.name if device else None)
+    except DeviceProblem as err:
+        if named:
+            raise
+        breaks = target.fstab is not None and target.mount is None
+        return [Finding(rule="audit-unreadable", severity="breaks" if breaks else "info",
+                        title="no XFS filesystem could be read" + (
+                            f" where fstab line {target.fstab.line} mounts one"
+                            if breaks and target.fstab else ""),
+                        evidence=err.message, source="xfs_db(8)",
+                        fix="check the device and the fstab line", fix_kind="none")]
+    result.read_with = "xfs_info" if read.tool == "xfs_info" else "xfs_db -r"
+    result.geometry, result.ascii_ci = read.geometry, read.ascii_ci
+    today, result.today = _today(session, target, read)
+    return (format_findings(read.geometry, read.ascii_ci, target.device, host)
+            + layout_findings(read.geometry, today))
+
+
 def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> FilesystemAudit:
+    """Every finding about one filesystem: its fstab line, its mount, its format, its layout."""
     obsolete = session.rulebook.of_kind("obsolete")
     mount = target.mount
     result = FilesystemAudit(
@@ -124,23 +155,7 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> F
             evidence=target.fstab.raw if target.fstab else "", source="fstab(5)",
             fix="check the spec; add nofail if the disk may be absent", fix_kind="next-mount"))
     else:
-        try:
-            device = h.device_of(session.inventory(), target.maj_min)
-            read = h.read_format(target.device, mount, session.root,
-                                 device.name if device else None)
-        except DeviceProblem as err:
-            if named:
-                raise
-            findings.append(Finding(rule="audit-unreadable", severity="info",
-                                    title="could not read the filesystem", evidence=err.message,
-                                    source="xfs_db(8)", fix="check the device",
-                                    fix_kind="none"))
-        else:
-            result.read_with = "xfs_info" if read.tool == "xfs_info" else "xfs_db -r"
-            result.geometry, result.ascii_ci = read.geometry, read.ascii_ci
-            findings += format_findings(read.geometry, read.ascii_ci, target.device, host)
-            today, result.today = _today(session, target, read)
-            findings += layout_findings(read.geometry, today)
+        findings += _format_and_layout(session, target, host, named, result)
     result.findings = sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
     return result
 

@@ -9,7 +9,7 @@ import gzip
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from advisor.audit.fstab import FstabEntry
 from advisor.errors import AdvisorError, BadInput, DeviceProblem
@@ -162,7 +162,6 @@ class Target:
     mount: Mount | None = None
     fstab: FstabEntry | None = None
     maj_min: str | None = None
-    extra: list[FstabEntry] = field(default_factory=list)
 
 
 def captured_target(name: str, mounts: list[Mount], inventory: Inventory) -> Target:

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 
 from advisor.audit.models import Finding, FixKind, Severity
+from advisor.audit.options import XFS_DOC
 from advisor.models.proposal import MkfsGeometry
 
-XFS_DOC = "Documentation/admin-guide/xfs.rst"
 #: xfs_admin -O bigtime=1 / inobtcount=1 (upgrade in place) came with xfsprogs 5.11; the kernel
 #: reads both features since Linux 5.10.
 UPGRADE_XFSPROGS = (5, 11)

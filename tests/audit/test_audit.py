@@ -346,3 +346,19 @@ def test_stripe_against_what_the_device_reports(fs: tuple[int, int],
     assert finding.fix_kind == fix_kind and words in finding.fix + finding.title
     assert layout_findings(_geometry(sunit_blocks=16, swidth_blocks=64),
                            Today(64 << 10, 256 << 10, "md0", 4, None)) == []
+
+
+def test_an_fstab_line_for_a_device_without_xfs_breaks(tmp_path: Path) -> None:
+    require_root_tools("losetup", "xfs_db")
+    backing = tmp_path / "zero.img"
+    with loop_device(backing, 64 * MiB) as dev:
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"{dev} {tmp_path / 'x'} xfs defaults,nofail 0 0\n")
+        before = checksum(backing)
+        code, doc, err = audit("--fstab", str(fstab))
+        assert checksum(backing) == before
+    assert err == "" and code == 6
+    [fs] = [fs for fs in doc["filesystems"] if fs["fstab_line"] == 1]
+    assert fs["device"] == dev and fs["read_with"] is None
+    [finding] = fs["findings"]
+    assert finding["rule"] == "audit-unreadable" and finding["severity"] == "breaks"

@@ -27,6 +27,8 @@ from tests.bench.test_guard import attached, checksum
 from tests.conftest import loop_device, mounted, require_root_tools, sh
 
 MiB = 1 << 20
+#: An fstab with no lines: the tests name their own, never the host's /etc/fstab.
+EMPTY = Path(__file__).parent / "empty.fstab"
 
 
 def audit(*args: str) -> tuple[int, dict[str, Any], str]:
@@ -64,9 +66,6 @@ def audited(dev: str, backing: Path, *args: str, fstab: Path | None = None
     assert err == "", err
     assert checksum(backing) == before, "audit wrote to the device"
     return code, doc
-
-
-EMPTY = Path(__file__).parent / "empty.fstab"
 
 
 def test_v4_with_ftype0_read_unmounted_with_xfs_db(tmp_path: Path) -> None:

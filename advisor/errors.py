@@ -2,7 +2,8 @@
 
 Exit codes (documented in the README and part of the --json contract):
   0 ok, 1 internal error (a bug), 2 bad input, 3 device problem, 4 system tool missing or failing,
-  5 a validation run found the proposal worse (validate only), 130 interrupted.
+  5 a validation run found the proposal worse (validate only), 6 audit findings at or above
+  --fail-on (audit only), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ EXIT_BUG = 1
 EXIT_BAD_INPUT = 2
 EXIT_DEVICE = 3
 EXIT_TOOL = 4
+EXIT_FINDINGS = 6
 EXIT_INTERRUPTED = 130
 
 

@@ -13,7 +13,7 @@ import functools
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +24,7 @@ from advisor.models.workload import Workload
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
+    from advisor.audit.models import AuditDocument, Severity
     from advisor.bench.hold import DeviceHold
     from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
@@ -284,6 +285,16 @@ class Session:
         finally:
             finished.set()
             cancel.set()  # lets the watcher end
+
+    # ---- audit ----
+
+    def audit(self, names: Sequence[str] = (), fstab: str | None = None,
+              fail_on: Severity = "breaks") -> AuditDocument:
+        """Findings for the named filesystems (mount points or devices), or every XFS one the
+        host has, and the fstab file (default /etc/fstab). Read-only: xfs_info, xfs_db -r."""
+        from advisor.audit import audit
+
+        return audit(self, names, fstab, fail_on)
 
     # ---- profile ----
 

@@ -1,4 +1,4 @@
-"""`xfs-advisor schema [workload|rule|output]`: the JSON Schemas of the contracts."""
+"""`xfs-advisor schema [workload|rule|output|audit]`: the JSON Schemas of the contracts."""
 
 from __future__ import annotations
 
@@ -6,28 +6,29 @@ import argparse
 import json
 from typing import Any
 
-SCHEMAS = ("workload", "rule", "output")
+SCHEMAS = ("workload", "rule", "output", "audit")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("schema", parents=[common],
-                       help="print the JSON Schema of the workload answers, a rule file, or the "
-                       "--json output")
+                       help="print the JSON Schema of the workload answers, a rule file, the "
+                       "--json output or the audit --json output")
     p.add_argument("name", nargs="?", choices=SCHEMAS,
-                   help="which schema (default: all three, keyed by name)")
+                   help="which schema (default: all of them, keyed by name)")
 
 
 def schema_of(name: str) -> dict[str, Any]:
     from pydantic import BaseModel
 
+    from advisor.audit.models import AuditDocument
     from advisor.models.proposal import ProposalDocument
     from advisor.models.rule import Rule
     from advisor.models.workload import Workload
 
     models: dict[str, type[BaseModel]] = {"workload": Workload, "rule": Rule,
-                                          "output": ProposalDocument}
+                                          "output": ProposalDocument, "audit": AuditDocument}
     schema: dict[str, Any] = models[name].model_json_schema(
-        mode="validation" if name != "output" else "serialization")
+        mode="validation" if name not in ("output", "audit") else "serialization")
     return schema
 
 

@@ -1,5 +1,6 @@
 """Capture: write the files the advisor read (and nothing else) into a folder shaped like the
-system root, plus the live-only probe results, so that `--sysroot DIR` replays the same inventory.
+system root, plus the live-only probe results, so that `--sysroot DIR` replays the same inventory,
+and (as root) what `audit` reads: xfs_info / xfs_db -r outputs, the kernel's XFS options, fstab.
 
 sysfs is a forest of symlinks (sys/block/sda -> ../devices/...), and the advisor reads through
 them, so the capture recreates each symlink on the way to every file, as lsblk's dumps do.
@@ -143,6 +144,10 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
             mirror.copy(rel)
         if probes.probed:
             (dest / PROBES_FILE).write_text(probes.to_json(), encoding="utf-8")
+        if source.live and os.geteuid() == 0:
+            from advisor.audit.host import capture_sources
+
+            mirror.files += capture_sources(recorder, inventory, str(dest))
     except OSError as err:  # the disk filled up, or a folder was taken away meanwhile
         raise BadInput(f"capture into {dest} failed: {err.strerror or err} (what it wrote is "
                        "incomplete: remove it)") from None

@@ -66,6 +66,11 @@ def xfs_info(target: str) -> list[str]:
     return ["xfs_info", target]
 
 
+def xfs_db_info(device: str) -> list[str]:
+    """`xfs_db -r -c info DEV`: xfs_info's report of an unmounted filesystem, read-only."""
+    return ["xfs_db", "-r", "-c", "info", device]
+
+
 def xfs_spaceman(mountpoint: str, command: str) -> list[str]:
     return ["xfs_spaceman", "-c", command, mountpoint]
 

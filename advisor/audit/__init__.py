@@ -1,0 +1,182 @@
+"""`xfs-advisor audit`: the XFS filesystems a host already has, and its fstab, checked against
+today's kernel, today's xfsprogs and today's device. Read-only throughout (advisor.audit.host).
+
+host reads; fstab parses; options, ondisk judge (pure); this module puts them together."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from advisor.audit import host as h
+from advisor.audit.fstab import FstabEntry, parse_fstab
+from advisor.audit.models import (
+    SEVERITIES,
+    AuditDocument,
+    FilesystemAudit,
+    Finding,
+    Severity,
+    TodayProposal,
+)
+from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
+from advisor.audit.options import fstab_findings, obsolete_findings
+from advisor.errors import AdvisorError, DeviceProblem
+from advisor.system.files import read_text
+from advisor.system.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from advisor.session import Session
+
+DEFAULT_FSTAB = "/etc/fstab"
+
+
+def _fstab(path: str | None, root: SysRoot) -> tuple[str | None, list[FstabEntry], list[Finding]]:
+    """The fstab's XFS lines and its unusable lines as findings. A named file must be readable
+    (BadInput otherwise); a missing default (/etc/fstab, or a capture's copy) is no fstab."""
+    default = DEFAULT_FSTAB if root.live else str(root.path(f"{h.AUDIT_DIR}/fstab"))
+    if path is None and not os.path.exists(default):
+        return None, [], []
+    name = path or default
+    entries, errors = parse_fstab(read_text(name, "fstab"))
+    bad = [Finding(rule="audit-fstab-syntax", severity="breaks",
+                   title=f"fstab line {e.line} has fewer than three fields",
+                   evidence=f"{name}:{e.line}: {e.raw[:120]}", source="fstab(5)",
+                   fix="correct or remove the line: mount -a (and boot) stumble on it",
+                   fix_kind="next-mount") for e in errors]
+    return name, [e for e in entries if e.fstype == "xfs"], bad
+
+
+def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
+             fstab: list[FstabEntry]) -> list[h.Target]:
+    """The filesystems to audit, each with its mount and its fstab line; with no names, every
+    XFS mount, every unmounted XFS device libblkid finds, and every XFS fstab line."""
+    if names and session.live:
+        targets = [h.named_target(n, mounts) for n in names]
+    elif names:
+        targets = [h.captured_target(n, mounts, session.inventory()) for n in names]
+    else:
+        targets = [h.Target(m.entry.source, m, maj_min=m.entry.maj_min) for m in mounts]
+        mounted = {t.maj_min for t in targets}
+        targets += [h.Target(d.path, maj_min=d.maj_min) for d in session.inventory().devices
+                    if d.usage.fstype.value == "xfs" and d.maj_min not in mounted
+                    and not d.usage.mountpoints]
+    for entry in fstab:
+        path = h.resolve_spec(entry.spec) if session.live else None
+        number = h.devno(path or "")
+        match = next((t for t in targets if (number and t.maj_min == number) or
+                      (t.mount and t.mount.entry.mountpoint == entry.mountpoint)), None)
+        if match is not None and match.fstab is None:
+            match.fstab = entry
+        elif match is not None:  # a second line for one filesystem: audited on its own
+            targets.append(h.Target(match.device, match.mount, entry, match.maj_min))
+        elif not names:  # its device is here without XFS found on it, or not here at all
+            targets.append(h.Target(path, fstab=entry, maj_min=number))
+    return targets
+
+
+def _today(session: Session, target: h.Target, read: h.FormatRead
+           ) -> tuple[Today, TodayProposal | None]:
+    """What the device stack reports now and what the advisor would make on it today."""
+    from advisor.models.workload import Workload
+
+    device = h.device_of(session.inventory(), target.maj_min)
+    if device is None:
+        return Today(None, None, "device not in the inventory", None, None), None
+    stripe = device.stripe
+    usable = stripe.sunit_bytes is not None and stripe.ignored_reason is None
+    agcount = log_blocks = None
+    try:
+        proposal = session.propose(device, Workload())
+    except AdvisorError:
+        proposal = None
+    if proposal is not None and proposal.mkfs_defaults is not None:
+        agcount = proposal.mkfs_defaults.agcount
+    if proposal is not None and proposal.check is not None:
+        log_blocks = proposal.check.geometry.log_bytes // read.geometry.block_size
+    today = Today(stripe.sunit_bytes if usable else None,
+                  stripe.swidth_bytes if usable else None, stripe.source, agcount, log_blocks)
+    if proposal is None:
+        return today, None
+    in_effect = set(target.mount.options) if target.mount else set()
+    return today, TodayProposal(
+        mkfs_command=proposal.mkfs_command, mount_options=proposal.mount_options,
+        mount_options_missing=[o for o in proposal.mount_options if o not in in_effect])
+
+
+def _format_and_layout(session: Session, target: h.Target, host: Host, named: bool,
+                       result: FilesystemAudit) -> list[Finding]:
+    """Read the on-disk format (filling in `result`) and judge it and the layout. A named
+    filesystem that cannot be read is an error; in a whole-host audit, a finding: one that
+    fstab mounts breaks at the next mount, any other is worth a look."""
+    assert target.device is not None
+    try:
+        device = h.device_of(session.inventory(), target.maj_min)
+        read = h.read_format(target.device, target.mount, session.root,
+                             device.name if device else None)
+    except DeviceProblem as err:
+        if named:
+            raise
+        breaks = target.fstab is not None and target.mount is None
+        return [Finding(rule="audit-unreadable", severity="breaks" if breaks else "info",
+                        title="no XFS filesystem could be read" + (
+                            f" where fstab line {target.fstab.line} mounts one"
+                            if breaks and target.fstab else ""),
+                        evidence=err.message, source="xfs_db(8)",
+                        fix="check the device and the fstab line", fix_kind="none")]
+    result.read_with = "xfs_info" if read.tool == "xfs_info" else "xfs_db -r"
+    result.geometry, result.ascii_ci = read.geometry, read.ascii_ci
+    today, result.today = _today(session, target, read)
+    return (format_findings(read.geometry, read.ascii_ci, target.device, host)
+            + layout_findings(read.geometry, today))
+
+
+def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> FilesystemAudit:
+    """Every finding about one filesystem: its fstab line, its mount, its format, its layout."""
+    obsolete = session.rulebook.of_kind("obsolete")
+    mount = target.mount
+    result = FilesystemAudit(
+        device=target.device, mounted=mount is not None, read_with=None,
+        mountpoint=mount.entry.mountpoint if mount else (target.fstab.mountpoint
+                                                         if target.fstab else None),
+        mount_options=mount.options if mount else [],
+        fstab_line=target.fstab.line if target.fstab else None,
+        fstab_options=list(target.fstab.options) if target.fstab else [])
+    findings: list[Finding] = []
+    if target.fstab:
+        findings += fstab_findings(target.fstab, mount.options if mount else None, obsolete)
+    if mount:
+        findings += obsolete_findings(mount.per_mount, "the running mount", [
+            r for r in obsolete if r.id == "nodiratime"])
+    if target.device is None:
+        findings.append(Finding(
+            rule="audit-no-device", severity="info",
+            title=f"the device of fstab line {result.fstab_line} is not on this host",
+            evidence=target.fstab.raw if target.fstab else "", source="fstab(5)",
+            fix="check the spec; add nofail if the disk may be absent", fix_kind="next-mount"))
+    else:
+        findings += _format_and_layout(session, target, host, named, result)
+    result.findings = sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
+    return result
+
+
+def audit(session: Session, names: Sequence[str] = (), fstab: str | None = None,
+          fail_on: Severity = "breaks") -> AuditDocument:
+    """Audit the named filesystems (mount points or devices), or all of the host's, against the
+    fstab file (default /etc/fstab, or a capture's copy). Never writes, never mounts. On a
+    capture, what `xfs-advisor capture` recorded stands for xfs_info and xfs_db."""
+    fstab_name, entries, syntax = _fstab(fstab, session.root)
+    mounts = h.xfs_mounts(session.root)
+    config = h.kernel_config(session.root)
+    env = session.environment
+    host = Host(env.kernel, env.xfsprogs_version, h.supported(config, "CONFIG_XFS_SUPPORT_V4"),
+                h.supported(config, "CONFIG_XFS_SUPPORT_ASCII_CI"))
+    targets = _targets(session, names, mounts, entries)
+    filesystems = [_audit_one(session, t, host, bool(names)) for t in targets]
+    if syntax:
+        filesystems.append(FilesystemAudit(device=None, mountpoint=None, mounted=False,
+                                           read_with=None, findings=syntax))
+    counts = {s: sum(f.severity == s for fs in filesystems for f in fs.findings)
+              for s in SEVERITIES}
+    return AuditDocument(kernel=env.kernel, xfsprogs=env.xfsprogs_version, fstab=fstab_name,
+                         fail_on=fail_on, filesystems=filesystems, counts=counts)

@@ -1,0 +1,167 @@
+"""Findings about mount options: what fstab says against what today's kernel accepts and what the
+running mount has in effect. Pure: the obsolete advice comes from the rule book, the rest from
+Documentation/admin-guide/xfs.rst and mount(8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from advisor.audit.fstab import FstabEntry
+from advisor.audit.models import Finding, Severity
+from advisor.models.rule import Rule
+
+XFS_DOC = "Documentation/admin-guide/xfs.rst"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How the audit rates a piece of obsolete advice found in mount options."""
+
+    severity: Severity
+    when: str | None
+    fix: str
+
+
+#: The rule book's obsolete mount advice, rated for the audit (other obsolete rules are mkfs
+#: options, which a mount never carries).
+VERDICTS = {
+    "nobarrier": Verdict("breaks", None, "remove nobarrier from the fstab line: kernels since "
+                         "4.19 refuse it (\"Unknown parameter\") and the filesystem does not "
+                         "mount (a root filesystem does not boot)"),
+    "barrier": Verdict("breaks", None, "remove barrier from the fstab line: kernels since 4.19 "
+                       "refuse it"),
+    "delaylog": Verdict("breaks", None, "remove the option from the fstab line: kernels since "
+                        "4.0 refuse it"),
+    "attr2": Verdict("will-break", "removal scheduled for September 2025 (" + XFS_DOC + ")",
+                     "remove attr2/noattr2 from the fstab line (ignored with a warning today)"),
+    "ikeep": Verdict("will-break", "removal scheduled for September 2025 (" + XFS_DOC + ")",
+                     "remove ikeep/noikeep from the fstab line (ignored today)"),
+    "logbufs-8": Verdict("info", None, "drop logbufs=8: it is the default"),
+    "inode64": Verdict("info", None, "drop inode64: it is the default since Linux 3.7"),
+    "nodiratime": Verdict("info", None, "drop nodiratime: noatime already implies it"),
+}
+
+def _words(text: str) -> frozenset[str]:
+    """A set of names written as text, one table per line of topic."""
+    return frozenset(text.split())
+
+
+#: Options the kernel's XFS or the VFS accept (mount(8), xfs.rst), by key.
+KNOWN = _words("""
+allocsize attr2 noattr2 dax discard nodiscard grpid bsdgroups nogrpid sysvgroups filestreams
+ikeep noikeep inode32 inode64 largeio nolargeio logbufs logbsize logdev noalign norecovery nouuid
+noquota uquota usrquota quota uqnoenforce qnoenforce gquota grpquota gqnoenforce pquota prjquota
+pqnoenforce sunit swidth swalloc wsync rtdev
+ro rw sync async atime noatime relatime norelatime strictatime nostrictatime lazytime nolazytime
+diratime nodiratime dev nodev exec noexec suid nosuid dirsync mand nomand iversion noiversion
+silent loud defaults auto noauto nofail user users nouser owner group _netdev context fscontext
+defcontext rootcontext nosymfollow
+""")
+
+#: Options mount(8) or systemd act on, or defaults the kernel never shows in mountinfo.
+NOT_SHOWN = _words("""
+defaults auto noauto nofail user users nouser owner group _netdev rw exec suid dev async atime
+diratime nolazytime noiversion nostrictatime silent loud strictatime norelatime iversion
+nolargeio nodiscard nogrpid sysvgroups
+attr2 noattr2 ikeep noikeep
+""")
+
+#: Mount points a system needs to boot: a missing device there is fatal anyway.
+SYSTEM_MOUNTS = frozenset({"/", "/usr", "/var", "/boot", "/boot/efi", "/home", "/tmp"})
+
+
+def key(option: str) -> str:
+    """`logbufs=8` -> `logbufs`."""
+    return option.split("=", 1)[0]
+
+
+def _hits(rule: Rule, options: Sequence[str]) -> list[str]:
+    assert rule.obsolete is not None
+    return [o for o in options if o in rule.obsolete.matches or key(o) in rule.obsolete.matches]
+
+
+def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rule]
+                      ) -> list[Finding]:
+    """The rule book's obsolete mount advice in `options` (`where`: the fstab line or the
+    mount, as evidence)."""
+    found = []
+    for rule in obsolete:
+        verdict = VERDICTS.get(rule.id)
+        hits = _hits(rule, options) if verdict and rule.obsolete else []
+        if rule.id == "nodiratime" and not {"noatime"} & set(options):
+            hits = []
+        if hits and verdict and rule.obsolete:
+            found.append(Finding(
+                rule=rule.id, severity=verdict.severity, title=rule.title,
+                evidence=f"{', '.join(hits)} in {where}",
+                source=f"{rule.source}; since {rule.obsolete.since}", when=verdict.when,
+                fix=f"{verdict.fix}. {rule.obsolete.today}", fix_kind="next-mount"))
+    return found
+
+
+def obsolete_options(options: Sequence[str], obsolete: Sequence[Rule]) -> set[str]:
+    """The options the rule book's obsolete advice covers (reported as that, not as typos)."""
+    return {o for rule in obsolete if rule.id in VERDICTS for o in _hits(rule, options)}
+
+
+def unknown_findings(entry: FstabEntry, covered: set[str]) -> list[Finding]:
+    """Options neither XFS nor the VFS know (a typo): the kernel refuses them. `covered`:
+    options already reported as obsolete advice."""
+    unknown = [o for o in entry.options if o not in covered and key(o) not in KNOWN
+               and not o.startswith(("x-", "X-", "comment="))]
+    return [Finding(
+        rule="audit-unknown-option", severity="breaks",
+        title=f"fstab line {entry.line} has an option no kernel knows: {', '.join(unknown)}",
+        evidence=f"fstab line {entry.line}: {entry.raw}",
+        source=f"{XFS_DOC}; mount(8); measured on 6.18: \"xfs: Unknown parameter\"",
+        fix="correct or remove it: the next mount (or boot) fails on it", fix_kind="next-mount",
+    )] if unknown else []
+
+
+def _shown(option: str) -> str:
+    """The option as mountinfo writes it (quota names differ)."""
+    return {"quota": "usrquota", "uquota": "usrquota", "gquota": "grpquota",
+            "pquota": "prjquota", "bsdgroups": "grpid", "dax": "dax=always"}.get(option, option)
+
+
+def differs_findings(entry: FstabEntry, in_effect: Sequence[str], covered: set[str]
+                     ) -> list[Finding]:
+    """Known options of the fstab line the running mount lacks: fstab was edited since the mount,
+    or the option never took; the next mount differs from today's."""
+    effect = set(in_effect)
+    missing = [o for o in entry.options if key(o) in KNOWN and o not in NOT_SHOWN
+               and o not in covered
+               and _shown(o) not in effect]
+    return [Finding(
+        rule="audit-fstab-differs", severity="info",
+        title=f"the running mount lacks {', '.join(missing)} from fstab line {entry.line}",
+        evidence=f"fstab: {','.join(entry.options)}; in effect: {','.join(in_effect)}",
+        source="mountinfo",
+        fix="remount (or reboot) to check that the fstab line mounts as intended",
+        fix_kind="next-mount")] if missing else []
+
+
+def nofail_findings(entry: FstabEntry) -> list[Finding]:
+    """A data filesystem without nofail: if its disk is missing at boot, boot stops."""
+    if entry.mountpoint in SYSTEM_MOUNTS or {"nofail", "noauto"} & set(entry.options):
+        return []
+    return [Finding(
+        rule="audit-nofail", severity="info",
+        title=f"{entry.mountpoint} stops the boot if its device is missing",
+        evidence=f"fstab line {entry.line}: no nofail or noauto",
+        source="systemd.mount(5)",
+        fix="for a data disk that may be absent, add nofail,x-systemd.device-timeout=30s",
+        fix_kind="next-mount")]
+
+
+def fstab_findings(entry: FstabEntry, in_effect: Sequence[str] | None,
+                   obsolete: Sequence[Rule]) -> list[Finding]:
+    """Everything about one fstab line (`in_effect`: the running mount's options, None when
+    not mounted)."""
+    covered = obsolete_options(entry.options, obsolete)
+    found = obsolete_findings(entry.options, f"fstab line {entry.line}", obsolete)
+    found += unknown_findings(entry, covered)
+    if in_effect is not None:
+        found += differs_findings(entry, in_effect, covered)
+    return found + nofail_findings(entry)

@@ -289,12 +289,13 @@ class Session:
     # ---- audit ----
 
     def audit(self, names: Sequence[str] = (), fstab: str | None = None,
-              fail_on: Severity = "breaks") -> AuditDocument:
+              fail_on: Severity = "breaks", workload: Workload | None = None) -> AuditDocument:
         """Findings for the named filesystems (mount points or devices), or every XFS one the
-        host has, and the fstab file (default /etc/fstab). Read-only: xfs_info, xfs_db -r."""
+        host has, and the fstab file (default /etc/fstab). Read-only: xfs_info, xfs_db -r.
+        `workload`: the answers what the advisor would propose today is made for."""
         from advisor.audit import audit
 
-        return audit(self, names, fstab, fail_on)
+        return audit(self, names, fstab, fail_on, workload)
 
     # ---- profile ----
 

@@ -22,6 +22,7 @@ from advisor.audit.models import (
 from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
 from advisor.audit.options import fstab_findings, obsolete_findings
 from advisor.errors import AdvisorError, DeviceProblem
+from advisor.models.workload import Workload
 from advisor.system.files import read_text
 from advisor.system.sysroot import SysRoot
 
@@ -75,11 +76,10 @@ def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
     return targets
 
 
-def _today(session: Session, target: h.Target, read: h.FormatRead
+def _today(session: Session, target: h.Target, read: h.FormatRead, workload: Workload
            ) -> tuple[Today, TodayProposal | None]:
-    """What the device stack reports now and what the advisor would make on it today."""
-    from advisor.models.workload import Workload
-
+    """What the device stack reports now and what the advisor would make on it today, for the
+    workload answers given (none: the defaults' view)."""
     device = h.device_of(session.inventory(), target.maj_min)
     if device is None:
         return Today(None, None, "device not in the inventory", None, None), None
@@ -87,7 +87,7 @@ def _today(session: Session, target: h.Target, read: h.FormatRead
     usable = stripe.sunit_bytes is not None and stripe.ignored_reason is None
     agcount = log_blocks = None
     try:
-        proposal = session.propose(device, Workload())
+        proposal = session.propose(device, workload)
     except AdvisorError:
         proposal = None
     if proposal is not None and proposal.mkfs_defaults is not None:
@@ -105,7 +105,7 @@ def _today(session: Session, target: h.Target, read: h.FormatRead
 
 
 def _format_and_layout(session: Session, target: h.Target, host: Host, named: bool,
-                       result: FilesystemAudit) -> list[Finding]:
+                       result: FilesystemAudit, workload: Workload) -> list[Finding]:
     """Read the on-disk format (filling in `result`) and judge it and the layout. A named
     filesystem that cannot be read is an error; in a whole-host audit, a finding: one that
     fstab mounts breaks at the next mount, any other is worth a look."""
@@ -126,12 +126,13 @@ def _format_and_layout(session: Session, target: h.Target, host: Host, named: bo
                         fix="check the device and the fstab line", fix_kind="none")]
     result.read_with = "xfs_info" if read.tool == "xfs_info" else "xfs_db -r"
     result.geometry, result.ascii_ci = read.geometry, read.ascii_ci
-    today, result.today = _today(session, target, read)
+    today, result.today = _today(session, target, read, workload)
     return (format_findings(read.geometry, read.ascii_ci, target.device, host)
             + layout_findings(read.geometry, today))
 
 
-def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> FilesystemAudit:
+def _audit_one(session: Session, target: h.Target, host: Host, named: bool,
+               workload: Workload) -> FilesystemAudit:
     """Every finding about one filesystem: its fstab line, its mount, its format, its layout."""
     obsolete = session.rulebook.of_kind("obsolete")
     mount = target.mount
@@ -155,13 +156,13 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool) -> F
             evidence=target.fstab.raw if target.fstab else "", source="fstab(5)",
             fix="check the spec; add nofail if the disk may be absent", fix_kind="next-mount"))
     else:
-        findings += _format_and_layout(session, target, host, named, result)
+        findings += _format_and_layout(session, target, host, named, result, workload)
     result.findings = sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
     return result
 
 
 def audit(session: Session, names: Sequence[str] = (), fstab: str | None = None,
-          fail_on: Severity = "breaks") -> AuditDocument:
+          fail_on: Severity = "breaks", workload: Workload | None = None) -> AuditDocument:
     """Audit the named filesystems (mount points or devices), or all of the host's, against the
     fstab file (default /etc/fstab, or a capture's copy). Never writes, never mounts. On a
     capture, what `xfs-advisor capture` recorded stands for xfs_info and xfs_db."""
@@ -172,7 +173,8 @@ def audit(session: Session, names: Sequence[str] = (), fstab: str | None = None,
     host = Host(env.kernel, env.xfsprogs_version, h.supported(config, "CONFIG_XFS_SUPPORT_V4"),
                 h.supported(config, "CONFIG_XFS_SUPPORT_ASCII_CI"))
     targets = _targets(session, names, mounts, entries)
-    filesystems = [_audit_one(session, t, host, bool(names)) for t in targets]
+    answers = workload or Workload()
+    filesystems = [_audit_one(session, t, host, bool(names), answers) for t in targets]
     if syntax:
         filesystems.append(FilesystemAudit(device=None, mountpoint=None, mounted=False,
                                            read_with=None, findings=syntax))

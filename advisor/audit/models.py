@@ -51,8 +51,9 @@ class Finding(Model):
 
 
 class TodayProposal(Model):
-    """What the advisor would propose today for the device, with no workload answers: the
-    "if you made it again" side of the findings marked new-mkfs."""
+    """What the advisor would propose today for the device, for the workload answers given
+    (none: the defaults' view): the "if you made it again" side of the findings marked
+    new-mkfs."""
 
     mkfs_command: str
     """The mkfs.xfs line (it would destroy the data: move it first)."""

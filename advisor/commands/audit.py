@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from advisor.answers import add_workload_flags
+
 if TYPE_CHECKING:
     from advisor.audit.models import AuditDocument, FilesystemAudit
 
@@ -24,6 +26,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "XFS fstab lines)")
     p.add_argument("--fstab", metavar="FILE", default=None,
                    help="the fstab file to check (default: /etc/fstab)")
+    p.add_argument("--workload", metavar="FILE", default=argparse.SUPPRESS,
+                   help="workload answers (TOML or JSON): what the advisor would propose today is "
+                   "made for them (default: no answers)")
+    p.add_argument("--rules", metavar="DIR", default=argparse.SUPPRESS,
+                   help="extra rules for that proposal, as `xfs-advisor --rules DIR`")
+    add_workload_flags(p)
+    for action in p._actions:
+        if action.dest.startswith("answer:"):
+            action.default = argparse.SUPPRESS
     p.add_argument("--fail-on", default="breaks",
                    choices=("breaks", "will-break", "performance", "info"),
                    help="exit 6 when a finding is this bad or worse (default: breaks)")
@@ -87,10 +98,11 @@ def exit_code(doc: AuditDocument) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.answers import workload_from_args
     from advisor.session import Session
 
-    session = Session(getattr(args, "sysroot", None))
-    doc = session.audit(args.names, args.fstab, args.fail_on)
+    session = Session(getattr(args, "sysroot", None), rules_dir=getattr(args, "rules", None))
+    doc = session.audit(args.names, args.fstab, args.fail_on, workload_from_args(args))
     if args.json:
         sys.stdout.write(doc.model_dump_json(indent=2) + "\n")
     else:

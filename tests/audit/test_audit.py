@@ -361,3 +361,27 @@ def test_an_fstab_line_for_a_device_without_xfs_breaks(tmp_path: Path) -> None:
     assert fs["device"] == dev and fs["read_with"] is None
     [finding] = fs["findings"]
     assert finding["rule"] == "audit-unreadable" and finding["severity"] == "breaks"
+
+
+def test_what_the_advisor_would_propose_today_follows_the_answers(tmp_path: Path) -> None:
+    """The "if you made it again" side is made for the answers given, as `xfs-advisor --device`
+    would make it: 16 writers on this device ask for a larger log than no answers do."""
+    with formatted(tmp_path, "answers", 8 << 30) as (dev, backing):
+        _, plain = audited(dev, backing)
+        _, answered = audited(dev, backing, "--concurrent-writers", "16",
+                              "--largest-directory-entries", "2000000",
+                              "--access", "read-heavy")
+        code, doc, err = main_json_proposal(dev)
+    plain_cmd = plain["filesystems"][0]["today"]["mkfs_command"]
+    answered_cmd = answered["filesystems"][0]["today"]["mkfs_command"]
+    assert "-n size=64k" not in plain_cmd and "-n size=64k" in answered_cmd
+    assert code == 0, err
+    assert answered_cmd == doc["proposal"]["mkfs_command"]
+
+
+def main_json_proposal(dev: str) -> tuple[int, dict[str, Any], str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--json", "--device", dev, "--concurrent-writers", "16",
+                     "--largest-directory-entries", "2000000", "--access", "read-heavy"])
+    return code, json.loads(out.getvalue()) if out.getvalue() else {}, err.getvalue()

@@ -230,6 +230,16 @@ class AdvisorApp(App[int]):
         self.sub_title = name
         self.switch_mode("workload")
 
+    def audit_device(self, name: str) -> None:
+        """Show the audit of the XFS filesystem on device `name` (read-only)."""
+        from advisor.tui.audit import AuditScreen
+
+        device = self.state.inventory.get(name)
+        if device is None:
+            self.notify(f"{name} is gone", severity="error")
+            return
+        self.push_screen(AuditScreen(self.state.session, device.path, self.state.workload))
+
     def action_help(self) -> None:
         from advisor.tui.help import HelpScreen
 

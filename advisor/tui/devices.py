@@ -29,6 +29,7 @@ class DevicesScreen(StepScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload"),
+        Binding("a", "audit", "Audit", show=False),
     ]
     # The details pane goes below the list when the terminal is too narrow for both side by side.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012 (Textual's own type)
@@ -121,6 +122,13 @@ class DevicesScreen(StepScreen):
         name = self._name_at(table.cursor_row)
         if name:
             self.advisor.choose_device(name)
+
+    def action_audit(self) -> None:
+        """The audit of the highlighted device's XFS filesystem (read-only)."""
+        table = self.query_one("#device-table", DataTable)
+        name = self._name_at(table.cursor_row)
+        if name:
+            self.advisor.audit_device(name)
 
     def action_reload(self) -> None:
         self.advisor.reload_devices()

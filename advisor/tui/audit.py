@@ -22,6 +22,8 @@ from advisor.session import Session
 class AuditScreen(ModalScreen[None]):
     """Findings for the filesystem on `device` (escape, q or a close it)."""
 
+    # Its own CSS (loaded with the screen) rather than app.tcss: the box is the help's.
+    DEFAULT_CSS = "AuditScreen { align: center middle; }"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,a", "dismiss", "Close"),
     ]

@@ -182,3 +182,39 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     if env.note:
         out.append(f"Note: {env.note}")
     return "\n".join(out)
+
+
+def render_markdown(report: ValidationReport) -> str:
+    """The report as Markdown (the TUI's "save report"): what ran, the margins' origin, one table
+    row per metric and per counter, and the verdict, plus the plain-text plot in a code block."""
+    env = report.environment
+    title = "A/A calibration run" if report.calibrate else "A/B validation"
+    out = [f"# xfs-advisor: {title}", ""]
+    out += [f"- {line}" for line in what_ran(report)]
+    out += [f"- {report.rounds} pairs, order {' '.join(report.order)}; "
+            f"{report.timing.wall_seconds:.0f} s, {report.timing.measuring_share:.0%} measuring",
+            f"- each side: {workload_line(report.workload)}",
+            f"- device {env.device} ({human_size(env.device_size_bytes)}), kernel {env.kernel}, "
+            f"xfsprogs {env.xfsprogs}, {env.fio}"]
+    if report.calibration:
+        out.append(f"- {report.calibration.summary}")
+    out += ["", "| metric | A (geo. mean) | B (geo. mean) | B/A | 95% CI | margin | verdict |",
+            "|---|---:|---:|---:|---|---:|---|"]
+    for m in report.metrics:
+        out.append(f"| {m.title} ({m.unit}) | {_num(_geo(m, 'A'))} | {_num(_geo(m, 'B'))} | "
+                   f"{m.ratio:.3f} | [{m.ci[0]:.3f}, {m.ci[1]:.3f}] | "
+                   f"±{m.margin * 100:.0f}% | {_verdict_note(m)} |")
+    if report.mechanisms:
+        out += ["", "| work per operation (counters) | A | B | B/A | 95% CI | B did |",
+                "|---|---:|---:|---:|---|---|"]
+        for m in report.mechanisms:
+            out.append(f"| {m.title} ({m.unit}) | {_num(_geo(m, 'A'))} | "
+                       f"{_num(_geo(m, 'B'))} | {m.ratio:.3f} | "
+                       f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}] | {_WORK[m.verdict]} |")
+        out += ["", *[f"- {c.option}: rule {c.rule} says {c.expect} {c.counter}: mechanism "
+                      f"{c.seen}" for c in report.mechanism_checks]]
+    out += ["", f"**Verdict: {report.verdict}.** {report.summary}", "", "```", plot(report),
+            "```"]
+    if env.note:
+        out += ["", f"_{env.note}_"]
+    return "\n".join(out) + "\n"

@@ -78,6 +78,7 @@ class ValidateScreen(StepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run", "Run"),
         Binding("escape", "cancel", "Cancel run"),
+        Binding("ctrl+s", "save_report", "Save report"),
         Binding("ctrl+q", "app.quit", "Quit", show=False),
     ]
 
@@ -365,6 +366,43 @@ class ValidateScreen(StepScreen):
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)
+
+    def action_save_report(self) -> None:
+        """The last report as Markdown (or JSON, for a name ending in .json)."""
+        if self.report is None:
+            self.notify("no report yet: a run's report can be saved once it is judged",
+                        severity="warning")
+            return
+        from advisor.tui.workload import PathPrompt
+
+        prompt = PathPrompt("Save the report to (.md, or .json for the --json document):",
+                            "validation-report.md")
+        self.app.push_screen(prompt, self._save_report_to)
+
+    def _save_report_to(self, path: str | None) -> None:
+        if not path or self.report is None:
+            return
+        from pathlib import Path
+
+        from advisor.bench.report import render_markdown
+        from advisor.system.files import write_text_atomically
+
+        target = Path(path).expanduser()
+        if target.exists():  # never replaced without asking: pick another name
+            self.notify(f"{target.absolute()} exists: not replaced (give another name)",
+                        severity="error")
+            return
+        text = (self.report.model_dump_json(indent=2) + "\n" if target.suffix == ".json"
+                else render_markdown(self.report))
+        try:
+            written = write_text_atomically(target, text, "validation report")
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
+        except OSError as err:
+            self.notify(f"cannot write {target}: {err.strerror}", severity="error")
+            return
+        self.notify(f"report saved to {written.absolute()}")
 
     def action_cancel(self) -> None:
         if self.running and self._cancel is not None:

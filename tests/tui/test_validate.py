@@ -122,7 +122,8 @@ async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_pat
 
 
 async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
-                                                           frozen_proposal: Proposal) -> None:
+                                                           frozen_proposal: Proposal,
+                                                           tmp_path: Path) -> None:
     from textual.widgets import DataTable
     from textual_plotext import PlotextPlot
 
@@ -152,3 +153,15 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         first = [str(c) for c in table.get_row_at(0)]
         assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "worse"]
         assert len(app.screen.query(PlotextPlot)) == 2
+        # ctrl+s saves it: Markdown (and JSON for a .json name); an existing file is kept.
+        for name in ("report.md", "report.json", "report.md"):
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            app.screen.query_one("#prompt-path", Input).value = str(tmp_path / name)
+            await pilot.press("enter")
+            await pilot.pause()
+    markdown = (tmp_path / "report.md").read_text()
+    assert markdown.startswith("# xfs-advisor: A/B validation\n")
+    assert "| file creates (files/s) | 100.0 | 80.3 | 0.800 | [0.750, 0.850] | ±5% | worse |" \
+        in markdown
+    assert ValidationReport.model_validate_json((tmp_path / "report.json").read_text()) == report

@@ -44,7 +44,7 @@ SnapCompare = Callable[..., bool]
 @pytest.mark.parametrize("size", SIZES)
 def test_devices(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
     # The cursor on the misaligned partition: its badge and its facts show.
-    assert snap_compare(make_app(), press=["down", "down"], terminal_size=size)
+    assert snap_compare(make_app(), press=["down"] * 4, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", SIZES)

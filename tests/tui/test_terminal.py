@@ -5,8 +5,10 @@ the one `xfs-advisor --json` gives for the same capture, device and answers."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.test_resources import force_clean
 from tests.conftest import REPO, require, require_root_tools
 
 XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
@@ -124,16 +127,22 @@ def _ours_left(folder: Path) -> list[str]:
     return left
 
 
+def _live_tui(tmp_path: Path) -> str:
+    """The shell command of the live TUI with its state, loop folder and calibration in
+    `tmp_path` (the loop folder is tmp_path/loop)."""
+    env = (f"XFS_ADVISOR_STATE_DIR={tmp_path / 'state'} TMPDIR={tmp_path / 'loop'} "
+           f"XFS_ADVISOR_CALIBRATION={tmp_path / 'calibration.json'} TERM=xterm-256color")
+    return f"env -u COLUMNS -u LINES {env} {XFS_ADVISOR}"
+
+
 def _start_a_loop_run(tmux: Callable[..., str], tmp_path: Path, after: str) -> Path:
     """The live TUI in tmux, F5, ctrl+r: a validation on the loop default, running; `after` is
     run in the pane's shell once the TUI ends. Returns the folder its loop device lives in."""
     require_root_tools("losetup", "mkfs.xfs", "fio")
     loop_dir = tmp_path / "loop"
     loop_dir.mkdir()
-    env = (f"XFS_ADVISOR_STATE_DIR={tmp_path / 'state'} TMPDIR={loop_dir} "
-           f"XFS_ADVISOR_CALIBRATION={tmp_path / 'calibration.json'} TERM=xterm-256color")
     tmux("new-session", "-d", "-s", "advisor", "-x", "160", "-y", "45",
-         f"env -u COLUMNS -u LINES {env} {XFS_ADVISOR}; {after}")
+         f"{_live_tui(tmp_path)}; {after}")
     screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
     _wait_for(screen, lambda s: "STATE" in s, "the device list")
     tmux("send-keys", "-t", "advisor", "F5")
@@ -157,6 +166,34 @@ def test_a_closed_terminal_mid_run_leaves_nothing(tmux: Callable[..., str],
     assert _ours_left(loop_dir) == []
     assert list(loop_dir.iterdir()) == []
     assert not list((tmp_path / "state").glob("run-*.json"))
+
+
+def test_a_killed_run_is_recovered_and_said(tmux: Callable[..., str], tmp_path: Path) -> None:
+    """SIGKILL mid-run (nothing can clean up then): the next TUI's run first recovers what the
+    dead one left, says so in a notice, and in the end nothing is left."""
+    loop_dir = _start_a_loop_run(tmux, tmp_path, f"{_live_tui(tmp_path)}; sleep 60")
+    screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
+    try:
+        pane = tmux("display-message", "-p", "-t", "advisor", "#{pane_pid}").strip()
+        first = subprocess.run(["pgrep", "-P", pane], capture_output=True, text=True,
+                               check=True).stdout.split()
+        assert len(first) == 1, first
+        os.kill(int(first[0]), signal.SIGKILL)
+        _wait_for(screen, lambda s: "STATE" in s, "the second TUI's device list")
+        assert _ours_left(loop_dir), "the killed run left nothing: the test proves nothing"
+        tmux("send-keys", "-t", "advisor", "F5")
+        _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
+        tmux("send-keys", "-t", "advisor", "C-r")
+        shown = _wait_for(screen, lambda s: "recovered:" in s, "the recovery notice", 60)
+        assert "dead run" in shown
+        tmux("send-keys", "-t", "advisor", "Escape")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (_ours_left(loop_dir) or list(loop_dir.iterdir())):
+            time.sleep(0.2)
+        assert _ours_left(loop_dir) == []
+        assert list(loop_dir.iterdir()) == []
+    finally:
+        force_clean(str(loop_dir))
 
 
 def test_q_mid_run_asks_then_cleans_up(tmux: Callable[..., str], tmp_path: Path) -> None:

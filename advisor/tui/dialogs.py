@@ -49,6 +49,8 @@ class Confirm(ModalScreen[bool]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    # Enter on the focused button must not destroy anything: it says no.
+    AUTO_FOCUS = "#confirm-no"
 
     def __init__(self, question: str, yes: str, no: str) -> None:
         super().__init__()

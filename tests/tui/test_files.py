@@ -43,7 +43,7 @@ async def test_ctrl_s_asks_before_replacing_answers(make_app: AppFactory, tmp_pa
         await _answer_prompt(app, pilot, "ctrl+s", str(target))
         assert isinstance(app.screen, Confirm)
         assert str(target) in app.screen.question
-        await pilot.press("n")
+        await pilot.press("enter")  # the focused button is "Keep it"
         await pilot.pause()
         assert target.read_text() == "# mine\n"  # kept: the answer was no
         assert _notices(app)[-1] == "not saved"

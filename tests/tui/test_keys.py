@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer, Input, Label, Static
 from textual.widgets._footer import FooterKey
 
@@ -29,11 +30,18 @@ def _text(app: AdvisorApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())
 
 
-def _footer(app: AdvisorApp, width: int) -> dict[str, str]:
-    """The footer's keys that are wholly on screen: key shown -> what it does."""
-    footer = app.screen.query_one(Footer)
-    return {key.key_display: key.description for key in footer.query(FooterKey)
-            if key.region.right <= width and key.region.width > 0}
+async def _footer(app: AdvisorApp, pilot: Pilot[Any], width: int) -> dict[str, str]:
+    """The footer's keys that are wholly on screen: key shown -> what it does (waiting a little
+    for the footer, which draws its keys once the screen's bindings settle)."""
+    shown: dict[str, str] = {}
+    for _ in range(50):
+        await pilot.pause(0.05)
+        footer = app.screen.query_one(Footer)
+        shown = {key.key_display: key.description for key in footer.query(FooterKey)
+                 if key.region.right <= width and key.region.width > 0}
+        if shown:
+            break
+    return shown
 
 
 # ---- the form never swallows q and ? silently ----
@@ -45,14 +53,14 @@ async def test_escape_leaves_the_field_then_q_and_question_mark_work(
         await pilot.pause()
         field = app.screen.query_one("#q-largest-directory-entries", Input)
         assert app.focused is field
-        shown = _footer(app, 80)
+        shown = await _footer(app, pilot, 80)
         # In a field, ? and q are typed: the footer offers F1 and ctrl+q, and the way out.
         assert shown.get("F1") == "Help" and shown.get("^q") == "Quit"
         assert "?" not in shown and "q" not in shown and shown.get("esc") == "Leave field"
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.focused, Input)
-        shown = _footer(app, 80)
+        shown = await _footer(app, pilot, 80)
         assert shown.get("?") == "Help" and shown.get("q") == "Quit"
         assert shown.get("enter") == "Edit"
         await pilot.press("question_mark")
@@ -75,7 +83,7 @@ async def test_footer_at_80x24_shows_help_quit_and_every_step_key(
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        shown = _footer(app, 80)
+        shown = await _footer(app, pilot, 80)
     assert "Help" in shown.values() and "Quit" in shown.values()
     assert all(key in shown for key in STEP_KEYS), shown
 

@@ -81,7 +81,10 @@ def _flag(name: str) -> str:
 
 
 def add_workload_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("workload answers (override the --workload file)")
+    g = p.add_argument_group(
+        "workload answers (override the --workload file)",
+        "Sizes: 16KiB or 16k = 16,384 bytes (binary, as mkfs.xfs counts); 16KB = 16,000 bytes "
+        "(decimal, as on a disk's label).")
     for model, prefix in ((Workload, ""), (Storage, "storage.")):
         for name, field in model.model_fields.items():
             if name == "storage":

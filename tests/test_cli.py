@@ -52,3 +52,11 @@ def test_every_command_has_help() -> None:
         proc = advisor(name, "--help")
         assert proc.returncode == 0, (name, proc.stderr)
         assert f"xfs-advisor {name}" in proc.stdout
+
+
+def test_help_says_what_a_size_unit_means() -> None:
+    """16KB is accepted: the help says it is 16,000 bytes, and 16KiB 16,384 (the TUI form shows
+    the bytes beside the field)."""
+    proc = advisor("--help")
+    text = " ".join(proc.stdout.split())
+    assert "16KiB or 16k = 16,384 bytes" in text and "16KB = 16,000 bytes" in text

@@ -16,7 +16,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="list block devices and what mkfs.xfs would detect on them",
         description="List block devices as a tree (stacked devices under what they are built on) "
-        "with size, rotational, write cache, FUA, the stripe mkfs.xfs would detect, and use. "
+        "with size, MEDIA (HDD/SSD), CACHE (wback: a volatile write cache, flushes sent; wthru: "
+        "none or a safe one), FUA, the STRIPE mkfs.xfs would use (in brackets: it would ignore "
+        "it), and STATE (free, or what stands in the way: mounted, swap, held by, holds data). "
         "With --json: every fact with its source.",
     )
     p.add_argument("device", nargs="?", metavar="DEVICE",
@@ -54,72 +56,14 @@ def subtree(inv: Inventory, top: Device) -> Inventory:
     return inv.model_copy(update={"devices": devices})
 
 
-def _size(n: int | None) -> str:
-    from advisor.models.units import human_size
-
-    return "?" if n is None else human_size(n)
-
-
-def _flag(value: bool | None, yes: str, no: str) -> str:
-    return "?" if value is None else (yes if value else no)
-
-
-def stripe_cell(dev: Device) -> str:
-    from advisor.models.units import format_size
-
-    s = dev.stripe
-    if s.sunit_bytes is None and s.swidth_bytes is None:
-        return "-"
-    if s.used_by_mkfs and s.sunit_bytes and s.data_disks:
-        return f"{format_size(s.sunit_bytes)}x{s.data_disks}"
-    return "ignored"
-
-
-def usage_cell(dev: Device, by_name: dict[str, Device]) -> str:
-    parts: list[str] = []
-    u = dev.usage
-    if u.swap:
-        parts.append("[SWAP]")
-    parts.extend(u.mountpoints)
-    if u.fstype.value and not u.swap:
-        parts.append(f"({u.fstype.value})" if u.mountpoints else u.fstype.value)
-    for sig in u.signatures:
-        if sig.value and sig.value != u.fstype.value:
-            parts.append(sig.value)
-    if dev.holders:
-        parts.append("held by " + ",".join(by_name[h].display_name if h in by_name else h
-                                           for h in dev.holders))
-    return " ".join(parts) or "-"
-
-
-HEADER = ("NAME", "SIZE", "ROTA", "CACHE", "FUA", "STRIPE", "IN USE")
-
-
 def render_tree(inv: Inventory) -> str:
-    """lsblk-like: roots in inventory order, each child indented under every parent it has."""
-    by_name = {d.name: d for d in inv.devices}
-    names = set(by_name)
-    rows: list[tuple[str, ...]] = []
+    """lsblk-like, in the TUI's words (advisor.render.devices): roots in natural order, each child
+    under every parent it has, ASCII branches for any terminal and pipe."""
+    from advisor.render.devices import HEADER, badges, columns, tree_rows
 
-    def walk(dev: Device, prefix: str, last: bool, depth: int) -> None:
-        branch = "" if depth == 0 else prefix + ("`-" if last else "|-")
-        rows.append((
-            branch + dev.display_name,
-            _size(dev.size_bytes.value),
-            _flag(dev.rotational.value, "hdd", "ssd"),
-            {"write back": "volatile", "write through": "wt"}.get(dev.write_cache.value or "", "?"),
-            _flag(dev.fua.value, "fua", "-"),
-            stripe_cell(dev),
-            usage_cell(dev, by_name),
-        ))
-        kids = [by_name[c] for c in dev.children if c in by_name]
-        child_prefix = "" if depth == 0 else prefix + ("  " if last else "| ")
-        for i, kid in enumerate(kids):
-            walk(kid, child_prefix, i == len(kids) - 1, depth + 1)
-
-    for dev in inv.devices:
-        if not any(p in names for p in dev.parents):
-            walk(dev, "", True, 0)
+    rows = [(row.prefix + row.device.display_name, *columns(row.device),
+             " ".join(b.text for b in badges(row.device)))
+            for row in tree_rows(inv, style="ascii")]
     if not rows:
         return "no block devices found\n"
     widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
@@ -143,7 +87,9 @@ def render_details(dev: Device) -> str:
     if s.source == "none":
         lines.append("  stripe               none reported (no -d su/sw from the device)")
     else:
-        lines.append(f"  stripe               {stripe_cell(dev)} from {s.source}"
+        from advisor.render.devices import stripe
+
+        lines.append(f"  stripe               {stripe(dev)} from {s.source}"
                      + (f": {s.ignored_reason}" if s.ignored_reason else ""))
     if dev.md is not None:
         md = dev.md

@@ -138,7 +138,7 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
     raid_answered = ctx.workload.storage.raid_data_disks is not None
     if ctx.device.rotational.value is True and not raid_answered:
         return Outcome(keep_reason="a single spinning disk cannot serve more concurrency: more "
-                       "AGs only spread its seeks (seed 003)")
+                       "AGs only spread its seeks (LKML 2015, XFS on a single spindle)")
     target = min(params.target_agcount, max(2, ctx.size // params.min_ag_bytes))
     eventual = ctx.eventual_size
     if eventual:
@@ -704,7 +704,8 @@ def device_warnings(ctx: Context, params: NoParams) -> Outcome:
                    "what XFS was told is on stable storage")
     elif d.write_cache.value == "write back" and d.fua.value is False:
         out.append(f"{d.name} has a volatile write cache without FUA: every log commit costs a "
-                   "full cache flush, which hurts metadata-heavy and fsync-heavy work (seed 001); "
+                   "full cache flush, which hurts metadata-heavy and fsync-heavy work "
+                   "(LKML 2008, XFS vs elevators); "
                    "a non-volatile cache or FUA support avoids it. Never mount with nobarrier "
                    "(removed in Linux 4.19)")
     if d.zoned.value == "host-aware":

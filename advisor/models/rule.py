@@ -113,7 +113,7 @@ class Rule(Model):
     kind: RuleKind
     """policy (the engine's stance), mkfs, mount, device (warnings only) or obsolete."""
     source: str = Field(min_length=3)
-    """Where the rule comes from: `guide 2.1.1` (Chinner 2014), `xfs-facts`, `seed 001`..."""
+    """Where the rule comes from, by what it is: `guide 2.1.1` (Chinner 2014), `xfs-facts`."""
     setting: str | None = None
     """The setting it decides (`-n size`, `mount logbsize`...), one of the engine's settings."""
     decide: str | None = None

@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import importlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -24,6 +25,7 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.filter import LineFilter
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Label
 from textual.worker import Worker, WorkerState
@@ -134,13 +136,15 @@ class AdvisorApp(App[int]):
 
     TITLE = "xfs-advisor"
     CSS_PATH = "app.tcss"
+    # The step screens show these keys in their footers (advisor.tui.step); here they are a
+    # fallback for dialogs. ctrl+q is no priority binding, so the footer can show it.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "step('devices')", "Devices"),
-        Binding("f3", "step('workload')", "Workload"),
-        Binding("f4", "step('proposal')", "Proposal"),
-        Binding("f5", "step('validate')", "Validate"),
-        Binding("question_mark,f1", "help", "Help", key_display="?"),
-        Binding("q", "quit", "Quit"),
+        Binding("f2", "step('devices')", "Devices", show=False),
+        Binding("f3", "step('workload')", "Workload", show=False),
+        Binding("f4", "step('proposal')", "Proposal", show=False),
+        Binding("f5", "step('validate')", "Validate", show=False),
+        Binding("f1", "help", "Help", show=False),
+        Binding("ctrl+q", "quit", "Quit", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
     ]
 
@@ -153,6 +157,11 @@ class AdvisorApp(App[int]):
         start: str = "devices",
     ) -> None:
         super().__init__()
+        self._console_font: LineFilter | None = None
+        if os.environ.get("TERM") == "linux":  # its font lacks most symbols
+            from advisor.tui.console import ConsoleFont
+
+            self._console_font = ConsoleFont()
         self.state = state
         self._reload_inventory = reload_inventory
         self._follow_hotplug = follow_hotplug
@@ -164,6 +173,10 @@ class AdvisorApp(App[int]):
         """The validation going on, if any (set by the validate screen)."""
         self.ended_by: int | None = None
         """The signal that ended the app, if one did."""
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = super().get_line_filters()
+        return filters if self._console_font is None else [*filters, self._console_font]
 
     def on_mount(self) -> None:
         self._catch_ending_signals()
@@ -250,6 +263,7 @@ class AdvisorApp(App[int]):
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from _screen_actions(screen)
         yield from super().get_system_commands(screen)
         for name in STEPS:
             yield SystemCommand(f"Go to {name}", f"Show the {name} step",
@@ -268,7 +282,7 @@ class AdvisorApp(App[int]):
         if device is None:
             problem = "No device chosen yet: F2 shows the devices."
         elif state.workload_problem:
-            problem = f"The answers are not valid ({state.workload_problem}): F3 to fix them."
+            problem = f"The answers are not valid ({state.workload_problem})."
         if problem is not None or device is None:
             state.proposal, state.proposal_for, state.proposal_problem = None, None, problem
             state.proposing = False
@@ -307,7 +321,10 @@ class AdvisorApp(App[int]):
             result: ProposalResult = worker.result
             key, proposal, problem = result
             current = state.device
-            if current is not None and key == (current.name, state.workload.model_dump_json()):
+            # Not while the form holds invalid text: its last valid answers may be the ones just
+            # computed, and showing their line would look like the answer to the invalid edit.
+            if (current is not None and not state.workload_problem
+                    and key == (current.name, state.workload.model_dump_json())):
                 state.proposal, state.proposal_problem = proposal, problem
                 state.proposal_for = key if problem is None else None
                 state.proposing = False
@@ -332,15 +349,16 @@ class AdvisorApp(App[int]):
         except Exception as err:  # a device vanishing mid-scan must not end the session
             self.notify(f"could not re-read devices: {err}", severity="error")
             return
+        chosen = self.state.device_name
+        if chosen and self.state.inventory.get(chosen) is None:
+            self.notify(f"{chosen} is gone (detached or removed): F2 to choose another",
+                        severity="warning")
         from advisor.tui.devices import DevicesScreen
 
-        for screen in self.screen_stack:
-            if isinstance(screen, DevicesScreen):
-                screen.show_inventory()
-        with contextlib.suppress(Exception):
-            devices = self.get_screen("devices")
-            if isinstance(devices, DevicesScreen) and devices.is_mounted:
-                devices.show_inventory()
+        # The devices screen redraws now when shown, else when it is shown again (it is the
+        # current screen of another mode, out of reach here).
+        if isinstance(self.screen, DevicesScreen):
+            self.screen.show_inventory()
 
     def _start_hotplug(self) -> None:
         try:
@@ -367,6 +385,32 @@ class AdvisorApp(App[int]):
         if self._observer is not None:
             with contextlib.suppress(Exception):
                 self._observer.send_stop()
+
+
+#: Actions of a step's own keys that make no sense from the palette (moving the focus, scrolling).
+_NOT_IN_PALETTE = frozenset({"leave_field", "edit", "scroll_body(1)", "scroll_body(-1)",
+                             "app.quit"})
+
+
+#: Clearer names in the palette than the footer has room for.
+_PALETTE_TITLES = {"run": "Validate: run the A/B benchmark", "cancel": "Cancel the validation run",
+                   "copy_mkfs": "Copy the mkfs command",
+                   "copy_fstab": "Copy the fstab line",
+                   "audit": "Audit the highlighted device's XFS filesystem (read-only)",
+                   "save_report": "Save the validation report (Markdown or JSON)"}
+
+
+def _screen_actions(screen: Screen[Any]) -> Iterable[SystemCommand]:
+    """The shown step's own actions (save, copy, validate...), named with their key, so the
+    palette finds them by what they do."""
+    for binding in vars(type(screen)).get("BINDINGS", []):
+        if not isinstance(binding, Binding) or binding.action in _NOT_IN_PALETTE:
+            continue
+        key = binding.key_display or binding.key.split(",")[0]
+        title = _PALETTE_TITLES.get(binding.action, binding.description)
+        yield SystemCommand(f"{title} ({key})",
+                            f"On this step: {binding.description.lower()}",
+                            functools.partial(screen.run_action, binding.action))
 
 
 def build_app(session: Session, *, device: str | None = None, workload: Workload | None = None,

@@ -1,14 +1,15 @@
-"""How devices read at a glance: the stacking tree as rows, short columns, badges, and every fact
-with its provenance for the details pane. Pure functions over the device model (no widgets), so
-they are cheap to test and the screens stay thin."""
+"""The device list's styles and every fact with its provenance for the details pane. Pure
+functions over the device model (no widgets); the words themselves come from advisor.render.devices,
+shared with the command line."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.models.device import Device, Fact, Inventory
+from advisor.models.device import Device, Fact
 from advisor.models.units import human_size
+from advisor.render.devices import Badge, unprobed_reason
 
 #: Facts measured in bytes: shown rounded, with the exact byte count beside them.
 BYTE_FACTS = frozenset({
@@ -18,112 +19,12 @@ BYTE_FACTS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class Badge:
-    """A short problem or state marker, with the style it is drawn in."""
-
-    text: str
-    style: str
-
-
-@dataclass(frozen=True)
-class TreeRow:
-    """One line of the device tree: a device under the chain of devices it is built on."""
-
-    key: str
-    """Unique per line (a device with two parents appears twice): the chain of names."""
-    device: Device
-    prefix: str
-    """Box-drawing prefix that shows the stacking, as lsblk draws it."""
-
-
-def tree_rows(inventory: Inventory) -> list[TreeRow]:
-    """Devices as lsblk shows them: roots first, then what is built on each, depth first."""
-    by_name = {d.name: d for d in inventory.devices}
-    rows: list[TreeRow] = []
-
-    def walk(device: Device, chain: str, lead: str, branch: str, seen: frozenset[str]) -> None:
-        rows.append(TreeRow(key=chain, device=device, prefix=lead + branch))
-        kids = [by_name[c] for c in device.children if c in by_name and c not in seen]
-        for i, kid in enumerate(kids):
-            last = i == len(kids) - 1
-            below = lead + ("" if not branch else ("   " if branch.startswith("└") else "│  "))
-            walk(kid, f"{chain}/{kid.name}", below, "└─ " if last else "├─ ", seen | {kid.name})
-
-    roots = [d for d in inventory.devices if not any(p in by_name for p in d.parents)]
-    for root in roots:
-        walk(root, root.name, "", "", frozenset({root.name}))
-    return rows
-
-
-def _yes_no(fact: Fact[bool]) -> str:
-    if fact.value is None:
-        return "?"
-    return "yes" if fact.value else "no"
-
-
-def media(device: Device) -> str:
-    """HDD or SSD from the rotational flag (`?` when unknown)."""
-    if device.rotational.value is None:
-        return "?"
-    return "HDD" if device.rotational.value else "SSD"
-
-
-def cache(device: Device) -> str:
-    """`wback` (volatile cache, flushes sent), `wthru`, or `?`."""
-    value = device.write_cache.value
-    if value is None:
-        return "?"
-    return "wback" if value.strip() == "write back" else "wthru"
-
-
-def stripe(device: Device) -> str:
-    """Stripe unit x data disks that mkfs.xfs will use or could use, `-` when none."""
-    geometry = device.stripe
-    if geometry.sunit_bytes is None:
-        return "-"
-    disks = geometry.data_disks if geometry.data_disks is not None else "?"
-    text = f"{human_size(geometry.sunit_bytes).replace(' ', '')}x{disks}"
-    return text if geometry.used_by_mkfs else f"({text})"
-
-
-def badges(device: Device) -> list[Badge]:
-    """What stands in the way of formatting the device, or `free` when nothing does."""
-    found: list[Badge] = []
-    if device.usage.mountpoints:
-        found.append(Badge(f"mounted {device.usage.mountpoints[0]}", "bold red"))
-    if device.usage.swap:
-        found.append(Badge("swap", "bold red"))
-    if device.holders:
-        found.append(Badge("held by " + ",".join(device.holders), "yellow"))
-    elif device.children and device.kind != "part":
-        found.append(Badge("has " + ",".join(device.children), "yellow"))
-    signature = device.usage.fstype.value or next(
-        (s.value for s in device.usage.signatures if s.value), None)
-    if signature and not device.usage.mountpoints:
-        found.append(Badge(f"holds {signature}", "yellow"))
-    offset = device.alignment_offset.value
-    if offset:
-        found.append(Badge(f"misaligned +{offset}B", "bold magenta"))
-    if device.read_only.value:
-        found.append(Badge("read-only", "red"))
-    if device.zoned.value and device.zoned.value != "none":
-        found.append(Badge(f"zoned {device.zoned.value}", "magenta"))
-    if not found:
-        found.append(Badge("free", "green"))
-    return found
-
-
-def columns(device: Device) -> tuple[str, str, str, str, str]:
-    """SIZE, MEDIA, CACHE, FUA, STRIPE for the device list."""
-    size = device.size_bytes.value
-    return (
-        human_size(size) if size is not None else "?",
-        media(device),
-        cache(device),
-        _yes_no(device.fua),
-        stripe(device),
-    )
+def badge_style(badge: Badge, *, no_color: bool) -> str:
+    """How a badge is drawn: red, yellow or green; without colour (NO_COLOR), what blocks is in
+    reverse video and what warns underlined, so neither turns into grey on grey."""
+    if no_color:
+        return {"blocks": "bold reverse", "warns": "underline", "free": ""}[badge.kind]
+    return {"blocks": "bold red", "warns": "yellow", "free": "green"}[badge.kind]
 
 
 @dataclass(frozen=True)
@@ -161,8 +62,9 @@ def _fact_line(name: str, fact: Fact[Any], help_text: str) -> FactLine:
     return FactLine(name, shown, fact.source, origin, help_text)
 
 
-def fact_lines(device: Device) -> list[FactLine]:
-    """Every fact of the device, in model order, facts with their provenance."""
+def fact_lines(device: Device, *, live: bool = False, as_root: bool = False) -> list[FactLine]:
+    """Every fact of the device, in model order, facts with their provenance. `live`, `as_root`:
+    to say why libblkid was not asked."""
     lines: list[FactLine] = []
     for name, field in Device.model_fields.items():
         value = getattr(device, name)
@@ -186,7 +88,8 @@ def fact_lines(device: Device) -> list[FactLine]:
                                   "Listed in /proc/swaps"))
             for i, sig in enumerate(usage.signatures):
                 lines.append(_fact_line(f"usage.signature[{i}]", sig, "A signature libblkid found"))
-            probed = "probed" if usage.probed else "not probed (capture or not root)"
+            probed = "probed" if usage.probed else unprobed_reason(device, live=live,
+                                                                   as_root=as_root)
             lines.append(FactLine("usage.probed", _show("", usage.probed), "blkid", probed,
                                   "Whether libblkid was asked"))
         elif name == "notes":

@@ -3,6 +3,7 @@ what stands in the way, and every fact with its provenance in the details pane."
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -12,23 +13,35 @@ from textual.containers import Container, Vertical
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Footer, Header, Static
 
-from advisor.tui.device_view import badges, columns, fact_lines, tree_rows
+from advisor.render.devices import badges, columns, in_use, tree_rows
+from advisor.tui.device_view import badge_style, fact_lines
+from advisor.tui.dialogs import Confirm
 from advisor.tui.step import StepScreen
 
 
-class DeviceTable(DataTable[Any]):
+class ListTable(DataTable[Any]):
+    """A table that moves with `j`/`k` too (the htop, ncdu, lazygit habit)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+    ]
+
+
+class DeviceTable(ListTable):
     """The device list; Enter chooses the row (said in the footer)."""
 
     # The table's own binding, not a priority one on the screen: those run before keys already
     # queued for the table, so a quick "Down Enter" would choose the row above.
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Choose")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Choose", key_display="enter")]
 
 
 class DevicesScreen(StepScreen):
     """Pick the device to format."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "reload", "Reload"),
+        Binding("r", "reload", "Reload", show=False),  # off the footer: the step keys fit at 80
         Binding("a", "audit", "Audit", show=False),
     ]
     # The details pane goes below the list when the terminal is too narrow for both side by side.
@@ -37,6 +50,9 @@ class DevicesScreen(StepScreen):
     def __init__(self) -> None:
         super().__init__()
         self._names: dict[str, str] = {}
+        self._shown: object = None
+        """The inventory on screen: a newer one (hotplug while another step showed) is drawn
+        when this screen comes back."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -44,7 +60,7 @@ class DevicesScreen(StepScreen):
             yield DeviceTable(id="device-table", cursor_type="row")
             with Vertical(id="device-details"):
                 yield Static(id="details-title")
-                yield DataTable(id="facts", cursor_type="row", show_cursor=False)
+                yield ListTable(id="facts", cursor_type="row", show_cursor=False)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -54,7 +70,8 @@ class DevicesScreen(StepScreen):
         for label in ("SIZE", "MEDIA", "CACHE", "FUA", "STRIPE", "STATE"):
             table.add_column(label, key=label.lower())
         facts = self.query_one("#facts", DataTable)
-        facts.add_columns("fact", "value", "source", "from")
+        # The source before the value: a long value (a note) must not push it off screen.
+        facts.add_columns("fact", "source", "value", "from")
         self.show_inventory()
         table.focus()
 
@@ -67,11 +84,14 @@ class DevicesScreen(StepScreen):
             keep = self._name_at(table.cursor_row) or keep
         table.clear()
         self._names = {}
+        self._shown = state.inventory
         cursor = 0
         for i, row in enumerate(tree_rows(state.inventory)):
             device = row.device
             name = Text(row.prefix, style="dim") + Text(device.display_name)
-            state_text = Text(" ").join(Text(b.text, style=b.style) for b in badges(device))
+            no_color = self.app.no_color
+            state_text = Text(" ").join(Text(b.text, style=badge_style(b, no_color=no_color))
+                                        for b in badges(device))
             table.add_row(name, *columns(device), state_text, key=row.key)
             self._names[row.key] = device.name
             if device.name == keep and not cursor:
@@ -84,6 +104,10 @@ class DevicesScreen(StepScreen):
             self._show_details(self._name_at(cursor))
         else:
             self._show_details(None)
+
+    def on_screen_resume(self) -> None:
+        if self._shown is not self.advisor.state.inventory:
+            self.show_inventory()
 
     def _name_at(self, row: int) -> str | None:
         table = self.query_one("#device-table", DataTable)
@@ -103,9 +127,10 @@ class DevicesScreen(StepScreen):
             return
         kind = device.kind + (f" ({device.dm_kind})" if device.dm_kind else "")
         title.update(Text.assemble((device.path, "bold"), f"  {kind}"))
-        for line in fact_lines(device):
+        live = self.advisor.state.inventory.live
+        for line in fact_lines(device, live=live, as_root=os.geteuid() == 0):
             value = Text(line.value, style="dim" if line.value == "unknown" else "")
-            facts.add_row(line.name, value, line.source, line.origin)
+            facts.add_row(line.name, line.source, value, line.origin)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "device-table":
@@ -115,13 +140,21 @@ class DevicesScreen(StepScreen):
         if event.data_table.id == "device-table":
             name = self._names.get(event.row_key.value or "")
             if name:
-                self.advisor.choose_device(name)
+                self.choose(name)
 
-    def action_choose(self) -> None:
-        table = self.query_one("#device-table", DataTable)
-        name = self._name_at(table.cursor_row)
-        if name:
+    def choose(self, name: str) -> None:
+        """On to the questions; for a device in use (mounted, held, holding data), only after
+        saying so and asking: its proposal is for a reformat that would destroy what is there."""
+        device = self.advisor.state.inventory.get(name)
+        reasons = in_use(device) if device is not None else []
+        if not reasons:
             self.advisor.choose_device(name)
+            return
+        question = (f"{name} is in use ({'; '.join(reasons)}). A filesystem made with the "
+                    "proposal would replace what is on it (the advisor itself writes nothing "
+                    "here). Go on to the questions for it?")
+        self.app.push_screen(Confirm(question, "Go on", "Choose another"),
+                             lambda yes: self.advisor.choose_device(name) if yes else None)
 
     def action_audit(self) -> None:
         """The audit of the highlighted device's XFS filesystem (read-only)."""

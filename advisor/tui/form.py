@@ -4,13 +4,15 @@ contract). Pure: no widgets."""
 
 from __future__ import annotations
 
+import re
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from advisor.models.units import format_size, parse_size
 from advisor.models.workload import Storage, Workload
@@ -83,6 +85,9 @@ class FormResult:
     """Question key -> message, for the error shown next to that field."""
     form_error: str | None
     """An error about several answers together (e.g. both growth answers given)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Question key -> what a valid answer was read as, where the text leaves doubt ("16KB" is
+    16,000 bytes, not 16,384)."""
 
 
 def check(values: dict[str, FormValue]) -> FormResult:
@@ -100,19 +105,92 @@ def check(values: dict[str, FormValue]) -> FormResult:
     if storage:
         data["storage"] = storage
     try:
-        return FormResult(Workload.model_validate(data), {}, None)
+        workload = Workload.model_validate(data)
     except ValidationError as err:
         field_errors: dict[str, str] = {}
         form_errors: list[str] = []
         for e in err.errors():
             loc = [str(p) for p in e["loc"]]
-            message = e["msg"].removeprefix("Value error, ")
             key = ".".join(loc[:2]) if loc[:1] == ["storage"] else (loc[0] if loc else "")
             if key in values:
-                field_errors.setdefault(key, message)
+                field_errors.setdefault(key, plain_words(e, is_size=key in _SIZE_KEYS))
             else:
-                form_errors.append(message)
-        return FormResult(None, field_errors, "; ".join(form_errors) or None)
+                form_errors.append(plain_words(e))
+        return FormResult(None, field_errors, "; ".join(form_errors) or None,
+                          _size_notes(values))
+    return FormResult(workload, {}, None, _size_notes(values))
+
+
+_SIZE_KEYS = frozenset(q.key for q in questions() if q.is_size)
+#: Units that count in powers of ten (as on a disk's label), told apart from KiB, MiB...
+_DECIMAL = re.compile(r"^\s*[\d.]+\s*([kmgtp]b)\s*$", re.IGNORECASE)
+
+
+def _size_notes(values: dict[str, FormValue]) -> dict[str, str]:
+    """For each size written with a unit, the bytes it means; decimal units said as such."""
+    notes: dict[str, str] = {}
+    for key in _SIZE_KEYS:
+        text = values.get(key)
+        if not isinstance(text, str) or not any(c.isalpha() for c in text):
+            continue
+        try:
+            n = parse_size(text)
+        except ValueError:
+            continue  # its error is shown instead
+        decimal = _DECIMAL.match(text)
+        if decimal:
+            unit = decimal.group(1)
+            binary = unit[0].upper() + "iB"
+            notes[key] = f"= {n:,} bytes ({unit} is decimal; {binary} is binary)"
+        else:
+            notes[key] = f"= {n:,} bytes"
+    return notes
+
+
+def _label(key: str) -> str:
+    return key.replace("_", " ")
+
+
+def _bound(value: Any, is_size: bool) -> str:
+    if is_size and isinstance(value, int):
+        return format_size(value)
+    if isinstance(value, int | float) and float(value).is_integer():
+        return f"{int(value):,}"
+    return str(value)
+
+
+def plain_words(error: ErrorDetails, *, is_size: bool = False) -> str:
+    """The validation error as a person reads it: no library wording ("unable to parse string
+    as an integer"), no field names with underscores."""
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
+              "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+    if kind in bounds:
+        words, name = bounds[kind]
+        return f"must be {words} {_bound(ctx.get(name), is_size)}"
+    simple = {
+        "int_parsing": "not a whole number (digits only, e.g. 200000)",
+        "int_from_float": "not a whole number",
+        "int_type": "not a whole number",
+        "float_parsing": "not a number (e.g. 50 or 2.5)",
+        "float_type": "not a number",
+        "finite_number": "must be a finite number",
+        "bool_parsing": "answer yes or no",
+        "literal_error": f"choose one of {ctx.get('expected', 'the listed answers')}",
+        "string_too_long": f"too long (at most {ctx.get('max_length')} characters)",
+        "extra_forbidden": "not a question the advisor asks",
+    }
+    if kind in simple:
+        return simple[kind]
+    message = error["msg"].removeprefix("Value error, ")
+    # Field names a validator wrote (eventual_size) as the form labels them (eventual size).
+    for key in sorted(_ALL_KEYS, key=len, reverse=True):
+        message = message.replace(key, _label(key))
+    return message
+
+
+_ALL_KEYS = frozenset(q.key.removeprefix("storage.") for q in questions())
 
 
 def values_of(workload: Workload) -> dict[str, FormValue]:

@@ -84,7 +84,9 @@ class ProposalScreen(StepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "copy_mkfs", "Copy mkfs"),
         Binding("f", "copy_fstab", "Copy fstab"),
-        Binding("s", "save", "Save"),
+        Binding("s", "save", "Save script"),
+        Binding("j", "scroll_body(1)", "Down", show=False),
+        Binding("k", "scroll_body(-1)", "Up", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -126,6 +128,8 @@ class ProposalScreen(StepScreen):
         problem = state.proposal_problem
         if state.proposing:
             problem = "computing the proposal (mkfs.xfs dry runs)..."
+        elif state.workload_problem:
+            problem = f"{problem} F3 to fix them."
         self.query_one("#problem", Static).update(problem or "")
         self.query_one("#problem", Static).display = problem is not None
         self.query_one("#mkfs", Static).update(Text(proposal.mkfs_command if proposal else ""))
@@ -163,6 +167,10 @@ class ProposalScreen(StepScreen):
             table.add_row(item.advice, f"{item.today} (since {item.since}; {item.rule})")
         self.query_one("#why-not", Static).update(table if advice else "no obsolete advice known")
 
+    def action_scroll_body(self, lines: int) -> None:
+        body = self.query_one("#proposal-body", VerticalScroll)
+        body.scroll_relative(y=lines, animate=False)
+
     def _need_proposal(self) -> Proposal | None:
         proposal = self.advisor.state.proposal
         if proposal is None or self.advisor.state.proposing:
@@ -173,36 +181,24 @@ class ProposalScreen(StepScreen):
     def action_copy_mkfs(self) -> None:
         if (proposal := self._need_proposal()) is not None:
             self.app.copy_to_clipboard(proposal.mkfs_command)
-            self.notify("mkfs command copied (OSC 52)")
+            self.notify("mkfs command sent to the terminal's clipboard")
 
     def action_copy_fstab(self) -> None:
         if (proposal := self._need_proposal()) is not None:
             self.app.copy_to_clipboard(proposal.fstab)
-            self.notify("fstab line copied (OSC 52)")
+            self.notify("fstab line sent to the terminal's clipboard")
 
     def action_save(self) -> None:
         if self._need_proposal() is None:
             return
-        from advisor.tui.workload import PathPrompt
+        from advisor.tui.dialogs import save_file
 
         device = self.advisor.state.device_name or "device"
-        prompt = PathPrompt("Save the proposal to:", f"mkfs-{device}.sh")
-        self.app.push_screen(prompt, self._save_to)
+        save_file(self.app, f"Save the proposal to (relative to {Path.cwd()}):",
+                  f"mkfs-{device}.sh", "proposal script", self._script_text)
 
-    def _save_to(self, path: str | None) -> None:
+    def _script_text(self) -> str | None:
         proposal = self.advisor.state.proposal
-        if not path or proposal is None:
-            return
-        from advisor.system.files import write_text_atomically
-
-        try:
-            text = save_text(proposal, self.advisor.state.device_name or "")
-            # Regular files only (never a device node, a FIFO or a folder), written whole.
-            written = write_text_atomically(Path(path).expanduser(), text, "proposal script")
-        except AdvisorError as err:
-            self.notify(err.message, severity="error")
-            return
-        except OSError as err:
-            self.notify(f"cannot write {path}: {err.strerror}", severity="error")
-            return
-        self.notify(f"proposal saved to {written.absolute()}")
+        if proposal is None:
+            return None
+        return save_text(proposal, self.advisor.state.device_name or "")

@@ -5,6 +5,7 @@ name. The run is advisor.bench's, in a worker thread that only posts messages.""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -368,41 +369,25 @@ class ValidateScreen(StepScreen):
                                        exit_on_error=False)
 
     def action_save_report(self) -> None:
-        """The last report as Markdown (or JSON, for a name ending in .json)."""
+        """The last report as Markdown (or the --json document, for a name ending in .json);
+        an existing file only after asking."""
         if self.report is None:
             self.notify("no report yet: a run's report can be saved once it is judged",
                         severity="warning")
             return
-        from advisor.tui.workload import PathPrompt
+        from advisor.tui.dialogs import save_file
 
-        prompt = PathPrompt("Save the report to (.md, or .json for the --json document):",
-                            "validation-report.md")
-        self.app.push_screen(prompt, self._save_report_to)
+        report = self.report
 
-    def _save_report_to(self, path: str | None) -> None:
-        if not path or self.report is None:
-            return
-        from pathlib import Path
+        def text(target: Path) -> str:
+            from advisor.bench.report import render_markdown
 
-        from advisor.bench.report import render_markdown
-        from advisor.system.files import write_text_atomically
+            if target.suffix == ".json":
+                return report.model_dump_json(indent=2) + "\n"
+            return render_markdown(report)
 
-        target = Path(path).expanduser()
-        if target.exists():  # never replaced without asking: pick another name
-            self.notify(f"{target.absolute()} exists: not replaced (give another name)",
-                        severity="error")
-            return
-        text = (self.report.model_dump_json(indent=2) + "\n" if target.suffix == ".json"
-                else render_markdown(self.report))
-        try:
-            written = write_text_atomically(target, text, "validation report")
-        except AdvisorError as err:
-            self.notify(err.message, severity="error")
-            return
-        except OSError as err:
-            self.notify(f"cannot write {target}: {err.strerror}", severity="error")
-            return
-        self.notify(f"report saved to {written.absolute()}")
+        save_file(self.app, "Save the report to (.md, or .json for the --json document):",
+                  "validation-report.md", "validation report", text, by_name=True)
 
     def action_cancel(self) -> None:
         if self.running and self._cancel is not None:

@@ -10,40 +10,17 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
+from advisor.tui.dialogs import PathPrompt, default_save_name, save_file
 from advisor.tui.form import FormValue, Question, check, questions, values_of
 from advisor.tui.step import StepScreen
 
 _YES_NO: list[tuple[str, bool]] = [("yes", True), ("no", False)]
-
-
-class PathPrompt(ModalScreen[str | None]):
-    """Ask for a file name (Enter accepts, escape cancels)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
-
-    def __init__(self, title: str, value: str) -> None:
-        super().__init__()
-        self.prompt_title = title
-        self.initial = value
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="prompt-box"):
-            yield Label(self.prompt_title)
-            yield Input(value=self.initial, id="prompt-path")
-
-    @on(Input.Submitted, "#prompt-path")
-    def accept(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class Scanned(Message):
@@ -57,28 +34,38 @@ class Scanned(Message):
 class WorkloadScreen(StepScreen):
     """What the device cannot tell: one question per answer, "don't know" always allowed."""
 
+    # The footer keeps to the keys that work everywhere (help, quit, the steps) and the way out
+    # of a field, so they fit at 80 columns; the file keys are in the status line, the help and
+    # the command palette.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "save", "Save answers"),
-        Binding("ctrl+o", "load", "Load answers"),
-        Binding("ctrl+f", "scan", "Fill from a scan"),
-        Binding("ctrl+q", "app.quit", "Quit", show=False),
+        Binding("escape", "leave_field", "Leave field", key_display="esc"),
+        Binding("enter,i", "edit", "Edit", key_display="enter"),
+        Binding("ctrl+s", "save", "Save answers", show=False),
+        Binding("ctrl+o", "load", "Load answers", show=False),
+        Binding("ctrl+f", "scan", "Fill from a scan", show=False),
     ]
+    # Names take less room when the terminal is narrow (60 columns: name, field and error fit).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-wide")]  # noqa: RUF012 (Textual's own type)
 
     def __init__(self) -> None:
         super().__init__()
         self.questions = questions()
         self._filling = False
         self._errors_shown: dict[str, str] = {}
+        self._last_field = self.questions[0].widget_id
+        self._shown_before = False
 
     def compose(self) -> ComposeResult:
         yield Header()
-        # One grid for the whole form (name, field, error; then the help across): far fewer
-        # containers than a box per question, and styles are recomputed for every node on focus.
-        with VerticalScroll(id="form"), Grid(id="questions"):
+        # A row per question (name, field, error), its help below across the whole width. Not
+        # one grid: a grid sizes a row spanning all columns by its first column's width, which
+        # left blank lines between the questions.
+        with VerticalScroll(id="form"):
             for q in self.questions:
-                yield Label(q.label, classes="question-name")
-                yield self._widget_for(q)
-                yield Static("", id=f"{q.widget_id}-error", classes="question-error")
+                with Horizontal(classes="question-row"):
+                    yield Label(q.label, classes="question-name")
+                    yield self._widget_for(q)
+                    yield Static("", id=f"{q.widget_id}-error", classes="question-error")
                 yield Static(q.help, classes="question-help")
         yield Static("", id="preview")
         yield Static("", id="form-status")
@@ -105,7 +92,9 @@ class WorkloadScreen(StepScreen):
         """The mkfs line for the answers so far, so each answer's effect shows as it is typed."""
         state = self.advisor.state
         preview = self.query_one("#preview", Static)
-        if state.proposing:
+        if state.workload_problem:
+            preview.update(Text("mkfs: none until the answers above are valid", style="dim"))
+        elif state.proposing:
             preview.update(Text("mkfs: computing...", style="dim"))
         elif state.proposal is not None:
             preview.update(Text("mkfs: " + state.proposal.mkfs_command))
@@ -115,8 +104,30 @@ class WorkloadScreen(StepScreen):
     def on_screen_resume(self) -> None:
         device = self.advisor.state.device
         self.sub_title = f"for {device.display_name}" if device else "no device chosen yet (F2)"
-        if self.focused is None or self.focused.id == "form":
+        if self.focused is None or not self._shown_before:
             self.query_one(f"#{self.questions[0].widget_id}").focus()
+        self._shown_before = True
+
+    # ---- in and out of the fields: a field takes every printable key, q and ? included ----
+
+    def _in_field(self) -> bool:
+        return isinstance(self.focused, Input | Select)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "leave_field":
+            return self._in_field()
+        if action == "edit":
+            return not self._in_field()
+        return True
+
+    def action_leave_field(self) -> None:
+        """Out of the field, onto the form: q quits, ? helps, Enter goes back in."""
+        if self._in_field() and self.focused is not None:
+            self._last_field = self.focused.id or self._last_field
+            self.query_one("#form", VerticalScroll).focus()
+
+    def action_edit(self) -> None:
+        self.query_one(f"#{self._last_field}").focus()
 
     # ---- reading and writing the widgets ----
 
@@ -155,18 +166,22 @@ class WorkloadScreen(StepScreen):
         result = check(self.values())
         for q in self.questions:
             error = result.field_errors.get(q.key, "")
+            # Beside the field: its error, else what a size was read as ("16KB" = 16,000 bytes).
+            shown = error or result.notes.get(q.key, "")
             # Only what changed: each update re-lays out the whole form.
-            if self._errors_shown.get(q.key, "") != error:
-                self.query_one(f"#{q.widget_id}-error", Static).update(error)
-                self._errors_shown[q.key] = error
+            if self._errors_shown.get(q.key, "") != shown:
+                beside = self.query_one(f"#{q.widget_id}-error", Static)
+                beside.update(shown)
+                beside.set_class(not error, "-note")
+                self._errors_shown[q.key] = shown
         status = self.query_one("#form-status", Static)
         state = self.advisor.state
         if result.workload is not None:
             state.workload = result.workload
             state.workload_problem = None
             given = len(result.workload.answered())
-            status.update(f"{given} answered, {len(self.questions) - given} don't know: "
-                          "F4 shows the proposal")
+            status.update(f"{given} answered, {len(self.questions) - given} don't know; "
+                          "F4 proposal, ^s save, ^o load, ^f fill from a scan")
             status.remove_class("-invalid")
         else:
             count = len(result.field_errors) + (1 if result.form_error else 0)
@@ -189,32 +204,22 @@ class WorkloadScreen(StepScreen):
     # ---- files ----
 
     def action_save(self) -> None:
-        default = self.advisor.state.workload_path or "workload.toml"
-        self.app.push_screen(PathPrompt("Save the answers to (TOML):", default), self._save_to)
+        state = self.advisor.state
+        default = default_save_name(state.workload_path, "workload.toml")
+        save_file(self.app, f"Save the answers to (TOML; relative to {Path.cwd()}):", default,
+                  "workload file", self._answers_text, self._saved)
 
-    def _save_to(self, path: str | None) -> None:
-        if not path:
-            return
+    def _answers_text(self) -> str | None:
         from advisor.answers import dump_workload_toml
 
         state = self.advisor.state
         if state.workload_problem:
             self.notify(f"not saved: {state.workload_problem}", severity="error")
-            return
-        from advisor.system.files import write_text_atomically
+            return None
+        return dump_workload_toml(state.workload)
 
-        try:
-            # Regular files only (never a device node, a FIFO or a folder), written whole.
-            written = write_text_atomically(Path(path).expanduser(),
-                                            dump_workload_toml(state.workload), "workload file")
-        except AdvisorError as err:
-            self.notify(err.message, severity="error")
-            return
-        except OSError as err:
-            self.notify(f"cannot write {path}: {err.strerror}", severity="error")
-            return
-        state.workload_path = str(written)
-        self.notify(f"answers saved to {written.absolute()}")
+    def _saved(self, written: Path) -> None:
+        self.advisor.state.workload_path = str(written)
 
     def action_load(self) -> None:
         default = self.advisor.state.workload_path or ""

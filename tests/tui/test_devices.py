@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from advisor.tui.device_view import badges, tree_rows
+from advisor.render.devices import badges, natural_key, tree_rows
 from tests.tui.conftest import AppFactory
 from tests.tui.inventory import build_inventory
 
@@ -17,11 +17,17 @@ def _cells(table: DataTable, row: int) -> list[str]:
 def test_tree_rows_show_stacking_like_lsblk() -> None:
     rows = tree_rows(build_inventory())
     names = [r.prefix + r.device.display_name for r in rows]
-    assert names[:4] == ["sda", "├─ sda1", "└─ sda2", "nvme0n1"]
+    assert names[:5] == ["loop0", "nvme0n1", "sda", "├─ sda1", "└─ sda2"]
     # md0 sits on four disks: shown under each, with the LVM volume under it, keys unique.
     assert names.count("└─ md0") == 4
     assert "   └─ vg0-data" in names
     assert len({r.key for r in rows}) == len(rows)
+
+
+def test_names_sort_naturally() -> None:
+    names = ["loop10", "sdb", "loop2", "loop1", "nvme1n1", "nvme0n1p10", "nvme0n1p2"]
+    assert sorted(names, key=natural_key) == [
+        "loop1", "loop2", "loop10", "nvme0n1p2", "nvme0n1p10", "nvme1n1", "sdb"]
 
 
 def test_badges_name_what_stands_in_the_way() -> None:
@@ -38,15 +44,15 @@ async def test_device_list_and_details_by_keys(make_app: AppFactory) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         table = app.screen.query_one("#device-table", DataTable)
-        assert _cells(table, 0)[:6] == ["sda", "4 TiB", "HDD", "wback", "no", "-"]
-        assert _cells(table, 3)[:5] == ["nvme0n1", "1 TiB", "SSD", "wthru", "yes"]
-        assert _cells(table, 5)[-2:] == ["512KiBx2", "held by dm-0"]
-        await pilot.press("down", "down")
+        assert _cells(table, 2)[:6] == ["sda", "4 TiB", "HDD", "wback", "no", "-"]
+        assert _cells(table, 1)[:5] == ["nvme0n1", "1 TiB", "SSD", "wthru", "yes"]
+        assert _cells(table, 6)[-2:] == ["512KiBx2", "held by dm-0"]
+        await pilot.press("j", "j", "j", "k", "down", "down")  # sda2: j/k move as arrows do
         title = app.screen.query_one("#details-title", Static)
         assert "/dev/sda2" in str(title.render())
         facts = app.screen.query_one("#facts", DataTable)
         lines = {_cells(facts, i)[0]: _cells(facts, i) for i in range(facts.row_count)}
-        assert lines["alignment_offset"][1:] == ["3 KiB (3072)", "sysfs",
+        assert lines["alignment_offset"][1:] == ["sysfs", "3 KiB (3072)",
                                                  "sys/block/sda2/alignment_offset"]
         assert lines["size_bytes"][3] == "sys/block/sda2/size; raw '6442450944'"
         await pilot.press("enter")
@@ -69,7 +75,7 @@ async def test_reload_keeps_the_cursor_on_the_same_device(make_app: AppFactory) 
 
     app._reload_inventory = reread
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("down", "down", "down")  # nvme0n1 (sda, sda1, sda2, nvme0n1)
+        await pilot.press("down")  # nvme0n1 (loop0, nvme0n1, ...)
         await pilot.press("r")
         await pilot.pause()
         table = app.screen.query_one("#device-table", DataTable)

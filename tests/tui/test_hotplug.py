@@ -41,3 +41,36 @@ async def test_loop_device_comes_and_goes(tmp_path: Path) -> None:
             name = dev.removeprefix("/dev/")
             await _wait(app, True, name)
         await _wait(app, False, name)
+
+
+def _known(app: AdvisorApp) -> set[str]:
+    return {d.name for d in app.state.inventory.devices}
+
+
+async def _wait_known(app: AdvisorApp, present: bool, name: str) -> None:
+    deadline = time.monotonic() + 15
+    while (name in _known(app)) != present:
+        assert time.monotonic() < deadline, f"{name} {'never came' if present else 'stayed'}"
+        await asyncio.sleep(0.1)
+
+
+async def test_the_list_catches_up_after_hotplug_on_another_step(tmp_path: Path) -> None:
+    """Attached while the questions are shown: listed when F2 brings the list back; detached
+    while they are shown: gone from it."""
+    require_root_tools("losetup")
+    app = build_app(Session())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("f3")
+        with loop_device(tmp_path / "hot.img", 64 << 20) as dev:
+            name = dev.removeprefix("/dev/")
+            await _wait_known(app, True, name)
+            await pilot.press("f2")
+            await pilot.pause()
+            assert name in _names(app)
+            await pilot.press("f3")
+            await pilot.pause()
+        await _wait_known(app, False, name)
+        await pilot.press("f2")
+        await pilot.pause()
+        assert name not in _names(app)

@@ -44,7 +44,7 @@ SnapCompare = Callable[..., bool]
 @pytest.mark.parametrize("size", SIZES)
 def test_devices(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
     # The cursor on the misaligned partition: its badge and its facts show.
-    assert snap_compare(make_app(), press=["down", "down"], terminal_size=size)
+    assert snap_compare(make_app(), press=["down"] * 4, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -70,3 +70,16 @@ def test_validate(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[i
 
 def test_help_in_the_light_theme(snap_compare: SnapCompare, make_app: AppFactory) -> None:
     assert snap_compare(make_app(), press=["ctrl+t", "question_mark"], terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_choosing_a_device_in_use(snap_compare: SnapCompare, make_app: AppFactory,
+                                  size: tuple[int, int]) -> None:
+    # Enter on sda1 (mounted on /): the question names what is on it, y/n.
+    assert snap_compare(make_app(), press=["down"] * 3 + ["enter"], terminal_size=size)
+
+
+def test_workload_out_of_the_fields(snap_compare: SnapCompare, make_app: AppFactory) -> None:
+    # escape: no field has focus, so the footer offers ? and q again, and enter to go back.
+    app = make_app(device="vg0-data", workload=EXAMPLE, start="workload")
+    assert snap_compare(app, press=["escape"], terminal_size=(80, 24), run_before=_settle)

@@ -5,8 +5,10 @@ the one `xfs-advisor --json` gives for the same capture, device and answers."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.test_resources import force_clean
 from tests.conftest import REPO, require, require_root_tools
 
 XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
@@ -124,16 +127,22 @@ def _ours_left(folder: Path) -> list[str]:
     return left
 
 
+def _live_tui(tmp_path: Path) -> str:
+    """The shell command of the live TUI with its state, loop folder and calibration in
+    `tmp_path` (the loop folder is tmp_path/loop)."""
+    env = (f"XFS_ADVISOR_STATE_DIR={tmp_path / 'state'} TMPDIR={tmp_path / 'loop'} "
+           f"XFS_ADVISOR_CALIBRATION={tmp_path / 'calibration.json'} TERM=xterm-256color")
+    return f"env -u COLUMNS -u LINES {env} {XFS_ADVISOR}"
+
+
 def _start_a_loop_run(tmux: Callable[..., str], tmp_path: Path, after: str) -> Path:
     """The live TUI in tmux, F5, ctrl+r: a validation on the loop default, running; `after` is
     run in the pane's shell once the TUI ends. Returns the folder its loop device lives in."""
     require_root_tools("losetup", "mkfs.xfs", "fio")
     loop_dir = tmp_path / "loop"
     loop_dir.mkdir()
-    env = (f"XFS_ADVISOR_STATE_DIR={tmp_path / 'state'} TMPDIR={loop_dir} "
-           f"XFS_ADVISOR_CALIBRATION={tmp_path / 'calibration.json'} TERM=xterm-256color")
     tmux("new-session", "-d", "-s", "advisor", "-x", "160", "-y", "45",
-         f"env -u COLUMNS -u LINES {env} {XFS_ADVISOR}; {after}")
+         f"{_live_tui(tmp_path)}; {after}")
     screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
     _wait_for(screen, lambda s: "STATE" in s, "the device list")
     tmux("send-keys", "-t", "advisor", "F5")
@@ -159,6 +168,34 @@ def test_a_closed_terminal_mid_run_leaves_nothing(tmux: Callable[..., str],
     assert not list((tmp_path / "state").glob("run-*.json"))
 
 
+def test_a_killed_run_is_recovered_and_said(tmux: Callable[..., str], tmp_path: Path) -> None:
+    """SIGKILL mid-run (nothing can clean up then): the next TUI's run first recovers what the
+    dead one left, says so in a notice, and in the end nothing is left."""
+    loop_dir = _start_a_loop_run(tmux, tmp_path, f"{_live_tui(tmp_path)}; sleep 60")
+    screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
+    try:
+        pane = tmux("display-message", "-p", "-t", "advisor", "#{pane_pid}").strip()
+        first = subprocess.run(["pgrep", "-P", pane], capture_output=True, text=True,
+                               check=True).stdout.split()
+        assert len(first) == 1, first
+        os.kill(int(first[0]), signal.SIGKILL)
+        _wait_for(screen, lambda s: "STATE" in s, "the second TUI's device list")
+        assert _ours_left(loop_dir), "the killed run left nothing: the test proves nothing"
+        tmux("send-keys", "-t", "advisor", "F5")
+        _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
+        tmux("send-keys", "-t", "advisor", "C-r")
+        shown = _wait_for(screen, lambda s: "recovered:" in s, "the recovery notice", 60)
+        assert "dead run" in shown
+        tmux("send-keys", "-t", "advisor", "Escape")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (_ours_left(loop_dir) or list(loop_dir.iterdir())):
+            time.sleep(0.2)
+        assert _ours_left(loop_dir) == []
+        assert list(loop_dir.iterdir()) == []
+    finally:
+        force_clean(str(loop_dir))
+
+
 def test_q_mid_run_asks_then_cleans_up(tmux: Callable[..., str], tmp_path: Path) -> None:
     marker = tmp_path / "exit-code"
     loop_dir = _start_a_loop_run(tmux, tmp_path, f"echo $? > {marker}; sleep 60")
@@ -172,3 +209,124 @@ def test_q_mid_run_asks_then_cleans_up(tmux: Callable[..., str], tmp_path: Path)
               "xfs-advisor to end with exit code 0", 60)
     assert _ours_left(loop_dir) == []
     assert list(loop_dir.iterdir()) == []
+
+
+def _start(tmux: Callable[..., str], sysroot: Path, size: tuple[int, int], *env: str,
+           cwd: Path | None = None) -> Callable[[], str]:
+    """The TUI over a capture in a tmux pane of `size`; returns the pane's reader."""
+    where = ["-c", str(cwd)] if cwd else []
+    tmux("new-session", "-d", "-s", "advisor", "-x", str(size[0]), "-y", str(size[1]), *where,
+         "env", "-u", "COLUMNS", "-u", "LINES", "-u", "NO_COLOR", "TERM=xterm-256color",
+         "COLORTERM=truecolor", *env, str(XFS_ADVISOR), "--sysroot", str(sysroot))
+    screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
+    _wait_for(screen, lambda s: "STATE" in s, "the device list")
+    return screen
+
+
+def _keys(tmux: Callable[..., str], *keys: str) -> None:
+    for key in keys:  # one at a time: a key may move the focus the next one depends on
+        tmux("send-keys", "-t", "advisor", key)
+        time.sleep(0.3)
+
+
+def test_footer_at_80x24_shows_help_quit_and_every_step_key(
+        tmux: Callable[..., str], shared_dumps: dict[str, Path]) -> None:
+    """On the device list, and in a form field (where ? and q are typed, F1 and ^q show)."""
+    screen = _start(tmux, shared_dumps["simple-nvme"], (80, 24))
+    bottom = screen().splitlines()[-1]
+    for shown in ("? Help", "q Quit", "F2 Devices", "F3 Workload", "F4 Proposal", "F5 Validate"):
+        assert shown in bottom, bottom
+    _keys(tmux, "Down", "Enter")  # nvme0n1p1, free: straight to the questions
+    bottom = _wait_for(screen, lambda s: "for nvme0n1p1" in s, "the form").splitlines()[-1]
+    for shown in ("F1 Help", "^q Quit", "F2 Devices", "F3 Workload", "F4 Proposal",
+                  "F5 Validate", "esc Leave field"):
+        assert shown in bottom, bottom
+    _keys(tmux, "Escape", "?")
+    _wait_for(screen, lambda s: "escape, ?, F1 or q closes" in s, "the help, opened by ?")
+    _keys(tmux, "Escape", "q")
+
+
+def test_saving_over_a_file_asks_first(tmux: Callable[..., str], shared_dumps: dict[str, Path],
+                                       tmp_path: Path) -> None:
+    """ctrl+s offers workload.toml in the current folder; it exists: asked, `n` keeps it, `y`
+    replaces it, and the notice names an absolute path."""
+    answers = tmp_path / "workload.toml"
+    answers.write_text("# mine\n")
+    screen = _start(tmux, shared_dumps["simple-nvme"], (100, 30), cwd=tmp_path)
+    _keys(tmux, "Down", "Enter")
+    _wait_for(screen, lambda s: "for nvme0n1p1" in s, "the form")
+    _keys(tmux, "5", "C-s")
+    _wait_for(screen, lambda s: "workload.toml" in s and "Save the answers" in s, "the prompt")
+    _keys(tmux, "Enter")
+    _wait_for(screen, lambda s: "exists. Replace it with the workload file?" in s
+              and "Replace it (y)" in s and "Keep it (n)" in s, "the question")
+    _keys(tmux, "n")
+    _wait_for(screen, lambda s: "not saved" in s, "the notice")
+    assert answers.read_text() == "# mine\n"
+    _keys(tmux, "C-s")
+    _wait_for(screen, lambda s: "Save the answers" in s, "the prompt again")
+    _keys(tmux, "Enter")
+    _wait_for(screen, lambda s: "Replace it (y)" in s, "the question again")
+    _keys(tmux, "y")
+    _wait_for(screen, lambda s: "workload file saved to" in s, "the saved notice")
+    assert "largest_directory_entries = 5" in answers.read_text()
+    _keys(tmux, "C-q")
+
+
+def _style_at(escaped: str, text: str) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(foreground, background, reverse) in effect where `text` starts in a `capture-pane -e`."""
+    line = next(ln for ln in escaped.splitlines() if text in ln)
+    fg: tuple[int, ...] = (255, 255, 255)
+    bg: tuple[int, ...] = (0, 0, 0)
+    reverse = False
+    for match in re.finditer(r"\x1b\[([0-9;]*)m|([^\x1b]+)", line):
+        if match.group(2) is not None:
+            if text in match.group(2):
+                return fg, bg, reverse
+            continue
+        codes = [int(c) for c in match.group(1).split(";") if c] or [0]
+        i = 0
+        while i < len(codes):
+            code = codes[i]
+            if code == 0:
+                fg, bg, reverse = (255, 255, 255), (0, 0, 0), False
+            elif code == 7:
+                reverse = True
+            elif code in (38, 48) and codes[i + 1] == 2:
+                rgb = tuple(codes[i + 2:i + 5])
+                fg, bg = (rgb, bg) if code == 38 else (fg, rgb)
+                i += 4
+            i += 1
+    raise AssertionError(f"{text!r} not found in {line!r}")
+
+
+def test_no_color_badges_are_readable(tmux: Callable[..., str],
+                                      shared_dumps: dict[str, Path]) -> None:
+    """NO_COLOR: "mounted /home" was grey 237 on 235. Now in reverse video: its text and its
+    background differ by more than half the grey scale."""
+    _start(tmux, shared_dumps["simple-nvme"], (100, 30), "NO_COLOR=1")
+    time.sleep(0.5)
+    fg, bg, reverse = _style_at(tmux("capture-pane", "-p", "-e", "-t", "advisor"),
+                                "mounted /home")
+    assert reverse or abs(sum(fg) - sum(bg)) / 3 > 128, (fg, bg, reverse)
+    assert abs(sum(fg) - sum(bg)) / 3 > 128, (fg, bg)  # either way round, far apart
+    _keys(tmux, "q")
+
+
+def test_the_linux_console_gets_only_characters_its_font_has(
+        tmux: Callable[..., str], shared_dumps: dict[str, Path]) -> None:
+    """TERM=linux: the device list, the form, the proposal and the help draw nothing outside
+    cp437 (no rounded corners, eighth blocks, ellipsis, dash or braille)."""
+    screen = _start(tmux, shared_dumps["simple-nvme"], (80, 24), "TERM=linux")
+    font = set(bytes(range(256)).decode("cp437"))
+    seen = [screen()]
+    _keys(tmux, "Down", "Enter")
+    seen.append(_wait_for(screen, lambda s: "for nvme0n1p1" in s, "the form"))
+    _keys(tmux, "F4")
+    seen.append(_wait_for(screen, lambda s: "mkfs.xfs" in s and "computing" not in s,
+                          "the proposal"))
+    _keys(tmux, "?")
+    seen.append(_wait_for(screen, lambda s: "closes" in s, "the help"))
+    outside = {c for s in seen for c in s if c not in font}
+    assert not outside, sorted(outside)
+    _keys(tmux, "Escape", "q")

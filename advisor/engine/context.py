@@ -64,6 +64,26 @@ class Context:
             return int(self.size * w.growth_factor)
         return None
 
+    def storage(self) -> tuple[str, str]:
+        """What the storage is (a storage.kind value) and who says so: the answer, the device's
+        own hint, a stripe, a non-rotational queue; else `unknown`, never `single-disk` (a
+        rotational flag is set by single disks, RAID LUNs, virtual disks and loop devices)."""
+        answered = self.workload.storage.kind
+        if answered is not None:
+            return answered, "the answers"
+        hint = self.device.storage_hint
+        if hint.value is not None:
+            return hint.value, f"{hint.note} ({hint.path}" + (f" = {hint.raw})" if hint.raw
+                                                              else ")")
+        stripe = self.stripe()
+        if stripe is not None:
+            return "md-raid" if "md" in stripe[2] else "hardware-raid", f"a stripe from {stripe[2]}"
+        if self.device.rotational.value is False:
+            return "ssd", "queue/rotational = 0"
+        return "unknown", ("rotational = 1, which single disks, hardware RAID LUNs and virtual "
+                           "disks all report" if self.device.rotational.value else
+                           "the device does not say")
+
     def stripe(self) -> tuple[int, int, str] | None:
         """The data stripe (unit bytes, data disks, where from) the filesystem will use: the one
         the proposal gives with -d su=,sw= (from the answers, or from an md array a dm device

@@ -172,6 +172,12 @@ class Device(Model):
     holders: list[str] = Field(default_factory=list)
     """Kernel names in holders/ only (LVM, md, dm-crypt, multipath using this device)."""
 
+    storage_hint: Fact[str] = Fact()
+    """What the storage probably is (hardware-raid, md-raid, ssd, virtual-disk, cloud-volume),
+    and what says so: a RAID HBA driver (the SCSI host's proc_name), a virtio or Xen transport,
+    an NVMe bus, a cloud volume's model string, md, or a loop device's backing file. A hint for
+    the answer storage.kind, never a single disk (nothing in sysfs tells that)."""
+
     stripe: StripeGeometry = StripeGeometry()
     """The stripe geometry mkfs.xfs would detect for this device, and where it came from."""
     usage: Usage = Usage()

@@ -12,6 +12,13 @@ from advisor.models.base import Model
 from advisor.models.units import ByteSize
 
 Access = Literal["read-heavy", "write-heavy", "mixed"]
+#: What the storage under the device is, when the device cannot say (rotational=1 is reported
+#: by single disks, hardware RAID LUNs, virtual disks and loop devices alike).
+StorageKind = Literal["single-disk", "hardware-raid", "md-raid", "ssd", "virtual-disk",
+                      "cloud-volume", "unknown"]
+#: What the concurrent writers do: create/delete/rename files and set xattrs (space management,
+#: guide 2.1.2), write into files that already exist (databases, VM images), or both.
+WriterActivity = Literal["metadata", "data", "both"]
 
 
 def _not_bool(value: Any) -> Any:
@@ -35,6 +42,9 @@ class Storage(Model):
     """Data disks per stripe in the hardware RAID (RAID6 of 10 disks: 8)."""
     nonvolatile_write_cache: bool | None = None
     """The controller or drive cache is battery- or flash-backed (survives power loss)."""
+    kind: StorageKind | None = None
+    """single-disk, hardware-raid, md-raid, ssd, virtual-disk, cloud-volume or unknown (AG count,
+    fsync cost); the device's own hint is shown as a fact when it has one."""
 
     _numbers = field_validator("raid_data_disks", mode="before")(_not_bool)
 
@@ -60,6 +70,10 @@ class Workload(Model):
     """fsync/fdatasync calls per second on the whole filesystem (log stripe unit, logbsize)."""
     concurrent_writers: int | None = Field(default=None, ge=1, le=1_000_000)
     """Processes or threads modifying the filesystem at once (allocation groups, log size)."""
+    writer_activity: WriterActivity | None = None
+    """What those writers do: metadata (create/delete/rename files, set xattrs), data (write
+    into existing files: databases, VM images) or both. Only metadata work needs more AGs and
+    log."""
     median_file_size: ByteSize | None = None
     """Typical file size, in bytes or as "16KiB" (benchmark shape)."""
     xattr_bytes_per_file: int | None = Field(default=None, ge=0, le=1 << 30)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import get_args
 
 from advisor.models.device import Device
 from advisor.models.environment import Environment, FeatureSet
 from advisor.models.proposal import MkfsGeometry
 from advisor.models.units import parse_size
-from advisor.models.workload import Workload
+from advisor.models.workload import StorageKind, Workload
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -64,7 +65,7 @@ class Context:
             return int(self.size * w.growth_factor)
         return None
 
-    def storage(self) -> tuple[str, str]:
+    def storage(self) -> tuple[StorageKind, str]:
         """What the storage is (a storage.kind value) and who says so: the answer, the device's
         own hint, a stripe, a non-rotational queue; else `unknown`, never `single-disk` (a
         rotational flag is set by single disks, RAID LUNs, virtual disks and loop devices)."""
@@ -72,8 +73,10 @@ class Context:
         if answered is not None:
             return answered, "the answers"
         hint = self.device.storage_hint
-        if hint.value is not None:
-            return hint.value, f"{hint.note} ({hint.path}" + (f" = {hint.raw})" if hint.raw
+        kinds: tuple[StorageKind, ...] = get_args(StorageKind)
+        hinted = next((k for k in kinds if k == hint.value), None)
+        if hinted is not None:
+            return hinted, f"{hint.note} ({hint.path}" + (f" = {hint.raw})" if hint.raw
                                                               else ")")
         stripe = self.stripe()
         if stripe is not None:

@@ -500,6 +500,8 @@ def fsync_load(ctx: Context, params: FsyncCostParams) -> tuple[float, str] | Non
     if fsyncs is None:
         return None
     kind, said_by = ctx.storage()
+    if kind in ("md-raid", "hardware-raid", "unknown") and ctx.device.rotational.value is False:
+        kind, said_by = "ssd", f"{said_by}; queue/rotational = 0: solid-state members"
     if ctx.workload.storage.nonvolatile_write_cache:
         cost, what = params.nonvolatile_fsync_ms, "behind a non-volatile cache"
     else:
@@ -606,13 +608,14 @@ class LogbsizeParams(FsyncCostParams):
 
 
 def _log_intensive(ctx: Context, params: LogbsizeParams) -> str | None:
-    """Why the work is log-IO intensive (guide 2.2.2): writers modifying metadata, or fsyncs
-    that keep the storage busy; None when neither is declared."""
+    """Why the work is log-IO intensive (guide 2.2.2): writers answered as modifying metadata,
+    or fsyncs that keep the storage busy; None when neither is declared (a number of writers
+    alone does not say they modify metadata, and the default stays when in doubt)."""
     writers, who = metadata_writers(ctx.workload)
     load = fsync_load(ctx, params)
     if load is not None and load[0] >= params.heavy_utilisation:
         return load[1]
-    if writers is not None:
+    if writers is not None and ctx.workload.writer_activity is not None:
         return who
     return None
 
@@ -623,8 +626,11 @@ def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
     intensive = _log_intensive(ctx, params)
     if intensive is None:
         load = fsync_load(ctx, params)
-        return Outcome(keep_reason="no log-intensive work declared" + (
-            f" ({load[1]}: under {params.heavy_utilisation:.0%})" if load else ""))
+        said = [f"{load[1]}: under {params.heavy_utilisation:.0%}"] if load else []
+        if ctx.workload.concurrent_writers and ctx.workload.writer_activity is None:
+            said.append("writer_activity not answered")
+        return Outcome(keep_reason="no log-intensive work declared"
+                       + (f" ({'; '.join(said)})" if said else ""))
     nv = w.storage.nonvolatile_write_cache
     cache = ctx.device.write_cache.value
     if nv is True:

@@ -59,7 +59,8 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
     ("sdc", "virtual-disk", f"sys/devices/{VIRTIO_SCSI_HOST}/scsi_host/host3/proc_name",
      "virtio_scsi"),
     ("sdd", "cloud-volume", "sys/block/sdd/device/model", "PersistentDisk"),
-    ("vda", "virtual-disk", "sys/block/vda", "../devices/pci0000:00/0000:00:04.0/virtio1/block/vda"),
+    ("vda", "virtual-disk", "sys/block/vda",
+     "../devices/pci0000:00/0000:00:04.0/virtio1/block/vda"),
     ("nvme0n1", "ssd", "sys/block/nvme0n1", None),
     ("loop0", "virtual-disk", "sys/block/loop0/loop/backing_file", "/var/tmp/scratch.img"),
 ])

@@ -143,8 +143,9 @@ def metadata_writers(w: Workload) -> tuple[int | None, str]:
         return w.concurrent_writers, (f"{w.concurrent_writers} concurrent writers, taken as "
                                       "creating, deleting or renaming files (writer_activity not "
                                       "answered)")
-    return w.concurrent_writers, (f"{w.concurrent_writers} concurrent writers modifying metadata"
-                                  f" ({w.writer_activity})")
+    what = ("creating, deleting or renaming files and setting xattrs"
+            if w.writer_activity == "metadata" else "modifying metadata and writing data")
+    return w.concurrent_writers, f"{w.concurrent_writers} concurrent writers {what} (answered)"
 
 
 @decider(AgConcurrencyParams)

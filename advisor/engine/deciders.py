@@ -23,11 +23,12 @@ from advisor.engine.context import (
     round_down,
     round_up,
 )
+from advisor.errors import BadInput
 from advisor.models.base import Model
 from advisor.models.device import stripe_hidden_below
 from advisor.models.environment import Environment, parse_version
 from advisor.models.units import human_size
-from advisor.models.workload import Access, StorageKind, Workload
+from advisor.models.workload import Access, StorageKind, Workload, mount_target
 
 P = TypeVar("P", bound=BaseModel)
 Decider = Callable[[Context, Any], Outcome]
@@ -687,23 +688,46 @@ def discard(ctx: Context, params: NoParams) -> Outcome:
 
 # ---- versions: kernels that must mount it ----------------------------------------------------
 
+class Distribution(Model):
+    """What one distribution's kernel mounts, where its version number says too little."""
+
+    kernel: str
+    """Its kernel's upstream version (Enterprise Linux backports features onto it)."""
+    features: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """section -> feature -> 0/1 it mounts read-write (empty: those of `kernel`)."""
+    source: str = Field(min_length=3)
+    """Where the kernel version and the features come from."""
+
+
 class KernelCompatParams(Model):
-    """V5 feature sets per LTS kernel, used when xfsprogs' own lts_*.conf cannot be."""
+    """V5 feature sets per LTS kernel, used when xfsprogs' own lts_*.conf cannot be; the kernel
+    each feature appeared in, for kernels older than every LTS set; distributions."""
 
     features: dict[str, dict[str, dict[str, int]]]
     """kernel -> section (metadata, inode) -> feature -> 0/1, as in xfsprogs' lts_*.conf."""
-    nrext64_since: str
-    """First xfsprogs that knows -i nrext64 (older ones must not be given it)."""
+    feature_since: dict[str, str]
+    """feature -> first upstream kernel that mounts it read-write."""
+    option_since: dict[str, str]
+    """feature -> first xfsprogs whose mkfs.xfs knows its option (older ones must not be given
+    it, and make the filesystem without it anyway)."""
+    distributions: dict[str, Distribution]
+    """rhel7, ubuntu22.04, debian12, sles15... -> its kernel and what it mounts."""
 
 
-def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: bool) -> list[str]:
-    """`-m ... -i ...` equivalent to a feature set. mkfs.xfs wants nrext64 under -i."""
+def explicit_feature_flags(features: dict[str, dict[str, int]], env: Environment,
+                           option_since: dict[str, str]) -> list[str]:
+    """`-m ... -i ...` equivalent to a feature set, with only the option names this mkfs.xfs
+    knows (a feature it has no option for, it does not make). mkfs.xfs wants nrext64 under
+    -i."""
     meta = dict(features.get("metadata", {}))
     inode = dict(features.get("inode", {}))
     if "nrext64" in meta:
         inode["nrext64"] = meta.pop("nrext64")
-    if not nrext64_known:
-        inode.pop("nrext64", None)
+    for section in (meta, inode):
+        for name in list(section):
+            since = parse_version(option_since.get(name))
+            if since and not env.xfsprogs_at_least(*since):
+                del section[name]
     out: list[str] = []
     if meta:
         out += ["-m", ",".join(f"{k}={v}" for k, v in sorted(meta.items()))]
@@ -713,23 +737,35 @@ def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: b
 
 
 def target_kernel(workload: Workload, env: Environment) -> tuple[str, str] | None:
-    """The older kernel the filesystem must mount on, and who says so: the answer, or the host's
-    own kernel when it is older than the xfsprogs making the filesystem (a capture, say). None
-    when the current feature set will do."""
+    """The older kernel (or distribution) the filesystem must mount on, and who says so: the
+    answer, or the host's own kernel when it is an Enterprise Linux one or older than the
+    xfsprogs making the filesystem (a capture, say). None when the current feature set will
+    do."""
     wanted = workload.must_mount_on_kernel
     progs = parse_version(env.xfsprogs_version)
-    running = parse_version(env.kernel)
-    who = f"kernel {wanted} must mount it"
-    if wanted is None and running and progs and running < progs:
-        wanted = f"{running[0]}.{running[1]}"
-        who = (f"the host runs kernel {env.kernel}, older than xfsprogs "
-               f"{env.xfsprogs_version}")
+    who = f"{'kernel ' if parse_version(wanted) else ''}{wanted} must mount it"
+    if wanted is None and env.kernel:
+        running = mount_target(env.kernel)
+        version = parse_version(running)
+        if running and (version is None or (progs and version < progs)):
+            wanted = running
+            who = f"the host runs kernel {env.kernel}, older than xfsprogs {env.xfsprogs_version}"
     if wanted is None:
         return None
     kernel = parse_version(wanted)
     if kernel and progs and kernel >= progs:
         return None
     return wanted, who
+
+
+def since_features(kernel: tuple[int, int], params: KernelCompatParams,
+                   ) -> dict[str, dict[str, int]]:
+    """The features a kernel older than every LTS set cannot mount, switched off (from when
+    each appeared); the others keep mkfs.xfs's defaults."""
+    lacks = {f: 0 for f, v in params.feature_since.items()
+             if (parse_version(v) or (99, 0)) > kernel}
+    inode = {k: lacks.pop(k) for k in ("sparse", "nrext64") if k in lacks}
+    return {"metadata": lacks, "inode": inode}
 
 
 @decider(KernelCompatParams)
@@ -742,30 +778,49 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
         return Outcome(keep_reason=f"kernel {wanted} mounts what xfsprogs "
                        f"{ctx.env.xfsprogs_version} makes by default")
     wanted, who = target
-    kernel = parse_version(wanted)
+    if parse_version(wanted) is None:
+        distro = params.distributions.get(wanted)
+        if distro is None:
+            known = ", ".join(sorted(params.distributions))
+            raise BadInput(f"must_mount_on_kernel: no feature table for {wanted} (known: "
+                           f"{known}); give its kernel version (uname -r) instead")
+        if distro.features:
+            flags = explicit_feature_flags(distro.features, ctx.env, params.option_since)
+            return Outcome(change=Change(
+                " ".join(flags), flags, f"{who}: what {wanted}'s kernel ({distro.kernel}, with "
+                f"its backports) mounts read-write ({distro.source})"))
+        who = f"{who} (kernel {distro.kernel}: {distro.source})"
+        wanted = distro.kernel
+        progs = parse_version(ctx.env.xfsprogs_version)
+        if progs and (parse_version(wanted) or (0, 0)) >= progs:
+            return Outcome(keep_reason=f"{who}: it mounts what xfsprogs "
+                           f"{ctx.env.xfsprogs_version} makes by default")
+    kernel = parse_version(wanted) or (0, 0)
     known = sorted({*params.features, *ctx.feature_sets},
                    key=lambda v: parse_version(v) or (0, 0))
-    older = [v for v in known if kernel and (parse_version(v) or (0, 0)) <= kernel]
-    warnings = []
+    older = [v for v in known if (parse_version(v) or (0, 0)) <= kernel]
     if not older:
-        warnings.append(f"kernel {wanted} is older than the oldest known feature set "
-                        f"({known[0]}): it may not mount the result")
-    profile = older[-1] if older else known[0]
-    nrext64_known = ctx.env.xfsprogs_at_least(*(parse_version(params.nrext64_since) or (99, 0)))
+        flags = explicit_feature_flags(since_features(kernel, params), ctx.env,
+                                       params.option_since)
+        return Outcome(change=Change(
+            " ".join(flags), flags, f"{who}: kernel {wanted} is older than every LTS feature "
+            f"set ({known[0]} the oldest): only features it mounts, from the kernel each "
+            "appeared in"))
+    profile = older[-1]
     shipped = ctx.feature_sets.get(profile)
     why = f"{who}: the features of the {profile} LTS kernel"
     if shipped:
         if shipped.rejection is None:
             return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={shipped.path}"],
-                                         why + f" ({shipped.path})"), warnings=warnings)
+                                         why + f" ({shipped.path})"))
         features = shipped.features
         why += (f"; this mkfs.xfs rejects its own {Path(shipped.path).name} "
                 f"({shipped.rejection}), so as explicit flags")
     else:
         features = params.features[profile]
         why += " (no lts_*.conf for it installed: the rule's own table)"
-    flags = explicit_feature_flags(features, nrext64_known)
-    return Outcome(change=Change(" ".join(flags), flags, why), warnings=warnings)
+    flags = explicit_feature_flags(features, ctx.env, params.option_since)
+    return Outcome(change=Change(" ".join(flags), flags, why))
 
 
 # ---- device warnings -------------------------------------------------------------------------

@@ -326,7 +326,13 @@ def test_kernel_compat_falls_back_to_explicit_flags(book: RuleBook) -> None:
 def test_kernel_compat_newer_kernel_keeps_default(book: RuleBook) -> None:
     assert decision(run(book, SSD, must_mount_on_kernel="6.5"), "-m features").value == "default"
     p = run(book, SSD, must_mount_on_kernel="3.10")
-    assert any("older than" in m for m in warned(p, "kernel-compat"))
+    assert not warned(p, "kernel-compat")  # no "may not mount": only what 3.10 mounts
+    assert "older than every LTS feature set" in decision(p, "-m features").reason
+    assert p.check is not None
+    features = p.check.geometry.features
+    assert features["crc"] == 1
+    assert all(features[f] == 0 for f in ("finobt", "sparse", "reflink", "bigtime",
+                                            "inobtcount")), features
 
 
 def test_kernel_compat_merges_with_inode_size(book: RuleBook) -> None:
@@ -386,3 +392,57 @@ def test_kernel_compat_for_a_host_running_an_older_kernel(book: RuleBook) -> Non
     d = decision(p, "-m features")
     assert d.changed and "the host runs kernel 5.10.0-28-amd64" in d.reason
     assert p.check is not None and p.check.geometry.features["bigtime"] == 0
+
+
+@pytest.mark.parametrize("size", [1 * GiB, 3 * GiB, 8 * GiB, 8 * GiB + (1 << 20), 100 * GiB,
+                                  512 * GiB, 513 * GiB, 2 * TiB, 16 * TiB])
+def test_multidisk_agcount_is_what_mkfs_makes_for_a_stripe(size: int) -> None:
+    """ag-concurrency's cap on small filesystems is mkfs.xfs's own multi-disk AG count: checked
+    against `mkfs.xfs -N` given a stripe, at and around each step of its table."""
+    from advisor.engine.deciders import multidisk_agcount
+    from advisor.system.mkfs import dry_run
+
+    made = dry_run(device(size), ["-d", "su=64k,sw=4"]).geometry.agcount
+    assert multidisk_agcount(size) == made
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("4.18.0-513.el8", "rhel8"), ("5.14.0-362.el9.x86_64", "rhel9"), ("AlmaLinux 8", "rhel8"),
+    ("centos7", "rhel7"), ("6.1.0-18-amd64", "6.1"), ("ubuntu-22.04", "ubuntu22.04"),
+])
+def test_kernel_targets_are_read(target: str, expected: str) -> None:
+    assert Workload(must_mount_on_kernel=target).must_mount_on_kernel == expected
+
+
+@pytest.mark.parametrize("target", ["2.6", "3.2.0-4-amd64", "2.6.32-754.el6"])
+def test_a_kernel_that_cannot_mount_v5_is_refused(target: str) -> None:
+    from advisor.answers import parse_workload
+    from advisor.errors import BadInput
+
+    with pytest.raises(BadInput, match=r"V5 \(CRC\) XFS needs Linux 3\.10") as err:
+        parse_workload({"must_mount_on_kernel": target})
+    assert err.value.exit_code == 2
+
+
+def test_an_unknown_distribution_release_is_refused(book: RuleBook) -> None:
+    from advisor.errors import BadInput
+
+    with pytest.raises(BadInput, match="no feature table for debian9") as err:
+        run(book, SSD, must_mount_on_kernel="debian9")
+    assert err.value.exit_code == 2
+
+
+def test_a_rhel8_capture_gets_rhel8_features_without_an_answer(book: RuleBook) -> None:
+    """The host being advised runs an el8 kernel: its features, not upstream 4.18's."""
+    env = environment().model_copy(update={"kernel": "4.18.0-513.el8.x86_64"})
+    p = propose(SSD, Workload(), env=env, rulebook=book)
+    d = decision(p, "-m features")
+    assert "reflink=1" in d.value and "bigtime=0" in d.value, d.value
+    assert "4.18.0-513.el8.x86_64" in d.reason
+
+
+def test_older_mkfs_is_given_only_option_names_it_knows(book: RuleBook) -> None:
+    """xfsprogs 5.0 (RHEL 8's) has no -m bigtime/inobtcount nor -i nrext64 options."""
+    p = run(book, SSD, check=False, xfsprogs="5.0.0", must_mount_on_kernel="rhel8")
+    d = decision(p, "-m features")
+    assert d.options == ["-m", "crc=1,finobt=1,reflink=1,rmapbt=0", "-i", "sparse=1"]

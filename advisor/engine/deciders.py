@@ -764,7 +764,7 @@ def since_features(kernel: tuple[int, int], params: KernelCompatParams,
     each appeared); the others keep mkfs.xfs's defaults."""
     lacks = {f: 0 for f, v in params.feature_since.items()
              if (parse_version(v) or (99, 0)) > kernel}
-    inode = {k: lacks.pop(k) for k in ("sparse", "nrext64") if k in lacks}
+    inode: dict[str, int] = {k: lacks.pop(k) for k in ("sparse", "nrext64") if k in lacks}
     return {"metadata": lacks, "inode": inode}
 
 
@@ -796,15 +796,15 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
             return Outcome(keep_reason=f"{who}: it mounts what xfsprogs "
                            f"{ctx.env.xfsprogs_version} makes by default")
     kernel = parse_version(wanted) or (0, 0)
-    known = sorted({*params.features, *ctx.feature_sets},
-                   key=lambda v: parse_version(v) or (0, 0))
-    older = [v for v in known if (parse_version(v) or (0, 0)) <= kernel]
+    sets = sorted({*params.features, *ctx.feature_sets},
+                  key=lambda v: parse_version(v) or (0, 0))
+    older = [v for v in sets if (parse_version(v) or (0, 0)) <= kernel]
     if not older:
         flags = explicit_feature_flags(since_features(kernel, params), ctx.env,
                                        params.option_since)
         return Outcome(change=Change(
             " ".join(flags), flags, f"{who}: kernel {wanted} is older than every LTS feature "
-            f"set ({known[0]} the oldest): only features it mounts, from the kernel each "
+            f"set ({sets[0]} the oldest): only features it mounts, from the kernel each "
             "appeared in"))
     profile = older[-1]
     shipped = ctx.feature_sets.get(profile)

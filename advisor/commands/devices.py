@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from advisor.models.device import Device, Inventory
+from advisor.models.device import Device, Inventory, media_label
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -92,7 +92,7 @@ def usage_cell(dev: Device, by_name: dict[str, Device]) -> str:
     return " ".join(parts) or "-"
 
 
-HEADER = ("NAME", "SIZE", "ROTA", "CACHE", "FUA", "STRIPE", "IN USE")
+HEADER = ("NAME", "SIZE", "MEDIA", "CACHE", "FUA", "STRIPE", "IN USE")
 
 
 def render_tree(inv: Inventory) -> str:
@@ -106,7 +106,7 @@ def render_tree(inv: Inventory) -> str:
         rows.append((
             branch + dev.display_name,
             _size(dev.size_bytes.value),
-            _flag(dev.rotational.value, "hdd", "ssd"),
+            media_label(dev),
             {"write back": "volatile", "write through": "wt"}.get(dev.write_cache.value or "", "?"),
             _flag(dev.fua.value, "fua", "-"),
             stripe_cell(dev),

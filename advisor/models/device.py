@@ -226,6 +226,23 @@ class Inventory(Model):
         return None
 
 
+#: Short labels of the storage hints, for device lists.
+_MEDIA = {"hardware-raid": "raid", "md-raid": "md", "ssd": "ssd", "virtual-disk": "virt",
+          "cloud-volume": "cloud"}
+
+
+def media_label(device: Device) -> str:
+    """What the device is in a word, for lists: its storage hint when it has one (a loop device
+    is `virt`, a RAID LUN `raid`), else `rot` or `ssd` from the rotational flag (`rot`, not
+    `hdd`: RAID LUNs, virtual disks and loop devices report it too), `?` when unknown."""
+    hint = device.storage_hint.value
+    if hint in _MEDIA:
+        return _MEDIA[hint]
+    if device.rotational.value is None:
+        return "?"
+    return "rot" if device.rotational.value else "ssd"
+
+
 def device_size(device: Device) -> int:
     """The device's size in bytes; DeviceProblem when unknown (nothing can be planned then)."""
     from advisor.errors import DeviceProblem

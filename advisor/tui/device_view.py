@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.models.device import Device, Fact, Inventory
+from advisor.models.device import Device, Fact, Inventory, media_label
 from advisor.models.units import human_size
 
 #: Facts measured in bytes: shown rounded, with the exact byte count beside them.
@@ -63,10 +63,9 @@ def _yes_no(fact: Fact[bool]) -> str:
 
 
 def media(device: Device) -> str:
-    """HDD or SSD from the rotational flag (`?` when unknown)."""
-    if device.rotational.value is None:
-        return "?"
-    return "HDD" if device.rotational.value else "SSD"
+    """RAID, VIRT, SSD, ROT... from the storage hint or the rotational flag (never HDD: a
+    rotational flag is no proof of a spinning disk)."""
+    return media_label(device).upper()
 
 
 def cache(device: Device) -> str:

@@ -42,10 +42,11 @@ def test_human_tree_nests_md_under_both_partitions(small_host: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["devices", "--sysroot", str(small_host)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["NAME", "SIZE", "ROTA", "CACHE", "FUA", "STRIPE", "IN", "USE"]
+    assert lines[0].split() == ["NAME", "SIZE", "MEDIA", "CACHE", "FUA", "STRIPE", "IN", "USE"]
     assert lines[1].startswith("sda ")
     assert lines[2].startswith("`-sda1") and "held by md0" in lines[2]
     assert lines[3].startswith("  `-md0") and "512KiBx2" in lines[3] and "/data (xfs)" in lines[3]
+    assert lines[3].split()[3] == "md"  # the md array's media, from its kind
     assert sum(1 for line in lines if "-md0" in line) == 2
 
 

@@ -11,7 +11,7 @@ import pytest
 from advisor.advice import propose
 from advisor.engine.rulebook import load_rulebook
 from advisor.inspect.devices import find_device, inspect_devices
-from advisor.models.device import Inventory
+from advisor.models.device import Inventory, media_label
 from advisor.models.workload import Workload
 from advisor.system.sysroot import SysRoot
 from tests.conftest import loop_device, require_root_tools
@@ -116,6 +116,7 @@ def test_live_loop_device_is_not_a_spinning_disk(tmp_path: Path) -> None:
         assert loop.rotational.value is True  # what the kernel reports for a loop device
         assert loop.storage_hint.value == "virtual-disk"
         assert loop.storage_hint.raw == str(backing)
+        assert media_label(loop) == "virt"  # not "hdd" in device lists
         reason = _ag_reason(loop.name, inv)
     assert "spinning disk" not in reason
     assert str(backing) in reason

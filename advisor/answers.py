@@ -90,7 +90,9 @@ def add_workload_flags(p: argparse.ArgumentParser) -> None:
             if name == "storage":
                 continue
             help_text = (field.description or "").replace("%", "%%")
-            g.add_argument(_flag(name), dest=f"answer:{prefix}{name}", metavar="VALUE",
+            # `--kind` alone would not say of what: the storage's answers that need it say so.
+            flag = _flag(f"storage_{name}" if prefix and name == "kind" else name)
+            g.add_argument(flag, dest=f"answer:{prefix}{name}", metavar="VALUE",
                            default=None, help=help_text)
 
 

@@ -22,13 +22,13 @@ from tests.engine.test_cli import cli
 
 
 def _site_rules(tmp_path: Path) -> Path:
-    """Site rules replacing two built-in ones: 16 AGs for concurrency, not 32; 16 MiB of log per
-    writer, not 32."""
+    """Site rules replacing two built-in ones: 16 AGs for concurrency, not 32; 12 MiB of log
+    reservation per writer, not the measured 630 KiB (16 writers: 256 MiB of log)."""
     site = tmp_path / "site-rules"
     site.mkdir()
     for rule, old, new in (("ag-concurrency", "target_agcount = 32", "target_agcount = 16"),
-                           ("log-size", "bytes_per_writer = 33554432",
-                            "bytes_per_writer = 16777216")):
+                           ("log-size", "reservation_bytes_per_writer = 645456",
+                            "reservation_bytes_per_writer = 12582912")):
         text = (REPO / "rules" / "mkfs" / f"{rule}.toml").read_text()
         assert old in text
         (site / f"{rule}.toml").write_text(text.replace(old, new))
@@ -91,7 +91,8 @@ def test_validate_proposes_with_the_site_rules(tmp_path: Path) -> None:
              "--concurrent-writers", "16"], input="no\n", capture_output=True, text=True,
             cwd=REPO, env=env, timeout=120)
         assert done.returncode == 2, done.stderr
-        assert f"mkfs.xfs -f -K -l size=256m {dev}" in done.stderr, done.stderr
+        # The loop device is no single disk (its storage is its backing file's): 16 AGs.
+        assert f"mkfs.xfs -f -K -d agcount=16 -l size=256m {dev}" in done.stderr, done.stderr
         assert checksum(backing) == before
 
 

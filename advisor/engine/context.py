@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import get_args
 
 from advisor.models.device import Device
 from advisor.models.environment import Environment, FeatureSet
 from advisor.models.proposal import MkfsGeometry
 from advisor.models.units import parse_size
-from advisor.models.workload import Workload
+from advisor.models.workload import StorageKind, Workload
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -63,6 +64,28 @@ class Context:
         if w.growth_factor is not None:
             return int(self.size * w.growth_factor)
         return None
+
+    def storage(self) -> tuple[StorageKind, str]:
+        """What the storage is (a storage.kind value) and who says so: the answer, the device's
+        own hint, a stripe, a non-rotational queue; else `unknown`, never `single-disk` (a
+        rotational flag is set by single disks, RAID LUNs, virtual disks and loop devices)."""
+        answered = self.workload.storage.kind
+        if answered is not None:
+            return answered, "the answers"
+        hint = self.device.storage_hint
+        kinds: tuple[StorageKind, ...] = get_args(StorageKind)
+        hinted = next((k for k in kinds if k == hint.value), None)
+        if hinted is not None:
+            return hinted, f"{hint.note} ({hint.path}" + (f" = {hint.raw})" if hint.raw
+                                                              else ")")
+        stripe = self.stripe()
+        if stripe is not None:
+            return "md-raid" if "md" in stripe[2] else "hardware-raid", f"a stripe from {stripe[2]}"
+        if self.device.rotational.value is False:
+            return "ssd", "queue/rotational = 0"
+        return "unknown", ("rotational = 1, which single disks, hardware RAID LUNs and virtual "
+                           "disks all report" if self.device.rotational.value else
+                           "the device does not say")
 
     def stripe(self) -> tuple[int, int, str] | None:
         """The data stripe (unit bytes, data disks, where from) the filesystem will use: the one

@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from advisor.engine.context import (
     Change,
@@ -23,11 +23,12 @@ from advisor.engine.context import (
     round_down,
     round_up,
 )
+from advisor.errors import BadInput
 from advisor.models.base import Model
 from advisor.models.device import stripe_hidden_below
 from advisor.models.environment import Environment, parse_version
 from advisor.models.units import human_size
-from advisor.models.workload import Access, Workload
+from advisor.models.workload import Access, StorageKind, Workload, mount_target
 
 P = TypeVar("P", bound=BaseModel)
 Decider = Callable[[Context, Any], Outcome]
@@ -107,27 +108,56 @@ def dir_block_size(ctx: Context, params: DirBlockParams) -> Outcome:
 # ---- 2.1.2 allocation groups -----------------------------------------------------------------
 
 class AgConcurrencyParams(Model):
-    """When and how far to raise the AG count."""
+    """How far to raise the AG count, and the limit for filesystems that will grow."""
 
-    min_writers: int = Field(ge=1)
-    """Concurrent writers from which the workload counts as highly concurrent."""
     target_agcount: int = Field(ge=2)
-    """AG count to reach (the guide: at least 32)."""
-    min_ag_bytes: int = Field(ge=16 * MiB)
-    """Smallest AG worth having; caps the count on small filesystems."""
+    """AG count to reach (guide 2.1.2: at least 32)."""
     max_agcount_when_grown: int = Field(ge=2)
     """Most AGs once grown (guide 2.1.2.2: a few hundred)."""
 
 
+def multidisk_agcount(size: int) -> int:
+    """The AG count mkfs.xfs itself makes when it sees multi-disk storage of `size` bytes
+    (xfsprogs calc_default_ag_geometry, xfs-facts): 32, halved at <= 512 GiB, <= 8 GiB,
+    < 128 MiB, < 64 MiB and < 32 MiB. Used as the cap on small filesystems, instead of a
+    minimum AG size of our own."""
+    if size > 512 * GiB:
+        return 32
+    if size > 8 * GiB:
+        return 16
+    for shift, floor in ((3, 128 * MiB), (2, 64 * MiB), (1, 32 * MiB)):
+        if size >= floor:
+            return 1 << shift
+    return 1
+
+
+def metadata_writers(w: Workload) -> tuple[int | None, str]:
+    """The writers that modify metadata (create, delete, rename, xattrs), and how the answers
+    say so; None when there are none or none are declared."""
+    if w.concurrent_writers is None:
+        return None, "number of concurrent writers not given"
+    if w.writer_activity == "data":
+        return None, (f"{w.concurrent_writers} concurrent writers, but they write into existing "
+                      "files: data-intensive work is not limited by space management (guide "
+                      "2.1.2), directory and attribute changes are")
+    if w.writer_activity is None:
+        return w.concurrent_writers, (f"{w.concurrent_writers} concurrent writers, taken as "
+                                      "creating, deleting or renaming files (writer_activity not "
+                                      "answered)")
+    what = ("creating, deleting or renaming files and setting xattrs"
+            if w.writer_activity == "metadata" else "modifying metadata and writing data")
+    return w.concurrent_writers, f"{w.concurrent_writers} concurrent writers {what} (answered)"
+
+
 @decider(AgConcurrencyParams)
 def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
-    writers = ctx.workload.concurrent_writers
+    writers, who = metadata_writers(ctx.workload)
     default = ctx.geometry.agcount
     if writers is None:
-        return Outcome(keep_reason="number of concurrent writers not given")
-    if writers < params.min_writers:
-        return Outcome(keep_reason=f"{writers} concurrent writers: not enough to be limited by "
-                       f"{default} AGs")
+        return Outcome(keep_reason=who)
+    if writers <= default:
+        return Outcome(keep_reason=f"{who}: no more than the {default} AGs, each of which "
+                       "allocates on its own (guide 2.1.2)")
     if default >= params.target_agcount:
         return Outcome(keep_reason=f"mkfs.xfs already makes {default} AGs")
     stripe = ctx.stripe()
@@ -135,20 +165,26 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
         return Outcome(keep_reason=f"with a stripe (su={mkfs_size(stripe[0])}, sw={stripe[1]}, "
                        f"from {stripe[2]}) mkfs.xfs treats the storage as multi-disk and picks "
                        "the AG count for it")
-    raid_answered = ctx.workload.storage.raid_data_disks is not None
-    if ctx.device.rotational.value is True and not raid_answered:
-        return Outcome(keep_reason="a single spinning disk cannot serve more concurrency: more "
-                       "AGs only spread its seeks (LKML 2015, XFS on a single spindle)")
-    target = min(params.target_agcount, max(2, ctx.size // params.min_ag_bytes))
+    kind, said_by = ctx.storage()
+    if kind == "single-disk":
+        return Outcome(keep_reason=f"a single spinning disk ({said_by}) cannot serve more "
+                       "concurrency: more AGs only spread its seeks (LKML 2015, XFS on a single "
+                       "spindle)")
+    target = min(params.target_agcount, multidisk_agcount(ctx.size))
     eventual = ctx.eventual_size
     if eventual:
         target = min(target, max(2, params.max_agcount_when_grown * ctx.size // eventual))
     if target <= default:
-        return Outcome(keep_reason=f"{writers} writers would like {params.target_agcount} AGs, "
-                       f"but at {human_size(ctx.size)} that would make AGs under "
-                       f"{human_size(params.min_ag_bytes)}; the default {default} stays")
-    why = (f"{writers} concurrent writers on storage mkfs.xfs sees as a single device "
-           f"({default} AGs by default): {target} AGs let that many allocations proceed at once")
+        return Outcome(keep_reason=f"{who}; at {human_size(ctx.size)} mkfs.xfs itself makes "
+                       f"no more than {target} AGs even for multi-disk storage: the default "
+                       f"{default} stays")
+    storage = (f"storage of unknown kind ({said_by}): guide 2.1.2 says to ensure at least "
+               f"{params.target_agcount} AGs when mkfs.xfs cannot detect it"
+               if kind == "unknown" else f"{kind} storage ({said_by}) that mkfs.xfs sees as a "
+               "single device")
+    why = (f"{who} on {storage} ({default} AGs by default): {target} AGs, as mkfs.xfs makes "
+           f"for multi-disk storage of {human_size(ctx.size)}, let that many allocations "
+           "proceed at once")
     if ctx.env.xfsprogs_at_least(6, 8):
         return Outcome(change=Change(f"concurrency={target}", ["-d", f"concurrency={target}"],
                                      why + " (xfsprogs >= 6.8 sizes AGs for it: -d concurrency)"))
@@ -384,20 +420,19 @@ def _answered_stripe(ctx: Context, su: int, sw: int,
 # ---- 2.1.5 log size --------------------------------------------------------------------------
 
 class LogSizeParams(Model):
-    """How large a log metadata-heavy concurrent work wants, and its limits."""
+    """How much log concurrent metadata work holds at once, and the log's limits."""
 
-    min_writers: int = Field(ge=1)
-    """Concurrent writers from which a bigger log pays off (unless read-heavy)."""
-    bytes_per_writer: int = Field(ge=MiB)
-    """Log wanted per concurrent writer."""
-    memory_divisor: int = Field(ge=1)
-    """The log stays under memory / this: memory pressure forces log writeback anyway."""
+    reservation_bytes_per_writer: int = Field(ge=1)
+    """Log space one namespace transaction (create, mkdir, symlink, rename, remove) reserves
+    while it runs: its log reservation times its log count (the largest, measured with
+    `xfs_db -c logres`)."""
+    usable_log_percent: int = Field(ge=1, le=100)
+    """Share of the log that reservations may fill before the kernel pushes metadata out to make
+    room (fs/xfs/xfs_log.c xlog_grant_push_threshold keeps a quarter free)."""
     max_log_bytes: int = Field(ge=64 * MiB)
-    """Largest internal log (2 GiB - 10 MiB... as mkfs.xfs allows)."""
+    """Largest internal log mkfs.xfs makes (2 GiB - 10 MiB)."""
     old_xfsprogs_min_bytes: int = Field(ge=MiB)
-    """Log size to ask for when xfsprogs <= 5.14 would make a tiny one."""
-    filesystem_divisor: int = Field(ge=2)
-    """The log stays under filesystem size / this: on small filesystems space matters more."""
+    """Log size to ask for when xfsprogs <= 5.14 would make a small one (5.15's minimum)."""
 
 
 @decider(LogSizeParams)
@@ -405,46 +440,82 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     w = ctx.workload
     default = ctx.geometry.log_bytes
     old = ctx.env.xfsprogs_version is not None and not ctx.env.xfsprogs_at_least(5, 15)
-    heavy = (w.concurrent_writers is not None and w.concurrent_writers >= params.min_writers
-             and w.access != "read-heavy")
-    if heavy and w.concurrent_writers is not None:
-        want = w.concurrent_writers * params.bytes_per_writer
-        why = f"{w.concurrent_writers} concurrent writers of metadata"
+    writers, who = metadata_writers(w)
+    if writers is not None and w.access != "read-heavy":
+        want = math.ceil(writers * params.reservation_bytes_per_writer * 100
+                         / params.usable_log_percent)
+        why = (f"{who}: each holds up to {human_size(params.reservation_bytes_per_writer)} of log "
+               f"reservation, and reservations may fill {params.usable_log_percent}% of the log "
+               f"before metadata is pushed out, so {human_size(want)} of log lets all of them "
+               "run at once")
+        if old and want < params.old_xfsprogs_min_bytes:
+            want = params.old_xfsprogs_min_bytes
+            why += f"; xfsprogs {ctx.env.xfsprogs_version} makes small logs"
     elif old:
         want = params.old_xfsprogs_min_bytes
         why = f"xfsprogs {ctx.env.xfsprogs_version} makes small logs"
     else:
-        return Outcome(keep_reason=f"no metadata-heavy concurrent writing declared; the default "
-                       f"{human_size(default)} log is enough")
+        return Outcome(keep_reason=f"{who if writers is None else 'read-heavy access'}: the "
+                       f"default {human_size(default)} log is enough")
     limits = []
-    if ctx.env.memory_bytes and want > ctx.env.memory_bytes // params.memory_divisor:
-        want = ctx.env.memory_bytes // params.memory_divisor
-        limits.append(f"limited to memory/{params.memory_divisor}")
-    if want > ctx.size // params.filesystem_divisor:
-        want = ctx.size // params.filesystem_divisor
-        limits.append(f"limited to 1/{params.filesystem_divisor} of the filesystem")
     if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
         want = min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2)
         limits.append("limited by the maximum log size and the AG size")
     # mkfs.xfs wants the log a whole number of log stripe units.
-    want = round_down(want, math.lcm(MiB, default_log_stripe_unit(ctx) or 1))
+    want = round_up(want, math.lcm(MiB, default_log_stripe_unit(ctx) or 1))
+    if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
+        want -= math.lcm(MiB, default_log_stripe_unit(ctx) or 1)
     if want <= default:
         return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
-                       f"large enough" + (f" ({'; '.join(limits)})" if limits else ""))
+                       f"that large" + (f" ({'; '.join(limits)})" if limits else ""))
     return Outcome(change=Change(
         mkfs_size(want), ["-l", f"size={mkfs_size(want)}"],
-        f"{why}: a {human_size(want)} log (default {human_size(default)}) lets more "
-        "modifications be in flight and aggregate before writeback"
+        f"{why}: a {human_size(want)} log (default {human_size(default)})"
         + (f" ({'; '.join(limits)})" if limits else "")))
 
 
 # ---- 2.1.6 log stripe unit -------------------------------------------------------------------
 
-class LogStripeParams(Model):
-    """When synchronous log writes make a log stripe unit a cost."""
+class FsyncCostParams(Model):
+    """How long one fsync keeps the storage busy, per storage kind, and from what share of its
+    time fsyncs make the work latency-bound."""
 
-    min_fsyncs_per_second: float = Field(ge=0)
-    """fsync/fdatasync rate from which log write latency dominates."""
+    fsync_ms: dict[StorageKind, float]
+    """Milliseconds one fsync (a data write and a log write) takes without a non-volatile
+    cache, per storage.kind value (every kind is given; the sources are in the rule file)."""
+    nonvolatile_fsync_ms: float = Field(gt=0)
+    """The same behind a cache that survives power loss (a write lands in it)."""
+    heavy_utilisation: float = Field(gt=0, lt=1)
+    """Share of the storage's time taken by fsyncs from which they queue behind one another."""
+
+    @model_validator(mode="after")
+    def _every_kind(self) -> FsyncCostParams:
+        missing = set(get_args(StorageKind)) - set(self.fsync_ms)
+        if missing:
+            raise ValueError(f"fsync_ms lacks {', '.join(sorted(missing))}")
+        return self
+
+
+def fsync_load(ctx: Context, params: FsyncCostParams) -> tuple[float, str] | None:
+    """The share of the storage's time the answered fsync rate takes, and how that was worked
+    out; None when no rate is answered."""
+    fsyncs = ctx.workload.fsyncs_per_second
+    if fsyncs is None:
+        return None
+    kind, said_by = ctx.storage()
+    if kind in ("md-raid", "hardware-raid", "unknown") and ctx.device.rotational.value is False:
+        kind, said_by = "ssd", f"{said_by}; queue/rotational = 0: solid-state members"
+    if ctx.workload.storage.nonvolatile_write_cache:
+        cost, what = params.nonvolatile_fsync_ms, "behind a non-volatile cache"
+    else:
+        cost, what = params.fsync_ms[kind], f"on {kind} storage ({said_by})"
+    load = fsyncs * cost / 1000
+    return load, (f"{fsyncs:g} fsyncs/s at about {cost:g} ms each {what} keep it busy "
+                  f"{load:.0%} of the time")
+
+
+class LogStripeParams(FsyncCostParams):
+    """When synchronous log writes make a log stripe unit a cost."""
 
 
 def default_log_stripe_unit(ctx: Context) -> int:
@@ -456,7 +527,6 @@ def default_log_stripe_unit(ctx: Context) -> int:
 
 @decider(LogStripeParams)
 def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
-    fsyncs = ctx.workload.fsyncs_per_second
     lsu = default_log_stripe_unit(ctx)
     block = ctx.geometry.block_size
     if lsu <= block:
@@ -467,16 +537,17 @@ def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
         return Outcome(keep_reason=f"mkfs.xfs already makes the log stripe unit one block "
                        f"({mkfs_size(block)})" + (f": it does so for {sector}-byte sectors "
                        "whatever the data stripe" if sector > 512 else ""))
-    if fsyncs is None:
+    load = fsync_load(ctx, params)
+    if load is None:
         return Outcome(keep_reason=f"fsync rate not given: log writes stay aligned to the "
                        f"{mkfs_size(lsu)} stripe unit")
-    if fsyncs < params.min_fsyncs_per_second:
-        return Outcome(keep_reason=f"{fsyncs:g} fsyncs/s: aligned {mkfs_size(lsu)} log writes "
-                       "cost little at that rate")
+    if load[0] < params.heavy_utilisation:
+        return Outcome(keep_reason=f"{load[1]}: under {params.heavy_utilisation:.0%}, so "
+                       f"aligned {mkfs_size(lsu)} log writes cost little")
     return Outcome(change=Change(
         mkfs_size(block), ["-l", f"su={mkfs_size(block)}"],
-        f"{fsyncs:g} fsyncs/s: each forces a log write padded to the {mkfs_size(lsu)} stripe "
-        "unit; one block lets small log writes go out at once (lower fsync latency)"))
+        f"{load[1]}: fsync latency dominates, and each fsync forces a log write padded to the "
+        f"{mkfs_size(lsu)} stripe unit; one block lets small log writes go out at once"))
 
 
 # ---- 2.2 mount options -----------------------------------------------------------------------
@@ -532,20 +603,37 @@ def inode32(ctx: Context, params: NoParams) -> Outcome:
                   "space can fill up (ENOSPC on create with free space elsewhere)"])
 
 
-class LogbsizeParams(Model):
+class LogbsizeParams(FsyncCostParams):
     """When bigger log buffers pay off."""
 
-    min_writers: int = Field(ge=1)
-    """Concurrent writers that make the work IO-heavy for the log."""
     value_bytes: int
     """The log buffer size to use (256 KiB, the maximum)."""
+
+
+def _log_intensive(ctx: Context, params: LogbsizeParams) -> str | None:
+    """Why the work is log-IO intensive (guide 2.2.2): writers answered as modifying metadata,
+    or fsyncs that keep the storage busy; None when neither is declared (a number of writers
+    alone does not say they modify metadata, and the default stays when in doubt)."""
+    writers, who = metadata_writers(ctx.workload)
+    load = fsync_load(ctx, params)
+    if load is not None and load[0] >= params.heavy_utilisation:
+        return load[1]
+    if writers is not None and ctx.workload.writer_activity is not None:
+        return who
+    return None
 
 
 @decider(LogbsizeParams)
 def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
     w = ctx.workload
-    if w.concurrent_writers is None or w.concurrent_writers < params.min_writers:
-        return Outcome(keep_reason="no IO-heavy metadata work declared")
+    intensive = _log_intensive(ctx, params)
+    if intensive is None:
+        load = fsync_load(ctx, params)
+        said = [f"{load[1]}: under {params.heavy_utilisation:.0%}"] if load else []
+        if ctx.workload.concurrent_writers and ctx.workload.writer_activity is None:
+            said.append("writer_activity not answered")
+        return Outcome(keep_reason="no log-intensive work declared"
+                       + (f" ({'; '.join(said)})" if said else ""))
     nv = w.storage.nonvolatile_write_cache
     cache = ctx.device.write_cache.value
     if nv is True:
@@ -565,9 +653,9 @@ def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
                        f"{mkfs_size(lsu)} log stripe unit")
     return Outcome(change=Change(
         mkfs_size(params.value_bytes), [f"logbsize={mkfs_size(params.value_bytes)}"],
-        f"{w.concurrent_writers} concurrent writers on storage without a non-volatile cache "
-        f"({storage}): {mkfs_size(params.value_bytes)} log buffers need fewer log IOs "
-        "(fsync-heavy work does not need smaller ones: buffers are written partly full)"))
+        f"{intensive}, on storage without a non-volatile cache ({storage}): "
+        f"{mkfs_size(params.value_bytes)} log buffers need fewer log IOs (fsync-heavy work does "
+        "not need smaller ones: buffers are written partly full)"))
 
 
 @decider(NoParams)
@@ -601,23 +689,46 @@ def discard(ctx: Context, params: NoParams) -> Outcome:
 
 # ---- versions: kernels that must mount it ----------------------------------------------------
 
+class Distribution(Model):
+    """What one distribution's kernel mounts, where its version number says too little."""
+
+    kernel: str
+    """Its kernel's upstream version (Enterprise Linux backports features onto it)."""
+    features: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """section -> feature -> 0/1 it mounts read-write (empty: those of `kernel`)."""
+    source: str = Field(min_length=3)
+    """Where the kernel version and the features come from."""
+
+
 class KernelCompatParams(Model):
-    """V5 feature sets per LTS kernel, used when xfsprogs' own lts_*.conf cannot be."""
+    """V5 feature sets per LTS kernel, used when xfsprogs' own lts_*.conf cannot be; the kernel
+    each feature appeared in, for kernels older than every LTS set; distributions."""
 
     features: dict[str, dict[str, dict[str, int]]]
     """kernel -> section (metadata, inode) -> feature -> 0/1, as in xfsprogs' lts_*.conf."""
-    nrext64_since: str
-    """First xfsprogs that knows -i nrext64 (older ones must not be given it)."""
+    feature_since: dict[str, str]
+    """feature -> first upstream kernel that mounts it read-write."""
+    option_since: dict[str, str]
+    """feature -> first xfsprogs whose mkfs.xfs knows its option (older ones must not be given
+    it, and make the filesystem without it anyway)."""
+    distributions: dict[str, Distribution]
+    """rhel7, ubuntu22.04, debian12, sles15... -> its kernel and what it mounts."""
 
 
-def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: bool) -> list[str]:
-    """`-m ... -i ...` equivalent to a feature set. mkfs.xfs wants nrext64 under -i."""
+def explicit_feature_flags(features: dict[str, dict[str, int]], env: Environment,
+                           option_since: dict[str, str]) -> list[str]:
+    """`-m ... -i ...` equivalent to a feature set, with only the option names this mkfs.xfs
+    knows (a feature it has no option for, it does not make). mkfs.xfs wants nrext64 under
+    -i."""
     meta = dict(features.get("metadata", {}))
     inode = dict(features.get("inode", {}))
     if "nrext64" in meta:
         inode["nrext64"] = meta.pop("nrext64")
-    if not nrext64_known:
-        inode.pop("nrext64", None)
+    for section in (meta, inode):
+        for name in list(section):
+            since = parse_version(option_since.get(name))
+            if since and not env.xfsprogs_at_least(*since):
+                del section[name]
     out: list[str] = []
     if meta:
         out += ["-m", ",".join(f"{k}={v}" for k, v in sorted(meta.items()))]
@@ -627,23 +738,35 @@ def explicit_feature_flags(features: dict[str, dict[str, int]], nrext64_known: b
 
 
 def target_kernel(workload: Workload, env: Environment) -> tuple[str, str] | None:
-    """The older kernel the filesystem must mount on, and who says so: the answer, or the host's
-    own kernel when it is older than the xfsprogs making the filesystem (a capture, say). None
-    when the current feature set will do."""
+    """The older kernel (or distribution) the filesystem must mount on, and who says so: the
+    answer, or the host's own kernel when it is an Enterprise Linux one or older than the
+    xfsprogs making the filesystem (a capture, say). None when the current feature set will
+    do."""
     wanted = workload.must_mount_on_kernel
     progs = parse_version(env.xfsprogs_version)
-    running = parse_version(env.kernel)
-    who = f"kernel {wanted} must mount it"
-    if wanted is None and running and progs and running < progs:
-        wanted = f"{running[0]}.{running[1]}"
-        who = (f"the host runs kernel {env.kernel}, older than xfsprogs "
-               f"{env.xfsprogs_version}")
+    who = f"{'kernel ' if parse_version(wanted) else ''}{wanted} must mount it"
+    if wanted is None and env.kernel:
+        running = mount_target(env.kernel)
+        version = parse_version(running)
+        if running and (version is None or (progs and version < progs)):
+            wanted = running
+            who = f"the host runs kernel {env.kernel}, older than xfsprogs {env.xfsprogs_version}"
     if wanted is None:
         return None
     kernel = parse_version(wanted)
     if kernel and progs and kernel >= progs:
         return None
     return wanted, who
+
+
+def since_features(kernel: tuple[int, int], params: KernelCompatParams,
+                   ) -> dict[str, dict[str, int]]:
+    """The features a kernel older than every LTS set cannot mount, switched off (from when
+    each appeared); the others keep mkfs.xfs's defaults."""
+    lacks = {f: 0 for f, v in params.feature_since.items()
+             if (parse_version(v) or (99, 0)) > kernel}
+    inode: dict[str, int] = {k: lacks.pop(k) for k in ("sparse", "nrext64") if k in lacks}
+    return {"metadata": lacks, "inode": inode}
 
 
 @decider(KernelCompatParams)
@@ -656,30 +779,49 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
         return Outcome(keep_reason=f"kernel {wanted} mounts what xfsprogs "
                        f"{ctx.env.xfsprogs_version} makes by default")
     wanted, who = target
-    kernel = parse_version(wanted)
-    known = sorted({*params.features, *ctx.feature_sets},
-                   key=lambda v: parse_version(v) or (0, 0))
-    older = [v for v in known if kernel and (parse_version(v) or (0, 0)) <= kernel]
-    warnings = []
+    if parse_version(wanted) is None:
+        distro = params.distributions.get(wanted)
+        if distro is None:
+            known = ", ".join(sorted(params.distributions))
+            raise BadInput(f"must_mount_on_kernel: no feature table for {wanted} (known: "
+                           f"{known}); give its kernel version (uname -r) instead")
+        if distro.features:
+            flags = explicit_feature_flags(distro.features, ctx.env, params.option_since)
+            return Outcome(change=Change(
+                " ".join(flags), flags, f"{who}: what {wanted}'s kernel ({distro.kernel}, with "
+                f"its backports) mounts read-write ({distro.source})"))
+        who = f"{who} (kernel {distro.kernel}: {distro.source})"
+        wanted = distro.kernel
+        progs = parse_version(ctx.env.xfsprogs_version)
+        if progs and (parse_version(wanted) or (0, 0)) >= progs:
+            return Outcome(keep_reason=f"{who}: it mounts what xfsprogs "
+                           f"{ctx.env.xfsprogs_version} makes by default")
+    kernel = parse_version(wanted) or (0, 0)
+    sets = sorted({*params.features, *ctx.feature_sets},
+                  key=lambda v: parse_version(v) or (0, 0))
+    older = [v for v in sets if (parse_version(v) or (0, 0)) <= kernel]
     if not older:
-        warnings.append(f"kernel {wanted} is older than the oldest known feature set "
-                        f"({known[0]}): it may not mount the result")
-    profile = older[-1] if older else known[0]
-    nrext64_known = ctx.env.xfsprogs_at_least(*(parse_version(params.nrext64_since) or (99, 0)))
+        flags = explicit_feature_flags(since_features(kernel, params), ctx.env,
+                                       params.option_since)
+        return Outcome(change=Change(
+            " ".join(flags), flags, f"{who}: kernel {wanted} is older than every LTS feature "
+            f"set ({sets[0]} the oldest): only features it mounts, from the kernel each "
+            "appeared in"))
+    profile = older[-1]
     shipped = ctx.feature_sets.get(profile)
     why = f"{who}: the features of the {profile} LTS kernel"
     if shipped:
         if shipped.rejection is None:
             return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={shipped.path}"],
-                                         why + f" ({shipped.path})"), warnings=warnings)
+                                         why + f" ({shipped.path})"))
         features = shipped.features
         why += (f"; this mkfs.xfs rejects its own {Path(shipped.path).name} "
                 f"({shipped.rejection}), so as explicit flags")
     else:
         features = params.features[profile]
         why += " (no lts_*.conf for it installed: the rule's own table)"
-    flags = explicit_feature_flags(features, nrext64_known)
-    return Outcome(change=Change(" ".join(flags), flags, why), warnings=warnings)
+    flags = explicit_feature_flags(features, ctx.env, params.option_since)
+    return Outcome(change=Change(" ".join(flags), flags, why))
 
 
 # ---- device warnings -------------------------------------------------------------------------

@@ -25,7 +25,7 @@ def example_device(example: RuleExample) -> Device:
                                 f"{d.stripe_hidden_by} does not report the geometry of md0")
     facts = {"size_bytes": size, "logical_sector": d.logical_sector,
              "physical_sector": d.physical_sector, "rotational": d.rotational,
-             "write_cache": d.write_cache, "fua": d.fua}
+             "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint}
     name = d.stripe_hidden_by or "sdx"
     return Device(name="sdx", display_name=name, path=f"/dev/{name}", kind="disk", stripe=stripe,
                   children=[f"sdx{i + 1}" for i in range(d.partitions)],

@@ -162,6 +162,72 @@ def _identity(transport: str | None) -> list[_Spec]:
     return specs
 
 
+#: SCSI host drivers (sys/class/scsi_host/hostN/proc_name) of RAID controllers, whose disks are
+#: usually logical volumes over several drives that report rotational=1 and no geometry.
+RAID_HBA_DRIVERS = {
+    "megaraid_sas": "Broadcom/LSI MegaRAID",
+    "hpsa": "HPE Smart Array",
+    "smartpqi": "Microchip/Adaptec Smart Storage (HPE Gen10+)",
+    "aacraid": "Adaptec RAID",
+    "mpt3sas": "Broadcom SAS HBA (RAID only with IR firmware; may pass disks through)",
+}
+#: SCSI host drivers of hypervisors' virtual controllers.
+VIRTUAL_HBA_DRIVERS = {"virtio_scsi": "virtio-scsi", "hv_storvsc": "Hyper-V storvsc",
+                       "vmw_pvscsi": "VMware PVSCSI", "xen-scsifront": "Xen pvscsi"}
+#: Model strings of cloud block volumes (as the disks report them).
+CLOUD_MODELS = {"Amazon Elastic Block Store": "AWS EBS", "PersistentDisk": "Google Persistent Disk"}
+
+
+def _hint(value: str, source: str, path: str, raw: str | None, note: str) -> Fact[str]:
+    return _fact(FactStr, value, source, path, raw, note)
+
+
+def _storage_hint(root: SysRoot, name: str, kind: DeviceKind, link: str | None,
+                  transport: str | None, model: str | None) -> Fact[str]:
+    """What the device's own facts say the storage is, with what says so (null: nothing does;
+    in particular rotational=1 alone says nothing)."""
+    base = f"sys/block/{name}"
+    if kind == "md":
+        return _hint("md-raid", SYSFS, f"{base}/md", None, "Linux software RAID")
+    if kind == "loop":
+        backing = root.read(f"{base}/loop/backing_file")
+        return _hint("virtual-disk", SYSFS, f"{base}/loop/backing_file",
+                     backing.strip() if backing else None,
+                     "a loop device: its storage is whatever holds the backing file, and its "
+                     "rotational flag says nothing about that")
+    for marker, what in CLOUD_MODELS.items():
+        if model and model.startswith(marker):
+            return _hint("cloud-volume", SYSFS, f"{base}/device/model", model, what)
+    host = _scsi_host(link)
+    if host is not None:
+        where = f"{host[0]}/scsi_host/{host[1]}/proc_name"
+        driver = (root.read(where) or "").strip()
+        if driver in RAID_HBA_DRIVERS:
+            return _hint("hardware-raid", SYSFS, where, driver,
+                         f"behind a RAID controller's driver ({RAID_HBA_DRIVERS[driver]})")
+        if driver in VIRTUAL_HBA_DRIVERS:
+            return _hint("virtual-disk", SYSFS, where, driver,
+                         f"behind a virtual controller ({VIRTUAL_HBA_DRIVERS[driver]})")
+    if transport == "virtio" or name.startswith("xvd"):
+        return _hint("virtual-disk", SYSFS, base, link,
+                     "a virtio disk" if transport == "virtio" else "a Xen virtual disk")
+    if transport == "nvme":
+        return _hint("ssd", SYSFS, base, link, "an NVMe device")
+    return _fact(FactStr, None, SYSFS, base, None, "nothing in sysfs says what the storage is")
+
+
+def _scsi_host(link: str | None) -> tuple[str, str] | None:
+    """(sysfs path of the SCSI host, its name hostN) from a disk's /sys/block link target."""
+    if not link:
+        return None
+    parts = link.split("/")
+    for i, part in enumerate(parts):
+        if part.startswith("host") and part[4:].isdigit():
+            rel = "/".join(p for p in parts[:i + 1] if p not in ("..", ""))
+            return (rel if rel.startswith("sys/") else f"sys/{rel}"), part
+    return None
+
+
 def _kind_of(name: str) -> DeviceKind:
     for prefix, kind in (("dm-", "dm"), ("md", "md"), ("loop", "loop"), ("zram", "zram"),
                          ("sr", "rom")):
@@ -182,6 +248,7 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     rd = _Reader(root)
     kind = _kind_of(name)
     transport: str | None = None
+    link: str | None = None
     if kind in ("disk", "rom"):
         link = root.readlink(base)
         transport = parsers.transport_from_link(link) if link else None
@@ -226,6 +293,8 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     elif kind == "md":
         fields["md"] = _md_info(base, *(facts.pop(spec[0]) for spec in _MD))
     fields.update(facts)
+    fields["storage_hint"] = _storage_hint(root, name, kind, link, transport,
+                                           fields["model"].value if "model" in fields else None)
 
     # Hardware disks are built on nothing, and dm devices have no kernel partitions (kpartx makes
     # more dm devices): skipping those listings saves a syscall per path on a SAN host.
@@ -268,6 +337,7 @@ def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, 
         "name": name, "display_name": name, "path": f"/dev/{name}", "kind": "part",
         "maj_min": facts.pop("maj_min").value, "removable": disk_fields["removable"],
         "transport": disk_fields.get("transport"), **facts,
+        "storage_hint": disk_fields["storage_hint"],
     }
     # A partition has no queue of its own: its limits are the whole disk's.
     for attr, *_ in _QUEUE:
@@ -341,6 +411,18 @@ def _stripe(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> StripeGe
         if stripe.source == "none" and dev["kind"] != "part":
             return geometry.hidden_below(md_geometry, label, dev["display_name"])
     return stripe
+
+
+def _inherited_hint(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Fact[str]:
+    """A dm device (LVM, dm-crypt, multipath) is on the storage of what it is built on, when all
+    of that says the same."""
+    hints = {by_name[p]["storage_hint"].value for p in dev["parents"] if p in by_name}
+    if len(hints) != 1 or None in hints:
+        return _fact(FactStr, None, "derived", None, None,
+                     "nothing below it says what the storage is")
+    first = by_name[dev["parents"][0]]["storage_hint"]
+    return _fact(FactStr, first.value, "derived", first.path, first.raw,
+                 f"from {', '.join(dev['parents'])}: {first.note}")
 
 
 _NO_FSTYPE = FactStr()
@@ -431,6 +513,8 @@ def _inspect(root: SysRoot, *, probe: bool) -> tuple[Inventory, Probes]:
     devices: list[Device] = []
     for f in _topological(fields):
         f["stripe"] = _stripe(f, by_name)
+        if f["kind"] == "dm":
+            f["storage_hint"] = _inherited_hint(f, by_name)
         f["usage"] = _usage(f, table, mounts, swaps, probes)
         error = probes.errors.get(f["name"])
         if error:

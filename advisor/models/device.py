@@ -172,6 +172,12 @@ class Device(Model):
     holders: list[str] = Field(default_factory=list)
     """Kernel names in holders/ only (LVM, md, dm-crypt, multipath using this device)."""
 
+    storage_hint: Fact[str] = Fact()
+    """What the storage probably is (hardware-raid, md-raid, ssd, virtual-disk, cloud-volume),
+    and what says so: a RAID HBA driver (the SCSI host's proc_name), a virtio or Xen transport,
+    an NVMe bus, a cloud volume's model string, md, or a loop device's backing file. A hint for
+    the answer storage.kind, never a single disk (nothing in sysfs tells that)."""
+
     stripe: StripeGeometry = StripeGeometry()
     """The stripe geometry mkfs.xfs would detect for this device, and where it came from."""
     usage: Usage = Usage()
@@ -218,6 +224,23 @@ class Inventory(Model):
             if key in (d.name, d.display_name) or name == d.path:
                 return d
         return None
+
+
+#: Short labels of the storage hints, for device lists.
+_MEDIA = {"hardware-raid": "raid", "md-raid": "md", "ssd": "ssd", "virtual-disk": "virt",
+          "cloud-volume": "cloud"}
+
+
+def media_label(device: Device) -> str:
+    """What the device is in a word, for lists: its storage hint when it has one (a loop device
+    is `virt`, a RAID LUN `raid`), else `rot` or `ssd` from the rotational flag (`rot`, not
+    `hdd`: RAID LUNs, virtual disks and loop devices report it too), `?` when unknown."""
+    hint = device.storage_hint.value
+    if hint in _MEDIA:
+        return _MEDIA[hint]
+    if device.rotational.value is None:
+        return "?"
+    return "rot" if device.rotational.value else "ssd"
 
 
 def device_size(device: Device) -> int:

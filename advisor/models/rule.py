@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from advisor.models.base import Model
+from advisor.models.workload import StorageKind
 
 RuleKind = Literal["policy", "mkfs", "mount", "device", "obsolete"]
 
@@ -45,6 +46,8 @@ class ExampleDevice(Model):
     it does not report, so mkfs.xfs cannot see it."""
     partitions: int = Field(default=0, ge=0)
     """Partitions already on the disk."""
+    storage_hint: StorageKind | None = None
+    """What the device's own facts say the storage is (a RAID controller's driver, virtio...)."""
 
 
 class ExampleEnv(Model):

@@ -12,6 +12,37 @@ from advisor.models.base import Model
 from advisor.models.units import ByteSize
 
 Access = Literal["read-heavy", "write-heavy", "mixed"]
+#: What the storage under the device is, when the device cannot say (rotational=1 is reported
+#: by single disks, hardware RAID LUNs, virtual disks and loop devices alike).
+StorageKind = Literal["single-disk", "hardware-raid", "md-raid", "ssd", "virtual-disk",
+                      "cloud-volume", "unknown"]
+#: What the concurrent writers do: create/delete/rename files and set xattrs (space management,
+#: guide 2.1.2), write into files that already exist (databases, VM images), or both.
+WriterActivity = Literal["metadata", "data", "both"]
+
+
+#: Distribution targets: name -> the family and version the kernel-compat rule's table knows.
+_DISTRO = re.compile(r"(rhel|redhat|alma|almalinux|rocky|centos|oracle|ol|ubuntu|debian|sles)"
+                     r"[\s_-]?(\d{1,2}(?:\.04)?)")
+_RHEL_CLONES = {"redhat", "alma", "almalinux", "rocky", "centos", "oracle", "ol"}
+
+
+def mount_target(text: str) -> str | None:
+    """A kernel target as the rules read it: "X.Y" for a kernel version or an upstream `uname
+    -r`, "rhelN" for an Enterprise Linux kernel (`...elN...`) or clone, "ubuntuYY.04",
+    "debianN", "slesN"; None when it is none of these."""
+    text = text.strip()
+    if re.fullmatch(r"[2-9]\.\d{1,2}", text):
+        return text
+    uname = re.fullmatch(r"([2-9]\.\d{1,2})\.\d+(?:-([A-Za-z0-9._+~-]+))?", text)
+    if uname:
+        el = re.search(r"(?:^|[._])el(\d+)(?:[._]|$)", uname[2] or "")
+        return f"rhel{el[1]}" if el else uname[1]
+    distro = _DISTRO.fullmatch(text.lower())
+    if distro:
+        family = "rhel" if distro[1] in _RHEL_CLONES else distro[1]
+        return f"{family}{distro[2]}"
+    return None
 
 
 def _not_bool(value: Any) -> Any:
@@ -35,6 +66,9 @@ class Storage(Model):
     """Data disks per stripe in the hardware RAID (RAID6 of 10 disks: 8)."""
     nonvolatile_write_cache: bool | None = None
     """The controller or drive cache is battery- or flash-backed (survives power loss)."""
+    kind: StorageKind | None = None
+    """single-disk, hardware-raid, md-raid, ssd, virtual-disk, cloud-volume or unknown (AG count,
+    fsync cost); the device's own hint is shown as a fact when it has one."""
 
     _numbers = field_validator("raid_data_disks", mode="before")(_not_bool)
 
@@ -60,6 +94,10 @@ class Workload(Model):
     """fsync/fdatasync calls per second on the whole filesystem (log stripe unit, logbsize)."""
     concurrent_writers: int | None = Field(default=None, ge=1, le=1_000_000)
     """Processes or threads modifying the filesystem at once (allocation groups, log size)."""
+    writer_activity: WriterActivity | None = None
+    """What those writers do: metadata (create/delete/rename files, set xattrs), data (write
+    into existing files: databases, VM images) or both. Only metadata work needs more AGs and
+    log."""
     median_file_size: ByteSize | None = None
     """Typical file size, in bytes or as "16KiB" (benchmark shape)."""
     xattr_bytes_per_file: int | None = Field(default=None, ge=0, le=1 << 30)
@@ -77,7 +115,9 @@ class Workload(Model):
     mount_point: str | None = Field(default=None, max_length=4095)
     """Where it will be mounted (for the fstab line)."""
     must_mount_on_kernel: str | None = None
-    """Oldest kernel that must mount it, like "5.10" (rescue media, an older distro)."""
+    """Oldest kernel that must mount it: "5.10", a `uname -r` like "4.18.0-513.el8", or a
+    distribution: rhel7-9 (alma, rocky, centos, oracle alike), ubuntu18.04-24.04, debian10-12,
+    sles12, sles15 (rescue media, an older distro)."""
     storage: Storage = Field(default_factory=Storage)
     """What the device cannot tell about itself."""
 
@@ -96,9 +136,20 @@ class Workload(Model):
     @field_validator("must_mount_on_kernel")
     @classmethod
     def _kernel(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[2-9]\.\d{1,2}", v):
-            raise ValueError('must be a kernel version like "5.10"')
-        return v
+        if v is None:
+            return None
+        target = mount_target(v)
+        if target is None:
+            raise ValueError('must be a kernel version ("5.10"), a `uname -r` ("4.18.0-513.el8")'
+                             ' or a distribution (rhel8, alma9, rocky9, centos7, ubuntu22.04, '
+                             'debian12, sles15)')
+        kernel = re.match(r"(\d+)\.(\d+)", v.strip())
+        if kernel and (int(kernel[1]), int(kernel[2])) < (3, 10):
+            raise ValueError(f"kernel {v} cannot mount what mkfs.xfs makes: V5 (CRC) XFS needs "
+                             "Linux 3.10 or later, and the V4 format (crc=0) is deprecated "
+                             "advice this tool does not give; format it with that system's own "
+                             "mkfs.xfs")
+        return target
 
     @model_validator(mode="after")
     def _one_growth_key(self) -> Workload:

@@ -2,7 +2,9 @@
 and in the TUI's device list: the stacking tree, the short columns, and the badges for what stands
 in the way of formatting. Pure functions over the device model.
 
-The words: MEDIA `HDD`/`SSD` (the rotational flag), CACHE `wback` (a volatile write cache:
+The words: MEDIA `RAID`, `MD`, `SSD`, `VIRT`, `CLOUD` from the storage hint, else `ROT`/`SSD` from
+the rotational flag (never `HDD`: RAID LUNs, virtual disks and loop devices report rotational too),
+CACHE `wback` (a volatile write cache:
 flushes are sent) or `wthru` (none, or one that survives power loss), FUA `yes`/`no`, STRIPE
 `512KiBx4` (stripe unit x data disks that mkfs.xfs uses; in brackets when it would ignore it),
 `?` for what is unknown, `-` for what there is none of.
@@ -14,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from advisor.models.device import Device, Fact, Inventory
+from advisor.models.device import Device, Fact, Inventory, media_label
 from advisor.models.units import human_size
 
 HEADER = ("NAME", "SIZE", "MEDIA", "CACHE", "FUA", "STRIPE", "STATE")
@@ -79,10 +81,8 @@ def yes_no(fact: Fact[bool]) -> str:
 
 
 def media(device: Device) -> str:
-    """HDD or SSD from the rotational flag (`?` when unknown)."""
-    if device.rotational.value is None:
-        return "?"
-    return "HDD" if device.rotational.value else "SSD"
+    """What the device is in a word (advisor.models.device.media_label), upper case."""
+    return media_label(device).upper()
 
 
 def cache(device: Device) -> str:

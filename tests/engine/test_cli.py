@@ -73,7 +73,7 @@ def test_human_output() -> None:
     proc = cli("--device-file", HOST, "--workload", FILESERVER)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "mkfs.xfs -d agcount=32 -l size=256m /dev/nvme0n1" in out
+    assert "mkfs.xfs -d agcount=16 /dev/nvme0n1" in out
     assert "fstab: UUID=<uuid-after-mkfs> /srv/data xfs logbsize=256k,noatime 0 0" in out
     assert "-n size: keep the default (4k)" in out
     assert out.index("mkfs.xfs") < out.index("fstab:") < out.index("Decisions:")

@@ -53,7 +53,8 @@ def test_proposal_for_a_loop_device_formats_and_mounts(tmp_path: Path) -> None:
 def test_every_mount_option_the_rules_emit_mounts(tmp_path: Path) -> None:
     require_root_tools("losetup", "mkfs.xfs", "mount")
     big = device(4 * TiB, rotational=True, write_cache="write back", fua=False)
-    p = propose(big, Workload(nfs_32bit_clients=True, concurrent_writers=16, atime_needed=False),
+    p = propose(big, Workload(nfs_32bit_clients=True, concurrent_writers=16,
+                              writer_activity="metadata", atime_needed=False),
                 env=environment())
     assert set(p.mount_options) == {"inode32", "logbsize=256k", "noatime"}
     with loop_device(tmp_path / "disk.img", 1 << 30) as dev:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from advisor.advice import propose
+from advisor.engine.deciders import LogSizeParams
 from advisor.engine.rulebook import RuleBook
 from advisor.models.device import Device, StripeGeometry, Usage
 from advisor.models.proposal import Decision, Proposal
@@ -73,19 +74,45 @@ def test_dir_block_size_unknown_keeps_default(book: RuleBook) -> None:
 
 
 def test_ag_concurrency_on_ssd(book: RuleBook) -> None:
-    p = run(book, SSD, concurrent_writers=16)
+    p = run(book, device(1 * TiB, rotational=False), concurrent_writers=16)
     d = decision(p, "-d agcount/agsize")
     assert (d.value, d.rule) == ("agcount=32", "ag-concurrency")
     assert p.check is not None and p.check.geometry.agcount == 32
+    # 100 GiB: what mkfs.xfs makes for multi-disk storage of that size, not a size of our own.
+    p = run(book, SSD, concurrent_writers=16)
+    assert decision(p, "-d agcount/agsize").value == "agcount=16"
+    assert p.check is not None
+    multidisk = run(book, SSD, storage={"raid_stripe_unit": "64KiB", "raid_data_disks": 4})
+    assert multidisk.check is not None
+    assert p.check.geometry.agcount == multidisk.check.geometry.agcount == 16
 
 
-def test_ag_concurrency_not_on_a_single_spinning_disk(book: RuleBook) -> None:
+def test_ag_concurrency_on_rotational_storage_of_unknown_kind(book: RuleBook) -> None:
     d = decision(run(book, HDD, concurrent_writers=16), "-d agcount/agsize")
-    assert d.value == "default" and "spinning" in d.reason
+    assert d.value == "agcount=32" and "unknown kind" in d.reason
+    assert "single spinning disk" not in d.reason
+    d = decision(run(book, HDD, concurrent_writers=16, storage={"kind": "single-disk"}),
+                 "-d agcount/agsize")
+    assert d.value == "default" and "single spinning disk (the answers)" in d.reason
+
+
+def test_writers_into_existing_files_are_not_metadata_concurrency(book: RuleBook) -> None:
+    """Item 17.9: a database's 16 (or 200) writers into existing files get no more AGs, no
+    bigger log and no bigger log buffers; the same count creating files does."""
+    for writers in (16, 200):
+        p = run(book, device(1 * TiB, rotational=False, write_cache="write back"),
+                concurrent_writers=writers, writer_activity="data")
+        for setting in ("-d agcount/agsize", "-l size", "mount logbsize"):
+            assert decision(p, setting).value == "default", setting
+        assert "write into existing files" in decision(p, "-d agcount/agsize").reason
+    p = run(book, device(1 * TiB, rotational=False, write_cache="write back"),
+            concurrent_writers=16, writer_activity="metadata")
+    assert decision(p, "-d agcount/agsize").value == "agcount=32"
+    assert decision(p, "mount logbsize").value == "256k"
 
 
 def test_ag_concurrency_not_on_detected_raid(book: RuleBook) -> None:
-    d = decision(run(book, MD, concurrent_writers=16), "-d agcount/agsize")
+    d = decision(run(book, MD, concurrent_writers=64), "-d agcount/agsize")
     assert d.value == "default" and "multi-disk" in d.reason
     p = run(book, SSD, concurrent_writers=16,
             storage={"raid_stripe_unit": "256KiB", "raid_data_disks": 8})
@@ -93,15 +120,16 @@ def test_ag_concurrency_not_on_detected_raid(book: RuleBook) -> None:
 
 
 def test_ag_concurrency_limited_by_size(book: RuleBook) -> None:
-    d = decision(run(book, device(3 * GiB, rotational=False), concurrent_writers=64),
-                 "-d agcount/agsize")
-    assert d.value == "default" and "under 1 GiB" in d.reason
+    p = run(book, device(3 * GiB, rotational=False), concurrent_writers=64)
+    d = decision(p, "-d agcount/agsize")
+    assert d.value == "agcount=8" and "multi-disk storage of 3 GiB" in d.reason
+    assert p.check is not None and p.check.geometry.agcount == 8
 
 
 def test_ag_concurrency_uses_concurrency_option_on_xfsprogs_6_8(book: RuleBook) -> None:
     p = run(book, SSD, check=False, xfsprogs="6.8.0", concurrent_writers=16)
-    assert decision(p, "-d agcount/agsize").value == "concurrency=32"
-    assert "concurrency=32" in p.mkfs_options
+    assert decision(p, "-d agcount/agsize").value == "concurrency=16"
+    assert "concurrency=16" in p.mkfs_options
 
 
 def test_ag_growth_resizes_agcount_for_the_eventual_size(book: RuleBook) -> None:
@@ -168,14 +196,24 @@ def test_stripe_ignored_by_mkfs_is_explained(book: RuleBook) -> None:
 
 
 def test_log_size_for_concurrent_metadata_work(book: RuleBook) -> None:
-    p = run(book, SSD, concurrent_writers=16, access="mixed")
-    assert decision(p, "-l size").value == "512m"
-    assert p.check is not None and p.check.geometry.log_bytes == 512 << 20
+    params = book.rules["log-size"].params
+    assert isinstance(params, LogSizeParams)
+    per_writer = params.reservation_bytes_per_writer * 100 / params.usable_log_percent
+    fits = int((64 << 20) // per_writer)  # writers whose reservations the 64 MiB log holds
+    assert decision(run(book, SSD, concurrent_writers=fits, access="mixed"),
+                    "-l size").value == "default"
+    p = run(book, SSD, concurrent_writers=fits + 1, access="mixed")
+    assert decision(p, "-l size").value == "65m"
+    p = run(book, SSD, concurrent_writers=200, access="mixed")
+    assert decision(p, "-l size").value == "165m"
+    assert p.check is not None and p.check.geometry.log_bytes == 165 << 20
+    assert p.check.geometry.log_bytes >= 200 * per_writer
 
 
-def test_log_size_limited_by_memory(book: RuleBook) -> None:
-    d = decision(run(book, SSD, memory=2 * GiB, concurrent_writers=16), "-l size")
-    assert d.value == "128m" and "memory/16" in d.reason
+def test_log_size_does_not_depend_on_this_hosts_memory(book: RuleBook) -> None:
+    small, large = (decision(run(book, SSD, memory=m, concurrent_writers=200), "-l size")
+                    for m in (2 * GiB, 512 * GiB))
+    assert small.value == large.value == "165m"
 
 
 def test_log_size_read_heavy_keeps_default(book: RuleBook) -> None:
@@ -191,6 +229,31 @@ def test_log_stripe_unit_for_fsync_heavy_raid(book: RuleBook) -> None:
     assert decision(run(book, SSD, fsyncs_per_second=500), "-l su").value == "default"
 
 
+@pytest.mark.parametrize(("dev", "answers", "load", "logbsize"), [
+    (HDD, {"storage": {"kind": "single-disk"}}, "125%", "256k"),
+    (HDD, {}, "125%", "256k"),  # unknown storage: the single disk's cost, the worst case
+    (SSD, {}, "10%", "default"),
+    (HDD, {"storage": {"kind": "single-disk", "nonvolatile_write_cache": True}}, "0%",
+     "default"),
+])
+def test_fsync_load_is_relative_to_the_storage(book: RuleBook, dev: Device,
+                                               answers: dict[str, Any], load: str,
+                                               logbsize: str) -> None:
+    """Item 17.13: 50 fsyncs/s are heavy for a single disk without a non-volatile cache (25 ms
+    each: 125% of its time) and light for an SSD (2 ms each: 10%)."""
+    d = decision(run(book, dev, fsyncs_per_second=50, **answers), "mount logbsize")
+    assert d.value == logbsize
+    assert f"busy {load} of the time" in d.reason
+
+
+def test_log_stripe_unit_relative_to_the_storage(book: RuleBook) -> None:
+    spinning = device(8 * TiB, name="md0", rotational=True, stripe=md_stripe(128 * KiB, 6))
+    d = decision(run(book, spinning, fsyncs_per_second=50), "-l su")
+    assert d.value == "4k" and "on md-raid storage" in d.reason
+    d = decision(run(book, MD, fsyncs_per_second=50), "-l su")  # md over SSDs
+    assert d.value == "default" and "solid-state members" in d.reason
+
+
 def test_inode32_only_over_1tib(book: RuleBook) -> None:
     p = run(book, HDD, nfs_32bit_clients=True)
     assert decision(p, "mount inode32/inode64").value == "inode32"
@@ -201,16 +264,18 @@ def test_inode32_only_over_1tib(book: RuleBook) -> None:
 
 
 def test_logbsize_without_nonvolatile_cache(book: RuleBook) -> None:
-    p = run(book, SSD, concurrent_writers=8)
+    p = run(book, SSD, concurrent_writers=8, writer_activity="metadata")
     assert decision(p, "mount logbsize").value == "256k"
     assert "logbsize=256k" in p.mount_options
-    p = run(book, SSD, concurrent_writers=8, storage={"nonvolatile_write_cache": True})
+    p = run(book, SSD, concurrent_writers=8, writer_activity="metadata",
+            storage={"nonvolatile_write_cache": True})
     assert decision(p, "mount logbsize").value == "default"
 
 
 def test_write_through_is_not_a_nonvolatile_cache(book: RuleBook) -> None:
     through = device(4 * TiB, rotational=True, write_cache="write through")
-    d = decision(run(book, through, concurrent_writers=8), "mount logbsize")
+    d = decision(run(book, through, concurrent_writers=8, writer_activity="both"),
+                 "mount logbsize")
     assert d.value == "256k" and "write through" in d.reason
 
 
@@ -226,7 +291,8 @@ def test_no_volatile_cache_warning_when_the_answer_says_non_volatile(book: RuleB
 
 def test_logbsize_respects_odd_log_stripe_unit(book: RuleBook) -> None:
     odd = device(100 * GiB, write_cache="write back", stripe=md_stripe(192 * KiB, 4))
-    d = decision(run(book, odd, concurrent_writers=8), "mount logbsize")
+    d = decision(run(book, odd, concurrent_writers=8, writer_activity="metadata"),
+                 "mount logbsize")
     assert d.value == "default" and "multiple" in d.reason
 
 
@@ -260,7 +326,13 @@ def test_kernel_compat_falls_back_to_explicit_flags(book: RuleBook) -> None:
 def test_kernel_compat_newer_kernel_keeps_default(book: RuleBook) -> None:
     assert decision(run(book, SSD, must_mount_on_kernel="6.5"), "-m features").value == "default"
     p = run(book, SSD, must_mount_on_kernel="3.10")
-    assert any("older than" in m for m in warned(p, "kernel-compat"))
+    assert not warned(p, "kernel-compat")  # no "may not mount": only what 3.10 mounts
+    assert "older than every LTS feature set" in decision(p, "-m features").reason
+    assert p.check is not None
+    features = p.check.geometry.features
+    assert features["crc"] == 1
+    assert all(features[f] == 0 for f in ("finobt", "sparse", "reflink", "bigtime",
+                                            "inobtcount")), features
 
 
 def test_kernel_compat_merges_with_inode_size(book: RuleBook) -> None:
@@ -320,3 +392,57 @@ def test_kernel_compat_for_a_host_running_an_older_kernel(book: RuleBook) -> Non
     d = decision(p, "-m features")
     assert d.changed and "the host runs kernel 5.10.0-28-amd64" in d.reason
     assert p.check is not None and p.check.geometry.features["bigtime"] == 0
+
+
+@pytest.mark.parametrize("size", [1 * GiB, 3 * GiB, 8 * GiB, 8 * GiB + (1 << 20), 100 * GiB,
+                                  512 * GiB, 513 * GiB, 2 * TiB, 16 * TiB])
+def test_multidisk_agcount_is_what_mkfs_makes_for_a_stripe(size: int) -> None:
+    """ag-concurrency's cap on small filesystems is mkfs.xfs's own multi-disk AG count: checked
+    against `mkfs.xfs -N` given a stripe, at and around each step of its table."""
+    from advisor.engine.deciders import multidisk_agcount
+    from advisor.system.mkfs import dry_run
+
+    made = dry_run(device(size), ["-d", "su=64k,sw=4"]).geometry.agcount
+    assert multidisk_agcount(size) == made
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("4.18.0-513.el8", "rhel8"), ("5.14.0-362.el9.x86_64", "rhel9"), ("AlmaLinux 8", "rhel8"),
+    ("centos7", "rhel7"), ("6.1.0-18-amd64", "6.1"), ("ubuntu-22.04", "ubuntu22.04"),
+])
+def test_kernel_targets_are_read(target: str, expected: str) -> None:
+    assert Workload(must_mount_on_kernel=target).must_mount_on_kernel == expected
+
+
+@pytest.mark.parametrize("target", ["2.6", "3.2.0-4-amd64", "2.6.32-754.el6"])
+def test_a_kernel_that_cannot_mount_v5_is_refused(target: str) -> None:
+    from advisor.answers import parse_workload
+    from advisor.errors import BadInput
+
+    with pytest.raises(BadInput, match=r"V5 \(CRC\) XFS needs Linux 3\.10") as err:
+        parse_workload({"must_mount_on_kernel": target})
+    assert err.value.exit_code == 2
+
+
+def test_an_unknown_distribution_release_is_refused(book: RuleBook) -> None:
+    from advisor.errors import BadInput
+
+    with pytest.raises(BadInput, match="no feature table for debian9") as err:
+        run(book, SSD, must_mount_on_kernel="debian9")
+    assert err.value.exit_code == 2
+
+
+def test_a_rhel8_capture_gets_rhel8_features_without_an_answer(book: RuleBook) -> None:
+    """The host being advised runs an el8 kernel: its features, not upstream 4.18's."""
+    env = environment().model_copy(update={"kernel": "4.18.0-513.el8.x86_64"})
+    p = propose(SSD, Workload(), env=env, rulebook=book)
+    d = decision(p, "-m features")
+    assert "reflink=1" in d.value and "bigtime=0" in d.value, d.value
+    assert "4.18.0-513.el8.x86_64" in d.reason
+
+
+def test_older_mkfs_is_given_only_option_names_it_knows(book: RuleBook) -> None:
+    """xfsprogs 5.0 (RHEL 8's) has no -m bigtime/inobtcount nor -i nrext64 options."""
+    p = run(book, SSD, check=False, xfsprogs="5.0.0", must_mount_on_kernel="rhel8")
+    d = decision(p, "-m features")
+    assert d.options == ["-m", "crc=1,finobt=1,reflink=1,rmapbt=0", "-i", "sparse=1"]

@@ -97,8 +97,8 @@ def test_conflicting_rules_resolved_by_priority(tmp_path: Path) -> None:
     text = (BUILTIN_RULES / "mkfs" / "ag-concurrency.toml").read_text()
     text = text.replace("max_agcount_when_grown = 256", "max_agcount_when_grown = 100000")
     book = load_rulebook(_site(tmp_path, "ag-concurrency.toml", text))
-    p = propose(device(100 * GiB, rotational=False),
-                Workload(concurrent_writers=16, eventual_size=20 * TiB),
+    p = propose(device(1 * TiB, rotational=False),
+                Workload(concurrent_writers=16, eventual_size=200 * TiB),
                 env=environment(), rulebook=book)
     ag = [d for d in p.decisions if d.setting == "-d agcount/agsize"]
     assert len(ag) == 1
@@ -110,7 +110,8 @@ def test_conflicting_rules_resolved_by_priority(tmp_path: Path) -> None:
 
 def test_a_proposal_mkfs_rejects_is_a_bug(tmp_path: Path) -> None:
     text = (BUILTIN_RULES / "mkfs" / "log-size.toml").read_text()
-    text = (text.replace("bytes_per_writer = 33554432", "bytes_per_writer = 10737418240")
+    text = (text.replace("reservation_bytes_per_writer = 645456",
+                         "reservation_bytes_per_writer = 10737418240")
             .replace("max_log_bytes = 2136997888", "max_log_bytes = 107374182400"))
     book = load_rulebook(_site(tmp_path, "log-size.toml", text))
     with pytest.raises(ProposalBug, match=r"fails `mkfs\.xfs -N`") as err:
@@ -161,17 +162,17 @@ def test_a_site_keep_wins_over_lower_priority_changes(tmp_path: Path) -> None:
             'priority = 95\nkeep_wins = true\nchanges = "nothing"\nwhy = "central sizing"\n'
             'when_not = "never"\n[params]\nreason = "log sizes are set by the storage team"\n')
     book = load_rulebook(_site_dir(tmp_path, {"keep.toml": keep}))
-    p = propose(device(100 * GiB, rotational=False), Workload(concurrent_writers=16),
+    p = propose(device(100 * GiB, rotational=False), Workload(concurrent_writers=200),
                 env=environment(), rulebook=book)
     log = next(d for d in p.decisions if d.setting == "-l size")
     assert not log.changed and log.rule == "site-fixed-logs"
     assert log.reason == "log sizes are set by the storage team"
     assert log.resolution == ("site-fixed-logs (priority 95) keeps the default over log-size "
-                              "(wanted 512m)")
+                              "(wanted 165m)")
     assert "-l" not in p.mkfs_options
     # Without keep_wins the same rule only adds its reason to the pile: the change stands.
     book = load_rulebook(_site_dir(tmp_path / "y", {"keep.toml": keep.replace(
         "keep_wins = true\n", "")}))
-    p = propose(device(100 * GiB, rotational=False), Workload(concurrent_writers=16),
+    p = propose(device(100 * GiB, rotational=False), Workload(concurrent_writers=200),
                 env=environment(), rulebook=book)
     assert next(d for d in p.decisions if d.setting == "-l size").changed

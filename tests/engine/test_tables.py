@@ -13,6 +13,7 @@ from advisor.engine.deciders import (
 from advisor.engine.rulebook import RuleBook
 from advisor.models.environment import parse_lts_conf
 from advisor.render.mkfs import merge_options
+from tests.engine.helpers import environment
 
 K = 1024
 
@@ -57,6 +58,10 @@ def test_lts_conf_to_flags() -> None:
     features = parse_lts_conf(conf)
     assert features == {"metadata": {"nrext64": 0, "bigtime": 0, "crc": 1},
                         "inode": {"sparse": 1}}
-    assert explicit_feature_flags(features, True) == ["-m", "bigtime=0,crc=1",
-                                                      "-i", "nrext64=0,sparse=1"]
-    assert explicit_feature_flags(features, False) == ["-m", "bigtime=0,crc=1", "-i", "sparse=1"]
+    since = {"bigtime": "5.10", "inobtcount": "5.10", "nrext64": "5.19"}
+    assert explicit_feature_flags(features, environment("6.1.0"), since) == [
+        "-m", "bigtime=0,crc=1", "-i", "nrext64=0,sparse=1"]
+    assert explicit_feature_flags(features, environment("5.15.0"), since) == [
+        "-m", "bigtime=0,crc=1", "-i", "sparse=1"]
+    assert explicit_feature_flags(features, environment("5.0.0"), since) == [
+        "-m", "crc=1", "-i", "sparse=1"]

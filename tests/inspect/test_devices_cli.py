@@ -46,6 +46,7 @@ def test_human_tree_nests_md_under_both_partitions(small_host: Path,
     assert lines[1].startswith("sda ")
     assert lines[2].startswith("`-sda1") and "held by md0" in lines[2]
     assert lines[3].startswith("  `-md0") and "512KiBx2" in lines[3] and "mounted /data" in lines[3]
+    assert "MD" in lines[3].split()  # the md array's media, from its kind
     assert sum(1 for line in lines if "-md0" in line) == 2
 
 

@@ -44,7 +44,8 @@ async def test_device_list_and_details_by_keys(make_app: AppFactory) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         table = app.screen.query_one("#device-table", DataTable)
-        assert _cells(table, 2)[:6] == ["sda", "4 TiB", "HDD", "wback", "no", "-"]
+        # rotational=1 and nothing else known: ROT, never HDD (RAID LUNs and loops say 1 too)
+        assert _cells(table, 2)[:6] == ["sda", "4 TiB", "ROT", "wback", "no", "-"]
         assert _cells(table, 1)[:5] == ["nvme0n1", "1 TiB", "SSD", "wthru", "yes"]
         assert _cells(table, 6)[-2:] == ["512KiBx2", "held by dm-0"]
         await pilot.press("j", "j", "j", "k", "down", "down")  # sda2: j/k move as arrows do

@@ -26,8 +26,9 @@ def _text(app: AdvisorApp, selector: str) -> str:
 def test_form_questions_come_from_the_contract() -> None:
     keys = [q.key for q in questions()]
     assert keys[0] == "largest_directory_entries"
-    assert keys[-3:] == ["storage.raid_stripe_unit", "storage.raid_data_disks",
-                         "storage.nonvolatile_write_cache"]
+    assert keys[-4:] == ["storage.raid_stripe_unit", "storage.raid_data_disks",
+                         "storage.nonvolatile_write_cache", "storage.kind"]
+    assert keys.index("writer_activity") == keys.index("concurrent_writers") + 1
     kinds = {q.key: q.kind for q in questions()}
     assert kinds["access"] == "choice" and kinds["atime_needed"] == "yes-no"
     assert next(q for q in questions() if q.key == "eventual_size").is_size
@@ -62,7 +63,7 @@ async def test_answers_are_checked_as_typed(make_app: AppFactory,
         assert app.state.workload.concurrent_writers == 16
         assert app.state.workload_problem is None
         await pilot.press("enter")  # Enter moves on to the next question
-        assert app.focused is not None and app.focused.id == "q-median-file-size"
+        assert app.focused is not None and app.focused.id == "q-writer-activity"
 
 
 async def test_workload_file_save_and_load(make_app: AppFactory, tmp_path: Path,

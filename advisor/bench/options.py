@@ -220,7 +220,12 @@ def _shown(token: str) -> str:
 
 
 def _refuse(what: str, shown: str, reason: str) -> BadInput:
-    return BadInput(f"{what}: {_shown(shown)} {reason}")
+    """One line, whatever the option held: the reason may quote parts of it too."""
+    return BadInput(f"{what}: {_shown(shown)} {_shown_reason(reason)}")
+
+
+def _shown_reason(reason: str) -> str:
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in reason)
 
 
 def _check_text(text: str, what: str) -> None:

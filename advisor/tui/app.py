@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -192,15 +193,29 @@ class AdvisorApp(App[int]):
         """A closed terminal (SIGHUP: an SSH drop), SIGTERM or SIGQUIT: cancel the run and exit;
         run_tui() then waits for its clean-up. Without this the process dies at once and leaves
         a loop device attached and an XFS mounted."""
+        # signal.signal, not the event loop's handlers: those run only when the loop turns, and
+        # a loop stuck on a vanished terminal would then ignore SIGTERM too. A Python handler
+        # runs in the main thread even inside a blocking lock wait.
         loop = asyncio.get_running_loop()
-        for sig in ENDING_SIGNALS:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._ended_by_signal, sig)
 
-    def _ended_by_signal(self, sig: int) -> None:
+        def handler(signum: int, frame: object) -> None:
+            self._ended_by_signal(signum, loop)
+
+        for sig in ENDING_SIGNALS:
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(sig, handler)
+
+    def _ended_by_signal(self, sig: int, loop: asyncio.AbstractEventLoop) -> None:
+        if self.ended_by is not None:
+            return  # one ending is enough; the clean-up and the watchdog are under way
         self.ended_by = sig
         self.cancel_run()
-        self.exit(128 + sig)
+        # With its terminal gone, Textual may never finish exiting (seen: every thread parked
+        # on a lock after SIGHUP): once the run's clean-up is done, the process ends regardless.
+        threading.Thread(target=_end_after_clean_up, args=(self.active_run, 128 + sig),
+                         name="end-after-signal", daemon=True).start()
+        with contextlib.suppress(RuntimeError):  # the loop may be closing already
+            loop.call_soon_threadsafe(self.exit, 128 + sig)
 
     def cancel_run(self) -> bool:
         """Cancel the running validation, if any; True when one was running."""
@@ -449,6 +464,20 @@ def run_tui(args: argparse.Namespace) -> int:
         result = 128 + signal.SIGHUP
     finish_run(app)
     return int(result or 0)
+
+
+#: Seconds the app gets to exit by itself after an ending signal (and any clean-up) before the
+#: process is ended for it.
+EXIT_GRACE = 5.0
+
+
+def _end_after_clean_up(run: ActiveRun | None, code: int) -> None:
+    """Wait (without limit) for the run's clean-up, then EXIT_GRACE, then end the process: what
+    a dropped SSH session must never leave is a spinning process or, worse, a half-undone run."""
+    if run is not None:
+        run.done.wait()
+    time.sleep(EXIT_GRACE)
+    os._exit(code)
 
 
 def finish_run(app: AdvisorApp) -> None:

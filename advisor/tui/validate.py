@@ -79,8 +79,7 @@ class ValidateScreen(StepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run", "Run"),
         Binding("escape", "cancel", "Cancel run"),
-        Binding("ctrl+s", "save_report", "Save report"),
-        Binding("ctrl+q", "app.quit", "Quit", show=False),
+        Binding("ctrl+s", "save_report", "Save report", show=False),  # help and palette say it
     ]
 
     def __init__(self) -> None:

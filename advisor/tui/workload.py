@@ -231,14 +231,15 @@ class WorkloadScreen(StepScreen):
             return
         from advisor.answers import load_workload
 
+        source = Path(path).expanduser().absolute()
         try:
-            workload = load_workload(path)
+            workload = load_workload(source)
         except AdvisorError as err:
             self.notify(err.message, severity="error")
             return
-        self.advisor.state.workload_path = path
+        self.advisor.state.workload_path = str(source)
         self.fill(workload)
-        self.notify(f"answers loaded from {path}")
+        self.notify(f"answers loaded from {source}")
 
     # ---- a directory scan fills what it can measure ----
 

@@ -359,13 +359,14 @@ class AdvisorApp(App[int]):
         """Read the devices again (hotplug, or `r`) and tell the devices screen."""
         if self._reload_inventory is None:
             return
+        before = self.state.inventory
         try:
             self.state.inventory = self._reload_inventory()
         except Exception as err:  # a device vanishing mid-scan must not end the session
             self.notify(f"could not re-read devices: {err}", severity="error")
             return
         chosen = self.state.device_name
-        if chosen and self.state.inventory.get(chosen) is None:
+        if chosen and before.get(chosen) and self.state.inventory.get(chosen) is None:
             self.notify(f"{chosen} is gone (detached or removed): F2 to choose another",
                         severity="warning")
         from advisor.tui.devices import DevicesScreen

@@ -51,7 +51,7 @@ class WorkloadScreen(StepScreen):
         super().__init__()
         self.questions = questions()
         self._filling = False
-        self._errors_shown: dict[str, str] = {}
+        self._beside_shown: dict[str, str] = {}
         self._last_field = self.questions[0].widget_id
         self._shown_before = False
 
@@ -169,11 +169,11 @@ class WorkloadScreen(StepScreen):
             # Beside the field: its error, else what a size was read as ("16KB" = 16,000 bytes).
             shown = error or result.notes.get(q.key, "")
             # Only what changed: each update re-lays out the whole form.
-            if self._errors_shown.get(q.key, "") != shown:
+            if self._beside_shown.get(q.key, "") != shown:
                 beside = self.query_one(f"#{q.widget_id}-error", Static)
                 beside.update(shown)
                 beside.set_class(not error, "-note")
-                self._errors_shown[q.key] = shown
+                self._beside_shown[q.key] = shown
         status = self.query_one("#form-status", Static)
         state = self.advisor.state
         if result.workload is not None:
@@ -231,14 +231,15 @@ class WorkloadScreen(StepScreen):
             return
         from advisor.answers import load_workload
 
+        source = Path(path).expanduser().absolute()
         try:
-            workload = load_workload(path)
+            workload = load_workload(source)
         except AdvisorError as err:
             self.notify(err.message, severity="error")
             return
-        self.advisor.state.workload_path = path
+        self.advisor.state.workload_path = str(source)
         self.fill(workload)
-        self.notify(f"answers loaded from {path}")
+        self.notify(f"answers loaded from {source}")
 
     # ---- a directory scan fills what it can measure ----
 

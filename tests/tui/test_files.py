@@ -93,3 +93,16 @@ def test_default_save_name(tmp_path: Path) -> None:
     assert default_save_name(str(EXAMPLE), "workload.toml") == "workload.toml"
     mine = str(tmp_path / "mine.toml")
     assert default_save_name(mine, "workload.toml") == mine
+
+
+async def test_ctrl_o_expands_home(make_app: AppFactory, tmp_path: Path,
+                                   frozen_proposal: Proposal,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "ans.toml").write_text('access = "mixed"\n')
+    app = make_app(device="nvme0n1", start="workload")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _answer_prompt(app, pilot, "ctrl+o", "~/ans.toml")
+    assert app.state.workload == Workload(access="mixed")
+    assert app.state.workload_path == str(tmp_path / "ans.toml")
+    assert _notices(app)[-1] == f"answers loaded from {tmp_path / 'ans.toml'}"

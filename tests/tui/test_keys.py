@@ -261,3 +261,17 @@ async def test_form_errors_and_sizes_in_plain_words(make_app: AppFactory,
         await pilot.pause()
         status = _text(app, "#form-status")
     assert "eventual size or growth factor" in status and "_" not in status
+
+
+async def test_the_chosen_device_going_away_is_said_once(make_app: AppFactory,
+                                                         frozen_proposal: Proposal) -> None:
+    app = make_app(device="loop0", start="workload")
+    base = build_inventory()
+    app._reload_inventory = lambda: base.model_copy(
+        update={"devices": [d for d in base.devices if d.name != "loop0"]})
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.reload_devices()
+        app.reload_devices()  # another event: nothing new to say
+        await pilot.pause()
+        gone = [n.message for n in app._notifications if "loop0 is gone" in n.message]
+    assert len(gone) == 1

@@ -80,7 +80,9 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def add_workload_flags(p: argparse.ArgumentParser) -> None:
+def add_workload_flags(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """One flag per answer. `suppress`: unset flags leave no attribute (argparse.SUPPRESS), so a
+    subcommand's flags do not hide the same ones given before it."""
     g = p.add_argument_group(
         "workload answers (override the --workload file)",
         "Sizes: 16KiB or 16k = 16,384 bytes (binary, as mkfs.xfs counts); 16KB = 16,000 bytes "
@@ -93,7 +95,7 @@ def add_workload_flags(p: argparse.ArgumentParser) -> None:
             # `--kind` alone would not say of what: the storage's answers that need it say so.
             flag = _flag(f"storage_{name}" if prefix and name == "kind" else name)
             g.add_argument(flag, dest=f"answer:{prefix}{name}", metavar="VALUE",
-                           default=None, help=help_text)
+                           default=argparse.SUPPRESS if suppress else None, help=help_text)
 
 
 def _is_yes_no(annotation: Any) -> bool:

@@ -168,14 +168,14 @@ class Session:
     def check_scratch(self, name: str, left: dict[str, str] | None = None) -> Device:
         """The device called `name`, read afresh and through the guard; DeviceProblem naming
         every reason otherwise."""
-        from advisor.errors import DeviceProblem
+        from advisor.bench.guard import check_scratch
+        from advisor.bench.resources import without_test_filesystem
+        from advisor.bench.run import MIN_DEVICE_BYTES
 
         self.require_live("validation")
-        self.inventory(refresh=True)
+        inventory = self.inventory(refresh=True)
         device = self.device(name)
-        reasons = self.scratch_refusals(device, left)
-        if reasons:
-            raise DeviceProblem(f"refusing to format {device.path}: " + "; ".join(reasons))
+        check_scratch(inventory, without_test_filesystem(device, left or {}), MIN_DEVICE_BYTES)
         return device
 
     @staticmethod

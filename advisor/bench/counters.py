@@ -66,9 +66,14 @@ def kernel_name(device: str) -> str:
     return os.path.basename(os.path.realpath(device))
 
 
+def _files(name: str) -> tuple[str, str]:
+    """The counter files of device `name`: XFS's per-mount stats, then the block layer's."""
+    return f"/sys/fs/xfs/{name}/stats/stats", f"/sys/block/{name}/stat"
+
+
 def snapshot_command(name: str, path: str) -> str:
     """A shell line saving both counter files of device `name` to `path`."""
-    return (f"cat /sys/fs/xfs/{name}/stats/stats /sys/block/{name}/stat > {path}")
+    return f"cat {' '.join(_files(name))} > {path}"
 
 
 def parse_snapshot(text: str) -> dict[str, int]:
@@ -98,7 +103,7 @@ def read_snapshot(folder: str, phase: str) -> dict[str, int] | None:
 def take_snapshot(name: str, folder: str, phase: str) -> None:
     """The snapshot after fio, taken here (same content as the phases' shell lines)."""
     parts = []
-    for path in (f"/sys/fs/xfs/{name}/stats/stats", f"/sys/block/{name}/stat"):
+    for path in _files(name):
         try:
             with open(path, encoding="utf-8") as f:
                 parts.append(f.read())

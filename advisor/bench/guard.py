@@ -175,6 +175,7 @@ def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:
         raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))
 
 
+
 def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
     """The whole guard again, read afresh from the live system, right before a write: sysfs,
     mountinfo, swaps, the loop bindings and a new libblkid probe of the device. `ours`: the UUID
@@ -199,7 +200,5 @@ def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
         raise DeviceProblem(f"refusing to format {path}: {err}") from None
     dev = dev.model_copy(update={"usage": dev.usage.model_copy(
         update={"signatures": signatures, "probed": True})})
-    reasons = refusals(inv, dev, need_bytes)
-    if reasons:
-        raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))
+    check_scratch(inv, dev, need_bytes)
     return dev

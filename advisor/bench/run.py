@@ -395,16 +395,8 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
     verdicts = stats.judge(rows)
     metrics = []
     for m, (a_samples, b_samples, _, _), v in zip(shape.metrics, rows, verdicts, strict=True):
-        metrics.append(MetricResult(
-            name=m.name, title=m.title, unit=m.unit, higher_is_better=m.higher_is_better,
-            a=[round(x, 3) for x in a_samples], b=[round(x, 3) for x in b_samples],
-            ratio=round(v.summary.ratio, 4),
-            geo_mean_a=round(stats.geometric_mean(a_samples), 3),
-            geo_mean_b=round(stats.geometric_mean(b_samples), 3),
-            ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
-            margin=round(math.expm1(v.margin), 4),
-            noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
-            verdict=v.verdict, rounds_to_resolve=v.rounds_needed,
+        metrics.append(_result(
+            m.name, m.title, m.unit, m.higher_is_better, a_samples, b_samples, v,
             calibrated_floor=floors.get(m.name), margin_capped=capped[m.name]))
     verdict = stats.overall([m.verdict for m in metrics])
     calibration_file = None
@@ -445,16 +437,24 @@ def _judge_mechanisms(samples: dict[str, dict[str, list[float]]]) -> list[Metric
         rows.append((side["A"], side["B"], False, stats.DEFAULT_MARGIN))
     results = []
     for m, (a, b, _, _), v in zip(kept, rows, stats.judge(rows), strict=True):
-        results.append(MetricResult(
-            name=m.name, title=m.title, unit=m.unit, higher_is_better=False,
-            a=[round(x, 3) for x in a], b=[round(x, 3) for x in b],
-            ratio=round(v.summary.ratio, 4), geo_mean_a=round(stats.geometric_mean(a), 3),
-            geo_mean_b=round(stats.geometric_mean(b), 3),
-            ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
-            margin=round(math.expm1(v.margin), 4),
-            noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
-            verdict=v.verdict, rounds_to_resolve=v.rounds_needed))
+        results.append(_result(m.name, m.title, m.unit, False, a, b, v))
     return results
+
+
+def _result(name: str, title: str, unit: str, higher_is_better: bool, a: list[float],
+            b: list[float], v: stats.MetricVerdict, *, calibrated_floor: float | None = None,
+            margin_capped: bool = False) -> MetricResult:
+    """One judged figure as the report keeps it (rounded; noise 0 when a single pair)."""
+    return MetricResult(
+        name=name, title=title, unit=unit, higher_is_better=higher_is_better,
+        a=[round(x, 3) for x in a], b=[round(x, 3) for x in b],
+        ratio=round(v.summary.ratio, 4), geo_mean_a=round(stats.geometric_mean(a), 3),
+        geo_mean_b=round(stats.geometric_mean(b), 3),
+        ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
+        margin=round(math.expm1(v.margin), 4),
+        noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
+        verdict=v.verdict, rounds_to_resolve=v.rounds_needed,
+        calibrated_floor=calibrated_floor, margin_capped=margin_capped)
 
 
 def device_key(env: BenchEnvironment) -> str:

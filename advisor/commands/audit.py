@@ -31,10 +31,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "made for them (default: no answers)")
     p.add_argument("--rules", metavar="DIR", default=argparse.SUPPRESS,
                    help="extra rules for that proposal, as `xfs-advisor --rules DIR`")
-    add_workload_flags(p)
-    for action in p._actions:
-        if action.dest.startswith("answer:"):
-            action.default = argparse.SUPPRESS
+    add_workload_flags(p, suppress=True)
     p.add_argument("--fail-on", default="breaks",
                    choices=("breaks", "will-break", "performance", "info"),
                    help="exit 6 when a finding is this bad or worse (default: breaks)")

@@ -25,11 +25,7 @@ def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
                    "of inspecting this machine")
     p.add_argument("--rules", metavar="DIR", default=default,
                    help="extra rules: files here add rules or replace built-in ones by id")
-    add_workload_flags(p)
-    if suppress:
-        for action in p._actions:
-            if action.dest.startswith("answer:"):
-                action.default = argparse.SUPPRESS
+    add_workload_flags(p, suppress=suppress)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

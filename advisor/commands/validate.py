@@ -57,10 +57,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="extra rules for the proposal (B), as `xfs-advisor --rules DIR` uses")
     p.add_argument("--yes", action="store_true",
                    help="with --device: do not ask to type the device name")
-    add_workload_flags(p)
-    for action in p._actions:
-        if action.dest.startswith("answer:"):
-            action.default = s
+    add_workload_flags(p, suppress=True)
 
 
 def _split_mount(text: str | None) -> list[str]:
@@ -158,7 +155,6 @@ def run(args: argparse.Namespace) -> int:
     recovered = session.recover(say, loop=not device_arg)
     progress = _progress_printer(as_json)
     if device_arg:
-        from advisor.bench.guard import check_now
         from advisor.bench.hold import DeviceHold
 
         device = session.check_scratch(device_arg, recovered.test_filesystems)
@@ -169,13 +165,10 @@ def run(args: argparse.Namespace) -> int:
             plan.b = session.proposal_side(session.propose(device, workload))
             plan.proposed, plan.proposed_for = plan.b, device.path
         # Held (O_EXCL) from the check through the prompt to the end of the run: nothing can
-        # mount it, assemble it or re-bind it meanwhile; after the answer, check it all again
-        # (a killed run's test filesystem, known by its UUID, is the one thing it may hold).
+        # mount it, assemble it or re-bind it meanwhile. After the answer, the run's first mkfs
+        # checks it all again (as every later one does), before it writes.
         with DeviceHold(device.path) as hold:
             _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
-            hold.verify()
-            check_now(device.path, bench.MIN_DEVICE_BYTES,
-                      ours=recovered.test_filesystems.get(device.maj_min or ""))
             report = session.run_validation(plan, progress=progress, say=say, hold=hold,
                                             recovered=recovered)
     else:

@@ -22,13 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from textual import on
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.filter import LineFilter
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Label
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
@@ -85,28 +82,6 @@ class ActiveRun:
     @property
     def running(self) -> bool:
         return not self.done.is_set()
-
-
-class QuitDuringRun(ModalScreen[bool]):
-    """Quitting while a validation runs: say what happens, and ask."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Quit"), Binding("n,escape", "answer(False)", "Stay")]
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="prompt-box"):
-            yield Label("A validation is running. Quit? It is cancelled first: fio stopped, the "
-                        "test filesystem unmounted, the loop device detached, the temporary "
-                        "files removed.")
-            yield Button("Cancel the run and quit (y)", id="quit-yes", variant="error")
-            yield Button("Stay (n)", id="quit-no")
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "quit-yes")
-
-    def action_answer(self, quit_: bool) -> None:
-        self.dismiss(quit_)
 
 
 #: Signals that end the TUI: each cancels a running validation, which cleans up, then exits.
@@ -244,7 +219,12 @@ class AdvisorApp(App[int]):
 
             self.set_interval(0.2, exit_when_done, name="quit-after-clean-up")
 
-        self.push_screen(QuitDuringRun(), answered)
+        from advisor.tui.dialogs import Confirm
+
+        self.push_screen(Confirm(
+            "A validation is running. Quit? It is cancelled first: fio stopped, the test "
+            "filesystem unmounted, the loop device detached, the temporary files removed.",
+            "Cancel the run and quit", "Stay"), answered)
 
     # ---- steps ----
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.engine.context import Change, Context, mkfs_size
-from advisor.engine.deciders import DECIDERS
+from advisor.engine.registry import DECIDERS
 from advisor.engine.rulebook import RuleBook
 from advisor.engine.settings import SETTINGS, Setting
 from advisor.errors import ProposalBug

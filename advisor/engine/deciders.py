@@ -6,11 +6,10 @@ A rule file names its function in `decide`; thresholds and tables stay in the fi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import get_args
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from advisor.engine.context import (
     Change,
@@ -23,31 +22,13 @@ from advisor.engine.context import (
     round_down,
     round_up,
 )
+from advisor.engine.registry import NoParams, decider
 from advisor.errors import BadInput
 from advisor.models.base import Model
 from advisor.models.device import stripe_hidden_below
 from advisor.models.environment import Environment, parse_version
 from advisor.models.units import human_size
 from advisor.models.workload import Access, StorageKind, Workload, mount_target
-
-P = TypeVar("P", bound=BaseModel)
-Decider = Callable[[Context, Any], Outcome]
-
-#: name -> (function, parameter model)
-DECIDERS: dict[str, tuple[Decider, type[BaseModel]]] = {}
-
-
-def decider(params: type[P]) -> Callable[[Callable[[Context, P], Outcome]],
-                                         Callable[[Context, P], Outcome]]:
-    def register(fn: Callable[[Context, P], Outcome]) -> Callable[[Context, P], Outcome]:
-        DECIDERS[fn.__name__] = (fn, params)
-        return fn
-    return register
-
-
-class NoParams(Model):
-    """This function takes no parameters."""
-
 
 # ---- 2.1.1 directory block size --------------------------------------------------------------
 
@@ -874,9 +855,5 @@ def device_warnings(ctx: Context, params: NoParams) -> Outcome:
     return Outcome(warnings=out)
 
 
-def validate_params(name: str, params: dict[str, Any]) -> BaseModel:
-    """The rule's params as its decider's model (ValueError with the reason)."""
-    _, model = DECIDERS[name]
-    return model.model_validate(params)
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from advisor.engine import site  # noqa: F401  (registers the site deciders)
-from advisor.engine.deciders import DECIDERS, validate_params
+from advisor.engine import deciders, rules, site  # noqa: F401  (register their deciders)
+from advisor.engine.registry import DECIDERS, validate_params
 from advisor.engine.settings import BY_NAME
 from advisor.errors import BadInput
 from advisor.models.rule import Rule, RuleSwitch

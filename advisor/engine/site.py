@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from advisor.engine.context import Context, Outcome
-from advisor.engine.deciders import decider
+from advisor.engine.registry import decider
 from advisor.models.base import Model
 
 

@@ -1,7 +1,7 @@
 """A rule of the rule book: one TOML file under rules/, validated by this model.
 
 Thresholds and tables live in `params` (checked against the decider's own parameter model); what
-data cannot express is the named Python function in `decide` (advisor.engine.deciders).
+data cannot express is the named Python function in `decide` (advisor.engine.registry).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class Rule(Model):
     setting: str | None = None
     """The setting it decides (`-n size`, `mount logbsize`...), one of the engine's settings."""
     decide: str | None = None
-    """Name of the function in advisor.engine.deciders that applies the rule (none: data only)."""
+    """Name of the registered function that applies it (advisor.engine.rules; none: data only)."""
     priority: int = Field(default=50, ge=0, le=100)
     """When two rules want different values for one setting, the higher priority wins."""
     keep_wins: bool = False

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor.advice import propose
-from advisor.engine.deciders import DECIDERS
+from advisor.engine.registry import DECIDERS
 from advisor.engine.rulebook import BUILTIN_RULES, RuleBook, load_rulebook
 from advisor.engine.settings import SETTINGS
 from advisor.errors import BadInput, ProposalBug

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from advisor.engine import draft
-from advisor.engine.deciders import target_kernel
 from advisor.engine.rulebook import RuleBook, load_rulebook
+from advisor.engine.rules.kernel_compat import target_kernel
 from advisor.errors import DeviceProblem
 from advisor.models.device import Device
 from advisor.models.environment import Environment

@@ -52,7 +52,7 @@ class Context:
     size: int
     feature_sets: dict[str, FeatureSet] = field(default_factory=dict)
     """xfsprogs' lts_*.conf feature sets, read by the caller (only when an older kernel must
-    mount the result: advisor.engine.deciders.target_kernel)."""
+    mount the result: advisor.engine.rules.kernel_compat.target_kernel)."""
     chosen: dict[str, Change] = field(default_factory=dict)
 
     @property

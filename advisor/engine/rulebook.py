@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from advisor.engine import deciders, rules, site  # noqa: F401  (register their deciders)
+from advisor.engine import rules, site  # noqa: F401  (importing them registers their deciders)
 from advisor.engine.registry import DECIDERS, validate_params
 from advisor.engine.settings import BY_NAME
 from advisor.errors import BadInput

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from advisor.advice import propose
-from advisor.engine.deciders import (
+from advisor.engine.rulebook import load_rulebook
+from advisor.engine.rules.inode_size import (
     InodeParams,
     assumed_attributes,
     fork_bytes,
     inline_capacity,
     usable_capacity,
 )
-from advisor.engine.rulebook import load_rulebook
 from advisor.models.workload import Workload
 from tests.conftest import loop_device, mounted, require_root_tools, sh
 from tests.engine.helpers import GiB, device, environment

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advisor.engine.deciders import LogSizeParams
 from advisor.engine.rulebook import load_rulebook
+from advisor.engine.rules.log_size import LogSizeParams
 from tests.conftest import loop_device, require_root_tools, sh
 
 #: struct xfs_trans_resv order (fs/xfs/libxfs/xfs_trans_resv.h): tr_write 0, tr_itruncate 1,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from advisor.advice import propose
-from advisor.engine.deciders import LogSizeParams
 from advisor.engine.rulebook import RuleBook
+from advisor.engine.rules.log_size import LogSizeParams
 from advisor.models.device import Device, StripeGeometry, Usage
 from advisor.models.proposal import Decision, Proposal
 from advisor.models.workload import Workload
@@ -370,7 +370,7 @@ def test_device_warning_for_partitions(book: RuleBook) -> None:
 def test_log_size_on_old_xfsprogs_with_tiny_default_log(book: RuleBook) -> None:
     # The defaults come from this host's mkfs.xfs; an xfsprogs 5.10 host makes a 10 MiB log.
     from advisor.engine.context import Context
-    from advisor.engine.deciders import LogSizeParams, log_size
+    from advisor.engine.rules.log_size import LogSizeParams, log_size
     from advisor.system.mkfs import dry_run
 
     dev = device(100 * GiB)
@@ -399,7 +399,7 @@ def test_kernel_compat_for_a_host_running_an_older_kernel(book: RuleBook) -> Non
 def test_multidisk_agcount_is_what_mkfs_makes_for_a_stripe(size: int) -> None:
     """ag-concurrency's cap on small filesystems is mkfs.xfs's own multi-disk AG count: checked
     against `mkfs.xfs -N` given a stripe, at and around each step of its table."""
-    from advisor.engine.deciders import multidisk_agcount
+    from advisor.engine.rules.ag_concurrency import multidisk_agcount
     from advisor.system.mkfs import dry_run
 
     made = dry_run(device(size), ["-d", "su=64k,sw=4"]).geometry.agcount

@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 
 from advisor.engine.context import mkfs_size
-from advisor.engine.deciders import (
-    DirBlockParams,
-    directory_block_for,
-    explicit_feature_flags,
-)
 from advisor.engine.rulebook import RuleBook
+from advisor.engine.rules.dir_block_size import DirBlockParams, directory_block_for
+from advisor.engine.rules.kernel_compat import explicit_feature_flags
 from advisor.models.environment import parse_lts_conf
 from advisor.render.mkfs import merge_options
 from tests.engine.helpers import environment

@@ -1,0 +1,79 @@
+"""Enough allocation groups for the metadata writers (guide 2.1.2)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from advisor.engine.context import Change, Context, GiB, MiB, Outcome, mkfs_size
+from advisor.engine.load import metadata_writers
+from advisor.engine.registry import decider
+from advisor.models.base import Model
+from advisor.models.units import human_size
+
+
+class AgConcurrencyParams(Model):
+    """How far to raise the AG count, and the limit for filesystems that will grow."""
+
+    target_agcount: int = Field(ge=2)
+    """AG count to reach (guide 2.1.2: at least 32)."""
+    max_agcount_when_grown: int = Field(ge=2)
+    """Most AGs once grown (guide 2.1.2.2: a few hundred)."""
+
+
+def multidisk_agcount(size: int) -> int:
+    """The AG count mkfs.xfs itself makes when it sees multi-disk storage of `size` bytes
+    (xfsprogs calc_default_ag_geometry, xfs-facts): 32, halved at <= 512 GiB, <= 8 GiB,
+    < 128 MiB, < 64 MiB and < 32 MiB. Used as the cap on small filesystems, instead of a
+    minimum AG size of our own."""
+    if size > 512 * GiB:
+        return 32
+    if size > 8 * GiB:
+        return 16
+    for shift, floor in ((3, 128 * MiB), (2, 64 * MiB), (1, 32 * MiB)):
+        if size >= floor:
+            return 1 << shift
+    return 1
+
+
+
+
+@decider(AgConcurrencyParams)
+def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
+    writers, who = metadata_writers(ctx.workload)
+    default = ctx.geometry.agcount
+    if writers is None:
+        return Outcome(keep_reason=who)
+    if writers <= default:
+        return Outcome(keep_reason=f"{who}: no more than the {default} AGs, each of which "
+                       "allocates on its own (guide 2.1.2)")
+    if default >= params.target_agcount:
+        return Outcome(keep_reason=f"mkfs.xfs already makes {default} AGs")
+    stripe = ctx.stripe()
+    if stripe:
+        return Outcome(keep_reason=f"with a stripe (su={mkfs_size(stripe[0])}, sw={stripe[1]}, "
+                       f"from {stripe[2]}) mkfs.xfs treats the storage as multi-disk and picks "
+                       "the AG count for it")
+    kind, said_by = ctx.storage()
+    if kind == "single-disk":
+        return Outcome(keep_reason=f"a single spinning disk ({said_by}) cannot serve more "
+                       "concurrency: more AGs only spread its seeks (LKML 2015, XFS on a single "
+                       "spindle)")
+    target = min(params.target_agcount, multidisk_agcount(ctx.size))
+    eventual = ctx.eventual_size
+    if eventual:
+        target = min(target, max(2, params.max_agcount_when_grown * ctx.size // eventual))
+    if target <= default:
+        return Outcome(keep_reason=f"{who}; at {human_size(ctx.size)} mkfs.xfs itself makes "
+                       f"no more than {target} AGs even for multi-disk storage: the default "
+                       f"{default} stays")
+    storage = (f"storage of unknown kind ({said_by}): guide 2.1.2 says to ensure at least "
+               f"{params.target_agcount} AGs when mkfs.xfs cannot detect it"
+               if kind == "unknown" else f"{kind} storage ({said_by}) that mkfs.xfs sees as a "
+               "single device")
+    why = (f"{who} on {storage} ({default} AGs by default): {target} AGs, as mkfs.xfs makes "
+           f"for multi-disk storage of {human_size(ctx.size)}, let that many allocations "
+           "proceed at once")
+    if ctx.env.xfsprogs_at_least(6, 8):
+        return Outcome(change=Change(f"concurrency={target}", ["-d", f"concurrency={target}"],
+                                     why + " (xfsprogs >= 6.8 sizes AGs for it: -d concurrency)"))
+    return Outcome(change=Change(f"agcount={target}", ["-d", f"agcount={target}"], why))

@@ -1,0 +1,69 @@
+"""The log size (guide 2.1.5)."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field
+
+from advisor.engine.context import Change, Context, MiB, Outcome, mkfs_size, round_up
+from advisor.engine.load import metadata_writers
+from advisor.engine.registry import decider
+from advisor.engine.rules.log_stripe_unit import default_log_stripe_unit
+from advisor.models.base import Model
+from advisor.models.units import human_size
+
+
+class LogSizeParams(Model):
+    """How much log concurrent metadata work holds at once, and the log's limits."""
+
+    reservation_bytes_per_writer: int = Field(ge=1)
+    """Log space one namespace transaction (create, mkdir, symlink, rename, remove) reserves
+    while it runs: its log reservation times its log count (the largest, measured with
+    `xfs_db -c logres`)."""
+    usable_log_percent: int = Field(ge=1, le=100)
+    """Share of the log that reservations may fill before the kernel pushes metadata out to make
+    room (fs/xfs/xfs_log.c xlog_grant_push_threshold keeps a quarter free)."""
+    max_log_bytes: int = Field(ge=64 * MiB)
+    """Largest internal log mkfs.xfs makes (2 GiB - 10 MiB)."""
+    old_xfsprogs_min_bytes: int = Field(ge=MiB)
+    """Log size to ask for when xfsprogs <= 5.14 would make a small one (5.15's minimum)."""
+
+
+@decider(LogSizeParams)
+def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
+    w = ctx.workload
+    default = ctx.geometry.log_bytes
+    old = ctx.env.xfsprogs_version is not None and not ctx.env.xfsprogs_at_least(5, 15)
+    writers, who = metadata_writers(w)
+    if writers is not None and w.access != "read-heavy":
+        want = math.ceil(writers * params.reservation_bytes_per_writer * 100
+                         / params.usable_log_percent)
+        why = (f"{who}: each holds up to {human_size(params.reservation_bytes_per_writer)} of log "
+               f"reservation, and reservations may fill {params.usable_log_percent}% of the log "
+               f"before metadata is pushed out, so {human_size(want)} of log lets all of them "
+               "run at once")
+        if old and want < params.old_xfsprogs_min_bytes:
+            want = params.old_xfsprogs_min_bytes
+            why += f"; xfsprogs {ctx.env.xfsprogs_version} makes small logs"
+    elif old:
+        want = params.old_xfsprogs_min_bytes
+        why = f"xfsprogs {ctx.env.xfsprogs_version} makes small logs"
+    else:
+        return Outcome(keep_reason=f"{who if writers is None else 'read-heavy access'}: the "
+                       f"default {human_size(default)} log is enough")
+    limits = []
+    if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
+        want = min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2)
+        limits.append("limited by the maximum log size and the AG size")
+    # mkfs.xfs wants the log a whole number of log stripe units.
+    want = round_up(want, math.lcm(MiB, default_log_stripe_unit(ctx) or 1))
+    if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
+        want -= math.lcm(MiB, default_log_stripe_unit(ctx) or 1)
+    if want <= default:
+        return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
+                       f"that large" + (f" ({'; '.join(limits)})" if limits else ""))
+    return Outcome(change=Change(
+        mkfs_size(want), ["-l", f"size={mkfs_size(want)}"],
+        f"{why}: a {human_size(want)} log (default {human_size(default)})"
+        + (f" ({'; '.join(limits)})" if limits else "")))

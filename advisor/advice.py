@@ -13,6 +13,7 @@ from advisor.engine.rules.kernel_compat import target_kernel
 from advisor.errors import DeviceProblem
 from advisor.models.device import Device
 from advisor.models.environment import Environment
+from advisor.models.obstacles import obstacles
 from advisor.models.proposal import Proposal, ProposalWarning
 from advisor.models.workload import Workload
 from advisor.render.fstab import fstab_line
@@ -74,12 +75,9 @@ def refuse_unformattable(device: Device) -> None:
     """DeviceProblem for a device no proposal of these rules can format: a host-managed zoned
     device accepts only sequential writes in its zones, which a conventional XFS (and the
     stand-in dry run) does not do."""
-    if device.zoned.value == "host-managed":
-        raise DeviceProblem(
-            f"{device.name} is a host-managed zoned device: a conventional XFS cannot live on it "
-            "and these rules do not cover zoned XFS. Zoned XFS needs Linux 6.15 or later and "
-            "xfsprogs 6.15 or later (whose mkfs.xfs sets it up itself); on older systems, "
-            "dm-zoned (dmzadm --format) makes it a conventional device to format instead")
+    for obstacle in obstacles(device):
+        if obstacle.kind == "zoned" and obstacle.blocks:
+            raise DeviceProblem(obstacle.sentence(device.name))
 
 
 def _joined_warnings(lines: list[str]) -> list[str]:

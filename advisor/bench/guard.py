@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.device import Device, Inventory
+from advisor.models.obstacles import obstacles, signature_text
 from advisor.models.units import human_size
 from advisor.system.loopdev import LoopStatus, dev_name, loop_status
 
@@ -125,29 +126,17 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
                 d.name == dev.name or dev.name in {p.name for p in inv.stacked(d, "parents")}
             ):
                 reasons.append(f"it is the device under {mp}")
-    if dev.usage.mountpoints:
-        reasons.append(f"it is mounted on {', '.join(dev.usage.mountpoints)}")
+    own = {o.kind: o for o in obstacles(dev) if o.blocks}
+    reasons += [f"it {o.says}" for o in own.values()]
     for child in below:
         if child.usage.mountpoints:
             reasons.append(f"{child.name} on it is mounted on {', '.join(child.usage.mountpoints)}")
-    if dev.holders:
-        reasons.append(f"it has holders ({', '.join(dev.holders)}: LVM, md, dm-crypt or "
-                       "multipath use it)")
-    if dev.usage.swap:
-        reasons.append("it is in use as swap (/proc/swaps)")
-    for child in below:
         if child.usage.swap:
-            reasons.append(f"{child.name} on it is in use as swap")
+            reasons.append(f"{child.name} on it is in use as swap (/proc/swaps)")
     if not dev.usage.probed:
         reasons.append(f"libblkid could not check it for existing data ({_unprobed_why(dev)})")
-    for sig in dev.usage.signatures:
-        what = f"{sig.note}, " if sig.note else ""
-        reasons.append(f"libblkid finds existing data on it: {sig.value} ({what}{sig.raw})")
-    parts = [c.name for c in below if c.kind == "part"]
-    if parts:
-        reasons.append(f"it has partitions ({', '.join(parts)})")
-    if dev.read_only.value:
-        reasons.append("it is read-only")
+    elif dev.usage.signatures and "data" not in own:  # mounted or swap: listed all the same
+        reasons.append(f"it holds data: {signature_text(dev)}")
     size = dev.size_bytes.value
     if size is None:
         reasons.append("its size is unknown")

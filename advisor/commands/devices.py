@@ -96,5 +96,9 @@ def render_details(dev: Device) -> str:
         lines.append(f"  md                   {md.level.value} disks={md.raid_disks.value} "
                      f"data={md.data_disks.value} chunk={md.chunk_bytes.value} "
                      f"layout={md.layout.value}")
+    from advisor.models.obstacles import obstacles
+
+    lines.extend(f"  {'in the way' if o.blocks else 'warning':<20} {dev.display_name} {o.says}"
+                 for o in obstacles(dev))
     lines.extend(f"  note: {n}" for n in dev.notes)
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ of the rule book is run) and by `xfs-advisor explain`."""
 
 from __future__ import annotations
 
-from advisor.models.device import Device, Fact, StripeGeometry
+from advisor.models.device import Device, Fact, StripeGeometry, Usage
 from advisor.models.environment import Environment
 from advisor.models.proposal import Proposal
 from advisor.models.rule import Rule, RuleExample
@@ -25,10 +25,19 @@ def example_device(example: RuleExample) -> Device:
                                 f"{d.stripe_hidden_by} does not report the geometry of md0")
     facts = {"size_bytes": size, "logical_sector": d.logical_sector,
              "physical_sector": d.physical_sector, "rotational": d.rotational,
-             "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint}
+             "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint,
+             "read_only": d.read_only, "zoned": d.zoned,
+             "alignment_offset": d.alignment_offset or None}
     name = d.stripe_hidden_by or "sdx"
+    signatures: list[Fact[str]] = [Fact(value=d.signature, source="blkid",
+                                        raw=f"TYPE={d.signature}")] \
+        if d.signature else []
+    usage = Usage(mountpoints=[d.mounted_on] if d.mounted_on else [], swap=d.swap,
+                  signatures=signatures, probed=True,
+                  fstype=Fact(value=d.signature, source="blkid") if d.signature else Fact())
     return Device(name="sdx", display_name=name, path=f"/dev/{name}", kind="disk", stripe=stripe,
-                  children=[f"sdx{i + 1}" for i in range(d.partitions)],
+                  children=[*d.held_by, *(f"sdx{i + 1}" for i in range(d.partitions))],
+                  holders=list(d.held_by), usage=usage,
                   **{k: Fact(value=v, source="example") for k, v in facts.items()
                      if v is not None})
 

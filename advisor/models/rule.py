@@ -46,6 +46,19 @@ class ExampleDevice(Model):
     it does not report, so mkfs.xfs cannot see it."""
     partitions: int = Field(default=0, ge=0)
     """Partitions already on the disk."""
+    mounted_on: str | None = None
+    """Where the disk is mounted (mountinfo)."""
+    swap: bool = False
+    """In use as swap (/proc/swaps)."""
+    held_by: list[str] = Field(default_factory=list)
+    """Devices built on the whole disk (LVM, md, dm-crypt, multipath: holders/)."""
+    signature: str | None = None
+    """A filesystem libblkid finds on it (`ext4`)."""
+    read_only: bool | None = None
+    zoned: Literal["none", "host-aware"] | None = None
+    """queue/zoned (a host-managed device gets no proposal at all)."""
+    alignment_offset: int = Field(default=0, ge=0)
+    """Bytes the disk starts off its physical alignment (sysfs alignment_offset)."""
     storage_hint: StorageKind | None = None
     """What the device's own facts say the storage is (a RAID controller's driver, virtio...)."""
 

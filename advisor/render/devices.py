@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advisor.models.device import Device, Fact, Inventory, media_label
+from advisor.models.obstacles import obstacles
 from advisor.models.units import human_size
 
 HEADER = ("NAME", "SIZE", "MEDIA", "CACHE", "FUA", "STRIPE", "STATE")
@@ -26,8 +27,8 @@ BadgeKind = Literal["blocks", "warns", "free"]
 
 @dataclass(frozen=True)
 class Badge:
-    """A short state marker: `blocks` formatting (mounted, swap, held, holds data, read-only),
-    `warns` (misaligned, zoned), or `free`."""
+    """A short state marker: `blocks` formatting (mounted, swap, held, holds data, read-only,
+    host-managed zoned), `warns` (misaligned, host-aware zoned), or `free`."""
 
     text: str
     kind: BadgeKind
@@ -104,30 +105,10 @@ def stripe(device: Device) -> str:
 
 
 def badges(device: Device) -> list[Badge]:
-    """What stands in the way of formatting the device, or `free` when nothing does."""
-    found: list[Badge] = []
-    usage = device.usage
-    if usage.mountpoints:
-        found.append(Badge(f"mounted {usage.mountpoints[0]}", "blocks"))
-    if usage.swap:
-        found.append(Badge("swap", "blocks"))
-    if device.holders:
-        found.append(Badge("held by " + ",".join(device.holders), "blocks"))
-    elif device.children and device.kind != "part":
-        found.append(Badge("has " + ",".join(device.children), "blocks"))
-    signature = usage.fstype.value or next((s.value for s in usage.signatures if s.value), None)
-    if signature and not usage.mountpoints:
-        found.append(Badge(f"holds {signature}", "blocks"))
-    offset = device.alignment_offset.value
-    if offset:
-        found.append(Badge(f"misaligned +{offset}B", "warns"))
-    if device.read_only.value:
-        found.append(Badge("read-only", "blocks"))
-    if device.zoned.value and device.zoned.value != "none":
-        found.append(Badge(f"zoned {device.zoned.value}", "warns"))
-    if not found:
-        found.append(Badge("free", "free"))
-    return found
+    """What stands in the way of formatting the device (advisor.models.obstacles), or `free`
+    when nothing does."""
+    found = [Badge(o.badge, "blocks" if o.blocks else "warns") for o in obstacles(device)]
+    return found or [Badge("free", "free")]
 
 
 def in_use(device: Device) -> list[str]:

@@ -216,7 +216,7 @@ def test_data_written_during_the_prompt_is_found_after_it(tmp_path: Path,
         before = checksum(scratch)
         code, err = _answer(proc, f"{dev}\n")
         assert code == 3, err
-        assert f"refusing to format {dev}: libblkid finds existing data on it: ext4" in err
+        assert f"refusing to format {dev}: it holds data: ext4 (TYPE=ext4" in err
         _settled(dev)
         assert checksum(scratch) == before
     assert _ours_left(tmp_path) == []

@@ -10,7 +10,7 @@ import pytest
 from advisor.advice import propose
 from advisor.engine.rulebook import RuleBook
 from advisor.engine.rules.log_size import LogSizeParams
-from advisor.models.device import Device, StripeGeometry, Usage
+from advisor.models.device import Device, Fact, StripeGeometry, Usage
 from advisor.models.proposal import Decision, Proposal
 from advisor.models.workload import Workload
 from tests.engine.helpers import GiB, TiB, device, environment, md_stripe
@@ -281,10 +281,11 @@ def test_write_through_is_not_a_nonvolatile_cache(book: RuleBook) -> None:
 
 def test_no_volatile_cache_warning_when_the_answer_says_non_volatile(book: RuleBook) -> None:
     assert any("volatile write cache without FUA" in m for m in warned(run(book, HDD),
-                                                                        "device-warnings"))
+                                                                        "flush-cost"))
+    assert warned(run(book, HDD), "nonvolatile-cache") == []
     p = run(book, HDD, storage={"nonvolatile_write_cache": True})
-    messages = warned(p, "device-warnings")
-    assert not any("volatile write cache without FUA" in m for m in messages), messages
+    assert warned(p, "flush-cost") == []
+    messages = warned(p, "nonvolatile-cache")
     assert any("queue/write_cache" in m and "Risk:" in m for m in messages), messages
     assert decision(p, "mount logbsize").value == "default"
 
@@ -341,30 +342,41 @@ def test_kernel_compat_merges_with_inode_size(book: RuleBook) -> None:
     assert len(i_args) == 1 and "size=1024" in i_args[0] and "sparse=1" in i_args[0]
 
 
-@pytest.mark.parametrize(("facts", "needle"), [
-    ({"alignment_offset": 3584}, "alignment"),
-    ({"write_cache": "write back", "fua": False}, "without FUA"),
-    ({"zoned": "host-aware"}, "host-aware zoned device: it takes random writes"),
-    ({"usage": Usage(mountpoints=["/srv"])}, "mounted on /srv"),
-    ({"read_only": True}, "read-only"),
+DEVICE_RULES = ("device-mounted", "device-swap", "device-held", "device-partitions",
+                "device-holds-data", "device-read-only", "device-zoned", "device-misaligned",
+                "flush-cost", "nonvolatile-cache")
+
+
+@pytest.mark.parametrize(("facts", "rule", "needle"), [
+    ({"alignment_offset": 3584}, "device-misaligned",
+     "sdx starts 3584 bytes off its physical alignment: every IO straddles sectors"),
+    ({"write_cache": "write back", "fua": False}, "flush-cost", "without FUA"),
+    ({"zoned": "host-aware"}, "device-zoned", "host-aware zoned device: it takes random writes"),
+    ({"usage": Usage(mountpoints=["/srv"])}, "device-mounted", "sdx is mounted on /srv"),
+    ({"usage": Usage(swap=True)}, "device-swap", "sdx is in use as swap"),
+    ({"usage": Usage(signatures=[Fact[str](value="ext4", source="blkid", raw="TYPE=ext4")],
+                     probed=True)}, "device-holds-data", "sdx holds data: ext4 (TYPE=ext4)"),
+    ({"holders": ["dm-3"], "children": ["dm-3"]}, "device-held", "sdx is held by dm-3"),
+    ({"children": ["sdx1", "sdx2"]}, "device-partitions", "sdx has partitions (sdx1, sdx2)"),
+    ({"read_only": True}, "device-read-only", "sdx is read-only"),
 ])
-def test_device_warnings(book: RuleBook, facts: dict[str, Any], needle: str) -> None:
+def test_each_device_rule_says_one_thing(book: RuleBook, facts: dict[str, Any], rule: str,
+                                         needle: str) -> None:
+    """Each obstacle is warned about by its own rule, once, and by no other device rule."""
     p = run(book, device(**facts))
-    assert any(needle in m for m in warned(p, "device-warnings"))
+    assert [m for m in warned(p, rule) if needle in m], warned(p, rule)
+    assert len(warned(p, rule)) == 1
+    others = [r for r in DEVICE_RULES if r != rule and warned(p, r)]
+    assert others == [], others
 
 
 def test_host_aware_wording_does_not_talk_about_host_managed(book: RuleBook) -> None:
-    messages = warned(run(book, device(zoned="host-aware")), "device-warnings")
+    messages = warned(run(book, device(zoned="host-aware")), "device-zoned")
     assert messages and not any("host-managed" in m for m in messages)
 
 
 def test_no_device_warnings_on_a_clean_device(book: RuleBook) -> None:
-    assert warned(run(book, SSD), "device-warnings") == []
-
-
-def test_device_warning_for_partitions(book: RuleBook) -> None:
-    p = run(book, device(children=["sdx1", "sdx2"]))
-    assert any("has partitions (sdx1, sdx2)" in m for m in warned(p, "device-warnings"))
+    assert [r for r in DEVICE_RULES if warned(run(book, SSD), r)] == []
 
 
 def test_log_size_on_old_xfsprogs_with_tiny_default_log(book: RuleBook) -> None:

@@ -18,9 +18,11 @@ from tests.engine.helpers import GiB, TiB, device, environment
 
 REQUIRED_TOPICS = {"keep-defaults", "dir-block-size", "ag-concurrency", "ag-growth", "inode-size",
                    "stripe-geometry", "log-size", "log-stripe-unit", "inode32", "logbsize",
-                   "logbufs", "atime", "discard", "device-warnings", "kernel-compat", "nobarrier",
+                   "logbufs", "atime", "discard", "kernel-compat", "nobarrier",
                    "barrier", "unwritten-0", "lazy-count", "attr2", "ikeep", "crc-0",
-                   "nodiratime", "logbufs-8", "inode64"}
+                   "nodiratime", "logbufs-8", "inode64", "flush-cost", "nonvolatile-cache",
+                   *(f"device-{k}" for k in ("mounted", "swap", "held", "partitions",
+                                              "holds-data", "read-only", "zoned", "misaligned"))}
 
 
 def test_builtin_rules_cover_the_issue(book: RuleBook) -> None:

@@ -4,6 +4,7 @@ the decisions already taken (settings are decided in a fixed order)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import get_args
 
@@ -16,6 +17,10 @@ from advisor.models.workload import StorageKind, Workload
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
 
+#: A decided value as later rules read it: bytes for sizes, a count, a flag, or text.
+Typed = int | bool | str
+
+
 @dataclass(frozen=True)
 class Change:
     """A value a rule wants for its setting."""
@@ -23,10 +28,46 @@ class Change:
     value: str
     """Short value shown in the decision (`64k`, `agcount=32`, `noatime`)."""
     options: list[str]
-    """mkfs flag/argument pairs (`["-n", "size=64k"]`) or mount options (`["noatime"]`)."""
+    """mkfs flag/argument pairs (`["-n", "size=64k"]`) or mount options (`["noatime"]`): the
+    command line, not for other rules to read."""
     reason: str
     source: str = ""
     """Where the value comes from, when later rules name it (the stripe: `answers`, `md0`)."""
+    values: Mapping[str, Typed] = field(default_factory=dict)
+    """The options' values, typed, by the name the option gives them (`su`, `sw`, `agsize`,
+    `size`, `logbsize`; a bare mount option like `noatime` is True): bytes for sizes, counts,
+    flags. Later rules read these (Context.decided), not the option text; the engine checks
+    that they say what `options` say (`check_values`)."""
+
+    def option_texts(self) -> dict[str, str]:
+        """Each sub-option's text as the command line has it (`{"su": "64k", "sw": "4"}`;
+        a bare mount option maps to "")."""
+        mkfs = bool(self.options) and self.options[0].startswith("-")
+        parts = [p for arg in self.options[1::2] for p in arg.split(",")] if mkfs \
+            else list(self.options)
+        return {k: v for k, _, v in (p.partition("=") for p in parts)}
+
+
+def check_values(change: Change) -> str | None:
+    """Where `change.values` and `change.options` disagree (None: they agree), so a typed value
+    later rules read is always what the command line says."""
+    texts = change.option_texts()
+    for key, value in change.values.items():
+        text = texts.get(key)
+        if text is None:
+            return f"{key} is not in the options {change.options}"
+        if isinstance(value, bool):
+            agrees = text in (("", "1") if value else ("0",))
+        elif isinstance(value, int):
+            try:
+                agrees = parse_size(text) == value
+            except ValueError:
+                agrees = False
+        else:
+            agrees = text == value
+        if not agrees:
+            return f"{key}={value!r} but the options say {key}={text}"
+    return None
 
 
 @dataclass
@@ -54,6 +95,25 @@ class Context:
     """xfsprogs' lts_*.conf feature sets, read by the caller (only when an older kernel must
     mount the result: advisor.engine.rules.kernel_compat.target_kernel)."""
     chosen: dict[str, Change] = field(default_factory=dict)
+    """The changes decided so far, by setting; read their values with `decided`."""
+
+    def decided(self, setting: str, key: str) -> Typed | None:
+        """The value `key` of the change decided for `setting` (`decided("-d su/sw", "su")`:
+        bytes), typed; None when the setting keeps its default or its change has no such key.
+        A change that gives no typed values (a rule written before they existed) is read from
+        its option text: sizes and counts as integers, a bare flag as True."""
+        change = self.chosen.get(setting)
+        if change is None:
+            return None
+        if key in change.values:
+            return change.values[key]
+        text = change.option_texts().get(key)
+        if text is None or text == "":
+            return None if text is None else True
+        try:
+            return parse_size(text)
+        except ValueError:
+            return text
 
     @property
     def eventual_size(self) -> int | None:
@@ -91,10 +151,9 @@ class Context:
         """The data stripe (unit bytes, data disks, where from) the filesystem will use: the one
         the proposal gives with -d su=,sw= (from the answers, or from an md array a dm device
         hides), else what mkfs.xfs detects."""
-        change = self.chosen.get("-d su/sw")
-        if change:
-            values = dict(p.partition("=")[::2] for p in change.options[1].split(","))
-            return parse_size(values["su"]), int(values["sw"]), change.source
+        su, sw = self.decided("-d su/sw", "su"), self.decided("-d su/sw", "sw")
+        if isinstance(su, int) and isinstance(sw, int):
+            return su, sw, self.chosen["-d su/sw"].source
         g = self.device.stripe
         if g.used_by_mkfs and g.sunit_bytes and g.data_disks:
             return g.sunit_bytes, g.data_disks, g.source

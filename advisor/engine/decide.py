@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from advisor.engine.context import Change, Context, mkfs_size
+from advisor.engine.context import Change, Context, check_values, mkfs_size
 from advisor.engine.registry import DECIDERS
 from advisor.engine.rulebook import RuleBook
 from advisor.engine.settings import SETTINGS, Setting
@@ -117,6 +117,9 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
                       + ": one value per setting, the higher priority decides")
     elif agreeing:
         resolution = f"also wanted by {', '.join(agreeing)}"
+    mismatch = check_values(winner)
+    if mismatch:
+        raise ProposalBug(f"bug: {winner_id}'s typed values disagree with its options: {mismatch}")
     ctx.chosen[setting.name] = winner
     rule = book.rules[winner_id].rule
     return Decision(setting=setting.name, value=winner.value, default=default, changed=True,

@@ -75,5 +75,7 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
            "proceed at once")
     if ctx.env.xfsprogs_at_least(6, 8):
         return Outcome(change=Change(f"concurrency={target}", ["-d", f"concurrency={target}"],
+                                     values={"concurrency": target}, reason=
                                      why + " (xfsprogs >= 6.8 sizes AGs for it: -d concurrency)"))
-    return Outcome(change=Change(f"agcount={target}", ["-d", f"agcount={target}"], why))
+    return Outcome(change=Change(f"agcount={target}", ["-d", f"agcount={target}"], why,
+                                     values={"agcount": target}))

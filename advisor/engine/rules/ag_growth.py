@@ -88,6 +88,7 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
                         "are used")
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
+        values={"agsize": agsize}, reason=
         f"growing {factor:.1f}x to {human_size(eventual)}: the default "
         f"{human_size(default_agsize)} AGs would become {grown} AGs; AG size cannot change after "
         f"mkfs, so {human_size(agsize)} AGs keep it to "

@@ -10,7 +10,7 @@ from advisor.engine.registry import NoParams, decider
 def atime(ctx: Context, params: NoParams) -> Outcome:
     needed = ctx.workload.atime_needed
     if needed is False:
-        return Outcome(change=Change("noatime", ["noatime"],
+        return Outcome(change=Change("noatime", ["noatime"], values={"noatime": True}, reason=
                                      "nothing relies on access times: noatime saves the inode "
                                      "writes relatime still makes once a day per file read"))
     if needed:

@@ -60,5 +60,6 @@ def dir_block_size(ctx: Context, params: DirBlockParams) -> Outcome:
                        "CPU per operation")
     return Outcome(change=Change(
         mkfs_size(size), ["-n", f"size={mkfs_size(size)}"],
+        values={"size": size}, reason=
         f"{entries:,} entries, {access}: table 2.5 puts this beyond the range of smaller directory "
         f"blocks; {mkfs_size(size)} blocks need fewer IOs per lookup and modification"))

@@ -50,7 +50,7 @@ def inode32(ctx: Context, params: NoParams) -> Outcome:
                        "inode32 would change nothing")
     allowed = inode32_ags(g.agsize_blocks, g.block_size, g.inode_size)
     return Outcome(
-        change=Change("inode32", ["inode32"],
+        change=Change("inode32", ["inode32"], values={"inode32": True}, reason=
                       f"32-bit clients, and the largest possible inode number{grown} is "
                       f"{largest:,} ({geometry}), over 2^32 - 1: inode32 keeps inode numbers "
                       "under 32 bits"),

@@ -100,6 +100,6 @@ def inode_size(ctx: Context, params: InodeParams) -> Outcome:
     if best <= default:
         return Outcome(keep_reason=f"{why}; {rule_of}: they fit inline in the default "
                        f"{default}-byte inode")
-    return Outcome(change=Change(str(best), ["-i", f"size={best}"],
+    return Outcome(change=Change(str(best), ["-i", f"size={best}"], values={"size": best}, reason=
                                  f"{why}; {rule_of}: {best}-byte inodes keep them inline (up to "
                                  "10x faster than an attribute block)"))

@@ -65,5 +65,6 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
                        f"that large" + (f" ({'; '.join(limits)})" if limits else ""))
     return Outcome(change=Change(
         mkfs_size(want), ["-l", f"size={mkfs_size(want)}"],
+        values={"size": want}, reason=
         f"{why}: a {human_size(want)} log (default {human_size(default)})"
         + (f" ({'; '.join(limits)})" if limits else "")))

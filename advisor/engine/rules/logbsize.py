@@ -50,14 +50,14 @@ def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
                "a volatile write-back cache" if cache == "write back" else
                "write through: every log write waits for the media; a controller in "
                "write-through mode, or with a failed battery, gains most")
-    lsu_change = ctx.chosen.get("-l su")
-    lsu = (ctx.geometry.block_size if lsu_change
-           else default_log_stripe_unit(ctx))
+    chosen_lsu = ctx.decided("-l su", "su")
+    lsu = chosen_lsu if isinstance(chosen_lsu, int) else default_log_stripe_unit(ctx)
     if lsu and params.value_bytes % lsu:
         return Outcome(keep_reason=f"{mkfs_size(params.value_bytes)} is not a multiple of the "
                        f"{mkfs_size(lsu)} log stripe unit")
     return Outcome(change=Change(
         mkfs_size(params.value_bytes), [f"logbsize={mkfs_size(params.value_bytes)}"],
+        values={"logbsize": params.value_bytes}, reason=
         f"{intensive}, on storage without a non-volatile cache ({storage}): "
         f"{mkfs_size(params.value_bytes)} log buffers need fewer log IOs (fsync-heavy work does "
         "not need smaller ones: buffers are written partly full)"))

@@ -21,6 +21,7 @@ def stripe_geometry(ctx: Context, params: NoParams) -> Outcome:
         su, sw = g.sunit_bytes or 0, g.data_disks or 0
         return Outcome(change=Change(
             f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
+            values={"su": su, "sw": sw}, reason=
             f"{ctx.device.display_name} does not pass up the geometry of {g.source}, so "
             f"mkfs.xfs would see no stripe: su={mkfs_size(su)},sw={sw} from the array aligns "
             "allocation to its full stripes", source=g.source))
@@ -58,6 +59,7 @@ def _answered_stripe(ctx: Context, su: int, sw: int,
                         f"sw={known[1]}): the answers are used; check the RAID set-up")
     return Outcome(change=Change(
         f"su={mkfs_size(su)},sw={sw}", ["-d", f"su={mkfs_size(su)},sw={sw}"],
+        values={"su": su, "sw": sw}, reason=
         f"hardware RAID geometry from the answers ({sw} data disks of "
         f"{mkfs_size(su)}): aligns allocation to full stripes", source="answers"),
         warnings=warnings)

@@ -56,7 +56,7 @@ def state_dir() -> Path:
 # ---- the records ----
 
 class _Record(Model):
-    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class PathRecord(_Record):

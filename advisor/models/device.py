@@ -10,7 +10,7 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.models.base import FrozenModel, Model
+from advisor.models.base import Documented, FrozenModel, Model
 
 T = TypeVar("T")
 
@@ -18,11 +18,11 @@ DeviceKind = Literal["disk", "part", "md", "dm", "loop", "zram", "rom", "other"]
 DmKind = Literal["lvm", "crypt", "multipath", "other"]
 
 
-class Fact(BaseModel, Generic[T]):
+class Fact(Documented, BaseModel, Generic[T]):
     """One fact about a device, with its provenance. `value` is null when the source is missing or
     unparsable; `note` then says why."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     value: T | None = None
     """The parsed value (bytes for sizes), or null when unknown."""

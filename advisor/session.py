@@ -120,9 +120,13 @@ class Session:
         """The checked proposal for `device` and `workload`, with this session's rules and
         environment."""
         from advisor.advice import propose
+        from advisor.system.mkfs import HostMkfs
 
+        mkfs = HostMkfs()
+        if device.size_bytes.value and device.zoned.value != "host-managed":
+            mkfs.defaults_ahead(device)  # mkfs.xfs -N runs while the rule book is read
         return propose(device, workload, env=self.environment, rulebook=self.rulebook,
-                       timings=timings)
+                       mkfs=mkfs, timings=timings)
 
     def obsolete_advice(self) -> list[ObsoleteAdvice]:
         """The rule book's obsolete advice, for the proposal's "why not" section."""

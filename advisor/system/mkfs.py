@@ -8,6 +8,7 @@ answers, then gates the engine's draft with a real dry run. Tests hand the engin
 
 from __future__ import annotations
 
+import concurrent.futures
 import errno
 import functools
 import os
@@ -167,15 +168,37 @@ def feature_sets(env: Environment) -> dict[str, FeatureSet]:
 
 
 class HostMkfs:
-    """The host's mkfs.xfs, as the advice needs it."""
+    """The host's mkfs.xfs, as the advice needs it. Each answer is kept for the life of the
+    object (one proposal): the engine's last dry run, after the last mkfs setting, has the same
+    options as the gate on the whole draft, which then costs nothing; and the defaults can be
+    asked ahead (`defaults_ahead`), while the caller reads the rule book."""
+
+    def __init__(self) -> None:
+        self._checked: dict[tuple[str, int | None, bool, tuple[str, ...]], Check] = {}
+        self._ahead: dict[str, concurrent.futures.Future[Check]] = {}
+
+    def _dry_run(self, device: Device, options: Sequence[str], defaults: bool) -> Check:
+        key = (device.path, device.size_bytes.value, defaults, tuple(options))
+        if key not in self._checked:
+            self._checked[key] = dry_run(device, options, defaults=defaults)
+        return self._checked[key]
+
+    def defaults_ahead(self, device: Device) -> None:
+        """Start the dry run of the defaults in a thread (mkfs.xfs runs while Python works)."""
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mkfs-defaults")
+        self._ahead[device.path] = pool.submit(self._dry_run, device, [], True)
+        pool.shutdown(wait=False)
 
     def defaults(self, device: Device) -> Check:
         """What mkfs.xfs makes on this device with no options."""
-        return dry_run(device, [], defaults=True)
+        ahead = self._ahead.pop(device.path, None)
+        if ahead is not None:
+            ahead.result()  # its errors are raised here, in the caller's thread
+        return self._dry_run(device, [], True)
 
     def check(self, device: Device, options: list[str]) -> Check:
         """A dry run of the proposal's options: the gate every proposal passes."""
-        return dry_run(device, options)
+        return self._dry_run(device, options, False)
 
     def feature_sets(self, env: Environment) -> dict[str, FeatureSet]:
         return feature_sets(env)

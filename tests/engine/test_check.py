@@ -80,3 +80,33 @@ def test_too_small_device_is_a_device_problem() -> None:
 def test_unknown_size_is_a_device_problem() -> None:
     with pytest.raises(DeviceProblem, match="size unknown"):
         dry_run(device(0), [])
+
+
+def test_one_dry_run_per_distinct_option_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate on the whole draft is the engine's last dry run (same options): mkfs.xfs runs
+    once for the defaults, once per changed mkfs setting, and not again for the gate; asked
+    ahead, the defaults run once too."""
+    from advisor.advice import propose
+    from advisor.engine.rulebook import load_rulebook
+    from advisor.models.workload import Workload
+    from advisor.system import mkfs
+    from tests.engine.helpers import environment
+
+    runs: list[tuple[str, ...]] = []
+    real = mkfs.dry_run
+
+    def counted(dev: object, options: list[str], **kw: bool) -> object:
+        runs.append(tuple(options))
+        return real(dev, options, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mkfs, "dry_run", counted)
+    host = mkfs.HostMkfs()
+    dev = device(100 * GiB)
+    host.defaults_ahead(dev)
+    p = propose(dev, Workload(largest_directory_entries=5_000_000, concurrent_writers=64,
+                              xattr_bytes_per_file=600),
+                env=environment(), rulebook=load_rulebook(), mkfs=host)
+    changed = [d for d in p.decisions if d.changed and d.setting.startswith("-")]
+    assert len(changed) >= 2, [d.setting for d in changed]
+    assert len(runs) == 1 + len(changed) == len(set(runs)), runs
+    assert runs[-1] == tuple(p.mkfs_options) and p.check is not None

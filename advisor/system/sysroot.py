@@ -74,7 +74,7 @@ class SysRoot:
         except OSError:
             return [None] * len(names)
         try:
-            return [_read_at(dir_fd, name, to_eof=False) for name in names]
+            return _read_attributes(dir_fd, names)
         finally:
             os.close(dir_fd)
 
@@ -102,6 +102,33 @@ class SysRoot:
 #: O_NONBLOCK: a FIFO planted in a captured tree opens at once (and reads as empty) instead of
 #: waiting for a writer; the fstat below then refuses anything that is not a regular file.
 _READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+
+
+def _read_attributes(dir_fd: int, names: Sequence[str]) -> list[str | None]:
+    """_read_at(dir_fd, name, to_eof=False) for each name, with two system calls fewer per file
+    in the common case (the loop runs ~120,000 times on a SAN host): a read that returns some
+    bytes but less than a full buffer is a sysfs attribute's whole value, and only a regular file
+    answers like that (a FIFO without a writer reads as empty, a device node fills the buffer or
+    refuses), so only an empty or a full read is looked at again, by _read_at with its checks."""
+    found: list[str | None] = []
+    append, open_, read, close = found.append, os.open, os.read, os.close
+    for name in names:
+        try:
+            fd = open_(name, _READ_FLAGS, dir_fd=dir_fd)
+        except OSError:
+            append(None)
+            continue
+        try:
+            data = read(fd, 65536)
+        except OSError:
+            data = b""
+        finally:
+            close(fd)
+        if data and len(data) < 65536:
+            append(data.decode("utf-8", "replace").strip())
+        else:
+            append(_read_at(dir_fd, name, to_eof=False))
+    return found
 
 
 def _read_at(dir_fd: int | None, path: str, *, to_eof: bool) -> str | None:

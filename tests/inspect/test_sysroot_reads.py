@@ -19,3 +19,23 @@ def test_read_many_matches_read_and_records(tmp_path: Path) -> None:
     assert [root.read(f"sys/block/sda/{n}") for n in names] == ["2048", "1", None, big]
     assert root.recorded == {f"sys/block/sda/{n}" for n in names}
     assert root.read_many("sys/block/sdz", ["size", "ro"]) == [None, None]
+
+
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    """A captured tree may hold anything: a FIFO, a device node, a folder where an attribute
+    should be read as missing (never block, never read a device), an empty file as empty."""
+    import os
+
+    folder = tmp_path / "sys" / "block" / "sda"
+    folder.mkdir(parents=True)
+    (folder / "size").write_text("2048\n")
+    (folder / "empty").write_text("")
+    os.mkfifo(folder / "fifo")
+    (folder / "zero").symlink_to("/dev/zero")
+    (folder / "null").symlink_to("/dev/null")
+    (folder / "folder").mkdir()
+    root = SysRoot(tmp_path)
+    names = ["size", "empty", "fifo", "zero", "null", "folder", "missing"]
+    assert root.read_many("sys/block/sda", names) == ["2048", "", None, None, None, None, None]
+    assert [root.read(f"sys/block/sda/{n}") for n in names] == [
+        "2048", "", None, None, None, None, None]

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Cold start of the commands people script: `xfs-advisor --json --device D --workload W` (both
+dry runs included) and `xfs-advisor devices --json`, beside peers measured in the same run.
+
+Figures that a machine shared with other work moves little: CPU time (user + system, the
+command's children included: mkfs.xfs) and, with --callgrind, the instructions the Python process
+itself executes (valgrind; children not counted). Wall times are printed too, with the load
+average, and each command's figures as a ratio to `python -c pass` of the same run.
+
+Byte-code caches: an installed package has them (pip compiles at install); a checkout run with
+PYTHONDONTWRITEBYTECODE=1 (as in this project's sandbox) compiles every advisor module at every
+start, about a fifth of the instructions. The script compiles the package first (compileall,
+into the usual __pycache__ folders) so that it measures what an installation runs.
+
+With --baseline DIR (another checkout's top folder, e.g. `git archive main | tar -x -C DIR`), the
+same commands run from DIR's advisor package too (PYTHONPATH, same interpreter and packages), and
+each of ours is given as a ratio to it.
+
+    .venv/bin/python scripts/bench_startup.py [--device vda] [--runs 15] [--callgrind]
+                                              [--baseline DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+WORKLOAD = REPO / "advisor" / "data" / "example-workload.toml"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _env(path: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if path:
+        env["PYTHONPATH"] = path
+    return env
+
+
+def once(argv: list[str], path: str | None) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one cold run (`path`: where advisor is imported from)."""
+    cpu = _children_cpu()
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, cwd=path or REPO, env=_env(path))
+    wall = (time.perf_counter() - start) * 1000
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)}: exit {proc.returncode}: {proc.stderr.decode()[:300]}")
+    return wall, (_children_cpu() - cpu) * 1000
+
+
+def instructions(argv: list[str], path: str | None) -> int | None:
+    """Instructions the process executes (callgrind; children not traced)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    proc = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                          capture_output=True, text=True, cwd=path or REPO, env=_env(path))
+    m = re.search(r"refs:\s+([\d,]+)", proc.stderr)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", help="a live device to inspect (read only; default: the first "
+                    "disk in /sys/block that is not a loop, ram or zram device)")
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also count instructions with valgrind (about 10 s per command)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another checkout to compare with, in the same run")
+    args = ap.parse_args()
+    python = sys.executable
+    device = args.device or next((p.name for p in sorted(Path("/sys/block").iterdir())
+                                  if not p.name.startswith(("loop", "ram", "zram"))), None)
+    if device is None:
+        sys.exit("no disk to inspect: give --device")
+    compileall.compile_dir(str(REPO / "advisor"), quiet=1)
+    ours = {
+        f"--json --device {device}": [python, "-m", "advisor", "--json", "--device", device,
+                                      "--workload", str(WORKLOAD)],
+        "devices --json": [python, "-m", "advisor", "devices", "--json"],
+    }
+    commands: dict[str, tuple[list[str], str | None]] = {
+        "python -c pass": ([python, "-c", "pass"], None),
+        "python -c 'import pydantic'": ([python, "-c", "import pydantic"], None),
+        **{name: (argv, None) for name, argv in ours.items()},
+    }
+    if args.baseline:
+        baseline = str(Path(args.baseline).resolve())
+        where = subprocess.run([python, "-c", "import advisor; print(advisor.__file__)"],
+                               capture_output=True, text=True, cwd=baseline,
+                               env=_env(baseline)).stdout.strip()
+        if not where.startswith(baseline):
+            sys.exit(f"--baseline {baseline}: its advisor package is not the one imported "
+                     f"({where})")
+        compileall.compile_dir(str(Path(baseline) / "advisor"), quiet=1)
+        commands.update({f"baseline {name}": (argv, baseline) for name, argv in ours.items()})
+    walls: dict[str, list[float]] = {k: [] for k in commands}
+    cpus: dict[str, list[float]] = {k: [] for k in commands}
+    for argv, path in commands.values():
+        once(argv, path)  # warm the page cache
+    for _ in range(args.runs):  # interleaved: the load moves all of them alike
+        for name, (argv, path) in commands.items():
+            wall, cpu = once(argv, path)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    base_wall = statistics.median(walls["python -c pass"])
+    base_cpu = statistics.median(cpus["python -c pass"])
+    print(f"{args.runs} cold runs each, interleaved; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'command':<41} {'wall ms':>8} {'min':>6} {'CPU ms':>7} {'CPU/peer':>8}"
+          + ("  instructions" if args.callgrind else ""))
+    counts: dict[str, int | None] = {}
+    for name, (argv, path) in commands.items():
+        wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+        line = (f"{name:<41} {wall:8.0f} {min(walls[name]):6.0f} {cpu:7.0f} "
+                f"{cpu / base_cpu:7.1f}x")
+        if args.callgrind:
+            counts[name] = instructions(argv, path)
+            line += f"  {counts[name] / 1e6:,.0f}M" if counts[name] else "  (no valgrind)"
+        print(line)
+    if args.baseline:
+        for name in ours:
+            base = f"baseline {name}"
+            ratio = statistics.median(cpus[name]) / statistics.median(cpus[base])
+            wall_ratio = statistics.median(walls[name]) / statistics.median(walls[base])
+            text = f"{name}: CPU {ratio:.2f}x, wall {wall_ratio:.2f}x the baseline's"
+            if counts.get(name) and counts.get(base):
+                text += f", instructions {counts[name] / counts[base]:.2f}x"  # type: ignore[operator]
+            print(text)
+    print(f"(python -c pass: {base_wall:.0f} ms wall, {base_cpu:.0f} ms CPU in this run)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,9 +53,14 @@ def test_an_explicit_description_wins() -> None:
         """Not used."""
         needed: str
         """Required, documented."""
+        items: list[int] = Field(default_factory=list)
+        """A fresh list per instance."""
 
     fields = Sample.model_fields
     assert (fields["plain"].description, fields["given"].description,
             fields["needed"].description) == ("From the docstring.", "Given.",
                                               "Required, documented.")
     assert fields["needed"].is_required() and Sample(needed="x").plain == 1
+    one, two = Sample(needed="x"), Sample(needed="y")
+    one.items.append(1)
+    assert (one.items, two.items) == ([1], []) and fields["items"].description

@@ -71,7 +71,6 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     from advisor.answers import workload_from_args
     from advisor.models.proposal import ProposalDocument
-    from advisor.render.explain import proposal_text
     from advisor.session import Session
 
     imported = time.perf_counter()
@@ -102,5 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps(doc.model_dump(mode="json"), indent=2))
     else:
+        from advisor.render.explain import proposal_text
+
         print(proposal_text(doc), end="")
     return 0

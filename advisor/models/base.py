@@ -75,7 +75,24 @@ class Documented:
                 setattr(cls, name, Field(description=doc))
             else:
                 setattr(cls, name, Field(default=default, description=doc))
+        for value in cls.__dict__.values():
+            if isinstance(value, FieldInfo) and value.default_factory in _FAST_FACTORIES:
+                value.default_factory = _FAST_FACTORIES[value.default_factory]
+                value._attributes_set["default_factory"] = value.default_factory
         super().__init_subclass__(**kwargs)
+
+
+def _new_list() -> list[Any]:
+    return []
+
+
+def _new_dict() -> dict[Any, Any]:
+    return {}
+
+
+#: The same empty containers from Python functions: pydantic asks each default factory for its
+#: signature, which for the builtin `list` means parsing its text signature (~0.1 ms each).
+_FAST_FACTORIES: dict[Any, Any] = {list: _new_list, dict: _new_dict}
 
 
 class Model(Documented, BaseModel):

@@ -3,8 +3,6 @@ allow."""
 
 from __future__ import annotations
 
-import configparser
-
 from pydantic import Field
 
 from advisor.models.base import Model
@@ -45,6 +43,8 @@ class FeatureSet(Model):
 
 def parse_lts_conf(text: str) -> dict[str, dict[str, int]]:
     """section -> feature -> value from an xfsprogs mkfs config file (ValueError when malformed)."""
+    import configparser  # only when an older kernel must mount the result: not at every start
+
     parser = configparser.ConfigParser(inline_comment_prefixes=("#",))
     try:
         parser.read_string(text)

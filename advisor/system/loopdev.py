@@ -51,12 +51,6 @@ class LoopStatus:
     def autoclear(self) -> bool:
         return bool(self.flags & LO_FLAGS_AUTOCLEAR)
 
-    def same_backing(self, other: LoopStatus) -> bool:
-        """Bound to the same file (or block device) at the same window."""
-        return (self.backing_dev, self.backing_ino, self.backing_rdev, self.offset,
-                self.sizelimit) == (other.backing_dev, other.backing_ino, other.backing_rdev,
-                                    other.offset, other.sizelimit)
-
 
 def loop_status_fd(fd: int) -> LoopStatus | None:
     """The binding of the loop device open on `fd`; None when it is not bound (ENXIO) or `fd`

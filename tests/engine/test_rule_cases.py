@@ -376,6 +376,7 @@ def test_host_aware_wording_does_not_talk_about_host_managed(book: RuleBook) -> 
 
 
 def test_no_device_warnings_on_a_clean_device(book: RuleBook) -> None:
+    assert set(DEVICE_RULES) == {r.id for r in book.of_kind("device")}
     assert [r for r in DEVICE_RULES if warned(run(book, SSD), r)] == []
 
 

@@ -96,7 +96,7 @@ def test_loop_over_a_mounted_device_is_refused(tmp_path: Path, root_tools: None)
                 line = proc.stderr.strip()
                 assert "\n" not in line and "Traceback" not in line
                 assert f"it is a loop device over {a}, and it is mounted on {mnt}" in line, line
-                assert "existing data on it: ext4" in line, line
+                assert "it holds data: ext4 (TYPE=ext4" in line, line
                 _settled(a)
                 assert checksum(a_img) == before
             assert (mnt / "precious.txt").read_text() == "do not lose me\n"
@@ -280,7 +280,7 @@ def test_a_foreign_filesystem_between_rounds_stops_the_run(tmp_path: Path, root_
                     f.write(head)
                     os.fsync(f.fileno())
 
-        with pytest.raises(DeviceProblem, match="existing data on it: xfs"):
+        with pytest.raises(DeviceProblem, match=r"it holds data: xfs \(TYPE=xfs"):
             bench.execute(plan, progress=plant)
         with open(dev, "rb") as f:
             assert f.read(1 << 20) == head
@@ -298,7 +298,7 @@ def test_check_now_accepts_only_our_own_filesystem(tmp_path: Path, root_tools: N
         assert ours
         guard.check_now(dev, GIB, ours=ours)
         sh("mkfs.xfs", "-q", "-f", dev)
-        with pytest.raises(DeviceProblem, match="existing data on it: xfs"):
+        with pytest.raises(DeviceProblem, match=r"it holds data: xfs \(TYPE=xfs"):
             guard.check_now(dev, GIB, ours=ours)
     with pytest.raises(DeviceProblem, match="vanished"):
         guard.check_now(dev + "-gone", GIB)

@@ -18,7 +18,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="List block devices as a tree (stacked devices under what they are built on) "
         "with size, MEDIA (HDD/SSD), CACHE (wback: a volatile write cache, flushes sent; wthru: "
         "none or a safe one), FUA, the STRIPE mkfs.xfs would use (in brackets: it would ignore "
-        "it), and STATE (free, or what stands in the way: mounted, swap, held by, holds data). "
+        "it), and STATE (free, or what stands in the way: mounted, swap, held by, has partitions, "
+        "holds data, read-only, zoned, misaligned). "
         "With --json: every fact with its source.",
     )
     p.add_argument("device", nargs="?", metavar="DEVICE",

@@ -120,7 +120,7 @@ def test_manpage_renders_without_warnings(manpage: Path) -> None:
 
 def rendered(manpage: Path) -> str:
     require(shutil.which("man") is not None, "needs man (bootstrap installs man-db)")
-    env = {**os.environ, "LC_ALL": "C.UTF-8", "MANWIDTH": "100", "MANPAGER": "cat",
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "MANWIDTH": "80", "MANPAGER": "cat",
            "PAGER": "cat"}
     proc = subprocess.run(["man", "--warnings", "-l", str(manpage)], capture_output=True,
                           text=True, env=env, timeout=60, check=False)

@@ -51,6 +51,10 @@ def page() -> str:
     man.description = "propose and check mkfs.xfs and mount options for a device and a workload"
     man.source = f"xfs-advisor {package.__version__}"
     man.manual = "xfs-advisor manual"
+    # Options in the synopsis as roff minus signs: a line never breaks inside `--nfs-32bit-...`.
+    # (argparse-manpage escapes the program's name itself.)
+    name, *words = man.synopsis
+    man.synopsis = [name, *(word.replace("-", "\\-") for word in words)]
     man.add_section("exit status", ">", exit_status())
     man.add_section("see also", ">", _roff(SEE_ALSO) + "\n")
     header, _, body = str(man).partition("\n")

@@ -133,6 +133,10 @@ def test_installed_version_and_rules_match_the_checkout(installed: Installed) ->
     assert len(json.loads(there.stdout)) == len(list((REPO / "rules").rglob("*.toml")))
     table = installed.run("xfs-advisor", "rules")
     assert table.returncode == 0 and "ag-concurrency" in table.stdout, table.stderr
+    completion = installed.run("xfs-advisor", "completion", "bash")
+    assert completion.returncode == 0 and "complete " in completion.stdout, completion.stderr
+    page = installed.run("xfs-advisor", "manpage")
+    assert page.returncode == 0 and page.stdout.startswith(".TH"), page.stderr
 
 
 def _comparable(doc: dict[str, object], rules_dir: str) -> dict[str, object]:

@@ -61,14 +61,17 @@ class Session:
 
     def __init__(self, sysroot: str | None = None, rules_dir: str | None = None,
                  calibration_file: str | None = None, *,
-                 inventory: Inventory | None = None) -> None:
-        """`inventory`: a fixed set of devices (tests, a replay), never re-read."""
+                 inventory: Inventory | None = None, rulebook: RuleBook | None = None) -> None:
+        """`inventory`: a fixed set of devices (tests, a replay), never re-read. `rulebook`: one
+        already loaded (the fleet report shares one across its hosts' sessions)."""
         self.sysroot = sysroot
         self.rules_dir = rules_dir
         self.calibration_file = calibration_file
         self.root = SysRoot.open(sysroot)  # BadInput now, for a tree that is not one
         self._inventory: Inventory | None = inventory
         self._fixed = inventory is not None
+        if rulebook is not None:
+            self.__dict__["rulebook"] = rulebook  # what the cached property below would hold
 
     @property
     def live(self) -> bool:

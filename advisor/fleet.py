@@ -119,6 +119,18 @@ def _book() -> RuleBook:
     return _BOOK
 
 
+_XFSPROGS: list[str | None] = []
+
+
+def _local_xfsprogs() -> str | None:
+    """This machine's xfsprogs version, asked once per process (it makes every host's checks)."""
+    if not _XFSPROGS:
+        from advisor.system.versions import xfsprogs_version
+
+        _XFSPROGS.append(xfsprogs_version())
+    return _XFSPROGS[0]
+
+
 def _propose(session: Session, device: Device, workload: Workload) -> FleetProposal | str:
     """The proposal (or why there is none), made once per identical device, environment and
     workload in this process."""
@@ -172,7 +184,8 @@ def _advise(folder: Path) -> FleetHost:
                        "probes and the audit could not read on-disk formats (use become)",
                        **known)
     try:
-        session = Session(str(folder / "capture"), rulebook=_book())
+        session = Session(str(folder / "capture"), rulebook=_book(),
+                          local_xfsprogs=_local_xfsprogs)
         inventory = session.inventory()
     except AdvisorError as err:
         return _failed(host, f"unusable capture: {err.message}", **known)

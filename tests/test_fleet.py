@@ -130,6 +130,7 @@ def test_playbook_twice_then_one_report(tmp_path: Path, shared_dumps: dict[str, 
         before = checksum(backing)
         out, check = _playbook(inventory, tmp_path, "--check", "--limit", "thishost,localhost")
         assert not results.exists() and not (venv / "bin" / "xfs-advisor").exists(), out
+        assert not (tmp_path / "wheel-cache").exists()
         assert check["thishost"]["changed"] >= 1  # what it would install, not installed
         out, first = _playbook(inventory, tmp_path)
         assert (venv / "bin" / "xfs-advisor").exists(), "the role installed the wheel"

@@ -69,8 +69,8 @@ def table(doc: FleetDocument) -> str:
     widths = [max(len(r[i]) for r in [HEADER, *body]) for i in range(len(HEADER) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
              for r in [HEADER, *body]]
-    lines += ["", _summary(doc), "findings by host: " + "; ".join(
-        _host_totals(h) for h in doc.hosts if h.status == "ok") or "none"]
+    totals = "; ".join(_host_totals(h) for h in doc.hosts if h.status == "ok")
+    lines += ["", _summary(doc), f"findings by host: {totals or 'none'}"]
     for s in doc.shapes:
         same = "the same proposals" if s.same_proposal else "DIFFERENT proposals"
         lines.append(f"{s.shape} ({len(s.hosts)} hosts, {same}): {s.devices}: "

@@ -22,7 +22,7 @@ workload=${XFS_ADVISOR_WORKLOAD:-}
 printf '%s\n' "${workload:-"{}"}" > "$out/workload.json"
 printf '%s\n' ${XFS_ADVISOR_DEVICES:-} > "$out/devices"
 
-# step NAME COMMAND...: stdout to NAME.out (or the file the caller redirects), stderr, status.
+# step NAME COMMAND...: its stdout, stderr and exit status into NAME.out, NAME.err, NAME.rc.
 step() {
     name=$1; shift
     "$@" > "$out/$name.out" 2> "$out/$name.err"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from advisor.errors import ToolProblem
@@ -62,9 +63,11 @@ def xfsprogs_version() -> str | None:
     return parse_mkfs_version(result.stdout + result.stderr)
 
 
-def read_environment(root: SysRoot | None = None) -> Environment:
+def read_environment(root: SysRoot | None = None, *,
+                     local_xfsprogs: Callable[[], str | None] = xfsprogs_version) -> Environment:
     """The environment of the live host, or of a captured one (memory, CPUs and kernel come from
-    the capture when it holds them; xfsprogs is always the local one, which does the checks)."""
+    the capture when it holds them; xfsprogs is always the local one, which does the checks:
+    `local_xfsprogs` asks for its version, once per host unless it keeps the answer)."""
     root = root or SysRoot()
     kernel = root.read("proc/sys/kernel/osrelease")
     if kernel is None and root.live:
@@ -75,7 +78,7 @@ def read_environment(root: SysRoot | None = None) -> Environment:
     if cpu_count is None and root.live:
         cpu_count = os.cpu_count()
     return Environment(
-        xfsprogs_version=xfsprogs_version(),
+        xfsprogs_version=local_xfsprogs(),
         kernel=kernel,
         memory_bytes=parse_meminfo(meminfo) if meminfo else None,
         cpu_count=cpu_count,

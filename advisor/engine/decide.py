@@ -64,6 +64,9 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
         "mount logbufs": "8",
         "mount atime": "relatime",
         "mount discard": "nodiscard",
+        # issue 15, external log
+        "-l logdev": "internal (inside the data section)",
+        "mount logdev": "none (internal log)",
     }
     return texts[setting]
 

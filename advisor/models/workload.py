@@ -70,6 +70,21 @@ class Storage(Model):
     """single-disk, hardware-raid, md-raid, ssd, virtual-disk, cloud-volume or unknown (AG count,
     fsync cost); the device's own hint is shown as a fact when it has one."""
 
+    # ---- issue 15, below the filesystem: an external log ----
+    log_device: str | None = Field(default=None, max_length=4095)
+    """A faster device available for the XFS log, as its /dev path (an SSD or NVMe partition, a
+    mirrored pair): fsync-heavy work on disk RAID may put the log there. The filesystem cannot
+    be mounted or repaired without it, so it must be as safe as the data (mirrored)."""
+
+    @field_validator("log_device")
+    @classmethod
+    def _device_path(cls, v: str | None) -> str | None:
+        if v is not None and (not re.fullmatch(r"/dev/[A-Za-z0-9._+:/-]+", v) or ".." in v):
+            raise ValueError("must be a device path like /dev/nvme0n1p3 or "
+                             "/dev/disk/by-id/NAME (letters, digits, . _ + : - /)")
+        return v
+    # ---- end: external log ----
+
     _numbers = field_validator("raid_data_disks", mode="before")(_not_bool)
 
     @model_validator(mode="after")

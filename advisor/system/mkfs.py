@@ -108,10 +108,41 @@ def _dry(device: Device, options: Sequence[str]) -> tuple[Result, list[str], str
                 method = "mkfs -d file,size"
         if method != "sparse file":
             target_options = ["-d", f"file,name={image},size={size}"]
+        log_image = os.path.join(tmp, "log.img")
+        options, log_names = log_stand_in(options, log_image)
         cmd = argv.mkfs_xfs(None if target_options else image,
                             [*emulated, *options, *target_options], dry_run=True, force=True)
         result = run(cmd, timeout=30, check=False)
-    return result, [a.replace(image, "FILE") for a in cmd], method, emulated
+    shown = [a.replace(image, "FILE") for a in cmd]
+    for name in log_names:
+        shown = [a.replace(log_image, "LOGFILE") for a in shown]
+        method += f"; a sparse LOGFILE of {MAX_LOG_BYTES} bytes for the log device {name}"
+    return result, shown, method, emulated
+
+
+#: The largest log mkfs.xfs makes (2 GiB - 10 MiB): the stand-in of an external log device.
+MAX_LOG_BYTES = 2136997888
+
+
+def log_stand_in(options: Sequence[str], image: str) -> tuple[list[str], list[str]]:
+    """The options with every `-l logdev=PATH` pointing at a sparse file `image` of the largest
+    log's size instead (created here), and the paths replaced: a dry run checks the external
+    log's options without opening a device of this host (the proposal may be for another)."""
+    out: list[str] = []
+    names: list[str] = []
+    for i, option in enumerate(options):
+        if i % 2 and options[i - 1] == "-l" and "logdev=" in option:
+            parts = []
+            for part in option.split(","):
+                if part.startswith("logdev="):
+                    names.append(part.removeprefix("logdev="))
+                    part = f"logdev={image}"
+                parts.append(part)
+            option = ",".join(parts)
+            with open(image, "wb") as f:
+                f.truncate(MAX_LOG_BYTES)
+        out.append(option)
+    return out, names
 
 
 def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -> Check:

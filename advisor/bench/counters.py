@@ -58,6 +58,10 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "write_ios", 1.0),
     Mechanism("flushes_per_fsync", "cache flushes per fsync", "flushes", ("syncwrite",),
               "flush_ios", 1.0),
+    # issue 15, block-size: a block larger than the small synced write makes the device write
+    # the whole block (the drive's unit), not the part the write touched.
+    Mechanism("device_write_kib_per_fsync", "device write KiB per fsync", "KiB", ("syncwrite",),
+              "write_sectors", 0.5),
 )
 
 

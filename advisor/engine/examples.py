@@ -25,7 +25,8 @@ def example_device(example: RuleExample) -> Device:
                                 f"{d.stripe_hidden_by} does not report the geometry of md0")
     facts = {"size_bytes": size, "logical_sector": d.logical_sector,
              "physical_sector": d.physical_sector, "rotational": d.rotational,
-             "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint}
+             "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint,
+             "dax": d.dax}
     name = d.stripe_hidden_by or "sdx"
     return Device(name="sdx", display_name=name, path=f"/dev/{name}", kind="disk", stripe=stripe,
                   children=[f"sdx{i + 1}" for i in range(d.partitions)],
@@ -40,7 +41,8 @@ def example_workload(example: RuleExample) -> Workload:
 def example_env(example: RuleExample, lts_configs: dict[str, str]) -> Environment:
     e = example.env
     return Environment(xfsprogs_version=e.xfsprogs, kernel=e.kernel,
-                       memory_bytes=parse_size(e.memory), cpu_count=4, lts_configs=lts_configs)
+                       memory_bytes=parse_size(e.memory), cpu_count=4, lts_configs=lts_configs,
+                       page_size=e.page_size)
 
 
 def mismatches(rule: Rule, example: RuleExample, proposal: Proposal) -> list[str]:

@@ -33,6 +33,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mount logbufs", "mount", "yes (mount)"),
     Setting("mount atime", "mount", "yes (remount)"),
     Setting("mount discard", "mount", "yes (remount)"),
+    # issue 15, DAX
+    Setting("mount dax", "mount", "yes (mount; per file with xfs_io chattr +x)"),
     # issue 15, external log
     Setting("mount logdev", "mount", "no (it names where the log is: every mount needs it)"),
 )

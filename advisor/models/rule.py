@@ -48,6 +48,9 @@ class ExampleDevice(Model):
     """Partitions already on the disk."""
     storage_hint: StorageKind | None = None
     """What the device's own facts say the storage is (a RAID controller's driver, virtio...)."""
+    # ---- issue 15, below the filesystem ----
+    dax: bool | None = None
+    """queue/dax: persistent memory that can be mapped directly (fsdax)."""
 
 
 class ExampleEnv(Model):
@@ -56,6 +59,8 @@ class ExampleEnv(Model):
     xfsprogs: str = "6.1.0"
     kernel: str = "6.1.0-18-amd64"
     memory: str = "16GiB"
+    page_size: int = 4096
+    """The kernel's page size in bytes (issue 15: caps the block size before Linux 6.12)."""
 
 
 class ExampleExpect(Model):

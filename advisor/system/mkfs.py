@@ -8,6 +8,7 @@ answers, then gates the engine's draft with a real dry run. Tests hand the engin
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -20,6 +21,7 @@ from advisor.errors import AdvisorError, DeviceProblem, ProposalBug
 from advisor.models.device import Device, device_size
 from advisor.models.environment import Environment, FeatureSet, parse_lts_conf
 from advisor.models.proposal import Check, MkfsGeometry
+from advisor.models.units import parse_size
 from advisor.system import argv
 from advisor.system.runner import Result, run
 
@@ -75,6 +77,10 @@ def emulation_options(device: Device, proposed: Sequence[str] = ()) -> list[str]
     stripe geometry mkfs.xfs would detect (unless the proposal sets them itself)."""
     options: list[str] = []
     sector = device.physical_sector.value or device.logical_sector.value
+    # As mkfs.xfs does on the device (validate_sectorsize): a physical sector larger than the
+    # block size (a QLC drive's 16 KiB indirection unit) gives way to the logical one.
+    if sector and sector > _block_size(proposed) and device.logical_sector.value:
+        sector = device.logical_sector.value
     if sector and sector > 512 and not _sets(proposed, "-s", "size"):
         options += ["-s", f"size={sector}"]
     stripe = device.stripe
@@ -82,6 +88,18 @@ def emulation_options(device: Device, proposed: Sequence[str] = ()) -> list[str]
             and not _sets(proposed, "-d", "su") and not _sets(proposed, "-d", "sunit")):
         options += ["-d", f"su={stripe.sunit_bytes},sw={stripe.data_disks}"]
     return options
+
+
+def _block_size(options: Sequence[str]) -> int:
+    """The -b size= the options give, in bytes (4096, mkfs.xfs's default, when none)."""
+    for i in range(len(options) - 1):
+        if options[i] == "-b":
+            for part in options[i + 1].split(","):
+                key, _, value = part.partition("=")
+                if key == "size":
+                    with contextlib.suppress(ValueError):
+                        return parse_size(value)
+    return 4096
 
 
 def _sets(options: Sequence[str], flag: str, key: str) -> bool:

@@ -46,7 +46,8 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
                       "log_kib_per_1k_dirops": 2000 * 500 / 2400,
                       "log_writes_per_fsync": 0.5, "log_kib_per_fsync": 1.0,
                       "device_writes_per_fsync": 1.5,
-                      "flushes_per_fsync": 0.0}
+                      "flushes_per_fsync": 0.0,
+                      "device_write_kib_per_fsync": 0.0}  # issue 15 (no sectors in this text)
     (tmp_path / "counters.refill").unlink()  # a missed snapshot: no figure, not a wrong one
     values = counters.mechanism_values(
         str(tmp_path), ["create", "delete", "refill", "stat", "syncwrite"],

@@ -8,9 +8,12 @@ from pathlib import Path
 
 from advisor.advice import propose
 from advisor.inspect.devices import find_device, inspect_devices
+from advisor.models.device import Device, Fact
+from advisor.models.environment import parse_version
 from advisor.models.workload import Storage, Workload
 from advisor.system.mkfs import parse_mkfs_output
 from advisor.system.sysroot import SysRoot
+from advisor.system.versions import read_environment
 from tests.conftest import loop_device, mounted, require_root_tools, sh
 from tests.engine.helpers import environment
 
@@ -50,3 +53,39 @@ def test_external_log_formats_mounts_and_is_needed_to_mount(tmp_path: Path) -> N
         with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
             assert f"logdev={logdev}" in mountinfo_options(mnt)
             assert f"log      ={logdev}" in sh("xfs_info", str(mnt)).stdout
+
+
+def _loop_as(dev: str, **facts: object) -> Device:
+    """The inspected loop device with facts a loop device cannot have set (a drive's 16 KiB
+    unit, DAX), as the rules would see them on that hardware."""
+    found = find_device(inspect_devices(SysRoot(), probe=True), dev)
+    return found.model_copy(update={k: Fact(value=v, source="test") for k, v in facts.items()})
+
+
+def test_block_size_of_a_16k_unit_formats_and_mounts_on_this_kernel(tmp_path: Path) -> None:
+    require_root_tools("losetup", "mkfs.xfs", "mount", "xfs_info")
+    env = read_environment()  # this host's kernel and page size: the rule asks them
+    with loop_device(tmp_path / "qlc.img", 1 << 30, sector=4096) as dev:
+        p = propose(_loop_as(dev, physical_sector=16384, rotational=False), Workload(), env=env)
+        if (parse_version(env.kernel) or (0, 0)) < (6, 12) and (env.page_size or 0) < 16384:
+            decision = next(d for d in p.decisions if d.setting == "-b size")
+            assert not decision.changed and "before Linux 6.12" in decision.reason
+            return  # and 16 KiB blocks would not mount here: nothing more to show
+        assert p.mkfs_options[:2] == ["-b", "size=16k"], p.mkfs_options
+        sh(*p.mkfs_argv)
+        with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
+            assert "bsize=16384" in sh("xfs_info", str(mnt)).stdout.split("data ")[1]
+
+
+def test_dax_layout_formats_and_mounts(tmp_path: Path) -> None:
+    require_root_tools("losetup", "mkfs.xfs", "mount", "xfs_info")
+    with loop_device(tmp_path / "pmem.img", 1 << 30) as dev:
+        p = propose(_loop_as(dev, dax=True, rotational=False), Workload(), env=environment())
+        assert {"-d", "su=2m,sw=1", "-m", "reflink=0"} <= set(p.mkfs_options), p.mkfs_options
+        assert "dax=always" in p.mount_options
+        sh(*p.mkfs_argv)
+        info = sh("xfs_info", dev).stdout
+        assert "reflink=0" in info and "sunit=512    swidth=512 blks" in info, info
+        with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
+            # A loop device is not DAX-capable: the kernel mounts it, with dax=never.
+            assert "dax=never" in mountinfo_options(mnt)

@@ -53,10 +53,18 @@ EXTERNAL_LOG = ("an external log is a second device: validate formats only the d
                 "figures then show the log sharing the data device, as A's does)")
 
 
+#: Mount options validate never passes, by how they start, and why (options.py refuses them).
+NOT_RUN = {
+    "logdev=": EXTERNAL_LOG,
+    "dax=always": "DAX needs persistent memory: validate's scratch device (a loop device, say) is "
+                  "not DAX-capable, where the kernel would mount with dax=never anyway",
+}
+
+
 def without_external_log(side: SideConfig) -> tuple[SideConfig, list[NotApplied]]:
-    """`side` without `-l logdev=` and mount `logdev=`, and those named as not applied: an
-    option naming another device never reaches validate's mkfs or mount (advisor.bench.options
-    refuses them too)."""
+    """`side` without `-l logdev=` and mount `logdev=` (and `dax=always`, NOT_RUN), and those
+    named as not applied: an option naming another device never reaches validate's mkfs or
+    mount (advisor.bench.options refuses them too)."""
     given = list(side.mkfs_options)
     if len(given) % 2:
         return side, []  # not flag/argument pairs: the checks after this refuse it
@@ -69,9 +77,9 @@ def without_external_log(side: SideConfig) -> tuple[SideConfig, list[NotApplied]
         rest = ",".join(p for p in parts if p not in logdev)
         if rest:
             options += [flag, rest]
-    mount = [m for m in side.mount_options if not m.startswith("logdev=")]
-    left += [NotApplied(option=m, reason=EXTERNAL_LOG) for m in side.mount_options
-             if m.startswith("logdev=")]
+    mount = [m for m in side.mount_options if not m.startswith(tuple(NOT_RUN))]
+    left += [NotApplied(option=m, reason=reason) for m in side.mount_options
+             for start, reason in NOT_RUN.items() if m.startswith(start)]
     if not left:
         return side, []
     return side.model_copy(update={"mkfs_options": options, "mount_options": mount}), left

@@ -133,6 +133,11 @@ class Workload(Model):
     """Oldest kernel that must mount it: "5.10", a `uname -r` like "4.18.0-513.el8", or a
     distribution: rhel7-9 (alma, rocky, centos, oracle alike), ubuntu18.04-24.04, debian10-12,
     sles12, sles15 (rescue media, an older distro)."""
+    # ---- issue 15, thin provisioning ----
+    deleted_per_day: ByteSize | None = None
+    """Data deleted (or replaced) per day, in bytes or as "50GiB": on thin-provisioned storage
+    it decides between online discard and how often fstrim must run."""
+    # ---- end: thin provisioning ----
     storage: Storage = Field(default_factory=Storage)
     """What the device cannot tell about itself."""
 

@@ -89,3 +89,16 @@ def test_dax_layout_formats_and_mounts(tmp_path: Path) -> None:
         with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
             # A loop device is not DAX-capable: the kernel mounts it, with dax=never.
             assert "dax=never" in mountinfo_options(mnt)
+
+
+
+def test_thin_storage_deleting_fast_gets_online_discard_which_mounts(tmp_path: Path) -> None:
+    require_root_tools("losetup", "mkfs.xfs", "mount")
+    with loop_device(tmp_path / "thin.img", 1 << 30) as dev:
+        thin = _loop_as(dev, thin="dm-thin", rotational=False)
+        assert thin.discard_granularity.value  # a loop device takes discards (hole punching)
+        p = propose(thin, Workload(deleted_per_day=1 << 30), env=environment())
+        assert "discard" in p.mount_options, p.decisions
+        sh(*p.mkfs_argv)
+        with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
+            assert "discard" in mountinfo_options(mnt)

@@ -53,16 +53,22 @@ EXTERNAL_LOG = ("an external log is a second device: validate formats only the d
                 "figures then show the log sharing the data device, as A's does)")
 
 
-#: Mount options validate never passes, by how they start, and why (options.py refuses them).
-NOT_RUN = {
-    "logdev=": EXTERNAL_LOG,
-    "dax=always": "DAX needs persistent memory: validate's scratch device (a loop device, say) is "
-                  "not DAX-capable, where the kernel would mount with dax=never anyway",
-}
+#: Why validate never runs DAX (options.py refuses `dax=always` and `dax`).
+DAX = ("DAX needs persistent memory: validate's scratch device (a loop device, say) is not "
+       "DAX-capable, where the kernel would mount with dax=never anyway")
+
+
+def _not_run(option: str) -> str | None:
+    """Why validate never passes this mount option of a proposal (None: it may)."""
+    if option.startswith("logdev="):
+        return EXTERNAL_LOG
+    if option in ("dax", "dax=always"):
+        return DAX
+    return None
 
 
 def without_external_log(side: SideConfig) -> tuple[SideConfig, list[NotApplied]]:
-    """`side` without `-l logdev=` and mount `logdev=` (and `dax=always`, NOT_RUN), and those
+    """`side` without `-l logdev=` and mount `logdev=` (and DAX, _not_run), and those
     named as not applied: an option naming another device never reaches validate's mkfs or
     mount (advisor.bench.options refuses them too)."""
     given = list(side.mkfs_options)
@@ -77,9 +83,9 @@ def without_external_log(side: SideConfig) -> tuple[SideConfig, list[NotApplied]
         rest = ",".join(p for p in parts if p not in logdev)
         if rest:
             options += [flag, rest]
-    mount = [m for m in side.mount_options if not m.startswith(tuple(NOT_RUN))]
+    mount = [m for m in side.mount_options if _not_run(m) is None]
     left += [NotApplied(option=m, reason=reason) for m in side.mount_options
-             for start, reason in NOT_RUN.items() if m.startswith(start)]
+             if (reason := _not_run(m)) is not None]
     if not left:
         return side, []
     return side.model_copy(update={"mkfs_options": options, "mount_options": mount}), left

@@ -59,6 +59,10 @@ def parse_lts_conf(text: str) -> dict[str, dict[str, int]]:
         raise ValueError(str(err)) from None
 
 
+#: Where a sysroot says the page size (as the size of a PMD huge page).
+PAGE_SIZE_FILE = "sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
+
+
 def page_size_from_pmd(text: str | None) -> int | None:
     """The page size from transparent_hugepage/hpage_pmd_size: a PMD maps page_size / 8 pages of
     page_size bytes (4 KiB -> 2 MiB, 16 KiB -> 32 MiB, 64 KiB -> 512 MiB); None when the text

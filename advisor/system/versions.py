@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from advisor.errors import ToolProblem
-from advisor.models.environment import Environment, page_size_from_pmd
+from advisor.models.environment import PAGE_SIZE_FILE, Environment, page_size_from_pmd
 from advisor.system import argv
 from advisor.system.runner import run
 from advisor.system.sysroot import SysRoot
@@ -87,7 +87,7 @@ def read_environment(root: SysRoot | None = None) -> Environment:
 def _page_size(root: SysRoot) -> int | None:
     """The page size of the host the root shows: from sysfs (a capture's too), else the live
     host's own (issue 15: the block size rule reads it)."""
-    size = page_size_from_pmd(root.read("sys/kernel/mm/transparent_hugepage/hpage_pmd_size"))
+    size = page_size_from_pmd(root.read(PAGE_SIZE_FILE))
     if size is None and root.live:
         size = os.sysconf("SC_PAGE_SIZE")
     return size

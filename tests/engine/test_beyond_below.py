@@ -102,3 +102,13 @@ def test_thin_storage_deleting_fast_gets_online_discard_which_mounts(tmp_path: P
         sh(*p.mkfs_argv)
         with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
             assert "discard" in mountinfo_options(mnt)
+
+
+def test_log_device_answers_are_device_paths() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    assert Storage(log_device="/dev/disk/by-id/nvme-eui.0025_part3").log_device
+    for bad in ("nvme0n1p3", "/dev/../etc/passwd", "/dev/sdb 1", "/tmp/log.img"):
+        with pytest.raises(ValidationError, match="must be a device path"):
+            Storage(log_device=bad)

@@ -4,6 +4,8 @@ drop discards, a partition off the full stripe; and what the proposal says about
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from advisor.advice import propose
@@ -89,3 +91,15 @@ def test_the_proposal_warns_and_decides_from_them(below: Inventory) -> None:
     discard = next(d for d in p.decisions if d.setting == "mount discard")
     assert discard.changed and discard.options == ["discard"], discard.reason
     assert "a thin-provisioned LUN (LBPME)" in discard.reason
+
+
+def test_a_capture_keeps_the_page_size_for_the_block_size_rule(tmp_path: Path) -> None:
+    from advisor.inspect.capture import capture
+    from advisor.models.environment import PAGE_SIZE_FILE
+    from advisor.system.versions import read_environment
+
+    root = write_tree(tmp_path / "arm64", [Dev("nvme0n1", 1 * TiB, "259:0", devpath=NVME)])
+    (root / PAGE_SIZE_FILE).parent.mkdir(parents=True)
+    (root / PAGE_SIZE_FILE).write_text("33554432\n")  # a 32 MiB PMD: 16 KiB pages
+    capture(SysRoot.open(root), tmp_path / "captured")
+    assert read_environment(SysRoot.open(tmp_path / "captured")).page_size == 16384

@@ -38,7 +38,8 @@ def external_log(ctx: Context, params: FsyncCostParams) -> Outcome:
     kind, said_by = ctx.storage()
     if ctx.device.rotational.value is False or kind not in DISK_KINDS:
         what = ("the data device is solid-state (queue/rotational = 0)"
-                if ctx.device.rotational.value is False else f"the storage is {kind} ({said_by})")
+                if ctx.device.rotational.value is False else f"the storage is {kind} ({said_by})"
+                + ("; answer storage.kind if it is disk RAID" if kind == "unknown" else ""))
         return Outcome(keep_reason=f"{path} is available, but {what}: an external log pays on "
                        "spinning disks, where every log write waits for a seek; elsewhere it "
                        "adds a device whose loss loses the filesystem, for little gain")

@@ -60,6 +60,13 @@ MAX_STRIPE_WIDTH = (1 << 31) - 1
 class Storage(Model):
     """What the device hides: hardware RAID geometry and a protected controller cache."""
 
+    # ---- issue 15, below the filesystem: an external log ----
+    log_device: str | None = Field(default=None, max_length=4095)
+    """A faster device available for the XFS log, as its /dev path (an SSD or NVMe partition, a
+    mirrored pair): fsync-heavy work on disk RAID may put the log there. The filesystem cannot
+    be mounted or repaired without it, so it must be as safe as the data (mirrored)."""
+    # ---- end: external log ----
+
     raid_stripe_unit: ByteSize | None = Field(default=None, gt=0, le=1 << 30)
     """Hardware RAID stripe unit (chunk) in bytes or a size like "256KiB"."""
     raid_data_disks: int | None = Field(default=None, ge=1, le=1024)
@@ -70,12 +77,7 @@ class Storage(Model):
     """single-disk, hardware-raid, md-raid, ssd, virtual-disk, cloud-volume or unknown (AG count,
     fsync cost); the device's own hint is shown as a fact when it has one."""
 
-    # ---- issue 15, below the filesystem: an external log ----
-    log_device: str | None = Field(default=None, max_length=4095)
-    """A faster device available for the XFS log, as its /dev path (an SSD or NVMe partition, a
-    mirrored pair): fsync-heavy work on disk RAID may put the log there. The filesystem cannot
-    be mounted or repaired without it, so it must be as safe as the data (mirrored)."""
-
+    # ---- issue 15: external log ----
     @field_validator("log_device")
     @classmethod
     def _device_path(cls, v: str | None) -> str | None:

@@ -27,6 +27,13 @@ _DISTRO = re.compile(r"(rhel|redhat|alma|almalinux|rocky|centos|oracle|ol|ubuntu
 _RHEL_CLONES = {"redhat", "alma", "almalinux", "rocky", "centos", "oracle", "ol"}
 
 
+#: The oldest upstream kernel that mounts a V5 filesystem as today's mkfs.xfs makes it: CRCs
+#: always come with the directory entry file type ("Directory ftype field always enabled on CRC
+#: enabled filesystems"), an incompatible feature merged for Linux 3.12 (xfs-for-linus-v3.12-rc1,
+#: "add directory entry file type support"; 3.10 and 3.11 refuse to mount it).
+V5_MOUNTS_FROM = (3, 12)
+
+
 def mount_target(text: str) -> str | None:
     """A kernel target as the rules read it: "X.Y" for a kernel version or an upstream `uname
     -r`, "rhelN" for an Enterprise Linux kernel (`...elN...`) or clone, "ubuntuYY.04",
@@ -166,11 +173,14 @@ class Workload(Model):
                              ' or a distribution (rhel8, alma9, rocky9, centos7, ubuntu22.04, '
                              'debian12, sles15)')
         kernel = re.match(r"(\d+)\.(\d+)", v.strip())
-        if kernel and (int(kernel[1]), int(kernel[2])) < (3, 10):
-            raise ValueError(f"kernel {v} cannot mount what mkfs.xfs makes: V5 (CRC) XFS needs "
-                             "Linux 3.10 or later, and the V4 format (crc=0) is deprecated "
-                             "advice this tool does not give; format it with that system's own "
-                             "mkfs.xfs")
+        backported = target == "rhel7"  # its 3.10 carries the file type and more
+        if kernel and (int(kernel[1]), int(kernel[2])) < V5_MOUNTS_FROM and not backported:
+            raise ValueError(
+                f"kernel {v} cannot mount what mkfs.xfs makes: a V5 (CRC) filesystem always "
+                "carries the directory entry file type (an incompatible feature upstream Linux "
+                "mounts from 3.12), and the V4 format (crc=0) is deprecated advice this tool "
+                "does not give; format it with that system's own mkfs.xfs (RHEL/CentOS 7, whose "
+                "3.10 has the backports: answer rhel7)")
         return target
 
     @model_validator(mode="after")

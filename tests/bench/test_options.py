@@ -206,7 +206,7 @@ answers = st.fixed_dictionaries({}, optional={
     "growth_factor": st.floats(1, 500),
     "atime_needed": st.booleans(),
     "nfs_32bit_clients": st.booleans(),
-    "must_mount_on_kernel": st.sampled_from(["3.10", "4.19", "5.4", "5.15", "6.1"]),
+    "must_mount_on_kernel": st.sampled_from(["3.12", "4.19", "5.4", "5.15", "6.1"]),
     "storage": st.fixed_dictionaries({}, optional={"nonvolatile_write_cache": st.booleans()})
     | st.builds(lambda su, n: {"raid_stripe_unit": su, "raid_data_disks": n},
                 st.sampled_from([16 * KiB, 64 * KiB, 256 * KiB, 1024 * KiB]),

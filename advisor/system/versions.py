@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from advisor.errors import ToolProblem
-from advisor.models.environment import Environment
+from advisor.models.environment import PAGE_SIZE_FILE, Environment, page_size_from_pmd
 from advisor.system import argv
 from advisor.system.runner import run
 from advisor.system.sysroot import SysRoot
@@ -83,4 +83,14 @@ def read_environment(root: SysRoot | None = None, *,
         memory_bytes=parse_meminfo(meminfo) if meminfo else None,
         cpu_count=cpu_count,
         lts_configs=lts_configs(),
+        page_size=_page_size(root),
     )
+
+
+def _page_size(root: SysRoot) -> int | None:
+    """The page size of the host the root shows: from sysfs (a capture's too), else the live
+    host's own (issue 15: the block size rule reads it)."""
+    size = page_size_from_pmd(root.read(PAGE_SIZE_FILE))
+    if size is None and root.live:
+        size = os.sysconf("SC_PAGE_SIZE")
+    return size

@@ -47,7 +47,7 @@ def test_keep_defaults_without_answers(book: RuleBook) -> None:
     assert p.fstab == "UUID=<uuid-after-mkfs> <mount-point> xfs defaults 0 0"
     assert not any(d.changed for d in p.decisions)
     assert all(d.value == "default" and d.reason for d in p.decisions)
-    assert decision(p, "-b size").rule == "keep-defaults"
+    assert decision(p, "-b size").rule == "block-size"  # issue 15: it keeps 4 KiB, and says why
 
 
 @pytest.mark.parametrize(("entries", "access", "expected"), [

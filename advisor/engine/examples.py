@@ -4,7 +4,7 @@ of the rule book is run) and by `xfs-advisor explain`."""
 
 from __future__ import annotations
 
-from advisor.models.device import Device, Fact, StripeGeometry, Usage
+from advisor.models.device import Device, DeviceKind, Fact, StripeGeometry, Usage
 from advisor.models.environment import Environment
 from advisor.models.proposal import Proposal
 from advisor.models.rule import Rule, RuleExample
@@ -26,16 +26,27 @@ def example_device(example: RuleExample) -> Device:
     facts = {"size_bytes": size, "logical_sector": d.logical_sector,
              "physical_sector": d.physical_sector, "rotational": d.rotational,
              "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint,
+             "dax": d.dax, "partition_start": d.partition_start, "thin": d.thin,
+             "discard_granularity": d.discard_granularity, "discard_below": d.discard_below,
              "read_only": d.read_only, "zoned": d.zoned,
              "alignment_offset": d.alignment_offset or None}
+    if d.discard_below:
+        facts["discard_max_bytes"] = 0
     name = d.stripe_hidden_by or "sdx"
+    kind: DeviceKind = "disk"
+    dm_kind = d.dm_kind or ("lvm" if d.stripe_hidden_by else None)
+    if d.partition_start is not None:
+        name, kind = "sdx1", "part"
+    elif dm_kind:
+        kind = "dm"
     signatures: list[Fact[str]] = [Fact(value=d.signature, source="blkid",
                                         raw=f"TYPE={d.signature}")] \
         if d.signature else []
     usage = Usage(mountpoints=[d.mounted_on] if d.mounted_on else [], swap=d.swap,
                   signatures=signatures, probed=True,
                   fstype=Fact(value=d.signature, source="blkid") if d.signature else Fact())
-    return Device(name="sdx", display_name=name, path=f"/dev/{name}", kind="disk", stripe=stripe,
+    return Device(name=name if kind == "part" else "sdx", display_name=name,
+                  path=f"/dev/{name}", kind=kind, dm_kind=dm_kind, stripe=stripe,
                   children=[*d.held_by, *(f"sdx{i + 1}" for i in range(d.partitions))],
                   holders=list(d.held_by), usage=usage,
                   **{k: Fact(value=v, source="example") for k, v in facts.items()
@@ -49,7 +60,8 @@ def example_workload(example: RuleExample) -> Workload:
 def example_env(example: RuleExample, lts_configs: dict[str, str]) -> Environment:
     e = example.env
     return Environment(xfsprogs_version=e.xfsprogs, kernel=e.kernel,
-                       memory_bytes=parse_size(e.memory), cpu_count=4, lts_configs=lts_configs)
+                       memory_bytes=parse_size(e.memory), cpu_count=4, lts_configs=lts_configs,
+                       page_size=e.page_size)
 
 
 def mismatches(rule: Rule, example: RuleExample, proposal: Proposal) -> list[str]:

@@ -4,6 +4,7 @@ name. The run is advisor.bench's, in a worker thread that only posts messages.""
 
 from __future__ import annotations
 
+import statistics
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -13,7 +14,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, VerticalScroll
-from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
@@ -21,6 +21,7 @@ from textual_plotext import PlotextPlot
 from advisor.errors import AdvisorError
 from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.units import human_size
+from advisor.tui.messages import DevicesChanged, ProposalChanged, RunProgressed, RunSampled
 from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
@@ -29,23 +30,6 @@ if TYPE_CHECKING:
     from advisor.models.proposal import Proposal
 
 LOOP = "loop"
-
-
-class Progressed(Message):
-    """The run moved on (posted from the worker thread)."""
-
-    def __init__(self, done: int, total: int, what: str) -> None:
-        super().__init__()
-        self.done, self.total, self.what = done, total, what
-
-
-class Sampled(Message):
-    """One side of one round was measured (posted from the worker thread)."""
-
-    def __init__(self, run: threading.Event, side: str, round_index: int,
-                 values: dict[str, float]) -> None:
-        super().__init__()
-        self.run, self.side, self.round_index, self.values = run, side, round_index, values
 
 
 class MetricPlot(PlotextPlot):
@@ -93,6 +77,9 @@ class ValidateScreen(StepScreen):
         self._fit_key: tuple[str, str, int] | None = None
         self._fit: tuple[SideConfig, SideConfig, list[NotApplied]] = (
             SideConfig(label="B"), SideConfig(label="B"), [])
+        self._verdicts: dict[str, list[str]] = {}
+        """The guard's reasons per device in the target list (empty: usable)."""
+        self._shown_targets: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -100,7 +87,8 @@ class ValidateScreen(StepScreen):
             yield Static(id="sides")
             with Horizontal(classes="question-row"):
                 yield Label("run on", classes="question-name")
-                yield Select(self._targets(), value=LOOP, allow_blank=False, id="target",
+                self._shown_targets = self._targets()
+                yield Select(self._shown_targets, value=LOOP, allow_blank=False, id="target",
                              compact=True)
             yield Static(id="guard")
             yield Input(id="confirm", compact=True)
@@ -114,13 +102,44 @@ class ValidateScreen(StepScreen):
         yield Footer(compact=True, show_command_palette=False)
 
     def _targets(self) -> list[tuple[str, str]]:
+        """The loop default, then every device of a live system with the guard's verdict: a
+        usable scratch device (erased by the run), or refused and why, in the guard's words
+        (one function decides both this list and the check before each mkfs)."""
         state = self.advisor.state
         targets = [("a loop device over a temporary file (default)", LOOP)]
-        if state.inventory.live:  # a capture's devices are another machine's
-            for d in state.inventory.devices:
-                size = human_size(d.size_bytes.value) if d.size_bytes.value else "?"
-                targets.append((f"{d.display_name} ({size}, ERASED)", d.name))
+        self._verdicts = {}
+        if not state.inventory.live:  # a capture's devices are another machine's
+            return targets
+        try:
+            verdicts = state.session.scratch_verdicts(state.inventory)
+        except AdvisorError as err:
+            self.notify(f"could not check the devices: {err.message}", severity="error")
+            return targets
+        for device, reasons in verdicts:
+            self._verdicts[device.name] = reasons
+            size = human_size(device.size_bytes.value) if device.size_bytes.value else "?"
+            if reasons:
+                more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+                label = f"{device.display_name} ({size}): refused, {reasons[0]}{more}"
+            else:
+                label = f"{device.display_name} ({size}): usable scratch device, ERASED by the run"
+            targets.append((label, device.name))
         return targets
+
+    def refresh_targets(self) -> None:
+        """The target list again, for the devices as they are now (hotplug, a reload, a
+        return to this step); the chosen target stays when it still exists."""
+        select = self.query_one("#target", Select)
+        keep = self.target
+        targets = self._targets()
+        if targets == self._shown_targets:
+            return
+        self._shown_targets = targets
+        with select.prevent(Select.Changed):
+            select.set_options(targets)
+            select.value = keep if keep in {value for _, value in targets} else LOOP
+        self._show_guard()
+        self._show_plan()
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
@@ -128,15 +147,14 @@ class ValidateScreen(StepScreen):
             "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict")
         self.query_one("#metrics").display = False
         self.query_one("#progress").display = False
-        self.advisor.proposal_listeners.append(self)
-
-    def on_unmount(self) -> None:
-        if self in self.advisor.proposal_listeners:
-            self.advisor.proposal_listeners.remove(self)
 
     def on_screen_resume(self) -> None:
         self.advisor.request_proposal()
+        self.refresh_targets()
         self.show_proposal()
+
+    def on_devices_changed(self, _message: DevicesChanged) -> None:
+        self.refresh_targets()
 
     # ---- what would run ----
 
@@ -144,6 +162,9 @@ class ValidateScreen(StepScreen):
     def target(self) -> str:
         value = self.query_one("#target", Select).value
         return value if isinstance(value, str) else LOOP
+
+    def on_proposal_changed(self, _message: ProposalChanged) -> None:
+        self.show_proposal()
 
     def show_proposal(self) -> None:
         """The sides, the guard's verdict and the plan for the current answers and target."""
@@ -203,7 +224,9 @@ class ValidateScreen(StepScreen):
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
-            guard.update(Text("refused: " + "; ".join(reasons), style="bold red"))
+            guard.update(Text(f"refused: {self.target} cannot be used for the run: "
+                              + "; ".join(reasons) + ". Choose another target.",
+                              style="bold red"))
             confirm.display = False
         else:
             guard.update(Text(f"{self.target} may be used: everything on it is erased. Type its "
@@ -285,6 +308,7 @@ class ValidateScreen(StepScreen):
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
+            self.refresh_targets()
             self._show_guard()
             self.notify(f"refusing {self.target}: " + "; ".join(reasons), severity="error")
         return not reasons
@@ -306,8 +330,13 @@ class ValidateScreen(StepScreen):
             return
         confirm = self.query_one("#confirm", Input)
         confirmed = confirm.display and confirm.value.strip() == self.target
+        if self.target != LOOP and not confirm.display:  # the guard refused it: no box shown
+            self.notify(f"{self.target} cannot be used for the run (the reasons are shown "
+                        "under the target); choose another target", severity="error")
+            return
         if self.target != LOOP and not confirmed:
-            self.notify(f"not confirmed: type {self.target} in the box first", severity="error")
+            self.notify(f"not confirmed: type {self.target} in the box under the target first",
+                        severity="error")
             return
         try:
             # First: a killed run's mount would fail the guard.
@@ -351,10 +380,10 @@ class ValidateScreen(StepScreen):
         self.query_one("#step", Static).update("starting: preparing the scratch device")
 
         def progress(done: int, total: int, what: str) -> None:
-            self.post_message(Progressed(done, total, what))  # thread-safe; widgets untouched
+            self.post_message(RunProgressed(done, total, what))  # thread-safe; widgets untouched
 
         def sampled(side: str, round_index: int, values: dict[str, float]) -> None:
-            self.post_message(Sampled(cancel, side, round_index, values))
+            self.post_message(RunSampled(cancel, side, round_index, values))
 
         def work() -> ValidationReport:
             try:
@@ -378,12 +407,12 @@ class ValidateScreen(StepScreen):
 
         report = self.report
 
-        def text(target: Path) -> str:
-            from advisor.bench.report import render_markdown
+        session = self.advisor.state.session
 
+        def text(target: Path) -> str:
             if target.suffix == ".json":
                 return report.model_dump_json(indent=2) + "\n"
-            return render_markdown(report)
+            return session.report_markdown(report)
 
         save_file(self.app, "Save the report to (.md, or .json for the --json document):",
                   "validation-report.md", "validation report", text, by_name=True)
@@ -394,27 +423,24 @@ class ValidateScreen(StepScreen):
             self.query_one("#step", Static).update("cancelling: stopping fio, unmounting, "
                                                    "detaching...")
 
-    def on_progressed(self, message: Progressed) -> None:
+    def on_run_progressed(self, message: RunProgressed) -> None:
         if self._cancel is not None and self._cancel.is_set():
             return
         self.query_one("#progress", ProgressBar).update(total=message.total + 1,
                                                         progress=message.done)
         self.query_one("#step", Static).update(message.what)
 
-    def on_sampled(self, message: Sampled) -> None:
+    def on_run_sampled(self, message: RunSampled) -> None:
         """Live plots: one per metric, made when its first value arrives, one point per side and
         round. The report replaces them with its own once the run is judged."""
         if message.run is not self._cancel or self.report is not None:
             return  # from an earlier run
-        from advisor.bench.jobs import METRICS
-
-        known = {m.name: m for m in METRICS}
+        known = self.advisor.state.session.metric_titles()
         for name, value in message.values.items():
             plot = self._plots.get(name)
             if plot is None:
-                metric = known.get(name)
-                plot = MetricPlot(name, metric.title if metric else name,
-                                  metric.unit if metric else "")
+                title, unit = known.get(name, (name, ""))
+                plot = MetricPlot(name, title, unit)
                 self._plots[name] = plot
                 self.query_one("#plots", Grid).mount(plot)
             plot.add(message.side, value)
@@ -439,12 +465,10 @@ class ValidateScreen(StepScreen):
 
     def show_report(self, report: ValidationReport) -> None:
         """The verdict, one row per metric with its interval, and a plot of A and B per round."""
-        from advisor.bench.report import what_ran
-
         self.report = report
         # As `xfs-advisor validate` says it: what was proposed, what ran, every difference, and
         # where the margins came from (a stored calibration decides them).
-        lines = what_ran(report)
+        lines = self.advisor.state.session.report_lines(report)
         if report.calibration is not None:
             lines.append(report.calibration.summary)
         self.query_one("#sides", Static).update(Text("\n".join(lines)))
@@ -474,9 +498,7 @@ _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cy
 
 def _mean(values: list[float], geo: float | None = None) -> str:
     """A side's geometric mean (so that B/A is their ratio), from the report or the samples."""
-    from advisor.bench.stats import geometric_mean
-
     if not values:
         return "-"
-    g = geo if geo is not None else geometric_mean(values)
+    g = geo if geo is not None else statistics.geometric_mean(values)
     return f"{g:,.0f}" if g >= 100 else f"{g:.3g}"

@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar
 from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.units import human_size
 from advisor.tui.messages import DevicesChanged, ProposalChanged, RunProgressed, RunSampled
@@ -460,6 +460,9 @@ class ValidateScreen(StepScreen):
                 f"internal error: {type(error).__name__}: {error}"
             step.update(Text(message, style="bold" if "cancelled" in message else "bold red"))
             self.query_one("#progress").display = False
+            if isinstance(error, DeviceProblem):  # the guard's check right before a mkfs
+                self.notify(message, severity="error")
+                self.advisor.reload_devices()  # the target list then shows the refusal too
 
     # ---- results ----
 

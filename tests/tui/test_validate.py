@@ -165,3 +165,44 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
     assert "| file creates (files/s) | 100.0 | 80.3 | 0.800 | [0.750, 0.850] | ±5% | worse |" \
         in markdown
     assert ValidationReport.model_validate_json((tmp_path / "report.json").read_text()) == report
+
+
+async def test_targets_carry_the_guard_verdict_and_refused_ones_cannot_start(
+        make_app: AppFactory, frozen_proposal: Proposal) -> None:
+    app = make_app(device="vg0-data", start="validate")
+    inventory = app.state.inventory
+    inventory.live = True  # pretend, to be offered real devices; nothing is run in this test
+    for device in inventory.devices:
+        device.usage.probed = True
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        target = app.screen.query_one("#target", Select)
+        labels = {value: str(label) for label, value in target._options}
+        # Each device with the guard's own words; "ERASED" only where the guard would format.
+        assert labels["nvme0n1"] == "nvme0n1 (1 TiB): usable scratch device, ERASED by the run"
+        assert labels["sda1"].startswith("sda1 (100 GiB): refused, it is the device under /")
+        assert "mounted on /" in labels["sda1"] or "+1 more" in labels["sda1"]
+        assert labels["sdb"].startswith("sdb (2 TiB): refused, it has holders (md0")
+        assert labels["md0"].startswith("md0 (4 TiB): refused, it has holders (dm-0")
+        assert labels["sda"] == "sda (4 TiB): refused, it is the device under / (+2 more)"
+        erased = [v for v, label in labels.items() if "ERASED" in label]
+        assert all("refused" not in labels[v] for v in erased) and "nvme0n1" in erased
+        # Natural order after the loop default.
+        assert list(labels)[:2] == ["loop", "dm-0"]
+        # The line under the list gives every reason.
+        target.value = "sda"
+        await pilot.pause()
+        assert "sda1 on it is mounted on /; it has partitions (sda" in _text(app, "#guard")
+        # A refused target: no box, and the refusal does not ask for a box.
+        target.value = "sdb"
+        await pilot.pause()
+        guard = _text(app, "#guard")
+        assert guard.startswith("refused: sdb cannot be used for the run: it has holders")
+        assert not app.screen.query_one("#confirm", Input).display
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert not app.screen.running  # type: ignore[attr-defined]
+        said = [n.message for n in app._notifications]
+        assert said and "sdb cannot be used for the run" in said[-1]
+        assert not any("box" in line or "run as root" in line for line in said), said

@@ -146,6 +146,12 @@ class AdvisorApp(App[int]):
         self.ended_by: int | None = None
         """The signal that ended the app, if one did."""
 
+    @property
+    def plain_glyphs(self) -> bool:
+        """Draw with shapes and ASCII, not colour and symbols: without colour (NO_COLOR) two
+        series differ only by glyph; the Linux console's font has no braille."""
+        return self.no_color or self._console_font is not None
+
     def get_line_filters(self) -> Sequence[LineFilter]:
         filters = super().get_line_filters()
         return filters if self._console_font is None else [*filters, self._console_font]

@@ -26,20 +26,43 @@ from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
     from advisor.bench.run import Plan
-    from advisor.models.bench import ValidationReport
+    from advisor.models.bench import MetricResult, ValidationReport
     from advisor.models.proposal import Proposal
 
 LOOP = "loop"
 
 
+#: How each side is named in a plot's legend.
+SIDE_NAMES = {"A": "A defaults", "B": "B proposal"}
+#: At most this many round numbers under a plot (more would run together).
+MAX_X_TICKS = 8
+
+
+def round_ticks(rounds: int) -> list[int]:
+    """Whole round numbers for a plot's x axis: every round, or every k-th (and the last) when
+    there are more than MAX_X_TICKS."""
+    if rounds <= 0:
+        return []
+    step = -(-rounds // MAX_X_TICKS)
+    ticks = list(range(1, rounds + 1, step))
+    if ticks[-1] != rounds:
+        if rounds - ticks[-1] < step and len(ticks) > 1:
+            ticks.pop()  # too close to the last to print both
+        ticks.append(rounds)
+    return ticks
+
+
 class MetricPlot(PlotextPlot):
     """A against B per round for one metric; keeps the values it was given so that it can be
-    redrawn as rounds arrive."""
+    redrawn as rounds arrive. In colour: a braille line per side. Without colour (NO_COLOR) or
+    on the Linux console (no braille in its font): each round a point drawn as the letter of
+    its side, A or B, so the two series differ by shape and every glyph is plain ASCII."""
 
-    def __init__(self, name: str, title: str, unit: str) -> None:
+    def __init__(self, name: str, title: str, unit: str, *, plain: bool = False) -> None:
         super().__init__()
         self.metric, self.heading = name, f"{title} ({unit})" if unit else title
         self.values: dict[str, list[float]] = {"A": [], "B": []}
+        self.plain = plain
 
     def add(self, side: str, value: float) -> None:
         self.values.setdefault(side, []).append(value)
@@ -48,10 +71,22 @@ class MetricPlot(PlotextPlot):
     def redraw(self) -> None:
         plt = self.plt
         plt.clear_data()
+        rounds = 0
         for side in ("A", "B"):
             points = self.values.get(side, [])
-            if points:
-                plt.plot(list(range(1, len(points) + 1)), points, label=side, marker="braille")
+            if not points:
+                continue
+            xs = list(range(1, len(points) + 1))
+            rounds = max(rounds, len(points))
+            if self.plain:
+                plt.scatter(xs, points, label=SIDE_NAMES[side], marker=side)
+            else:
+                plt.plot(xs, points, label=SIDE_NAMES[side], marker="braille")
+        ticks = round_ticks(rounds)
+        if ticks:
+            plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
+            if rounds == 1:
+                plt.xlim(0.5, 1.5)
         plt.title(self.heading)
         plt.xlabel("round")
         self.refresh()
@@ -98,6 +133,7 @@ class ValidateScreen(StepScreen):
             yield Static(id="step")
             yield Static(id="verdict", classes="section-title")
             yield DataTable(id="metrics", cursor_type="row", show_cursor=False)
+            yield Static(id="next", classes="note")
             yield Grid(id="plots")
         yield Footer(compact=True, show_command_palette=False)
 
@@ -144,7 +180,7 @@ class ValidateScreen(StepScreen):
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
         self.query_one("#metrics", DataTable).add_columns(
-            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict")
+            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "margin", "verdict")
         self.query_one("#metrics").display = False
         self.query_one("#progress").display = False
 
@@ -212,6 +248,8 @@ class ValidateScreen(StepScreen):
     def _show_guard(self) -> None:
         guard = self.query_one("#guard", Static)
         confirm = self.query_one("#confirm", Input)
+        self.sub_title = "on a loop device over a temporary file" if self.target == LOOP \
+            else f"on {self.target}"
         if self.target == LOOP:
             guard.update("Results then reflect the storage under the temporary file, not a "
                          "real device.")
@@ -440,7 +478,7 @@ class ValidateScreen(StepScreen):
             plot = self._plots.get(name)
             if plot is None:
                 title, unit = known.get(name, (name, ""))
-                plot = MetricPlot(name, title, unit)
+                plot = MetricPlot(name, title, unit, plain=self.advisor.plain_glyphs)
                 self._plots[name] = plot
                 self.query_one("#plots", Grid).mount(plot)
             plot.add(message.side, value)
@@ -452,8 +490,9 @@ class ValidateScreen(StepScreen):
         if event.state == WorkerState.SUCCESS and event.worker.result is not None:
             done = event.worker.result.rounds * 2 + 1
             self.query_one("#progress", ProgressBar).update(progress=done)
-            step.update("done")
-            self.show_report(event.worker.result)
+            report = event.worker.result
+            step.update(f"done on {report.environment.device}")
+            self.show_report(report)
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             message = error.message if isinstance(error, AdvisorError) else \
@@ -481,18 +520,52 @@ class ValidateScreen(StepScreen):
         for m in report.metrics:
             table.add_row(
                 m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
-                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}", Text(m.verdict, style=_VERDICT_STYLE.get(
-                    m.verdict, "")))
+                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}", margin_text(m),
+                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")))
         table.display = True
+        self.query_one("#next", Static).update(Text("\n".join(next_steps(report))))
         plots = self.query_one("#plots", Grid)
         plots.remove_children()
         self._plots = {}
         for m in report.metrics:
-            plot = MetricPlot(m.name, m.title, m.unit)
+            plot = MetricPlot(m.name, m.title, m.unit, plain=self.advisor.plain_glyphs)
             plot.values = {"A": list(m.a), "B": list(m.b)}
             self._plots[m.name] = plot
             plots.mount(plot)
             plot.redraw()
+
+
+def margin_text(m: MetricResult) -> str:
+    """A metric's margin and where it came from: the default, the calibrated noise floor, or
+    that floor capped (the run's calibration line says which calibration)."""
+    shown = f"±{m.margin * 100:.0f}%"
+    floor = m.calibrated_floor
+    if floor is None:
+        return f"{shown} default"
+    if m.margin_capped:
+        return f"{shown} capped (floor {floor * 100:.0f}%)"
+    if floor * 100 < round(m.margin * 100):
+        return f"{shown} default (floor {floor * 100:.0f}%)"
+    return f"{shown} calibrated"
+
+
+def next_steps(report: ValidationReport) -> list[str]:
+    """What would settle each inconclusive metric (pairs in all, with the noise seen) and what
+    can be done with the report."""
+    lines = []
+    for m in report.metrics:
+        if m.verdict != "inconclusive":
+            continue
+        if m.rounds_to_resolve:
+            need = f"~{m.rounds_to_resolve} pairs would likely resolve it"
+        else:
+            need = "more than 200 pairs, or the difference sits on the margin"
+        lines.append(f"{m.title}: inconclusive after {report.rounds} pairs (noise "
+                     f"{m.noise * 100:.0f}% per pair); {need}.")
+    # "More rounds" (Session.more_rounds, being built apart) and "attribute" (Session.attribute)
+    # join this line and BINDINGS once the session offers them.
+    lines.append("ctrl+s saves this report (Markdown, or JSON for a .json name).")
+    return lines
 
 
 _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cyan",

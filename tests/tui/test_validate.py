@@ -4,6 +4,7 @@ midway, leaves nothing mounted or attached."""
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -136,9 +137,13 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
     report = ValidationReport.model_validate({
         "a": {"label": "A"}, "b": {"label": "B", "mkfs_options": ["-n", "size=64k"],
                                    "source": "proposal"},
-        "rounds": 6, "order": ["A", "B"], "metrics": [metric, {**metric, "name": "stats",
-                                                              "title": "stats", "verdict":
-                                                              "equivalent"}],
+        "rounds": 3, "order": ["A", "B"], "metrics": [
+            metric, {**metric, "name": "stats", "title": "stats", "verdict": "equivalent",
+                     "margin": 0.08, "calibrated_floor": 0.08},
+            {**metric, "name": "deletes", "title": "deletes", "verdict": "inconclusive",
+             "rounds_to_resolve": 40, "noise": 0.12, "calibrated_floor": 0.02},
+            {**metric, "name": "refill", "title": "refill", "verdict": "inconclusive",
+             "margin": 0.5, "calibrated_floor": 0.7, "margin_capped": True}],
         "verdict": "worse", "summary": "B is worse on creates_per_s",
         "timing": {"wall_seconds": 1, "measuring_seconds": 1, "measuring_share": 1},
         "environment": {"device": "/dev/loop9", "device_size_bytes": 1 << 30}})
@@ -151,8 +156,25 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         assert "B = mkfs.xfs -n size=64k, mount -o defaults" in _text(app, "#sides")
         table = app.screen.query_one("#metrics", DataTable)
         first = [str(c) for c in table.get_row_at(0)]
-        assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "worse"]
-        assert len(app.screen.query(PlotextPlot)) == 2
+        assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "±5% default",
+                         "worse"]
+        # The margin and where it came from; what would settle an inconclusive metric.
+        margins = [str(table.get_row_at(i)[5]) for i in range(4)]
+        assert margins == ["±5% default", "±8% calibrated", "±5% default (floor 2%)",
+                           "±50% capped (floor 70%)"]
+        steps = _text(app, "#next")
+        assert "deletes: inconclusive after 3 pairs (noise 12% per pair); ~40 pairs would " \
+            "likely resolve it." in steps
+        assert "refill: inconclusive after 3 pairs (noise 2% per pair); more than 200 pairs, " \
+            "or the difference sits on the margin." in steps
+        assert "ctrl+s saves this report" in steps
+        assert len(app.screen.query(PlotextPlot)) == 4
+        # Whole rounds under each plot: 1, 2, 3 and nothing between.
+        plot = app.screen.query(PlotextPlot).first()
+        plot.plt.plotsize(60, 12)
+        drawn = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build())
+        axis = drawn.splitlines()[-2].split()
+        assert axis == ["1", "2", "3"], drawn
         # ctrl+s saves it: Markdown (and JSON for a .json name); an existing file is kept.
         for name in ("report.md", "report.json", "report.md"):
             await pilot.press("ctrl+s")

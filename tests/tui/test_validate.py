@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Select, Static
 
+from advisor.models.bench import ValidationReport
 from advisor.models.device import Inventory
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
@@ -128,25 +129,7 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
     from textual.widgets import DataTable
     from textual_plotext import PlotextPlot
 
-    from advisor.models.bench import ValidationReport
-
-    metric = {"name": "creates_per_s", "title": "file creates", "unit": "files/s",
-              "higher_is_better": True, "a": [100.0, 102.0, 98.0], "b": [80.0, 79.0, 82.0],
-              "ratio": 0.8, "ci": [0.75, 0.85], "margin": 0.05, "noise": 0.02,
-              "verdict": "worse"}
-    report = ValidationReport.model_validate({
-        "a": {"label": "A"}, "b": {"label": "B", "mkfs_options": ["-n", "size=64k"],
-                                   "source": "proposal"},
-        "rounds": 3, "order": ["A", "B"], "metrics": [
-            metric, {**metric, "name": "stats", "title": "stats", "verdict": "equivalent",
-                     "margin": 0.08, "calibrated_floor": 0.08},
-            {**metric, "name": "deletes", "title": "deletes", "verdict": "inconclusive",
-             "rounds_to_resolve": 40, "noise": 0.12, "calibrated_floor": 0.02},
-            {**metric, "name": "refill", "title": "refill", "verdict": "inconclusive",
-             "margin": 0.5, "calibrated_floor": 0.7, "margin_capped": True}],
-        "verdict": "worse", "summary": "B is worse on creates_per_s",
-        "timing": {"wall_seconds": 1, "measuring_seconds": 1, "measuring_share": 1},
-        "environment": {"device": "/dev/loop9", "device_size_bytes": 1 << 30}})
+    report = report_with_rounds(3)
     app = make_app(device="vg0-data", start="validate")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -228,3 +211,25 @@ async def test_targets_carry_the_guard_verdict_and_refused_ones_cannot_start(
         said = [n.message for n in app._notifications]
         assert said and "sdb cannot be used for the run" in said[-1]
         assert not any("box" in line or "run as root" in line for line in said), said
+
+
+def report_with_rounds(rounds: int) -> ValidationReport:
+    """A judged report (no run): one metric of each verdict and margin origin."""
+    metric = {"name": "creates_per_s", "title": "file creates", "unit": "files/s",
+              "higher_is_better": True, "a": [(100.0, 102.0, 98.0)[i % 3] for i in range(rounds)],
+              "b": [(80.0, 79.0, 82.0)[i % 3] for i in range(rounds)],
+              "ratio": 0.8, "ci": [0.75, 0.85], "margin": 0.05, "noise": 0.02,
+              "verdict": "worse"}
+    return ValidationReport.model_validate({
+        "a": {"label": "A"}, "b": {"label": "B", "mkfs_options": ["-n", "size=64k"],
+                                   "source": "proposal"},
+        "rounds": rounds, "order": ["A", "B"], "metrics": [
+            metric, {**metric, "name": "stats", "title": "stats", "verdict": "equivalent",
+                     "margin": 0.08, "calibrated_floor": 0.08},
+            {**metric, "name": "deletes", "title": "deletes", "verdict": "inconclusive",
+             "rounds_to_resolve": 40, "noise": 0.12, "calibrated_floor": 0.02},
+            {**metric, "name": "refill", "title": "refill", "verdict": "inconclusive",
+             "margin": 0.5, "calibrated_floor": 0.7, "margin_capped": True}],
+        "verdict": "worse", "summary": "B is worse on creates_per_s",
+        "timing": {"wall_seconds": 1, "measuring_seconds": 1, "measuring_share": 1},
+        "environment": {"device": "/dev/loop9", "device_size_bytes": 1 << 30}})

@@ -180,8 +180,9 @@ class ValidateScreen(StepScreen):
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
         self.query_one("#metrics", DataTable).add_columns(
-            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "margin", "verdict")
+            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict", "margin")
         self.query_one("#metrics").display = False
+        self.query_one("#next").display = False
         self.query_one("#progress").display = False
 
     def on_screen_resume(self) -> None:
@@ -409,6 +410,7 @@ class ValidateScreen(StepScreen):
         self._cancel = cancel
         self.report = None
         self.query_one("#metrics").display = False
+        self.query_one("#next").display = False
         self.query_one("#plots", Grid).remove_children()
         self._plots = {}
         self.query_one("#verdict", Static).update("")
@@ -520,10 +522,11 @@ class ValidateScreen(StepScreen):
         for m in report.metrics:
             table.add_row(
                 m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
-                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}", margin_text(m),
-                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")))
+                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}",
+                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m))
         table.display = True
         self.query_one("#next", Static).update(Text("\n".join(next_steps(report))))
+        self.query_one("#next").display = True
         plots = self.query_one("#plots", Grid)
         plots.remove_children()
         self._plots = {}

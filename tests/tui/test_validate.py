@@ -139,10 +139,10 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         assert "B = mkfs.xfs -n size=64k, mount -o defaults" in _text(app, "#sides")
         table = app.screen.query_one("#metrics", DataTable)
         first = [str(c) for c in table.get_row_at(0)]
-        assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "±5% default",
-                         "worse"]
+        assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "worse",
+                         "±5% default"]
         # The margin and where it came from; what would settle an inconclusive metric.
-        margins = [str(table.get_row_at(i)[5]) for i in range(4)]
+        margins = [str(table.get_row_at(i)[6]) for i in range(4)]
         assert margins == ["±5% default", "±8% calibrated", "±5% default (floor 2%)",
                            "±50% capped (floor 70%)"]
         steps = _text(app, "#next")

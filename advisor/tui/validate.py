@@ -516,7 +516,11 @@ class ValidateScreen(StepScreen):
         if report.calibration is not None:
             lines.append(report.calibration.summary)
         self.query_one("#sides", Static).update(Text("\n".join(lines)))
-        self.query_one("#verdict", Static).update(f"Verdict: {report.verdict}. {report.summary}")
+        env = report.environment
+        where = f"Ran on {env.device} ({human_size(env.device_size_bytes)}" + (
+            f", a loop device over {env.loop_backing_file})" if env.loop_backing_file else ")")
+        self.query_one("#verdict", Static).update(
+            f"Verdict: {report.verdict}. {report.summary}\n{where}")
         table = self.query_one("#metrics", DataTable)
         table.clear()
         for m in report.metrics:

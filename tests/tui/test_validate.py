@@ -135,7 +135,8 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         await pilot.pause()
         app.screen.show_report(report)  # type: ignore[attr-defined]
         await pilot.pause()
-        assert "Verdict: worse" in _text(app, "#verdict")
+        assert _text(app, "#verdict") == "Verdict: worse. B is worse on creates_per_s\n" \
+            "Ran on /dev/loop9 (1 GiB)"
         assert "B = mkfs.xfs -n size=64k, mount -o defaults" in _text(app, "#sides")
         table = app.screen.query_one("#metrics", DataTable)
         first = [str(c) for c in table.get_row_at(0)]

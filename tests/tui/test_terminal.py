@@ -375,3 +375,36 @@ def test_plot_series_differ_without_colour(tmux: Callable[..., str],
     axis = next((line for line in screen.splitlines() if re.search(r"^\s*1\s+2\s", line)), screen)
     assert not re.search(r"\d\.\d", axis), axis
     _keys(tmux, "q")
+
+
+def test_a_refused_target_says_why_and_cannot_start(tmux: Callable[..., str],
+                                                    tmp_path: Path) -> None:
+    """The live TUI, F5, the target list: a loop device holding ext4 is listed as refused with
+    the guard's words (no "ERASED", no box to type into, no "run as root"); ctrl+r on it says
+    it cannot be used, and its ext4 is still there."""
+    from tests.conftest import loop_device, sh
+
+    require_root_tools("losetup", "mkfs.ext4", "blkid")
+    with loop_device(tmp_path / "ext4.img", 1 << 30) as dev:
+        sh("mkfs.ext4", "-q", dev)
+        name = Path(dev).name
+        tmux("new-session", "-d", "-s", "advisor", "-x", "160", "-y", "45",
+             _live_tui(tmp_path))
+        screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
+        _wait_for(screen, lambda s: "STATE" in s, "the device list")
+        _keys(tmux, "F5")
+        _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
+        _keys(tmux, "Tab", "Enter")  # the target list, open
+        tmux("send-keys", "-t", "advisor", "-l", name)  # type to find it
+        time.sleep(0.5)
+        _keys(tmux, "Enter")
+        shown = _wait_for(screen, lambda s: f"refused: {name} cannot be used for the run" in s,
+                          "the refusal")
+        assert f"{name} (1 GiB): refused, libblkid finds existing data on" in shown, shown
+        assert "ext4" in shown and "ERASED" not in shown.split("Command plan")[0], shown
+        assert "Type its name" not in shown and "run as root" not in shown
+        _keys(tmux, "C-r")
+        said = _wait_for(screen, lambda s: "choose another target" in s, "the notice")
+        assert "box" not in said, said
+        _keys(tmux, "C-q")
+        assert sh("blkid", "-o", "value", "-s", "TYPE", dev).stdout.strip() == "ext4"

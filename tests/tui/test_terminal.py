@@ -395,11 +395,12 @@ def test_a_refused_target_says_why_and_cannot_start(tmux: Callable[..., str],
         _keys(tmux, "F5")
         _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
         _keys(tmux, "Tab", "Enter")  # the target list, open
+        _wait_for(screen, lambda s: "refused, " in s, "the open target list")
         tmux("send-keys", "-t", "advisor", "-l", name)  # type to find it
-        time.sleep(0.5)
+        time.sleep(1.0)
         _keys(tmux, "Enter")
         shown = _wait_for(screen, lambda s: f"refused: {name} cannot be used for the run" in s,
-                          "the refusal")
+                          "the refusal", 30)
         assert f"{name} (1 GiB): refused, libblkid finds existing data on" in shown, shown
         assert "ext4" in shown and "ERASED" not in shown.split("Command plan")[0], shown
         assert "Type its name" not in shown and "run as root" not in shown

@@ -364,6 +364,37 @@ def test_ctrl_c_while_the_runner_forks_is_never_swallowed(tmp_path: Path) -> Non
     assert runs > 20 and caught > 10, (runs, caught)  # the storm did reach the runner
 
 
+_LOST_IN_A_CALLBACK = """
+import gc, time, weakref
+from advisor.cli import _raise_on_interrupt
+_raise_on_interrupt()
+class Thing:
+    pass
+def callback(ref):
+    raise KeyboardInterrupt  # as if Ctrl-C landed in a weakref callback
+thing = Thing()
+ref = weakref.ref(thing, callback)
+try:
+    del thing
+    gc.collect()
+    for _ in range(200):
+        time.sleep(0.01)
+    print("lost")
+except KeyboardInterrupt:
+    print("raised")
+"""
+
+
+def test_ctrl_c_in_a_callback_of_the_interpreter_is_sent_again(tmp_path: Path) -> None:
+    """A KeyboardInterrupt raised inside a weakref callback (seen once in 40 Ctrl-C'd
+    `--json --device` runs: WeakSet._remove) was dropped with "Exception ignored"; the CLI's
+    hook sends the signal again, so it is raised in the code that was running."""
+    proc = subprocess.run([sys.executable, "-c", _LOST_IN_A_CALLBACK], capture_output=True,
+                          text=True, cwd=REPO, env=_env(tmp_path), timeout=60)
+    assert proc.stdout.strip() == "raised", (proc.stdout, proc.stderr)
+    assert "Exception ignored" not in proc.stderr, proc.stderr
+
+
 # ---- capture and sysroot ----
 
 def test_capture_into_a_read_only_place_or_under_a_file(tmp_path: Path, tmpfs: MakeTmpfs) -> None:

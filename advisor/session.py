@@ -169,17 +169,18 @@ class Session:
                          ) -> list[tuple[Device, list[str]]]:
         """Every device of `inventory` (default: the session's) with the guard's reasons not to
         format it (empty: a usable scratch device), in natural name order; the kernel is asked
-        about loop bindings once for all of them. Empty on a captured tree (nothing there can
-        be formatted)."""
+        about loop bindings, and the inventory scanned, once for all of them. Empty on a
+        captured tree (nothing there can be formatted)."""
         if not self.live:
             return []
-        from advisor.bench.guard import Links, live_links, refusals
+        from advisor.bench.guard import Links, live_links, refusals, scope_of
         from advisor.bench.run import MIN_DEVICE_BYTES
         from advisor.render.devices import natural_key
 
         inventory = inventory or self.inventory()
         links = live_links(inventory) if inventory.live else Links()
-        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links))
+        scope = scope_of(inventory)
+        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links, scope=scope))
                 for d in sorted(inventory.devices, key=lambda d: natural_key(d.name))]
 
     def check_scratch(self, name: str, left: dict[str, str] | None = None) -> Device:

@@ -112,8 +112,6 @@ class ValidateScreen(StepScreen):
         self._fit_key: tuple[str, str, int] | None = None
         self._fit: tuple[SideConfig, SideConfig, list[NotApplied]] = (
             SideConfig(label="B"), SideConfig(label="B"), [])
-        self._verdicts: dict[str, list[str]] = {}
-        """The guard's reasons per device in the target list (empty: usable)."""
         self._shown_targets: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
@@ -143,7 +141,6 @@ class ValidateScreen(StepScreen):
         (one function decides both this list and the check before each mkfs)."""
         state = self.advisor.state
         targets = [("a loop device over a temporary file (default)", LOOP)]
-        self._verdicts = {}
         if not state.inventory.live:  # a capture's devices are another machine's
             return targets
         try:
@@ -152,7 +149,6 @@ class ValidateScreen(StepScreen):
             self.notify(f"could not check the devices: {err.message}", severity="error")
             return targets
         for device, reasons in verdicts:
-            self._verdicts[device.name] = reasons
             size = human_size(device.size_bytes.value) if device.size_bytes.value else "?"
             if reasons:
                 more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""

@@ -173,6 +173,24 @@ class Session:
         return refusals(self.inventory(), without_test_filesystem(device, left or {}),
                         MIN_DEVICE_BYTES)
 
+    def scratch_verdicts(self, inventory: Inventory | None = None
+                         ) -> list[tuple[Device, list[str]]]:
+        """Every device of `inventory` (default: the session's) with the guard's reasons not to
+        format it (empty: a usable scratch device), in natural name order; the kernel is asked
+        about loop bindings, and the inventory scanned, once for all of them. Empty on a
+        captured tree (nothing there can be formatted)."""
+        if not self.live:
+            return []
+        from advisor.bench.guard import Links, live_links, refusals, scope_of
+        from advisor.bench.run import MIN_DEVICE_BYTES
+        from advisor.render.devices import natural_key
+
+        inventory = inventory or self.inventory()
+        links = live_links(inventory) if inventory.live else Links()
+        scope = scope_of(inventory)
+        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links, scope=scope))
+                for d in sorted(inventory.devices, key=lambda d: natural_key(d.name))]
+
     def check_scratch(self, name: str, left: dict[str, str] | None = None) -> Device:
         """The device called `name`, read afresh and through the guard; DeviceProblem naming
         every reason otherwise."""
@@ -293,6 +311,38 @@ class Session:
         finally:
             finished.set()
             cancel.set()  # lets the watcher end
+
+    # ---- what a validation says (the TUI shows and saves it as the CLI does) ----
+
+    @staticmethod
+    def metric_titles() -> dict[str, tuple[str, str]]:
+        """Each benchmark metric's title and unit, by name (for live plots before the report)."""
+        from advisor.bench.jobs import METRICS
+
+        return {m.name: (m.title, m.unit) for m in METRICS}
+
+    @staticmethod
+    def report_lines(report: ValidationReport) -> list[str]:
+        """A report's first lines, as `xfs-advisor validate` prints them: what was proposed, for
+        which device, what ran as B and every difference between the two."""
+        from advisor.bench.report import what_ran
+
+        return what_ran(report)
+
+    @staticmethod
+    def report_markdown(report: ValidationReport) -> str:
+        """A report as Markdown (the TUI's "save report")."""
+        from advisor.bench.report import render_markdown
+
+        return render_markdown(report)
+
+    @staticmethod
+    def write_file(target: Path, text: str, what: str) -> Path:
+        """A file the person named, written whole (regular files only, atomically, mode and
+        owner kept: advisor.system.files); the path written."""
+        from advisor.system.files import write_text_atomically
+
+        return write_text_atomically(target, text, what)
 
     # ---- audit ----
 

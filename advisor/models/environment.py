@@ -23,6 +23,9 @@ class Environment(Model):
     """Online CPUs (sys/devices/system/cpu/online)."""
     lts_configs: dict[str, str] = Field(default_factory=dict)
     """Kernel version -> path of xfsprogs' lts_<kernel>.conf feature sets for older kernels."""
+    kernel_xfs: dict[str, bool] = Field(default_factory=dict)
+    """The kernel's XFS build options (QUOTA, ONLINE_SCRUB, ONLINE_REPAIR: CONFIG_XFS_*) -> built
+    in or a module, from /proc/config.gz or /boot/config-RELEASE; empty when unknown."""
 
     def xfsprogs_at_least(self, major: int, minor: int) -> bool:
         """True when the xfsprogs version is known and >= major.minor."""

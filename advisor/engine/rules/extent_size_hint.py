@@ -33,14 +33,14 @@ def extent_size_hint(ctx: Context, params: ExtentSizeHintParams) -> Outcome:
         return Outcome(keep_reason="files are streamed start to end: delayed allocation already "
                        "gives them large extents")
     if w.write_pattern == "mixed":
-        return Outcome(keep_reason="the load is mixed: a hint on every file would give small "
-                       f"files a {format_size(hint)} allocation each; {later}")
+        return Outcome(keep_reason="the load is mixed: a hint on every file makes each scattered "
+                       f"write into any sparse file allocate {format_size(hint)}; {later}")
     if w.median_file_size is None or w.median_file_size < params.min_file_size:
         least = format_size(params.min_file_size)
         size = ("not answered (median_file_size)" if w.median_file_size is None
                 else f"{format_size(w.median_file_size)}, under {least}")
         return Outcome(keep_reason=f"files are written randomly, but their median size is {size}"
-                       f": a filesystem-wide hint would pad small files; {later}")
+                       f": a filesystem-wide hint is for large images and database files; {later}")
     blocks = hint // ctx.geometry.block_size
     return Outcome(change=Change(
         f"extszinherit={blocks}", ["-d", f"extszinherit={blocks}"],
@@ -49,4 +49,4 @@ def extent_size_hint(ctx: Context, params: ExtentSizeHintParams) -> Outcome:
         f"{format_size(hint)} extent size hint ({blocks} blocks of "
         f"{ctx.geometry.block_size}) from the root directory, so writes scattered over a sparse "
         "file allocate aligned extents of that size instead of one small extent per write, "
-        "and the file stays in few extents"))
+        "and the file stays in few extents; a sparse file's holes fill a hint at a time"))

@@ -24,9 +24,11 @@ END = "end"
 _LOG_FIELDS = ("log_writes", "log_blocks", "log_noiclogs", "log_forces", "log_force_sleeps")
 #: Issue 15: allocations, reverse-mapping and quota work, from the lines named here; each is
 #: the sum of the named fields (1-based, after the line's name; xfs_stats.h's order).
-_SUMS = {"extent_alloc": {"extent_allocs": (1,)},           # allocx: extents allocated
-         "rmapbt": {"rmap_records": (3, 4)},               # insrec + delrec
-         "qm": {"dquot_lookups": (4, 5)}}                  # dqcachemisses + dqcachehits
+_SUMS: dict[str, dict[str, tuple[int, ...]]] = {
+    "extent_alloc": {"extent_allocs": (1,)},  # allocx: extents allocated
+    "rmapbt": {"rmap_records": (3, 4)},       # insrec + delrec
+    "qm": {"dquot_lookups": (4, 5)},          # dqcachemisses + dqcachehits
+}
 #: /sys/block/<dev>/stat fields (Documentation/block/stat.rst), by position.
 _BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 15: "flush_ios"}
 

@@ -22,13 +22,8 @@ END = "end"
 
 #: /sys/fs/xfs/<dev>/stats/stats `log` line: writes, blocks (512 B), noiclogs, force, force_sleep.
 _LOG_FIELDS = ("log_writes", "log_blocks", "log_noiclogs", "log_forces", "log_force_sleeps")
-#: Issue 15: allocations, reverse-mapping and quota work, from the lines named here; each is
-#: the sum of the named fields (1-based, after the line's name; xfs_stats.h's order).
-_SUMS: dict[str, dict[str, tuple[int, ...]]] = {
-    "extent_alloc": {"extent_allocs": (1,)},  # allocx: extents allocated
-    "rmapbt": {"rmap_records": (3, 4)},       # insrec + delrec
-    "qm": {"dquot_lookups": (4, 5)},          # dqcachemisses + dqcachehits
-}
+#: Issue 15: extents allocated (extent_alloc's first field, allocx), for the allocation rules.
+_ALLOC_LINE = "extent_alloc"
 #: /sys/block/<dev>/stat fields (Documentation/block/stat.rst), by position.
 _BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 15: "flush_ios"}
 
@@ -65,15 +60,11 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "write_ios", 1.0),
     Mechanism("flushes_per_fsync", "cache flushes per fsync", "flushes", ("syncwrite",),
               "flush_ios", 1.0),
-    # -- issue 15, part A: allocation, reverse mapping, quota --
-    Mechanism("extent_allocs_per_1k_sync_writes", "extents allocated per 1k fsync'd writes",
-              "extents", ("syncwrite",), "extent_allocs", 1000.0),
-    Mechanism("extent_allocs_per_mib_written", "extents allocated per MiB written in sequence",
-              "extents", ("seqwrite",), "extent_allocs", 1.0),
-    Mechanism("rmap_records_per_1k_dirops", "reverse-mapping records changed per 1k directory "
-              "ops", "records", DIRECTORY, "rmap_records", 1000.0),
-    Mechanism("dquot_lookups_per_1k_dirops", "quota lookups per 1k directory ops", "lookups",
-              DIRECTORY, "dquot_lookups", 1000.0),
+    # -- issue 15, part A: extent allocations (extent size hints, swalloc) --
+    Mechanism("extent_allocs_per_1k_sync_writes", "allocations per 1k fsync'd writes",
+              "allocs", ("syncwrite",), "extent_allocs", 1000.0),
+    Mechanism("extent_allocs_per_mib_written", "allocations per MiB written", "allocs",
+              ("seqwrite",), "extent_allocs", 1.0),
 )
 
 
@@ -99,10 +90,8 @@ def parse_snapshot(text: str) -> dict[str, int]:
         parts = line.split()
         if parts[:1] == ["log"]:
             out.update({k: int(v) for k, v in zip(_LOG_FIELDS, parts[1:], strict=False)})
-        elif parts and parts[0] in _SUMS and all(p.isdigit() for p in parts[1:]):
-            for name, fields in _SUMS[parts[0]].items():
-                if len(parts) > max(fields):
-                    out[name] = sum(int(parts[i]) for i in fields)
+        elif parts[:1] == [_ALLOC_LINE] and len(parts) > 1 and parts[1].isdigit():
+            out["extent_allocs"] = int(parts[1])
         elif len(parts) >= 16 and all(p.isdigit() for p in parts):
             out.update({k: int(parts[i]) for i, k in _BLOCK_FIELDS.items()})
     return out

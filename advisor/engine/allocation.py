@@ -39,3 +39,13 @@ def hint_bytes(ctx: Context, hint: int) -> int:
     if stripe is not None:
         hint = round_up(hint, stripe[0])
     return round_up(hint, ctx.geometry.block_size)
+
+
+def hint_too_large(ctx: Context, hint: int) -> str | None:
+    """Why a hint of `hint` bytes cannot be set here (the kernel wants at most half an AG), or
+    None when it can."""
+    half = ctx.geometry.agsize_bytes // 2
+    if hint > half:
+        return (f"a {format_size(hint)} hint is over half an allocation group "
+                f"({format_size(half)}), more than the kernel takes")
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from advisor.engine.allocation import hint_bytes
+from advisor.engine.allocation import hint_bytes, hint_too_large
 from advisor.engine.context import Change, Context, Outcome
 from advisor.engine.registry import decider
 from advisor.models.base import Model
@@ -38,6 +38,9 @@ def cow_extent_size_hint(ctx: Context, params: CowExtentSizeHintParams) -> Outco
     if off:
         return Outcome(keep_reason=f"{off}: there is no copy-on-write to hint")
     hint = hint_bytes(ctx, params.hint)
+    too_large = hint_too_large(ctx, hint)
+    if too_large:
+        return Outcome(keep_reason=too_large)
     blocks = hint // ctx.geometry.block_size
     return Outcome(change=Change(
         f"cowextsize={blocks}", ["-d", f"cowextsize={blocks}"],

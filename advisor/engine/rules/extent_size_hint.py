@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from advisor.engine.allocation import hint_bytes
+from advisor.engine.allocation import hint_bytes, hint_too_large
 from advisor.engine.context import Change, Context, Outcome
 from advisor.engine.registry import decider
 from advisor.models.base import Model
@@ -41,6 +41,9 @@ def extent_size_hint(ctx: Context, params: ExtentSizeHintParams) -> Outcome:
                 else f"{format_size(w.median_file_size)}, under {least}")
         return Outcome(keep_reason=f"files are written randomly, but their median size is {size}"
                        f": a filesystem-wide hint is for large images and database files; {later}")
+    too_large = hint_too_large(ctx, hint)
+    if too_large:
+        return Outcome(keep_reason=too_large)
     blocks = hint // ctx.geometry.block_size
     return Outcome(change=Change(
         f"extszinherit={blocks}", ["-d", f"extszinherit={blocks}"],

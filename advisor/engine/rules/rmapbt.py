@@ -56,5 +56,5 @@ def rmapbt(ctx: Context, params: RmapbtParams) -> Outcome:
     return Outcome(change=Change("rmapbt=1", ["-m", "rmapbt=1"], (
         f"online checking wanted (online_scrub): the reverse-mapping btree records the owner "
         f"of every block, which xfs_scrub needs to cross-check space and to rebuild metadata; "
-        f"{gives}. {cost[0].upper()}{cost[1:]}; xfsprogs 6.1's xfs_scrub still calls itself "
-        "EXPERIMENTAL")), warnings=warnings)
+        f"{gives}. The cost: {cost.removeprefix('rmapbt costs ')}; xfsprogs 6.1's xfs_scrub "
+        "calls itself EXPERIMENTAL")), warnings=warnings)

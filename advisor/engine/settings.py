@@ -28,7 +28,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("-l su", "mkfs", "no (mkfs)"),
     # -- issue 15, part A --
     Setting("-m rmapbt", "mkfs", "no (mkfs; xfsprogs 6.1's xfs_admin cannot add it)"),
-    Setting("-d extszinherit", "mkfs", "yes (xfs_io -c 'extsize SIZE' on an empty directory)"),
+    Setting("-d extszinherit", "mkfs", "for new files (xfs_io -c 'extsize SIZE' DIR; files "
+            "holding data keep theirs)"),
     Setting("-d cowextsize", "mkfs", "yes (xfs_io -c 'cowextsize SIZE' on a directory)"),
     Setting("-i maxpct", "mkfs", "yes (xfs_growfs -m PERCENT)"),
     # -- end issue 15, part A --

@@ -74,6 +74,9 @@ def test_proposed_allocation_options_are_made_mounted_and_read_back(tmp_path: Pa
             file_stat = sh("xfs_io", "-c", "stat", str(mnt / "vm.img")).stdout
             assert f"fsxattr.extsize = {int(extsz.split('=')[1]) * block}" in file_stat
             assert os.stat(mnt / "vm.img").st_blksize == 256 * KiB
+            # "Existing files keep theirs": a file holding data refuses a new hint.
+            assert sh("xfs_io", "-c", "extsize 2m", str(mnt / "vm.img"),
+                      check=False).returncode != 0
             # What the rmapbt rule says xfs_scrub does on this kernel, it does.
             scrub = sh("xfs_scrub", "-n", str(mnt), check=False)
             kernel = read_environment().kernel_xfs

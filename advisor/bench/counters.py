@@ -22,6 +22,8 @@ END = "end"
 
 #: /sys/fs/xfs/<dev>/stats/stats `log` line: writes, blocks (512 B), noiclogs, force, force_sleep.
 _LOG_FIELDS = ("log_writes", "log_blocks", "log_noiclogs", "log_forces", "log_force_sleeps")
+#: Issue 15: extents allocated (extent_alloc's first field, allocx), for the allocation rules.
+_ALLOC_LINE = "extent_alloc"
 #: /sys/block/<dev>/stat fields (Documentation/block/stat.rst), by position.
 _BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 11: "discard_ios", 15: "flush_ios"}
 
@@ -65,6 +67,11 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "discard_ios", 1000.0),
     Mechanism("device_write_kib_per_fsync", "device write KiB per fsync", "KiB", ("syncwrite",),
               "write_sectors", 0.5),
+    # -- issue 15, part A: extent allocations (extent size hints, swalloc) --
+    Mechanism("extent_allocs_per_1k_sync_writes", "allocations per 1k fsync'd writes",
+              "allocs", ("syncwrite",), "extent_allocs", 1000.0),
+    Mechanism("extent_allocs_per_mib_written", "allocations per MiB written", "allocs",
+              ("seqwrite",), "extent_allocs", 1.0),
 )
 
 
@@ -90,6 +97,8 @@ def parse_snapshot(text: str) -> dict[str, int]:
         parts = line.split()
         if parts[:1] == ["log"]:
             out.update({k: int(v) for k, v in zip(_LOG_FIELDS, parts[1:], strict=False)})
+        elif parts[:1] == [_ALLOC_LINE] and len(parts) > 1 and parts[1].isdigit():
+            out["extent_allocs"] = int(parts[1])
         elif len(parts) >= 16 and all(p.isdigit() for p in parts):
             out.update({k: int(parts[i]) for i, k in _BLOCK_FIELDS.items()})
     return out

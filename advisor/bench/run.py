@@ -323,7 +323,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 work, jobs.phases(shape),
                 {"create": float(shape.directory_entries),
                  "delete": float(shape.churn_entries), "refill": float(shape.churn_entries),
-                 "syncwrite": measured.operations.get("syncwrite", 0.0)})
+                 "syncwrite": measured.operations.get("syncwrite", 0.0),
+                 "seqwrite": measured.operations.get("seqwrite", 0.0)})  # 1 MiB writes
             for name, value in work_done.items():
                 mechanisms.setdefault(name, {"A": [], "B": []})[label].append(value)
             measuring += measured.measuring_seconds

@@ -22,7 +22,8 @@ BLOCK = "  10 0 80 5  120 3 900 40  0 50 60  0 0 0 0  9 1\n"
 
 def test_parse_snapshot_reads_the_log_line_and_the_block_fields() -> None:
     got = counters.parse_snapshot(STATS + BLOCK)
-    assert got == {"log_writes": 40, "log_blocks": 2400, "log_noiclogs": 0, "log_forces": 7,
+    assert got == {"extent_allocs": 1, "log_writes": 40, "log_blocks": 2400, "log_noiclogs": 0,
+                   "log_forces": 7,
                    "log_force_sleeps": 3, "write_ios": 120, "write_sectors": 900,
                    "discard_ios": 0, "flush_ios": 9}
 

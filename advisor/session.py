@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
-    from advisor.models.bench import NotApplied, SideConfig, ValidationReport
+    from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
@@ -285,6 +285,64 @@ class Session:
         finally:
             finished.set()
             cancel.set()  # lets the watcher end
+
+    def attribute(self, plan: Plan, combined: ValidationReport | None = None, *,
+                  progress: Progress | None = None, cancel: threading.Event | None = None,
+                  say: Callable[[str], None] | None = None,
+                  hold: DeviceHold | None = None) -> Attribution:
+        """Which of B's options moved which metric and counter: one A/B run per option of
+        `plan`'s B (A against A plus that option alone; advisor.bench.attribute), each through
+        run_validation. `combined`: the report of `plan` itself, when it ran. On a scratch device
+        (`plan.device`), `hold` is the one the combined run had, lent to it (DeviceHold.lent) so
+        that it is still held: each option run then expects exactly the XFS the run before it
+        made (by UUID, read while held) and nothing else. `progress(done, total, what)` counts
+        over all the option runs; `cancel` stops them like run_validation's."""
+        from advisor.bench import attribute as attribution
+        from advisor.bench.resources import Recovery
+        from advisor.system.loopdev import dev_name
+        from advisor.system.superblock import read_xfs_uuid
+
+        if plan.device is not None and (hold is None or not hold.exclusive):
+            from advisor.errors import DeviceProblem
+
+            raise DeviceProblem(f"attribution on {plan.device} needs the device still held from "
+                                "the combined run (validate --attribute runs right after it)")
+        cancel = cancel or threading.Event()
+        chosen = attribution.options(plan.a, plan.b)
+        steps = 2 * plan.pairs + 1
+
+        def run_one(p: Plan, index: int) -> ValidationReport:
+            if cancel.is_set():
+                raise Cancelled("attribution cancelled")
+            label = chosen[index].label
+
+            def step(done: int, total: int, what: str) -> None:
+                if progress:
+                    progress(index * steps + done, len(chosen) * steps,
+                             f"{label} alone: {what}")
+
+            mine, finished = threading.Event(), threading.Event()
+
+            def forward() -> None:  # this run's cancel follows the caller's
+                while not finished.is_set():
+                    if cancel.wait(0.2):
+                        mine.set()
+                        return
+
+            threading.Thread(target=forward, name="attribute-cancel", daemon=True).start()
+            try:
+                if hold is None:
+                    return self.run_validation(p, progress=step, cancel=mine, say=say)
+                # Held exclusively since the previous run's last umount: this XFS is ours.
+                ours = Recovery(test_filesystems={
+                    dev_name(os.stat(hold.path).st_rdev): read_xfs_uuid(hold.path) or ""})
+                with hold.lent():
+                    return self.run_validation(p, progress=step, cancel=mine, say=say,
+                                               hold=hold, recovered=ours)
+            finally:
+                finished.set()
+
+        return attribution.attribute(plan, run_one, combined)
 
     # ---- audit ----
 

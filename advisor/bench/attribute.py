@@ -104,7 +104,7 @@ def _effect(option: str, m: MetricResult | None) -> OptionEffect:
 def _words(kind: str, e: OptionEffect) -> str:
     assert e.verdict is not None and e.ratio is not None and e.ci is not None
     said = _MOVED[kind].get(e.verdict, e.verdict)
-    return f"{e.option} {said} (B/A {e.ratio:.3f}, [{e.ci[0]:.3f}, {e.ci[1]:.3f}])"
+    return f"{e.option}: {said} (B/A {e.ratio:.3f}, [{e.ci[0]:.3f}, {e.ci[1]:.3f}])"
 
 
 def _finding(name: str, title: str, kind: str, combined: MetricResult | None,
@@ -120,7 +120,7 @@ def _finding(name: str, title: str, kind: str, combined: MetricResult | None,
     if unclear:
         parts.append(f"cannot tell for {', '.join(unclear)}")
     if not moved and combined is not None and combined.verdict in ("better", "worse"):
-        parts.insert(0, "the options together moved it, no option alone did: cannot tell which "
+        parts.insert(0, "all options together moved it, no option alone did: cannot tell which "
                         "(an interaction, or too few pairs)")
     return AttributionFinding(
         name=name, title=title, kind="timing" if kind == "timing" else "counter",

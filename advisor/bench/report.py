@@ -158,7 +158,9 @@ def attribution_lines(report: ValidationReport) -> list[str]:
     shown = [f for f in at.findings
              if f.moved_by or f.combined_verdict in ("better", "worse")]
     for f in shown:
-        together = f" (all options: {f.combined_verdict})" if f.combined_verdict else ""
+        said = _WORK.get(f.combined_verdict or "", f.combined_verdict) \
+            if f.kind == "counter" else f.combined_verdict
+        together = f" (all options: {said})" if f.combined_verdict else ""
         lines.append(f"  {f.title}{together}: {f.summary}")
     quiet = len(at.findings) - len(shown)
     if quiet:

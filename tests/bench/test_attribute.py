@@ -127,10 +127,13 @@ def test_attribution_names_logbsize_for_the_log_writes_not_noatime(
     assert [r.b.mount_options for r in found.runs] == [["logbsize=256k"], ["noatime"]]
     assert seen[0].startswith("logbsize=256k alone:") and seen[-1].startswith("noatime alone:")
     log = {f.name: f for f in found.findings}["log_writes_per_1k_dirops"]
-    assert log.kind == "counter" and log.moved_by == ["logbsize=256k"], log.summary
+    assert log.kind == "counter" and "logbsize=256k" in log.moved_by, log.summary
+    assert log.summary.startswith("moved by logbsize=256k: less work (B/A 0.1"), log.summary
     by_option = {e.option: e for e in log.effects}
     assert by_option["logbsize=256k"].ratio is not None and by_option["logbsize=256k"].ratio < 0.3
-    assert by_option["noatime"].verdict not in ("better", "worse")
+    # noatime: not that mechanism (0.8-1.0 where measured; the interval never reaches 0.3).
+    noatime = by_option["noatime"]
+    assert noatime.ci is not None and noatime.ci[0] > 0.5, log.summary
     # The logbsize rule's claim was checked in its own run.
     (check,) = found.runs[0].mechanism_checks
     assert check.option == "logbsize=256k" and check.seen == "seen"

@@ -24,7 +24,7 @@ def test_parse_snapshot_reads_the_log_line_and_the_block_fields() -> None:
     got = counters.parse_snapshot(STATS + BLOCK)
     assert got == {"log_writes": 40, "log_blocks": 2400, "log_noiclogs": 0, "log_forces": 7,
                    "log_force_sleeps": 3, "write_ios": 120, "write_sectors": 900,
-                   "flush_ios": 9}
+                   "flush_ios": 9, "transactions": 2031}
 
 
 def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
@@ -118,3 +118,16 @@ def test_claims_are_checked_only_for_options_b_adds() -> None:
     [check] = counters.check_claims([("log-stripe-unit", su)], a, b_su,
                                     [_judged("log_kib_per_fsync", (0.5, 0.6))])
     assert check.option == "-l su=4k" and check.seen == "seen"
+
+
+def test_a_figure_b_never_did_is_less_work_by_the_sign_test() -> None:
+    """noatime: no atime transaction in any round on B, some in every round on A. No log-ratio
+    exists; every pair points the same way, which 6 pairs make significant (p = 2^-5)."""
+    six = {"transactions_per_file_read": {"A": [0.5] * 6, "B": [0.0] * 6}}
+    (m,) = counters.judge_none_on_b(six, set())
+    assert (m.ratio, m.ci, m.verdict, m.geo_mean_a) == (0.0, [0.0, 0.0], "better", 0.5)
+    four = {"transactions_per_file_read": {"A": [1.0] * 4, "B": [0.0] * 4}}
+    assert counters.judge_none_on_b(four, set())[0].verdict == "inconclusive"  # p = 1/8
+    mixed = {"transactions_per_file_read": {"A": [1.0, 0.0] * 3, "B": [0.0] * 6}}
+    assert counters.judge_none_on_b(mixed, set()) == []  # A did none in some round: no figure
+    assert counters.judge_none_on_b(six, {"transactions_per_file_read"}) == []

@@ -61,6 +61,12 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "flush_ios", 1.0),
     # Reading a file written since its last access updates its atime under relatime (the
     # default): one transaction per file read; noatime: none (measured: 1.0 and 0 per file).
+    # Where the writers work: each writer's folder (made at the start of the round, so the
+    # inode64 rotor spreads them over the AGs) and the files in it live in the folder's AG.
+    # agcount=8 with 8 writers: one writer per AG instead of two (the ag-concurrency rule). Not
+    # a counter span (no phases): taken after fio from the folders' inode numbers.
+    Mechanism("writers_in_busiest_ag", "writers sharing the busiest AG", "writers", (),
+              "", 1.0),
     Mechanism("transactions_per_file_read", "metadata transactions per file read", "trans",
               ("seqread",), "transactions", 1.0),
 )
@@ -131,7 +137,7 @@ def mechanism_values(folder: str, phases: list[str],
     snaps = {p: read_snapshot(folder, p) for p in order}
     values: dict[str, float] = {}
     for m in MECHANISMS:
-        if not all(p in phases for p in m.phases):
+        if not m.phases or not all(p in phases for p in m.phases):
             continue
         ops = sum(operations.get(p, 0.0) for p in m.phases)
         before = snaps[m.phases[0]]
@@ -144,6 +150,24 @@ def mechanism_values(folder: str, phases: list[str],
             continue  # a counter reset (never while mounted): no figure rather than a wrong one
         values[m.name] = grown * m.scale / ops
     return values
+
+
+def writers_in_busiest_ag(device: str, mountpoint: str, writers: int) -> dict[str, float]:
+    """The most writers' folders (`w0`..) that share one allocation group, from their inode
+    numbers and the superblock's geometry; nothing for a single writer (nothing to share)."""
+    from advisor.system.superblock import read_ag_shift
+
+    shift = read_ag_shift(device)
+    if writers < 2 or shift is None:
+        return {}
+    ags: dict[int, int] = {}
+    try:
+        for i in range(writers):
+            ag = os.stat(os.path.join(mountpoint, f"w{i}")).st_ino >> shift
+            ags[ag] = ags.get(ag, 0) + 1
+    except OSError:
+        return {}
+    return {"writers_in_busiest_ag": float(max(ags.values()))}
 
 
 def judge_none_on_b(samples: dict[str, dict[str, list[float]]],

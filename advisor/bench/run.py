@@ -325,6 +325,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                  "delete": float(shape.churn_entries), "refill": float(shape.churn_entries),
                  "syncwrite": measured.operations.get("syncwrite", 0.0),
                  "seqread": float(shape.writers)})  # files read: one per reader
+            work_done.update(counters.writers_in_busiest_ag(device, mnt, shape.writers))
             for name, value in work_done.items():
                 mechanisms.setdefault(name, {"A": [], "B": []})[label].append(value)
             measuring += measured.measuring_seconds

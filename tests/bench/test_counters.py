@@ -4,6 +4,7 @@ the log several times less often for the same directory work, as the logbsize ru
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -131,3 +132,28 @@ def test_a_figure_b_never_did_is_less_work_by_the_sign_test() -> None:
     mixed = {"transactions_per_file_read": {"A": [1.0, 0.0] * 3, "B": [0.0] * 6}}
     assert counters.judge_none_on_b(mixed, set()) == []  # A did none in some round: no figure
     assert counters.judge_none_on_b(six, {"transactions_per_file_read"}) == []
+
+
+def _writers_per_ag(loop: str, mnt: Path, agcount: int) -> dict[str, float]:
+    sh("mkfs.xfs", "-q", "-f", "-K", "-d", f"agcount={agcount}", loop)
+    with mounted(loop, mnt):
+        shape = jobs.shape_for(Workload(concurrent_writers=8), measure_seconds=1.0,
+                               fs_bytes=1 << 30)
+        jobs.prepare(shape, str(mnt))  # the writers' folders, as every round makes them
+        return counters.writers_in_busiest_ag(loop, str(mnt), 8)
+
+
+def test_more_ags_leave_fewer_writers_sharing_one(tmp_path: Path, loop: str) -> None:
+    """The ag-concurrency rule's mechanism, from the folders' inode numbers: 8 writers over
+    the default 4 AGs share them two by two; with agcount=8 each has its own. xfs_db says the
+    same of each folder's inode."""
+    require_root_tools("mount", "xfs_db")
+    four = _writers_per_ag(loop, tmp_path / "m4", 4)
+    eight = _writers_per_ag(loop, tmp_path / "m8", 8)
+    assert four == {"writers_in_busiest_ag": 2.0} and eight == {"writers_in_busiest_ag": 1.0}
+    with mounted(loop, tmp_path / "m8"):  # the oracle: xfs_db's AG of w0..w7's inodes
+        inos = [os.stat(tmp_path / "m8" / f"w{i}").st_ino for i in range(8)]
+    ags = {sh("xfs_db", "-r", "-c", f"convert ino {ino} agno", loop).stdout.split()[0]
+           for ino in inos}
+    assert len(ags) == 8
+    assert counters.writers_in_busiest_ag(loop, str(tmp_path), 1) == {}  # one writer: no figure

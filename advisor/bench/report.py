@@ -169,6 +169,18 @@ def attribution_lines(report: ValidationReport) -> list[str]:
     return lines
 
 
+def unclaimed(report: ValidationReport) -> list[str]:
+    """B's options (those A lacks) that no mechanism check speaks for: the report says so rather
+    than leave them out."""
+    from advisor.bench.attribute import options
+
+    if report.calibrate:
+        return []
+    checked = [c.option for c in report.mechanism_checks]
+    return [o.label for o in options(report.a, report.b)
+            if not any(o.label.startswith(c) or c.startswith(o.label) for c in checked)]
+
+
 def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     env = report.environment
     t = report.timing
@@ -193,6 +205,8 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
                 if c.ratio is not None and c.ci else ""
             out.append(f"  {c.option}: rule {c.rule} says {c.expect} {c.counter}: "
                        f"mechanism {c.seen}{interval}")
+        out += [f"  {o}: no rule names a counter that shows its mechanism"
+                for o in unclaimed(report)]
         out.append("")
     if with_plot:
         out += [plot(report), ""]
@@ -242,7 +256,9 @@ def render_markdown(report: ValidationReport) -> str:
                        f"{_num(_geo(m, 'B'))} | {m.ratio:.3f} | "
                        f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}] | {_WORK[m.verdict]} |")
         out += ["", *[f"- {c.option}: rule {c.rule} says {c.expect} {c.counter}: mechanism "
-                      f"{c.seen}" for c in report.mechanism_checks]]
+                      f"{c.seen}" for c in report.mechanism_checks],
+                *[f"- {o}: no rule names a counter that shows its mechanism"
+                  for o in unclaimed(report)]]
     out += ["", f"**Verdict: {report.verdict}.** {report.summary}", "", "```", plot(report),
             "```"]
     if report.attribution_skipped:

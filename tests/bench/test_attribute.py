@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from advisor.bench import attribute as attribution
-from advisor.bench.report import render_markdown, render_text
+from advisor.bench.report import render_markdown, render_text, unclaimed
 from advisor.bench.run import Plan
-from advisor.models.bench import SideConfig, ValidationReport
+from advisor.models.bench import MechanismCheck, SideConfig, ValidationReport
 from advisor.models.workload import Workload
 from advisor.session import Session
 from tests.bench.test_report import _report
@@ -139,3 +139,11 @@ def test_attribution_names_logbsize_for_the_log_writes_not_noatime(
     assert check.option == "logbsize=256k" and check.seen == "seen"
     left = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in left + Path("/proc/mounts").read_text()
+
+
+def test_options_no_rule_speaks_for_are_named() -> None:
+    report = _report(Workload(), slower=1.0)  # B = -n size=64k, no mechanism checks
+    assert unclaimed(report) == ["-n size=64k"]
+    check = MechanismCheck(option="-n size=64k", rule="r", counter="c", expect="less",
+                           seen="not seen")
+    assert unclaimed(report.model_copy(update={"mechanism_checks": [check]})) == []

@@ -25,7 +25,7 @@ from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
     from advisor.bench.run import Plan
-    from advisor.models.bench import ValidationReport
+    from advisor.models.bench import Attribution, ValidationReport
     from advisor.models.proposal import Proposal
 
 LOOP = "loop"
@@ -80,6 +80,7 @@ class ValidateScreen(StepScreen):
         Binding("ctrl+r", "run", "Run"),
         Binding("escape", "cancel", "Cancel run"),
         Binding("ctrl+s", "save_report", "Save report", show=False),  # help and palette say it
+        Binding("ctrl+t", "attribute", "Attribute", show=False),  # offered after a verdict
     ]
 
     def __init__(self) -> None:
@@ -87,6 +88,8 @@ class ValidateScreen(StepScreen):
         self._cancel: threading.Event | None = None
         self._worker: Worker[ValidationReport] | None = None
         self.report: ValidationReport | None = None
+        self._ran: Plan | None = None
+        self._attributing: Worker[Attribution] | None = None
         self._other: tuple[str, str] | None = None
         self._other_proposal: Proposal | None = None
         self._plots: dict[str, MetricPlot] = {}
@@ -298,7 +301,7 @@ class ValidateScreen(StepScreen):
 
     @property
     def running(self) -> bool:
-        return self._worker is not None and not self._worker.is_finished
+        return any(w is not None and not w.is_finished for w in (self._worker, self._attributing))
 
     def action_run(self) -> None:
         if self.running:
@@ -341,6 +344,7 @@ class ValidateScreen(StepScreen):
         cancel = active.cancel
         self._cancel = cancel
         self.report = None
+        self._ran = plan
         self.query_one("#metrics").display = False
         self.query_one("#plots", Grid).remove_children()
         self._plots = {}
@@ -366,6 +370,55 @@ class ValidateScreen(StepScreen):
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)
+
+    def _attribution_offer(self) -> str:
+        """What ctrl+t would do after this verdict, or why it would not ("" before a verdict)."""
+        from advisor.bench import attribute as attribution
+
+        if self.report is None or self._ran is None:
+            return ""
+        if self.report.attribution is not None:
+            return ""
+        chosen = attribution.options(self._ran.a, self._ran.b)
+        why = attribution.skip_reason(self.report, chosen)
+        if why is None and self._ran.device is not None:
+            why = (f"on {self._ran.device} it runs from the command line, with the device held "
+                   f"between runs: xfs-advisor validate --device {self._ran.device} --attribute")
+        if why:
+            return f"Attribution: not offered: {why}"
+        minutes = attribution.estimate_seconds(self._ran, len(chosen),
+                                               self.report.timing.wall_seconds) / 60
+        return (f"ctrl+t: which option moved what: {len(chosen)} more A/B runs "
+                f"({', '.join(o.label for o in chosen)}), about {minutes:.0f} min")
+
+    def action_attribute(self) -> None:
+        """After a verdict: one A/B run per option of B (Session.attribute) in a worker."""
+        offer = self._attribution_offer()
+        if self.running or not offer.startswith("ctrl+t"):
+            self.notify(offer or "no verdict yet: run first (ctrl+r)", severity="warning")
+            return
+        assert self._ran is not None and self.report is not None
+        from advisor.tui.app import ActiveRun
+
+        plan, combined, session = self._ran, self.report, self.advisor.state.session
+        active = ActiveRun()
+        self.advisor.active_run = active
+        self._cancel = cancel = active.cancel
+        bar = self.query_one("#progress", ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
+
+        def progress(done: int, total: int, what: str) -> None:
+            self.post_message(Progressed(done, total, what))
+
+        def work() -> Attribution:
+            try:
+                return session.attribute(plan, combined, progress=progress, cancel=cancel)
+            finally:
+                active.done.set()
+
+        self._attributing = self.run_worker(work, name="attribute", group="validate",
+                                            thread=True, exit_on_error=False)
 
     def action_save_report(self) -> None:
         """The last report as Markdown (or the --json document, for a name ending in .json);
@@ -420,6 +473,9 @@ class ValidateScreen(StepScreen):
             plot.add(message.side, value)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is self._attributing and event.worker.is_finished:
+            self._attributed(event)
+            return
         if event.worker is not self._worker or not event.worker.is_finished:
             return
         step = self.query_one("#step", Static)
@@ -435,6 +491,19 @@ class ValidateScreen(StepScreen):
             step.update(Text(message, style="bold" if "cancelled" in message else "bold red"))
             self.query_one("#progress").display = False
 
+    def _attributed(self, event: Worker.StateChanged) -> None:
+        step = self.query_one("#step", Static)
+        if event.state == WorkerState.SUCCESS and self.report is not None:
+            step.update("attribution done")
+            self.show_report(self.report.model_copy(
+                update={"attribution": event.worker.result}))
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            step.update(Text(error.message if isinstance(error, AdvisorError) else
+                             f"internal error: {type(error).__name__}: {error}",
+                             style="bold red"))
+        self.query_one("#progress").display = False
+
     # ---- results ----
 
     def show_report(self, report: ValidationReport) -> None:
@@ -448,7 +517,11 @@ class ValidateScreen(StepScreen):
         if report.calibration is not None:
             lines.append(report.calibration.summary)
         self.query_one("#sides", Static).update(Text("\n".join(lines)))
-        self.query_one("#verdict", Static).update(f"Verdict: {report.verdict}. {report.summary}")
+        from advisor.bench.report import attribution_lines
+
+        after = [self._attribution_offer(), *attribution_lines(report)]
+        self.query_one("#verdict", Static).update(Text("\n".join(
+            [f"Verdict: {report.verdict}. {report.summary}", *[a for a in after if a]])))
         table = self.query_one("#metrics", DataTable)
         table.clear()
         for m in report.metrics:

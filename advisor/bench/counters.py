@@ -18,7 +18,8 @@ from advisor.models.bench import MechanismCheck, MetricResult, SideConfig
 from advisor.models.rule import MechanismClaim
 
 #: The phases of a round in order (advisor.bench.jobs), then the snapshot taken after fio.
-PHASES = ("create", "delete", "refill", "stat", "syncwrite", "seqwrite", "seqread")
+PHASES = ("create", "delete", "refill", "stat", "syncwrite", "readback", "seqwrite",
+          "seqread")
 END = "end"
 
 #: /sys/fs/xfs/<dev>/stats/stats `log` line: writes, blocks (512 B), noiclogs, force, force_sleep.
@@ -59,16 +60,16 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "write_ios", 1.0),
     Mechanism("flushes_per_fsync", "cache flushes per fsync", "flushes", ("syncwrite",),
               "flush_ios", 1.0),
-    # Reading a file written since its last access updates its atime under relatime (the
-    # default): one transaction per file read; noatime: none (measured: 1.0 and 0 per file).
     # Where the writers work: each writer's folder (made at the start of the round, so the
     # inode64 rotor spreads them over the AGs) and the files in it live in the folder's AG.
     # agcount=8 with 8 writers: one writer per AG instead of two (the ag-concurrency rule). Not
     # a counter span (no phases): taken after fio from the folders' inode numbers.
     Mechanism("writers_in_busiest_ag", "writers sharing the busiest AG", "writers", (),
               "", 1.0),
-    Mechanism("transactions_per_file_read", "metadata transactions per file read", "trans",
-              ("seqread",), "transactions", 1.0),
+    # Reading a file written since its last access updates its atime under relatime (the
+    # default): one transaction per file read back; noatime: none.
+    Mechanism("transactions_per_file_read", "metadata transactions per file read back",
+              "trans", ("readback",), "transactions", 1.0),
 )
 
 

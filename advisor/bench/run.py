@@ -324,7 +324,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 {"create": float(shape.directory_entries),
                  "delete": float(shape.churn_entries), "refill": float(shape.churn_entries),
                  "syncwrite": measured.operations.get("syncwrite", 0.0),
-                 "seqread": float(shape.writers)})  # files read: one per reader
+                 "readback": measured.operations.get("readback", 0.0)})
             work_done.update(counters.writers_in_busiest_ag(device, mnt, shape.writers))
             for name, value in work_done.items():
                 mechanisms.setdefault(name, {"A": [], "B": []})[label].append(value)

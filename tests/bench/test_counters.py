@@ -157,3 +157,34 @@ def test_more_ags_leave_fewer_writers_sharing_one(tmp_path: Path, loop: str) -> 
            for ino in inos}
     assert len(ags) == 8
     assert counters.writers_in_busiest_ag(loop, str(tmp_path), 1) == {}  # one writer: no figure
+
+
+def _read_back(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
+    """One round with an fsync phase (and so the read-back of each writer's file)."""
+    shape = jobs.shape_for(Workload(largest_directory_entries=2000, fsyncs_per_second=50,
+                                    median_file_size=4096, concurrent_writers=3),
+                           measure_seconds=1.0, fs_bytes=1 << 30)
+    sh("mkfs.xfs", "-q", "-f", "-K", loop)
+    work.mkdir()
+    name = counters.kernel_name(loop)
+    with mounted(loop, mnt, *options):
+        jobs.prepare(shape, str(mnt))
+        (work / "round.fio").write_text(jobs.jobfile(shape, str(mnt), counters_for=name))
+        proc = subprocess.run(["fio", "--output-format=json", "round.fio"], cwd=work,
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        counters.take_snapshot(name, str(work), counters.END)
+    measured = jobs.parse_fio(proc.stdout, shape.metrics)
+    assert measured.operations["readback"] == 3  # one 4 KiB read per writer's file
+    return counters.mechanism_values(str(work), jobs.phases(shape), measured.operations)
+
+
+def test_noatime_spares_the_atime_transaction_of_each_file_read_back(tmp_path: Path,
+                                                                     loop: str) -> None:
+    """The atime rule's mechanism: relatime (the default) commits one transaction per file read
+    after it was written, noatime none."""
+    require_root_tools("fio", "mount")
+    relatime = _read_back(loop, tmp_path / "m1", tmp_path / "w1", [])
+    noatime = _read_back(loop, tmp_path / "m2", tmp_path / "w2", ["noatime"])
+    assert relatime["transactions_per_file_read"] == 1.0
+    assert noatime["transactions_per_file_read"] == 0.0

@@ -68,7 +68,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "", 1.0),
     # Reading a file written since its last access updates its atime under relatime (the
     # default): one transaction per file read back; noatime: none.
-    Mechanism("transactions_per_file_read", "metadata transactions per file read back",
+    Mechanism("transactions_per_file_read", "transactions per file read back",
               "trans", ("readback",), "transactions", 1.0),
 )
 

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from advisor import SCHEMA_VERSION, __version__
+from advisor import SCHEMA_VERSION
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
 
 #: Subcommand modules, in the order `--help` lists them.
 COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile",
-            "audit", "tui")
+            "audit", "fleet", "tui", "completion", "manpage")
 
 
 class Parser(argparse.ArgumentParser):
@@ -34,6 +34,22 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix("xfs-advisor").strip()
         raise BadInput(f"{command + ': ' if command else ''}{message} (see {self.prog} --help)")
+
+
+class _Version(argparse.Action):
+    """`--version`: the installed package's version (its metadata), read only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the installed version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        import advisor
+
+        print(f"xfs-advisor {advisor.__version__}")
+        parser.exit()
 
 
 def common_options(*, suppress: bool) -> argparse.ArgumentParser:
@@ -82,7 +98,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "explain every choice, and validate it with an A/B benchmark.",
         parents=[common_options(suppress=False)],
     )
-    parser.add_argument("--version", action="version", version=f"xfs-advisor {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = common_options(suppress=True)
     for name in (only,) if only else COMMANDS:

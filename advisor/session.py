@@ -61,14 +61,20 @@ class Session:
 
     def __init__(self, sysroot: str | None = None, rules_dir: str | None = None,
                  calibration_file: str | None = None, *,
-                 inventory: Inventory | None = None) -> None:
-        """`inventory`: a fixed set of devices (tests, a replay), never re-read."""
+                 inventory: Inventory | None = None, rulebook: RuleBook | None = None,
+                 local_xfsprogs: Callable[[], str | None] | None = None) -> None:
+        """`inventory`: a fixed set of devices (tests, a replay), never re-read. `rulebook`: one
+        already loaded; `local_xfsprogs`: what tells this machine's xfsprogs version (the fleet
+        report shares both across its hosts' sessions)."""
         self.sysroot = sysroot
         self.rules_dir = rules_dir
         self.calibration_file = calibration_file
         self.root = SysRoot.open(sysroot)  # BadInput now, for a tree that is not one
         self._inventory: Inventory | None = inventory
         self._fixed = inventory is not None
+        self._local_xfsprogs = local_xfsprogs
+        if rulebook is not None:
+            self.__dict__["rulebook"] = rulebook  # what the cached property below would hold
 
     @property
     def live(self) -> bool:
@@ -107,6 +113,8 @@ class Session:
         xfsprogs, which makes the checks."""
         from advisor.system.versions import read_environment
 
+        if self._local_xfsprogs is not None:
+            return read_environment(self.root, local_xfsprogs=self._local_xfsprogs)
         return read_environment(self.root)
 
     @functools.cached_property

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,30 @@ def test_dump_loads_back_unchanged(tmp_path: Path) -> None:
     assert load_workload(f) == w
     assert w.answered() == {"largest_directory_entries", "access", "growth_factor", "mount_point",
                             "storage.nonvolatile_write_cache"}
+
+
+@pytest.mark.parametrize("kernel", ["3.10", "3.11", "3.11.0-26-generic", "2.6.32"])
+def test_kernels_that_cannot_mount_todays_v5_are_refused(kernel: str) -> None:
+    # mkfs.xfs makes V5 with the directory entry file type always on ("Directory ftype field
+    # always enabled on CRC enabled filesystems"): an incompatible feature Linux mounts from 3.12.
+    with pytest.raises(BadInput) as err:
+        parse_workload({"must_mount_on_kernel": kernel}, "w.toml")
+    assert "3.12" in str(err.value) and "rhel7" in str(err.value)
+
+
+@pytest.mark.parametrize(("kernel", "target"), [
+    ("3.10.0-1160.el7.x86_64", "rhel7"), ("centos7", "rhel7"), ("3.12", "3.12"),
+    ("sles12", "sles12")])
+def test_kernels_that_mount_it_are_accepted(kernel: str, target: str) -> None:
+    assert parse_workload({"must_mount_on_kernel": kernel}, "w.toml").must_mount_on_kernel == target
+
+
+def test_mkfs_refuses_v5_without_the_file_type(tmp_path: Path) -> None:
+    # The fact V5_MOUNTS_FROM rests on, asked of the real tool.
+    image = tmp_path / "img"
+    image.write_bytes(b"")
+    os.truncate(image, 1 << 30)
+    proc = subprocess.run(["mkfs.xfs", "-N", "-f", "-m", "crc=1", "-n", "ftype=0", str(image)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "ftype field always enabled on CRC enabled filesystems" in proc.stderr

@@ -155,7 +155,7 @@ valid = st.fixed_dictionaries({}, optional={
     "atime_needed": st.booleans(),
     "nfs_32bit_clients": st.booleans(),
     "mount_point": st.sampled_from(["/srv/data", "/", "/a/b/c"]),
-    "must_mount_on_kernel": st.sampled_from(["3.10", "5.4", "6.9"]),
+    "must_mount_on_kernel": st.sampled_from(["3.12", "5.4", "6.9"]),
 })
 storage = st.one_of(st.just({}), st.fixed_dictionaries({
     "raid_stripe_unit": st.one_of(st.integers(1, 1 << 30), st.sampled_from(["64KiB", "1GiB"])),

@@ -25,7 +25,7 @@ END = "end"
 #: /sys/fs/xfs/<dev>/stats/stats `log` line: writes, blocks (512 B), noiclogs, force, force_sleep.
 _LOG_FIELDS = ("log_writes", "log_blocks", "log_noiclogs", "log_forces", "log_force_sleeps")
 #: /sys/block/<dev>/stat fields (Documentation/block/stat.rst), by position.
-_BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 15: "flush_ios"}
+_BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 11: "discard_ios", 15: "flush_ios"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,13 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "write_ios", 1.0),
     Mechanism("flushes_per_fsync", "cache flushes per fsync", "flushes", ("syncwrite",),
               "flush_ios", 1.0),
+    # issue 15, block-size: a block larger than the small synced write makes the device write
+    # the whole block (the drive's unit), not the part the write touched.
+    # issue 15, discard: online discard trims as the deletes free extents.
+    Mechanism("discards_per_1k_dirops", "discard IOs per 1k directory ops", "IOs", DIRECTORY,
+              "discard_ios", 1000.0),
+    Mechanism("device_write_kib_per_fsync", "device write KiB per fsync", "KiB", ("syncwrite",),
+              "write_sectors", 0.5),
     # Where the writers work: each writer's folder (made at the start of the round, so the
     # inode64 rotor spreads them over the AGs) and the files in it live in the folder's AG.
     # agcount=8 with 8 writers: one writer per AG instead of two (the ag-concurrency rule). Not

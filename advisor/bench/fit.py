@@ -47,12 +47,58 @@ def _join(atoms: list[tuple[str, str]]) -> list[str]:
     return [x for flag, parts in merged.items() for x in (flag, ",".join(parts))]
 
 
+#: Why an external log never runs in validate (the proposal's `-l logdev=` and `logdev=`).
+EXTERNAL_LOG = ("an external log is a second device: validate formats only the device it "
+                "checked and you confirmed, so B runs with an internal log (the log-write "
+                "figures then show the log sharing the data device, as A's does)")
+
+
+#: Why validate never runs DAX (options.py refuses `dax=always` and `dax`).
+DAX = ("DAX needs persistent memory: validate's scratch device (a loop device, say) is not "
+       "DAX-capable, where the kernel would mount with dax=never anyway")
+
+
+def _not_run(option: str) -> str | None:
+    """Why validate never passes this mount option of a proposal (None: it may)."""
+    if option.startswith("logdev="):
+        return EXTERNAL_LOG
+    if option in ("dax", "dax=always"):
+        return DAX
+    return None
+
+
+def without_external_log(side: SideConfig) -> tuple[SideConfig, list[NotApplied]]:
+    """`side` without `-l logdev=` and mount `logdev=` (and DAX, _not_run), and those
+    named as not applied: an option naming another device never reaches validate's mkfs or
+    mount (advisor.bench.options refuses them too)."""
+    given = list(side.mkfs_options)
+    if len(given) % 2:
+        return side, []  # not flag/argument pairs: the checks after this refuse it
+    options: list[str] = []
+    left: list[NotApplied] = []
+    for flag, arg in zip(given[::2], given[1::2], strict=True):
+        parts = arg.split(",")
+        logdev = [p for p in parts if flag == "-l" and p.startswith("logdev=")]
+        left += [NotApplied(option=f"-l {p}", reason=EXTERNAL_LOG) for p in logdev]
+        rest = ",".join(p for p in parts if p not in logdev)
+        if rest:
+            options += [flag, rest]
+    mount = [m for m in side.mount_options if _not_run(m) is None]
+    left += [NotApplied(option=m, reason=reason) for m in side.mount_options
+             if (reason := _not_run(m)) is not None]
+    if not left:
+        return side, []
+    return side.model_copy(update={"mkfs_options": options, "mount_options": mount}), left
+
+
 def fit(side: SideConfig, check: Check) -> tuple[SideConfig, list[NotApplied]]:
     """`side` as the scratch device can run it, and what was left out, with mkfs.xfs's reason.
-    Mount options all apply (they depend on the filesystem, which B's mkfs then makes)."""
+    Mount options all apply (they depend on the filesystem, which B's mkfs then makes), except
+    an external log's `logdev=`, left out with its mkfs option (without_external_log)."""
+    side, external = without_external_log(side)
     options = list(side.mkfs_options)
     if len(options) % 2 or check(options) is None:
-        return side, []
+        return side, external
     kept: list[tuple[str, str]] = []
     left: list[NotApplied] = []
     for atom in _atoms(options):
@@ -62,4 +108,4 @@ def fit(side: SideConfig, check: Check) -> tuple[SideConfig, list[NotApplied]]:
         else:
             left.append(NotApplied(option=f"{atom[0]} {atom[1]}", reason=error))
     ran = side.model_copy(update={"mkfs_options": _join(kept)})
-    return ran, left
+    return ran, external + left

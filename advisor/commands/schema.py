@@ -6,13 +6,13 @@ import argparse
 import json
 from typing import Any
 
-SCHEMAS = ("workload", "rule", "output", "audit")
+SCHEMAS = ("workload", "rule", "output", "audit", "fleet")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("schema", parents=[common],
                        help="print the JSON Schema of the workload answers, a rule file, the "
-                       "--json output or the audit --json output")
+                       "--json output, the audit --json or the fleet --json output")
     p.add_argument("name", nargs="?", choices=SCHEMAS,
                    help="which schema (default: all of them, keyed by name)")
 
@@ -21,14 +21,16 @@ def schema_of(name: str) -> dict[str, Any]:
     from pydantic import BaseModel
 
     from advisor.audit.models import AuditDocument
+    from advisor.models.fleet import FleetDocument
     from advisor.models.proposal import ProposalDocument
     from advisor.models.rule import Rule
     from advisor.models.workload import Workload
 
     models: dict[str, type[BaseModel]] = {"workload": Workload, "rule": Rule,
-                                          "output": ProposalDocument, "audit": AuditDocument}
+                                          "output": ProposalDocument, "audit": AuditDocument,
+                                          "fleet": FleetDocument}
     schema: dict[str, Any] = models[name].model_json_schema(
-        mode="validation" if name not in ("output", "audit") else "serialization")
+        mode="validation" if name not in ("output", "audit", "fleet") else "serialization")
     return schema
 
 

@@ -64,6 +64,10 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
         "mount logbufs": "8",
         "mount atime": "relatime",
         "mount discard": "nodiscard",
+        # issue 15, DAX and external log
+        "mount dax": "dax=inode (only files with the DAX flag)",
+        "-l logdev": "internal (inside the data section)",
+        "mount logdev": "none (internal log)",
     }
     return texts[setting]
 

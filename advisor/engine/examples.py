@@ -4,7 +4,7 @@ of the rule book is run) and by `xfs-advisor explain`."""
 
 from __future__ import annotations
 
-from advisor.models.device import Device, Fact, StripeGeometry
+from advisor.models.device import Device, DeviceKind, Fact, StripeGeometry
 from advisor.models.environment import Environment
 from advisor.models.proposal import Proposal
 from advisor.models.rule import Rule, RuleExample
@@ -25,9 +25,20 @@ def example_device(example: RuleExample) -> Device:
                                 f"{d.stripe_hidden_by} does not report the geometry of md0")
     facts = {"size_bytes": size, "logical_sector": d.logical_sector,
              "physical_sector": d.physical_sector, "rotational": d.rotational,
-             "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint}
+             "write_cache": d.write_cache, "fua": d.fua, "storage_hint": d.storage_hint,
+             "dax": d.dax, "partition_start": d.partition_start, "thin": d.thin,
+             "discard_granularity": d.discard_granularity, "discard_below": d.discard_below}
+    if d.discard_below:
+        facts["discard_max_bytes"] = 0
     name = d.stripe_hidden_by or "sdx"
-    return Device(name="sdx", display_name=name, path=f"/dev/{name}", kind="disk", stripe=stripe,
+    kind: DeviceKind = "disk"
+    dm_kind = d.dm_kind or ("lvm" if d.stripe_hidden_by else None)
+    if d.partition_start is not None:
+        name, kind = "sdx1", "part"
+    elif dm_kind:
+        kind = "dm"
+    return Device(name=name if kind == "part" else "sdx", display_name=name,
+                  path=f"/dev/{name}", kind=kind, dm_kind=dm_kind, stripe=stripe,
                   children=[f"sdx{i + 1}" for i in range(d.partitions)],
                   **{k: Fact(value=v, source="example") for k, v in facts.items()
                      if v is not None})
@@ -40,7 +51,8 @@ def example_workload(example: RuleExample) -> Workload:
 def example_env(example: RuleExample, lts_configs: dict[str, str]) -> Environment:
     e = example.env
     return Environment(xfsprogs_version=e.xfsprogs, kernel=e.kernel,
-                       memory_bytes=parse_size(e.memory), cpu_count=4, lts_configs=lts_configs)
+                       memory_bytes=parse_size(e.memory), cpu_count=4, lts_configs=lts_configs,
+                       page_size=e.page_size)
 
 
 def mismatches(rule: Rule, example: RuleExample, proposal: Proposal) -> list[str]:

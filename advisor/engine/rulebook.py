@@ -16,8 +16,17 @@ from advisor.errors import BadInput
 from advisor.models.rule import Rule, RuleSwitch
 from advisor.system.files import read_text
 
-#: The rule book shipped with the advisor (the repository's rules/ folder).
-BUILTIN_RULES = Path(__file__).resolve().parent.parent.parent / "rules"
+
+def _builtin_rules() -> Path:
+    """An installed wheel carries the rule book as advisor/data/rules/ (setup.py builds it from
+    the repository's rules/); a checkout, editable install included, reads rules/ in place."""
+    package = Path(__file__).resolve().parent.parent
+    shipped = package / "data" / "rules"
+    return shipped if shipped.is_dir() else package.parent / "rules"
+
+
+#: The rule book shipped with the advisor.
+BUILTIN_RULES = _builtin_rules()
 
 
 @dataclass

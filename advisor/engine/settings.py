@@ -26,11 +26,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("-n size", "mkfs", "no (mkfs)"),
     Setting("-l size", "mkfs", "no (mkfs; an external log needs a new mkfs too)"),
     Setting("-l su", "mkfs", "no (mkfs)"),
+    # issue 15, external log
+    Setting("-l logdev", "mkfs", "no (mkfs; the log device is part of the filesystem)"),
     Setting("mount inode32/inode64", "mount", "yes (remount; existing inodes stay where they are)"),
     Setting("mount logbsize", "mount", "yes (mount)"),
     Setting("mount logbufs", "mount", "yes (mount)"),
     Setting("mount atime", "mount", "yes (remount)"),
     Setting("mount discard", "mount", "yes (remount)"),
+    # issue 15, DAX
+    Setting("mount dax", "mount", "yes (mount; per file with xfs_io chattr +x)"),
+    # issue 15, external log
+    Setting("mount logdev", "mount", "no (it names where the log is: every mount needs it)"),
 )
 
 BY_NAME = {s.name: s for s in SETTINGS}

@@ -18,6 +18,7 @@ from advisor.errors import BadInput
 from advisor.inspect.devices import inspect_with_probes
 from advisor.inspect.probes import PROBES_FILE
 from advisor.models.device import Inventory
+from advisor.models.environment import PAGE_SIZE_FILE
 from advisor.system.sysroot import SysRoot
 
 
@@ -139,6 +140,7 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
     try:
         recorder = _RecordingRoot(source.root)
         inventory, probes = inspect_with_probes(recorder, probe=True)
+        recorder.read(PAGE_SIZE_FILE)  # issue 15: the block size rule reads the page size
         mirror = _Mirror(source.root, dest, recorder.contents)
         for rel in sorted((recorder.recorded or set()) - {PROBES_FILE}):
             mirror.copy(rel)

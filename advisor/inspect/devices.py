@@ -413,6 +413,59 @@ def _stripe(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> StripeGe
     return stripe
 
 
+# ---- issue 15: what sits below (thin provisioning, discards a dm layer drops) ----
+
+def _lbpme(root: SysRoot, name: str) -> Fact[str] | None:
+    """`lbpme` when a SCSI disk reports logical block provisioning (thin_provisioning = 1 under
+    device/scsi_disk/H:C:T:L, whose provisioning_mode says how it is told of freed blocks)."""
+    base = f"sys/block/{name}/device/scsi_disk"
+    for hctl in root.listdir(base):
+        rel = f"{base}/{hctl}/thin_provisioning"
+        raw = root.read(rel)
+        if raw is not None and raw.strip() == "1":
+            mode = (root.read(f"{base}/{hctl}/provisioning_mode") or "").strip()
+            return _fact(FactStr, "lbpme", SYSFS, rel, raw.strip(),
+                         f"provisioning_mode = {mode}" if mode else None)
+    return None
+
+
+def _below(root: SysRoot, dev: dict[str, Any], by_name: dict[str, dict[str, Any]]
+           ) -> dict[str, Any]:
+    """`thin` and `discard_below` of a device; parents are done first (topological order)."""
+    out: dict[str, Any] = {}
+    parents = [by_name[p] for p in dev["parents"] if p in by_name]
+    if dev["kind"] == "disk":
+        lbpme = _lbpme(root, dev["name"])
+        if lbpme is not None:
+            out["thin"] = lbpme
+    pool = next((p for p in parents if (p.get("dm_uuid") or "").endswith("-tpool")), None)
+    if pool is not None:
+        out["thin"] = _fact(FactStr, "dm-thin", "derived", f"sys/block/{pool['name']}/dm/uuid",
+                            pool["dm_uuid"], f"built on the thin pool {pool['display_name']}")
+    elif "thin" not in out:
+        inherited = next((p["thin"] for p in parents
+                          if isinstance(p.get("thin"), Fact) and p["thin"].value), None)
+        if inherited is not None:
+            out["thin"] = inherited
+    own = dev["discard_max_bytes"].value
+    if dev["kind"] == "dm" and own == 0:
+        # The nearest devices below that take discards (a thin pool's own layers may not).
+        below: list[tuple[int, str]] = []
+        level, seen = parents, set[str]()
+        while level and not below:
+            seen.update(p["name"] for p in level)
+            below = [(p["discard_max_bytes"].value, p["name"]) for p in level
+                     if p["discard_max_bytes"].value]
+            level = [by_name[n] for p in level for n in p["parents"]
+                     if n in by_name and n not in seen]
+        if below:
+            value, name = max(below)
+            out["discard_below"] = _fact(FactInt, value, SYSFS,
+                                         f"sys/block/{name}/queue/discard_max_bytes", str(value),
+                                         f"{name} takes discards; {dev['display_name']} does not")
+    return out
+
+
 def _inherited_hint(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Fact[str]:
     """A dm device (LVM, dm-crypt, multipath) is on the storage of what it is built on, when all
     of that says the same."""
@@ -515,6 +568,7 @@ def _inspect(root: SysRoot, *, probe: bool) -> tuple[Inventory, Probes]:
         f["stripe"] = _stripe(f, by_name)
         if f["kind"] == "dm":
             f["storage_hint"] = _inherited_hint(f, by_name)
+        f.update(_below(root, f, by_name))
         f["usage"] = _usage(f, table, mounts, swaps, probes)
         error = probes.errors.get(f["name"])
         if error:

@@ -172,6 +172,16 @@ class Device(Model):
     holders: list[str] = Field(default_factory=list)
     """Kernel names in holders/ only (LVM, md, dm-crypt, multipath using this device)."""
 
+    # ---- issue 15: what sits below ----
+    thin: Fact[str] = Fact()
+    """Thin provisioning under the device: `dm-thin` (an LVM thin volume: a -tpool device
+    below), `lbpme` (a SCSI LUN reporting thin_provisioning = 1); null when none is seen."""
+    discard_below: Fact[int] = Fact()
+    """For a dm device that takes no discards (queue/discard_max_bytes = 0): the
+    discard_max_bytes of the device below that does (the layer drops them: dm-crypt without
+    allow_discards, a thin pool without passdown); null otherwise."""
+    # ---- end: what sits below ----
+
     storage_hint: Fact[str] = Fact()
     """What the storage probably is (hardware-raid, md-raid, ssd, virtual-disk, cloud-volume),
     and what says so: a RAID HBA driver (the SCSI host's proc_name), a virtio or Xen transport,

@@ -4,6 +4,7 @@ allow."""
 from __future__ import annotations
 
 import configparser
+import math
 
 from pydantic import Field
 
@@ -23,6 +24,11 @@ class Environment(Model):
     """Online CPUs (sys/devices/system/cpu/online)."""
     lts_configs: dict[str, str] = Field(default_factory=dict)
     """Kernel version -> path of xfsprogs' lts_<kernel>.conf feature sets for older kernels."""
+    # ---- issue 15: the page size, which caps the block size before Linux 6.12 ----
+    page_size: int | None = Field(default=None, ge=1024)
+    """The kernel's page size in bytes (4096 on x86-64; 16384 or 65536 on some arm64 and
+    ppc64le kernels), from sys/kernel/mm/transparent_hugepage/hpage_pmd_size (a capture's) or
+    the live host; null when unknown."""
 
     def xfsprogs_at_least(self, major: int, minor: int) -> bool:
         """True when the xfsprogs version is known and >= major.minor."""
@@ -51,6 +57,24 @@ def parse_lts_conf(text: str) -> dict[str, dict[str, int]]:
         return {s: {k: int(v) for k, v in parser.items(s)} for s in parser.sections()}
     except configparser.Error as err:
         raise ValueError(str(err)) from None
+
+
+#: Where a sysroot says the page size (as the size of a PMD huge page).
+PAGE_SIZE_FILE = "sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
+
+
+def page_size_from_pmd(text: str | None) -> int | None:
+    """The page size from transparent_hugepage/hpage_pmd_size: a PMD maps page_size / 8 pages of
+    page_size bytes (4 KiB -> 2 MiB, 16 KiB -> 32 MiB, 64 KiB -> 512 MiB); None when the text
+    is no such size (a hash-MMU ppc64 kernel's 16 MiB, garbage)."""
+    try:
+        pmd = int((text or "").strip())
+    except ValueError:
+        return None
+    page = math.isqrt(pmd * 8)
+    if page < 1024 or page * page != pmd * 8 or page & (page - 1):
+        return None
+    return page
 
 
 def parse_version(text: str | None) -> tuple[int, int] | None:

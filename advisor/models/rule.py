@@ -48,6 +48,19 @@ class ExampleDevice(Model):
     """Partitions already on the disk."""
     storage_hint: StorageKind | None = None
     """What the device's own facts say the storage is (a RAID controller's driver, virtio...)."""
+    # ---- issue 15, below the filesystem ----
+    dax: bool | None = None
+    """queue/dax: persistent memory that can be mapped directly (fsdax)."""
+    partition_start: int | None = Field(default=None, ge=0)
+    """The device is a partition starting at this byte (sdx1)."""
+    dm_kind: Literal["lvm", "crypt"] | None = None
+    """The device is a dm device of this kind (with stripe_hidden_by: lvm unless given)."""
+    thin: Literal["dm-thin", "lbpme"] | None = None
+    """Thin provisioning under the device."""
+    discard_granularity: int | None = Field(default=None, ge=0)
+    """queue/discard_granularity (0: no discard)."""
+    discard_below: int | None = Field(default=None, ge=1)
+    """A dm device that drops discards the device below takes (its discard_max_bytes)."""
 
 
 class ExampleEnv(Model):
@@ -56,6 +69,8 @@ class ExampleEnv(Model):
     xfsprogs: str = "6.1.0"
     kernel: str = "6.1.0-18-amd64"
     memory: str = "16GiB"
+    page_size: int = 4096
+    """The kernel's page size in bytes (issue 15: caps the block size before Linux 6.12)."""
 
 
 class ExampleExpect(Model):

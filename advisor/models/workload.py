@@ -27,6 +27,13 @@ _DISTRO = re.compile(r"(rhel|redhat|alma|almalinux|rocky|centos|oracle|ol|ubuntu
 _RHEL_CLONES = {"redhat", "alma", "almalinux", "rocky", "centos", "oracle", "ol"}
 
 
+#: The oldest upstream kernel that mounts a V5 filesystem as today's mkfs.xfs makes it: CRCs
+#: always come with the directory entry file type ("Directory ftype field always enabled on CRC
+#: enabled filesystems"), an incompatible feature merged for Linux 3.12 (xfs-for-linus-v3.12-rc1,
+#: "add directory entry file type support"; 3.10 and 3.11 refuse to mount it).
+V5_MOUNTS_FROM = (3, 12)
+
+
 def mount_target(text: str) -> str | None:
     """A kernel target as the rules read it: "X.Y" for a kernel version or an upstream `uname
     -r`, "rhelN" for an Enterprise Linux kernel (`...elN...`) or clone, "ubuntuYY.04",
@@ -60,6 +67,13 @@ MAX_STRIPE_WIDTH = (1 << 31) - 1
 class Storage(Model):
     """What the device hides: hardware RAID geometry and a protected controller cache."""
 
+    # ---- issue 15, below the filesystem: an external log ----
+    log_device: str | None = Field(default=None, max_length=4095)
+    """A faster device available for the XFS log, as its /dev path (an SSD or NVMe partition, a
+    mirrored pair): fsync-heavy work on disk RAID may put the log there. The filesystem cannot
+    be mounted or repaired without it, so it must be as safe as the data (mirrored)."""
+    # ---- end: external log ----
+
     raid_stripe_unit: ByteSize | None = Field(default=None, gt=0, le=1 << 30)
     """Hardware RAID stripe unit (chunk) in bytes or a size like "256KiB"."""
     raid_data_disks: int | None = Field(default=None, ge=1, le=1024)
@@ -69,6 +83,16 @@ class Storage(Model):
     kind: StorageKind | None = None
     """single-disk, hardware-raid, md-raid, ssd, virtual-disk, cloud-volume or unknown (AG count,
     fsync cost); the device's own hint is shown as a fact when it has one."""
+
+    # ---- issue 15: external log ----
+    @field_validator("log_device")
+    @classmethod
+    def _device_path(cls, v: str | None) -> str | None:
+        if v is not None and (not re.fullmatch(r"/dev/[A-Za-z0-9._+:/-]+", v) or ".." in v):
+            raise ValueError("must be a device path like /dev/nvme0n1p3 or "
+                             "/dev/disk/by-id/NAME (letters, digits, . _ + : - /)")
+        return v
+    # ---- end: external log ----
 
     _numbers = field_validator("raid_data_disks", mode="before")(_not_bool)
 
@@ -118,6 +142,11 @@ class Workload(Model):
     """Oldest kernel that must mount it: "5.10", a `uname -r` like "4.18.0-513.el8", or a
     distribution: rhel7-9 (alma, rocky, centos, oracle alike), ubuntu18.04-24.04, debian10-12,
     sles12, sles15 (rescue media, an older distro)."""
+    # ---- issue 15, thin provisioning ----
+    deleted_per_day: ByteSize | None = None
+    """Data deleted (or replaced) per day, in bytes or as "50GiB": on thin-provisioned storage
+    it decides between online discard and how often fstrim must run."""
+    # ---- end: thin provisioning ----
     storage: Storage = Field(default_factory=Storage)
     """What the device cannot tell about itself."""
 
@@ -144,11 +173,14 @@ class Workload(Model):
                              ' or a distribution (rhel8, alma9, rocky9, centos7, ubuntu22.04, '
                              'debian12, sles15)')
         kernel = re.match(r"(\d+)\.(\d+)", v.strip())
-        if kernel and (int(kernel[1]), int(kernel[2])) < (3, 10):
-            raise ValueError(f"kernel {v} cannot mount what mkfs.xfs makes: V5 (CRC) XFS needs "
-                             "Linux 3.10 or later, and the V4 format (crc=0) is deprecated "
-                             "advice this tool does not give; format it with that system's own "
-                             "mkfs.xfs")
+        backported = target == "rhel7"  # its 3.10 carries the file type and more
+        if kernel and (int(kernel[1]), int(kernel[2])) < V5_MOUNTS_FROM and not backported:
+            raise ValueError(
+                f"kernel {v} cannot mount what mkfs.xfs makes: a V5 (CRC) filesystem always "
+                "carries the directory entry file type (an incompatible feature upstream Linux "
+                "mounts from 3.12), and the V4 format (crc=0) is deprecated advice this tool "
+                "does not give; format it with that system's own mkfs.xfs (RHEL/CentOS 7, whose "
+                "3.10 has the backports: answer rhel7)")
         return target
 
     @model_validator(mode="after")

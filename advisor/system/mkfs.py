@@ -8,6 +8,7 @@ answers, then gates the engine's draft with a real dry run. Tests hand the engin
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -20,6 +21,7 @@ from advisor.errors import AdvisorError, DeviceProblem, ProposalBug
 from advisor.models.device import Device, device_size
 from advisor.models.environment import Environment, FeatureSet, parse_lts_conf
 from advisor.models.proposal import Check, MkfsGeometry
+from advisor.models.units import parse_size
 from advisor.system import argv
 from advisor.system.runner import Result, run
 
@@ -75,6 +77,10 @@ def emulation_options(device: Device, proposed: Sequence[str] = ()) -> list[str]
     stripe geometry mkfs.xfs would detect (unless the proposal sets them itself)."""
     options: list[str] = []
     sector = device.physical_sector.value or device.logical_sector.value
+    # As mkfs.xfs does on the device (validate_sectorsize): a physical sector larger than the
+    # block size (a QLC drive's 16 KiB indirection unit) gives way to the logical one.
+    if sector and sector > _block_size(proposed) and device.logical_sector.value:
+        sector = device.logical_sector.value
     if sector and sector > 512 and not _sets(proposed, "-s", "size"):
         options += ["-s", f"size={sector}"]
     stripe = device.stripe
@@ -82,6 +88,18 @@ def emulation_options(device: Device, proposed: Sequence[str] = ()) -> list[str]
             and not _sets(proposed, "-d", "su") and not _sets(proposed, "-d", "sunit")):
         options += ["-d", f"su={stripe.sunit_bytes},sw={stripe.data_disks}"]
     return options
+
+
+def _block_size(options: Sequence[str]) -> int:
+    """The -b size= the options give, in bytes (4096, mkfs.xfs's default, when none)."""
+    for i in range(len(options) - 1):
+        if options[i] == "-b":
+            for part in options[i + 1].split(","):
+                key, _, value = part.partition("=")
+                if key == "size":
+                    with contextlib.suppress(ValueError):
+                        return parse_size(value)
+    return 4096
 
 
 def _sets(options: Sequence[str], flag: str, key: str) -> bool:
@@ -108,10 +126,41 @@ def _dry(device: Device, options: Sequence[str]) -> tuple[Result, list[str], str
                 method = "mkfs -d file,size"
         if method != "sparse file":
             target_options = ["-d", f"file,name={image},size={size}"]
+        log_image = os.path.join(tmp, "log.img")
+        options, log_names = log_stand_in(options, log_image)
         cmd = argv.mkfs_xfs(None if target_options else image,
                             [*emulated, *options, *target_options], dry_run=True, force=True)
         result = run(cmd, timeout=30, check=False)
-    return result, [a.replace(image, "FILE") for a in cmd], method, emulated
+    shown = [a.replace(image, "FILE") for a in cmd]
+    for name in log_names:
+        shown = [a.replace(log_image, "LOGFILE") for a in shown]
+        method += f"; a sparse LOGFILE of {MAX_LOG_BYTES} bytes for the log device {name}"
+    return result, shown, method, emulated
+
+
+#: The largest log mkfs.xfs makes (2 GiB - 10 MiB): the stand-in of an external log device.
+MAX_LOG_BYTES = 2136997888
+
+
+def log_stand_in(options: Sequence[str], image: str) -> tuple[list[str], list[str]]:
+    """The options with every `-l logdev=PATH` pointing at a sparse file `image` of the largest
+    log's size instead (created here), and the paths replaced: a dry run checks the external
+    log's options without opening a device of this host (the proposal may be for another)."""
+    out: list[str] = []
+    names: list[str] = []
+    for i, option in enumerate(options):
+        if i % 2 and options[i - 1] == "-l" and "logdev=" in option:
+            parts = []
+            for part in option.split(","):
+                if part.startswith("logdev="):
+                    names.append(part.removeprefix("logdev="))
+                    part = f"logdev={image}"
+                parts.append(part)
+            option = ",".join(parts)
+            with open(image, "wb") as f:
+                f.truncate(MAX_LOG_BYTES)
+        out.append(option)
+    return out, names
 
 
 def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -> Check:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from advisor.errors import ToolProblem
-from advisor.models.environment import Environment
+from advisor.models.environment import PAGE_SIZE_FILE, Environment, page_size_from_pmd
 from advisor.system import argv
 from advisor.system.runner import run
 from advisor.system.sysroot import SysRoot
@@ -62,9 +63,11 @@ def xfsprogs_version() -> str | None:
     return parse_mkfs_version(result.stdout + result.stderr)
 
 
-def read_environment(root: SysRoot | None = None) -> Environment:
+def read_environment(root: SysRoot | None = None, *,
+                     local_xfsprogs: Callable[[], str | None] = xfsprogs_version) -> Environment:
     """The environment of the live host, or of a captured one (memory, CPUs and kernel come from
-    the capture when it holds them; xfsprogs is always the local one, which does the checks)."""
+    the capture when it holds them; xfsprogs is always the local one, which does the checks:
+    `local_xfsprogs` asks for its version, once per host unless it keeps the answer)."""
     root = root or SysRoot()
     kernel = root.read("proc/sys/kernel/osrelease")
     if kernel is None and root.live:
@@ -75,9 +78,19 @@ def read_environment(root: SysRoot | None = None) -> Environment:
     if cpu_count is None and root.live:
         cpu_count = os.cpu_count()
     return Environment(
-        xfsprogs_version=xfsprogs_version(),
+        xfsprogs_version=local_xfsprogs(),
         kernel=kernel,
         memory_bytes=parse_meminfo(meminfo) if meminfo else None,
         cpu_count=cpu_count,
         lts_configs=lts_configs(),
+        page_size=_page_size(root),
     )
+
+
+def _page_size(root: SysRoot) -> int | None:
+    """The page size of the host the root shows: from sysfs (a capture's too), else the live
+    host's own (issue 15: the block size rule reads it)."""
+    size = page_size_from_pmd(root.read(PAGE_SIZE_FILE))
+    if size is None and root.live:
+        size = os.sysconf("SC_PAGE_SIZE")
+    return size

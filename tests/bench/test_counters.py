@@ -25,7 +25,7 @@ def test_parse_snapshot_reads_the_log_line_and_the_block_fields() -> None:
     got = counters.parse_snapshot(STATS + BLOCK)
     assert got == {"log_writes": 40, "log_blocks": 2400, "log_noiclogs": 0, "log_forces": 7,
                    "log_force_sleeps": 3, "write_ios": 120, "write_sectors": 900,
-                   "flush_ios": 9, "transactions": 2031}
+                   "discard_ios": 0, "flush_ios": 9, "transactions": 2031}
 
 
 def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
@@ -47,7 +47,9 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
                       "log_kib_per_1k_dirops": 2000 * 500 / 2400,
                       "log_writes_per_fsync": 0.5, "log_kib_per_fsync": 1.0,
                       "device_writes_per_fsync": 1.5,
-                      "flushes_per_fsync": 0.0}
+                      "flushes_per_fsync": 0.0,
+                      "device_write_kib_per_fsync": 0.0,  # issue 15 (no sectors in this text)
+                      "discards_per_1k_dirops": 0.0}
     (tmp_path / "counters.refill").unlink()  # a missed snapshot: no figure, not a wrong one
     values = counters.mechanism_values(
         str(tmp_path), ["create", "delete", "refill", "stat", "syncwrite"],

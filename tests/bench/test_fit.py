@@ -88,3 +88,21 @@ def test_validate_for_a_device_names_what_the_scratch_device_cannot_take(
         assert "too big" in done.stderr
         assert f"mkfs.xfs -f -K {scratch}" in done.stderr  # B without the AG size
         assert (checksum(tmp_path / "big.img"), checksum(tmp_path / "scratch.img")) == before
+
+
+# ---- issue 15: an external log is never run by validate, and is named as not applied ----
+def test_an_external_log_is_left_out_and_named() -> None:
+    logged = SideConfig(label="B", source="proposal",
+                        mkfs_options=["-l", "su=4k,logdev=/dev/nvme0n1p3,size=256m"],
+                        mount_options=["logdev=/dev/nvme0n1p3", "noatime", "dax=always"])
+    asked: list[list[str]] = []
+    ran, left = fit(logged, lambda options: asked.append(options) or None)
+    assert asked == [["-l", "su=4k,size=256m"]]  # the dry run never sees the other device
+    assert ran.mkfs_options == ["-l", "su=4k,size=256m"]
+    assert ran.mount_options == ["noatime"]
+    assert [n.option for n in left] == ["-l logdev=/dev/nvme0n1p3", "logdev=/dev/nvme0n1p3",
+                                        "dax=always"]
+    assert all("second device" in n.reason for n in left[:2]) and "DAX" in left[2].reason
+    only = logged.model_copy(update={"mkfs_options": ["-l", "logdev=/dev/sdc"]})
+    ran, _ = fit(only, lambda options: None)
+    assert ran.mkfs_options == []

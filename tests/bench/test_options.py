@@ -184,6 +184,11 @@ def test_every_rule_example_passes() -> None:
     examples = _rule_examples()
     assert len(examples) >= 10
     for options in examples:
+        # issue 15: refused on purpose (another device; DAX); fit() names them as not applied
+        if any("logdev=" in o or o in ("dax", "dax=always") for o in options):
+            with pytest.raises(BadInput, match=r"names another device|dax(=always)? is refused"):
+                (check_mkfs if options[0].startswith("-") else check_mount)(options)
+            continue
         if options[0].startswith("-"):
             assert check_mkfs(options).argv() == options, options
         else:
@@ -201,7 +206,7 @@ answers = st.fixed_dictionaries({}, optional={
     "growth_factor": st.floats(1, 500),
     "atime_needed": st.booleans(),
     "nfs_32bit_clients": st.booleans(),
-    "must_mount_on_kernel": st.sampled_from(["3.10", "4.19", "5.4", "5.15", "6.1"]),
+    "must_mount_on_kernel": st.sampled_from(["3.12", "4.19", "5.4", "5.15", "6.1"]),
     "storage": st.fixed_dictionaries({}, optional={"nonvolatile_write_cache": st.booleans()})
     | st.builds(lambda su, n: {"raid_stripe_unit": su, "raid_data_disks": n},
                 st.sampled_from([16 * KiB, 64 * KiB, 256 * KiB, 1024 * KiB]),

@@ -44,7 +44,7 @@ answers = st.fixed_dictionaries({}, optional={
     "growth_factor": st.floats(1, 500),
     "atime_needed": st.booleans(),
     "nfs_32bit_clients": st.booleans(),
-    "must_mount_on_kernel": st.sampled_from(["3.10", "4.19", "5.4", "5.12", "6.1", "6.9"]),
+    "must_mount_on_kernel": st.sampled_from(["3.12", "4.19", "5.4", "5.12", "6.1", "6.9"]),
     "storage": st.fixed_dictionaries({}, optional={
         "nonvolatile_write_cache": st.booleans(),
     }) | st.builds(lambda su, n: {"raid_stripe_unit": su, "raid_data_disks": n},

@@ -47,7 +47,7 @@ def test_keep_defaults_without_answers(book: RuleBook) -> None:
     assert p.fstab == "UUID=<uuid-after-mkfs> <mount-point> xfs defaults 0 0"
     assert not any(d.changed for d in p.decisions)
     assert all(d.value == "default" and d.reason for d in p.decisions)
-    assert decision(p, "-b size").rule == "keep-defaults"
+    assert decision(p, "-b size").rule == "block-size"  # issue 15: it keeps 4 KiB, and says why
 
 
 @pytest.mark.parametrize(("entries", "access", "expected"), [
@@ -325,8 +325,8 @@ def test_kernel_compat_falls_back_to_explicit_flags(book: RuleBook) -> None:
 
 def test_kernel_compat_newer_kernel_keeps_default(book: RuleBook) -> None:
     assert decision(run(book, SSD, must_mount_on_kernel="6.5"), "-m features").value == "default"
-    p = run(book, SSD, must_mount_on_kernel="3.10")
-    assert not warned(p, "kernel-compat")  # no "may not mount": only what 3.10 mounts
+    p = run(book, SSD, must_mount_on_kernel="3.12")
+    assert not warned(p, "kernel-compat")  # no "may not mount": only what 3.12 mounts
     assert "older than every LTS feature set" in decision(p, "-m features").reason
     assert p.check is not None
     features = p.check.geometry.features
@@ -419,7 +419,7 @@ def test_a_kernel_that_cannot_mount_v5_is_refused(target: str) -> None:
     from advisor.answers import parse_workload
     from advisor.errors import BadInput
 
-    with pytest.raises(BadInput, match=r"V5 \(CRC\) XFS needs Linux 3\.10") as err:
+    with pytest.raises(BadInput, match=r"V5 \(CRC\) filesystem .* mounts from 3\.12") as err:
         parse_workload({"must_mount_on_kernel": target})
     assert err.value.exit_code == 2
 

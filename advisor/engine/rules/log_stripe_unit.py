@@ -39,5 +39,6 @@ def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
                        f"aligned {mkfs_size(lsu)} log writes cost little")
     return Outcome(change=Change(
         mkfs_size(block), ["-l", f"su={mkfs_size(block)}"],
-        f"{load[1]}: fsync latency dominates, and each fsync forces a log write padded to the "
-        f"{mkfs_size(lsu)} stripe unit; one block lets small log writes go out at once"))
+        f"{load[1]}: fsync latency dominates, and each fsync forces a log write padded because "
+        f"of the {mkfs_size(lsu)} stripe unit (more bytes per fsync in as many writes); one "
+        "block lets small log writes go out at once"))

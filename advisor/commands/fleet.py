@@ -1,0 +1,53 @@
+"""`xfs-advisor fleet DIR`: one report from the results ansible/playbook.yml stored for each host
+(capture, audit, proposals), with proposals made again here from the captures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "fleet", parents=[common],
+        help="one report for many hosts, from the results the Ansible role fetched",
+        description="Read DIR/HOST/ for every host (what ansible/playbook.yml stores: the "
+        "host's capture, audit and proposals) and report per host and device: kind, size, "
+        "stripe, audit findings by severity and the proposal, made again here from the capture "
+        "with this machine's rules (--rules adds site rules); and which hosts share a hardware "
+        "shape and get the same proposal. A host whose collection failed is listed with its "
+        "error.")
+    p.add_argument("dir", metavar="DIR", help="the results folder (xfs_advisor_results_dir)")
+    p.add_argument("--markdown", action="store_true", help="Markdown instead of the table")
+    p.add_argument("--output", "-o", metavar="FILE", default=None,
+                   help="write the report (table, Markdown or JSON) to FILE instead of stdout")
+    p.add_argument("--rules", metavar="DIR", default=argparse.SUPPRESS,
+                   help="extra rules: files here add rules or replace built-in ones by id")
+    p.add_argument("--jobs", "-j", metavar="N", type=int, default=None,
+                   help="worker processes (default: one per CPU)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from advisor.errors import BadInput
+    from advisor.fleet import fleet_report
+    from advisor.render.fleet import markdown, table
+
+    if args.jobs is not None and args.jobs < 1:
+        raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
+    if getattr(args, "sysroot", None):
+        raise BadInput("fleet reads each host's own capture: drop --sysroot")
+    doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs)
+    if args.json:
+        text = doc.model_dump_json(indent=2) + "\n"
+    else:
+        text = markdown(doc) if args.markdown else table(doc)
+    if args.output:
+        from advisor.cli import notice
+        from advisor.system.files import write_text_atomically
+
+        written = write_text_atomically(args.output, text, "fleet report")
+        notice(f"wrote {written}", args.json)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,31 @@
+"""dax=always on persistent memory laid out for it."""
+
+from __future__ import annotations
+
+from advisor.engine.context import Change, Context, Outcome
+from advisor.engine.registry import NoParams, decider
+from advisor.engine.rules.dax_alignment import not_dax
+from advisor.models.environment import parse_version
+
+
+@decider(NoParams)
+def dax_mount(ctx: Context, params: NoParams) -> Outcome:
+    why = not_dax(ctx)
+    if why:
+        return Outcome(keep_reason=why)
+    features = ctx.chosen.get("-m features")
+    if features is None or "reflink=0" not in ",".join(features.options):
+        by = f" ({features.value} wins there)" if features else ""
+        return Outcome(keep_reason="reflink stays on" + by + ": DAX with reflink is refused "
+                       "before Linux 6.0 and experimental after, so no dax=always")
+    wanted = parse_version(ctx.workload.must_mount_on_kernel)
+    if wanted is not None and wanted < (5, 8):
+        return Outcome(change=Change(
+            "dax", ["dax"],
+            f"kernel {ctx.workload.must_mount_on_kernel} must mount it, and knows only the old "
+            "`dax` option (dax=always came with Linux 5.8, which still takes `dax` as its "
+            "alias): every file's reads and writes go straight to the persistent memory"))
+    return Outcome(change=Change(
+        "dax=always", ["dax=always"],
+        "every file's reads and writes go straight to the persistent memory, bypassing the "
+        "page cache (dax=always, Linux 5.8+; without it, only files with the DAX flag do)"))

@@ -1,0 +1,315 @@
+"""`xfs-advisor fleet DIR`: one report from the results the Ansible role (ansible/) stored on the
+controller, one folder per host (what ansible/roles/xfs_advisor/files/collect.sh packs):
+
+    HOST/capture/          `xfs-advisor capture` of the host (a --sysroot tree)
+    HOST/audit.out, .rc    `xfs-advisor audit --json` on the host, and its exit status
+    HOST/proposals/DEV.*   the host's own `propose --json` for each device named in its vars
+    HOST/devices           those device names, one a line
+    HOST/workload.json     the workload answers from the host's vars
+    HOST/*.err, *.rc       each step's stderr and exit status; tool.err: no tool on the host
+    HOST/uid, sysroot      who ran it, and the tree it read instead of the live system (if any)
+    HOST/error.txt         alone: the host failed before it could collect (Ansible's error)
+
+Findings are the host's own audit (first-hand xfs_info / xfs_db -r reads). Proposals are made
+again here, on a Session over the host's capture, with this machine's rules and xfsprogs: a rule
+change is seen across the fleet without touching the hosts. Hosts are advised in a process pool
+(one Session per host); workers keep one rule book and the proposals already made for an
+identical device, environment and workload, and return one small record per host.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.audit.models import SEVERITIES, AuditDocument
+from advisor.errors import AdvisorError, BadInput
+from advisor.models.device import Device, Inventory, media_label
+from advisor.models.fleet import FleetDevice, FleetDocument, FleetHost, FleetProposal, FleetShape
+from advisor.models.units import human_size
+from advisor.models.workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.engine.rulebook import RuleBook
+    from advisor.session import Session
+
+#: Devices a report lists without being named: top-level ones, less these kinds.
+UNLISTED_KINDS = ("loop", "zram", "rom")
+
+#: Per worker process: the rules, and proposals made for (device, environment, workload).
+_RULES_DIR: str | None = None
+_BOOK: RuleBook | None = None
+_MADE: dict[str, FleetProposal | str] = {}
+_MADE_MAX = 4096
+
+
+def _first_line(text: str) -> str:
+    """The message of a tool's stderr: a --json error document's message, else its last line."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    for line in reversed(lines):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
+            return str(doc["error"].get("message", line))
+    return lines[-1].removeprefix("xfs-advisor: ") if lines else ""
+
+
+def _read(folder: Path, name: str) -> str | None:
+    try:
+        return (folder / name).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _rc(folder: Path, step: str) -> int | None:
+    text = _read(folder, f"{step}.rc")
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _step_error(folder: Path, step: str, ok: tuple[int, ...] = (0,)) -> str | None:
+    """The error of a step that ran and failed (None when it succeeded)."""
+    rc = _rc(folder, step)
+    if rc is None:
+        return f"{step}: no result (the collection stopped before it)"
+    if rc in ok:
+        return None
+    why = _first_line(_read(folder, f"{step}.err") or "") or "no message"
+    return f"{step} failed (exit {rc}): {why}"
+
+
+def _failed(host: str, error: str, **known: str | None) -> FleetHost:
+    return FleetHost(host=host, status="failed", error=error, **known)
+
+
+def _top(inventory: Inventory, device: Device) -> Device:
+    """The top-level device under `device` (itself when it has no parents)."""
+    seen = {device.name}
+    while device.parents:
+        parent = inventory.get(device.parents[0])
+        if parent is None or parent.name in seen:
+            break
+        seen.add(parent.name)
+        device = parent
+    return device
+
+
+def _shape_of(devices: list[FleetDevice]) -> str:
+    return "; ".join(
+        f"{d.name} {d.kind}/{d.media} {human_size(d.size_bytes) if d.size_bytes else '?'}"
+        + (f" su={d.sunit_bytes} sw={d.swidth_bytes}" if d.sunit_bytes else "")
+        for d in devices)
+
+
+def _book() -> RuleBook:
+    global _BOOK
+    if _BOOK is None:
+        from advisor.engine.rulebook import load_rulebook
+
+        _BOOK = load_rulebook(Path(_RULES_DIR) if _RULES_DIR else None)
+    return _BOOK
+
+
+_XFSPROGS: list[str | None] = []
+
+
+def _local_xfsprogs() -> str | None:
+    """This machine's xfsprogs version, asked once per process (it makes every host's checks)."""
+    if not _XFSPROGS:
+        from advisor.system.versions import xfsprogs_version
+
+        _XFSPROGS.append(xfsprogs_version())
+    return _XFSPROGS[0]
+
+
+def _propose(session: Session, device: Device, workload: Workload) -> FleetProposal | str:
+    """The proposal (or why there is none), made once per identical device, environment and
+    workload in this process."""
+    key = "\0".join((device.model_dump_json(), session.environment.model_dump_json(),
+                     workload.model_dump_json()))
+    made = _MADE.get(key)
+    if made is None:
+        try:
+            proposal = session.propose(device, workload)
+            made = FleetProposal(mkfs_command=proposal.mkfs_command,
+                                 mount_options=proposal.mount_options, fstab=proposal.fstab)
+        except AdvisorError as err:
+            made = err.message
+        if len(_MADE) >= _MADE_MAX:
+            _MADE.clear()
+        _MADE[key] = made
+    return made.model_copy() if isinstance(made, FleetProposal) else made
+
+
+def advise_host(folder: Path) -> FleetHost:
+    """One host's record from its results folder. Never raises for what is in the folder: a
+    host whose results are missing or unusable is a failed record with the reason."""
+    host = folder.name
+    try:
+        return _advise(folder)
+    except AdvisorError as err:
+        return _failed(host, err.message)
+    except (OSError, ValueError) as err:
+        return _failed(host, f"unreadable results: {err}")
+
+
+def _advise(folder: Path) -> FleetHost:
+    from advisor.session import Session
+
+    host = folder.name
+    error = _read(folder, "error.txt")
+    if error is not None:
+        return _failed(host, error.strip() or "failed (no message)")
+    if (folder / "tool.rc").exists():
+        return _failed(host, _first_line(_read(folder, "tool.err") or "") or "no xfs-advisor")
+    version = (_read(folder, "version.out") or "").strip().removeprefix("xfs-advisor ") or None
+    for step, ok in (("capture", (0,)), ("audit", (0, 6))):
+        why = _step_error(folder, step, ok)
+        if why:
+            return _failed(host, why, tool_version=version)
+    audit = AuditDocument.model_validate_json(_read(folder, "audit.out") or "")
+    known = {"tool_version": version, "kernel": audit.kernel, "xfsprogs": audit.xfsprogs}
+    uid = (_read(folder, "uid") or "").strip()
+    if uid != "0" and not (_read(folder, "sysroot") or "").strip():
+        return _failed(host, f"not run as root (uid {uid or '?'}): the capture lacks libblkid's "
+                       "probes and the audit could not read on-disk formats (use become)",
+                       **known)
+    try:
+        session = Session(str(folder / "capture"), rulebook=_book(),
+                          local_xfsprogs=_local_xfsprogs)
+        inventory = session.inventory()
+    except AdvisorError as err:
+        return _failed(host, f"unusable capture: {err.message}", **known)
+    named = [n.strip() for n in (_read(folder, "devices") or "").splitlines() if n.strip()]
+    workload = Workload.model_validate_json(_read(folder, "workload.json") or "{}")
+
+    rows: dict[str, FleetDevice] = {}
+    for device in inventory.devices:
+        if not device.parents and device.kind not in UNLISTED_KINDS:
+            rows[device.name] = _row(device, named=False)
+    for name in named:
+        wanted = inventory.get(name)
+        if wanted is None:
+            rows[name] = FleetDevice(name=name, kind="?", media="?", size_bytes=None,
+                                     sunit_bytes=None, swidth_bytes=None, stripe_source="none",
+                                     findings={}, named=True,
+                                     proposal_error=f"no device {name} in the capture")
+            continue
+        row = rows.setdefault(wanted.name, _row(wanted, named=True))
+        row.named = True
+        made = _propose(session, wanted, workload)
+        if isinstance(made, str):
+            row.proposal_error = made
+        else:
+            made.same_as_host = _same_as_host(folder, name, made)
+            row.proposal = made
+    for fs in audit.filesystems:
+        on = inventory.get(fs.device) if fs.device else None
+        if on is None:
+            continue
+        top = _top(inventory, on)
+        found = rows.get(on.name) or rows.get(top.name)
+        if found is None:
+            found = rows[top.name] = _row(top, named=False)
+        for finding in fs.findings:
+            found.findings[finding.severity] = found.findings.get(finding.severity, 0) + 1
+    devices = list(rows.values())
+    hardware = [d for d in devices if d.kind not in UNLISTED_KINDS and d.kind != "?"]
+    return FleetHost(host=host, status="ok", devices=devices, shape=_shape_of(hardware),
+                     counts={s: audit.counts.get(s, 0) for s in SEVERITIES}, **known)
+
+
+def _row(device: Device, *, named: bool) -> FleetDevice:
+    stripe = device.stripe
+    usable = stripe.sunit_bytes is not None and stripe.ignored_reason is None
+    return FleetDevice(name=device.name, kind=device.kind, media=media_label(device),
+                       size_bytes=device.size_bytes.value,
+                       sunit_bytes=stripe.sunit_bytes if usable else None,
+                       swidth_bytes=stripe.swidth_bytes if usable else None,
+                       stripe_source=stripe.source, findings={}, named=named)
+
+
+def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
+    """Whether the host's own proposal for `name` had the same mkfs.xfs command."""
+    text = _read(folder / "proposals", f"{name.rsplit('/', 1)[-1]}.out")
+    if not text:
+        return None
+    try:
+        theirs = json.loads(text)["proposal"]["mkfs_command"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return bool(theirs == made.mkfs_command)
+
+
+def _init_worker(rules_dir: str | None) -> None:
+    global _RULES_DIR, _BOOK
+    _RULES_DIR, _BOOK = rules_dir, None
+    _MADE.clear()
+
+
+def host_folders(results: Path) -> list[Path]:
+    """The hosts' folders in `results` (hidden ones are the role's work in progress)."""
+    if not results.is_dir():
+        raise BadInput(f"fleet results {results} is not a readable directory")
+    try:
+        folders = sorted(p for p in results.iterdir()
+                         if p.is_dir() and not p.name.startswith("."))
+    except OSError as err:
+        raise BadInput(f"cannot read fleet results {results}: {err.strerror or err}") from None
+    if not folders:
+        raise BadInput(f"fleet results {results} holds no host folder (run ansible/playbook.yml "
+                       "with xfs_advisor_results_dir pointing there)")
+    return folders
+
+
+def advise_hosts(folders: list[Path], rules_dir: str | None = None,
+                 jobs: int | None = None) -> Iterator[FleetHost]:
+    """Each host's record, in order; `jobs` worker processes (default: one per CPU)."""
+    jobs = max(1, jobs or len(os.sched_getaffinity(0)))
+    if jobs == 1 or len(folders) < 4:
+        _init_worker(rules_dir)
+        yield from (advise_host(f) for f in folders)
+        return
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
+                             initargs=(rules_dir,)) as pool:
+        yield from pool.map(advise_host, folders, chunksize=max(1, min(32, len(folders) //
+                                                                       (jobs * 8))))
+
+
+def fleet_report(results: str, rules_dir: str | None = None,
+                 jobs: int | None = None) -> FleetDocument:
+    """The report for every host folder in `results`."""
+    from advisor.engine.rulebook import load_rulebook
+
+    book = load_rulebook(Path(rules_dir) if rules_dir else None)  # bad rules: BadInput, once
+    hosts = list(advise_hosts(host_folders(Path(results)), rules_dir, jobs))
+    groups: dict[str, list[FleetHost]] = {}
+    for h in hosts:
+        if h.shape is not None:
+            groups.setdefault(h.shape, []).append(h)
+    shapes = []
+    for i, (shape, members) in enumerate(sorted(groups.items(), key=lambda g: -len(g[1]))):
+        proposals = {json.dumps([(d.name, d.proposal.mkfs_command if d.proposal else None,
+                                  d.proposal.mount_options if d.proposal else None)
+                                 for d in h.devices]) for h in members}
+        shapes.append(FleetShape(shape=f"shape-{i + 1}", devices=shape,
+                                 hosts=[h.host for h in members],
+                                 same_proposal=len(proposals) == 1))
+    by_shape = {s.devices: s.shape for s in shapes}
+    for h in hosts:
+        if h.shape is not None:
+            h.shape = by_shape[h.shape]
+    failed = sum(h.status == "failed" for h in hosts)
+    return FleetDocument(results_dir=str(results), rules_dirs=book.dirs, hosts=hosts,
+                         shapes=shapes, counts={"hosts": len(hosts), "ok": len(hosts) - failed,
+                                                "failed": failed})

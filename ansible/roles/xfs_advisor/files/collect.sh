@@ -1,0 +1,48 @@
+#!/bin/sh
+# Run on each host by the xfs_advisor role: capture, audit --json and a proposal per named device,
+# packed as one base64 tar.gz line "XFS-ADVISOR-PAYLOAD:..." on stdout. Every step's output,
+# stderr and exit status go into the archive: a step that fails is reported by the controller's
+# `xfs-advisor fleet`, it does not stop the others. Works in a folder of its own, removed before
+# it returns. Environment: XFS_ADVISOR_TOOL, XFS_ADVISOR_SYSROOT (optional),
+# XFS_ADVISOR_DEVICES (space-separated), XFS_ADVISOR_WORKLOAD (JSON), XFS_ADVISOR_AUDIT (the
+# filesystems to audit, space-separated; empty: all of the host's).
+set -u
+tool=${XFS_ADVISOR_TOOL:-xfs-advisor}
+work=$(mktemp -d "${TMPDIR:-/tmp}/xfs-advisor-collect.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+trap 'exit 1' HUP INT TERM
+out=$work/results
+mkdir -p "$out/proposals"
+
+set --
+if [ -n "${XFS_ADVISOR_SYSROOT:-}" ]; then set -- --sysroot "$XFS_ADVISOR_SYSROOT"; fi
+id -u > "$out/uid"
+printf '%s\n' "${XFS_ADVISOR_SYSROOT:-}" > "$out/sysroot"
+workload=${XFS_ADVISOR_WORKLOAD:-}
+printf '%s\n' "${workload:-"{}"}" > "$out/workload.json"
+printf '%s\n' ${XFS_ADVISOR_DEVICES:-} > "$out/devices"
+
+# step NAME COMMAND...: its stdout, stderr and exit status into NAME.out, NAME.err, NAME.rc.
+step() {
+    name=$1; shift
+    "$@" > "$out/$name.out" 2> "$out/$name.err"
+    echo $? > "$out/$name.rc"
+}
+
+if ! command -v "$tool" > /dev/null 2>&1; then
+    echo "xfs-advisor is not installed on this host: no $tool (set xfs_advisor_install)" \
+        > "$out/tool.err"
+    echo 127 > "$out/tool.rc"
+else
+    step version "$tool" --version
+    step capture "$tool" "$@" capture --json "$out/capture"
+    # shellcheck disable=SC2086 # names, split on spaces
+    step audit "$tool" "$@" audit --json ${XFS_ADVISOR_AUDIT:-}
+    for dev in ${XFS_ADVISOR_DEVICES:-}; do
+        step "proposals/${dev##*/}" "$tool" "$@" propose --device "$dev" \
+            --workload "$out/workload.json" --json
+    done
+fi
+printf 'XFS-ADVISOR-PAYLOAD:'
+tar -czf - -C "$out" . | base64 | tr -d '\n'
+echo

@@ -1,0 +1,259 @@
+"""The fleet: ansible/playbook.yml run for real with ansible-playbook (connection local) on this
+machine and on inventory hosts that stand for other machines by reading captured trees, twice;
+then `xfs-advisor fleet` over what it stored. And the report's own rules on hand-made results."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from advisor.cli import main
+from advisor.commands.schema import schema_text
+from tests.audit.test_audit import formatted
+from tests.bench.test_guard import checksum
+from tests.conftest import REPO, require
+
+MiB = 1 << 20
+PLAYBOOK = REPO / "ansible" / "playbook.yml"
+#: An fstab line with an option Linux 4.0 removed (a 'breaks' finding) for a disk not there.
+OLD_FSTAB = "UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n"
+
+
+def fleet(*args: str) -> tuple[int, dict[str, Any], str]:
+    """`xfs-advisor fleet --json ARGS` in this process: exit code, document, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["fleet", "--json", *args])
+    doc = json.loads(out.getvalue()) if out.getvalue() else {}
+    if doc:
+        jsonschema.validate(doc, json.loads(schema_text("fleet")))
+    return code, doc, err.getvalue()
+
+
+def _host_venv(tmp: Path) -> Path:
+    """A virtual environment standing for a host's /opt/xfs-advisor: its dependencies come from
+    this test run's environment (a .pth line), so the role's pip installs only the wheel, with
+    --no-deps and without the network."""
+    venv = tmp / "host-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    pip = venv / "bin" / "pip"
+    pip.write_text('#!/bin/sh\nexec "$(dirname "$0")/python" -m pip "$@"\n')
+    pip.chmod(0o755)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+def _wheel(tmp: Path) -> Path:
+    """The wheel the controller built, as a user would (pip wheel of the checkout)."""
+    out = tmp / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out),
+                    str(REPO)], check=True, capture_output=True)
+    [wheel] = out.glob("xfs_advisor-*.whl")
+    return wheel
+
+
+def _playbook(inventory: Path, tmp: Path, *extra: str) -> tuple[str, dict[str, dict[str, int]]]:
+    """Run the playbook; its output and the recap's counts by host."""
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    env = {**os.environ, "ANSIBLE_HOME": str(tmp / "ansible-home"),
+           "ANSIBLE_LOCAL_TEMP": str(tmp / "ansible-home" / "tmp"),
+           "ANSIBLE_REMOTE_TEMP": str(tmp / "ansible-home" / "remote-tmp"),
+           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+           "ANSIBLE_DEPRECATION_WARNINGS": "0"}
+    proc = subprocess.run([str(ansible), "-i", str(inventory), str(PLAYBOOK), *extra],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    recap: dict[str, dict[str, int]] = {}
+    for host, counts in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M):
+        recap[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+    return proc.stdout, recap
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_playbook_twice_then_one_report(tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
+    require(shutil.which("ansible-playbook") is not None
+            or (Path(sys.executable).parent / "ansible-playbook").exists(),
+            "needs ansible-playbook (pip install -e .[test])")
+    trees = {}
+    for name in ("simple-lvm", "simple-nvme"):  # the unpacked copies, with an old fstab added
+        trees[name] = shared_dumps[name]
+        audit_dir = trees[name] / "xfs-advisor-audit"
+        audit_dir.mkdir(exist_ok=True)
+        (audit_dir / "fstab").write_text(OLD_FSTAB)
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    results = tmp_path / "results"
+    venv = _host_venv(tmp_path)
+    # 4 GiB (sparse): on 512 MiB the answers' agcount=8 leaves mkfs.xfs a log under its 64 MiB
+    # minimum, which the proposal's own check rejects (a known engine limit, not the fleet's).
+    with formatted(tmp_path, "fleet", 4096 * MiB, "-m", "bigtime=0") as (dev, backing):
+        inventory = tmp_path / "inventory.json"
+        inventory.write_text(json.dumps({"all": {
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                     "xfs_advisor_venv": str(venv), "xfs_advisor_results_dir": str(results),
+                     "xfs_advisor_workload": {"access": "mixed", "concurrent_writers": 8,
+                                              "mount_point": "/srv/data"}},
+            "hosts": {
+                "thishost": {"xfs_advisor_wheel": str(_wheel(tmp_path)),
+                             "xfs_advisor_wheel_cache": str(tmp_path / "wheel-cache"),
+                             "xfs_advisor_pip_args": "--no-deps",
+                             "xfs_advisor_devices": [Path(dev).name],
+                             "xfs_advisor_audit": [dev]},
+                "lvmhost": {"xfs_advisor_install": False,
+                            "xfs_advisor_sysroot": str(trees["simple-lvm"]),
+                            "xfs_advisor_devices": ["sda", "nvme0n1"]},
+                "nvmehost": {"xfs_advisor_install": False,
+                             "xfs_advisor_sysroot": str(trees["simple-nvme"]),
+                             "xfs_advisor_devices": ["sdb"]},
+                "garbagehost": {"xfs_advisor_install": False,
+                                "xfs_advisor_sysroot": str(garbage)},
+            }}}))
+        before = checksum(backing)
+        out, check = _playbook(inventory, tmp_path, "--check", "--limit", "thishost,localhost")
+        assert not results.exists() and not (venv / "bin" / "xfs-advisor").exists(), out
+        assert not (tmp_path / "wheel-cache").exists()
+        assert check["thishost"]["changed"] >= 1  # what it would install, not installed
+        out, first = _playbook(inventory, tmp_path)
+        assert (venv / "bin" / "xfs-advisor").exists(), "the role installed the wheel"
+        assert first["thishost"]["changed"] >= 1 and first["localhost"]["changed"] >= 1
+        out, second = _playbook(inventory, tmp_path)
+        for host in ("thishost", "lvmhost", "nvmehost", "garbagehost"):
+            assert second[host]["changed"] == 0 and second[host]["failed"] == 0, (host, out)
+        assert checksum(backing) == before, "the audit wrote to the device"
+        code, doc, err = fleet(str(results))
+    assert code == 0 and err == ""
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    assert set(hosts) == {"thishost", "lvmhost", "nvmehost", "garbagehost"}
+    assert doc["counts"] == {"hosts": 4, "ok": 3, "failed": 1}
+    assert "capture failed (exit 2)" in hosts["garbagehost"]["error"]
+    assert "has no sys/block" in hosts["garbagehost"]["error"]
+    # This machine: the loop device made here, its finding and a proposal checked by mkfs.xfs.
+    [mine] = [d for d in hosts["thishost"]["devices"] if d["name"] == Path(dev).name]
+    assert sum(mine["findings"].values()) >= 1  # no bigtime
+    assert mine["proposal"], mine
+    assert mine["proposal"]["mkfs_command"].startswith("mkfs.xfs ")
+    assert mine["proposal"]["same_as_host"] is True
+    for name, named in (("lvmhost", {"sda", "nvme0n1"}), ("nvmehost", {"sdb"})):
+        host = hosts[name]
+        assert host["status"] == "ok" and host["counts"]["breaks"] == 1  # delaylog
+        proposed = {d["name"] for d in host["devices"] if d["proposal"]}
+        assert proposed == named, name
+        assert all(d["proposal"]["mkfs_command"].endswith(f"/dev/{d['name']}")
+                   for d in host["devices"] if d["proposal"])
+    # The two captures hold the same disks (same kinds, media, sizes): one shape, but not the
+    # same proposals, since different devices were named.
+    shared = [s for s in doc["shapes"] if set(s["hosts"]) == {"lvmhost", "nvmehost"}]
+    assert shared and shared[0]["same_proposal"] is False
+
+
+# ---- the report on results made without Ansible (collect.sh and store.py run directly) ----
+
+GiB = 1 << 30
+TiB = 1 << 40
+KiB = 1 << 10
+SAS = "pci0000:00/0000:00:02.0/host2/target2:0:0/2:0:0:0"
+
+
+def _tree(root: Path) -> Path:
+    from tests.inspect.sysfs_builder import Dev, write_tree
+
+    return write_tree(root, [
+        Dev("sdb", 16 * TiB, "8:16", devpath=SAS, min_io=64 * KiB, opt_io=512 * KiB,
+            write_cache="write through", queue_depth=256),
+        Dev("sdc", 2 * TiB, "8:32", devpath=SAS, rotational=0)])
+
+
+@pytest.fixture(scope="module")
+def raid_host(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.fleet_hosts import collect
+
+    tmp = tmp_path_factory.mktemp("fleet")
+    tree = _tree(tmp / "tree")
+    return collect(tmp / "one", "raid1", tree, ["sdb"], {"concurrent_writers": 16})
+
+
+def test_hosts_of_one_shape_in_a_pool_and_failed_ones(tmp_path: Path, raid_host: Path) -> None:
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, [f"raid{i}" for i in range(1, 7)])
+    assert store(results, "down", error="UNREACHABLE: ssh: connect to host down port 22") \
+        == "changed"
+    assert store(results, "down", error="UNREACHABLE: ssh: connect to host down port 22") \
+        == "unchanged"
+    notool = results / "notool"
+    notool.mkdir()
+    (notool / "tool.rc").write_text("127\n")
+    (notool / "tool.err").write_text("xfs-advisor is not installed on this host: no /x\n")
+    shutil.copytree(raid_host, results / "garbled", symlinks=True)
+    (results / "garbled" / "audit.out").write_text("{not json")
+    shutil.copytree(raid_host, results / "user", symlinks=True)
+    (results / "user" / "uid").write_text("1000\n")
+    (results / "user" / "sysroot").write_text("\n")
+    code, doc, err = fleet(str(results), "--jobs", "2")
+    assert code == 0 and err == ""
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    assert doc["counts"] == {"hosts": 10, "ok": 6, "failed": 4}
+    assert hosts["down"]["error"].startswith("UNREACHABLE")
+    assert "not installed" in hosts["notool"]["error"]
+    assert hosts["garbled"]["error"].startswith("unreadable results")
+    assert "not run as root (uid 1000)" in hosts["user"]["error"]
+    [shape] = doc["shapes"]
+    assert shape["hosts"] == [f"raid{i}" for i in range(1, 7)] and shape["same_proposal"]
+    sdb = next(d for d in hosts["raid3"]["devices"] if d["name"] == "sdb")
+    # The LUN's geometry, and the proposal that follows it, as mkfs.xfs checked it.
+    assert (sdb["sunit_bytes"], sdb["swidth_bytes"]) == (64 * KiB, 512 * KiB)
+    assert sdb["proposal"]["same_as_host"] is True
+    assert "/dev/sdb" in sdb["proposal"]["mkfs_command"]
+    assert next(d for d in hosts["raid3"]["devices"] if d["name"] == "sdc")["proposal"] is None
+    # The same in one process: the same document.
+    code, alone, _ = fleet(str(results), "--jobs", "1")
+    assert alone == doc
+
+
+def test_table_and_markdown_name_every_host(tmp_path: Path, raid_host: Path) -> None:
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b"])
+    store(results, "c", error="boom")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results)]) == 0
+    table = out.getvalue()
+    assert re.search(r"^c +FAILED .* boom$", table, re.M)
+    assert re.search(r"^a +ok +shape-1 +sdb +disk/rot +16 TiB +64 KiBx8 ", table, re.M)
+    md = tmp_path / "fleet.md"
+    assert main(["fleet", str(results), "--markdown", "-o", str(md)]) == 0
+    text = md.read_text()
+    assert "| a | ok | shape-1 | sdb |" in text and "- **c**: boom" in text
+    assert "(2 hosts, the same proposals)" in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["/nonexistent/results"], "is not a readable directory"),
+    (["{empty}"], "holds no host folder"),
+    (["{empty}", "--jobs", "0"], "--jobs 0"),
+])
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    args = [a.replace("{empty}", str(tmp_path)) for a in args]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["fleet", *args]) == 2
+    assert message in err.getvalue() and len(err.getvalue().splitlines()) == 1

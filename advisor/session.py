@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
-    from advisor.models.bench import NotApplied, SideConfig, ValidationReport
+    from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
@@ -343,6 +343,91 @@ class Session:
         from advisor.system.files import write_text_atomically
 
         return write_text_atomically(target, text, what)
+
+    @staticmethod
+    def attribution_lines(report: ValidationReport) -> list[str]:
+        """What an attribution found, one line per metric or counter (none without one)."""
+        from advisor.bench.report import attribution_lines
+
+        return attribution_lines(report)
+
+    @staticmethod
+    def attribution_offer(plan: Plan, report: ValidationReport) -> str:
+        """After a verdict on `plan`: what attribute() would run and about how long ("ctrl+b:
+        ..."), why it is not offered ("Attribution: not offered: ..."), or "" when the report
+        already holds one."""
+        from advisor.bench import attribute as attribution
+
+        if report.attribution is not None:
+            return ""
+        chosen = attribution.options(plan.a, plan.b)
+        why = attribution.skip_reason(report, chosen)
+        if why is None and plan.device is not None:
+            why = (f"on {plan.device} it runs from the command line, with the device held "
+                   f"between runs: xfs-advisor validate --device {plan.device} --attribute")
+        if why:
+            return f"Attribution: not offered: {why}"
+        minutes = attribution.estimate_seconds(plan, len(chosen), report.timing.wall_seconds) / 60
+        return (f"ctrl+b: which option moved what: {len(chosen)} more A/B runs "
+                f"({', '.join(o.label for o in chosen)}), about {minutes:.0f} min")
+
+    def attribute(self, plan: Plan, combined: ValidationReport | None = None, *,
+                  progress: Progress | None = None, cancel: threading.Event | None = None,
+                  say: Callable[[str], None] | None = None,
+                  hold: DeviceHold | None = None) -> Attribution:
+        """Which of B's options moved which metric and counter: one A/B run per option of
+        `plan`'s B (A against A plus that option alone; advisor.bench.attribute), each through
+        run_validation. `combined`: the report of `plan` itself, when it ran. On a scratch device
+        (`plan.device`), `hold` is the one the combined run had, lent to it (DeviceHold.lent) so
+        that it is still held: each option run then expects exactly the XFS the run before it
+        made (by UUID, read while held) and nothing else. `progress(done, total, what)` counts
+        over all the option runs; `cancel` stops them like run_validation's."""
+        from advisor.bench import attribute as attribution
+        from advisor.bench.resources import Recovery
+        from advisor.system.loopdev import dev_name
+        from advisor.system.superblock import read_xfs_uuid
+
+        if plan.device is not None and (hold is None or not hold.exclusive):
+            from advisor.errors import DeviceProblem
+
+            raise DeviceProblem(f"attribution on {plan.device} needs the device still held from "
+                                "the combined run (validate --attribute runs right after it)")
+        cancel = cancel or threading.Event()
+        chosen = attribution.options(plan.a, plan.b)
+        steps = 2 * plan.pairs + 1
+
+        def run_one(p: Plan, index: int) -> ValidationReport:
+            if cancel.is_set():
+                raise Cancelled("attribution cancelled")
+            label = chosen[index].label
+
+            def step(done: int, total: int, what: str) -> None:
+                if progress:
+                    progress(index * steps + done, len(chosen) * steps,
+                             f"{label} alone: {what}")
+
+            mine, finished = threading.Event(), threading.Event()
+
+            def forward() -> None:  # this run's cancel follows the caller's
+                while not finished.is_set():
+                    if cancel.wait(0.2):
+                        mine.set()
+                        return
+
+            threading.Thread(target=forward, name="attribute-cancel", daemon=True).start()
+            try:
+                if hold is None:
+                    return self.run_validation(p, progress=step, cancel=mine, say=say)
+                # Held exclusively since the previous run's last umount: this XFS is ours.
+                ours = Recovery(test_filesystems={
+                    dev_name(os.stat(hold.path).st_rdev): read_xfs_uuid(hold.path) or ""})
+                with hold.lent():
+                    return self.run_validation(p, progress=step, cancel=mine, say=say,
+                                               hold=hold, recovered=ours)
+            finally:
+                finished.set()
+
+        return attribution.attribute(plan, run_one, combined)
 
     # ---- audit ----
 

@@ -142,6 +142,45 @@ def what_ran(report: ValidationReport) -> list[str]:
     return lines
 
 
+def attribution_lines(report: ValidationReport) -> list[str]:
+    """Which option moved which figure (validate --attribute), one line per figure that the
+    combined run or some option alone moved; or why attribution did not run."""
+    if report.attribution_skipped:
+        return [f"Attribution not run: {report.attribution_skipped}"]
+    at = report.attribution
+    if at is None:
+        return []
+    lines = [f"Attribution ({at.design}; {at.wall_seconds:.0f} s):"]
+    for run in at.runs:
+        lines.append(f"  {run.option} alone: {run.verdict}"
+                     + "".join(f"; {c.counter}: mechanism {c.seen}"
+                               for c in run.mechanism_checks))
+    shown = [f for f in at.findings
+             if f.moved_by or f.combined_verdict in ("better", "worse")]
+    for f in shown:
+        said = _WORK.get(f.combined_verdict or "", f.combined_verdict) \
+            if f.kind == "counter" else f.combined_verdict
+        together = f" (all options: {said})" if f.combined_verdict else ""
+        lines.append(f"  {f.title}{together}: {f.summary}")
+    quiet = len(at.findings) - len(shown)
+    if quiet:
+        lines.append(f"  {quiet} other figure(s): moved by no option and not by the "
+                     "combined run")
+    return lines
+
+
+def unclaimed(report: ValidationReport) -> list[str]:
+    """B's options (those A lacks) that no mechanism check speaks for: the report says so rather
+    than leave them out."""
+    from advisor.bench.attribute import options
+
+    if report.calibrate:
+        return []
+    checked = [c.option for c in report.mechanism_checks]
+    return [o.label for o in options(report.a, report.b)
+            if not any(o.label.startswith(c) or c.startswith(o.label) for c in checked)]
+
+
 def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     env = report.environment
     t = report.timing
@@ -166,6 +205,8 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
                 if c.ratio is not None and c.ci else ""
             out.append(f"  {c.option}: rule {c.rule} says {c.expect} {c.counter}: "
                        f"mechanism {c.seen}{interval}")
+        out += [f"  {o}: no rule names a counter that shows its mechanism"
+                for o in unclaimed(report)]
         out.append("")
     if with_plot:
         out += [plot(report), ""]
@@ -179,6 +220,9 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     for line in report.recovered:
         out.append(f"Recovered: {line}")
     out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")
+    attributed = attribution_lines(report)
+    if attributed:
+        out += ["", *attributed]
     if env.note:
         out.append(f"Note: {env.note}")
     return "\n".join(out)
@@ -212,9 +256,26 @@ def render_markdown(report: ValidationReport) -> str:
                        f"{_num(_geo(m, 'B'))} | {m.ratio:.3f} | "
                        f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}] | {_WORK[m.verdict]} |")
         out += ["", *[f"- {c.option}: rule {c.rule} says {c.expect} {c.counter}: mechanism "
-                      f"{c.seen}" for c in report.mechanism_checks]]
+                      f"{c.seen}" for c in report.mechanism_checks],
+                *[f"- {o}: no rule names a counter that shows its mechanism"
+                  for o in unclaimed(report)]]
     out += ["", f"**Verdict: {report.verdict}.** {report.summary}", "", "```", plot(report),
             "```"]
+    if report.attribution_skipped:
+        out += ["", f"Attribution not run: {report.attribution_skipped}"]
+    elif report.attribution is not None:
+        at = report.attribution
+        out += ["", "## Attribution", "", f"{at.design}; {at.wall_seconds:.0f} s.", "",
+                "| figure | all options | " + " | ".join(f"{o} alone" for o in at.options)
+                + " | moved by |",
+                "|---|---|" + "---|" * len(at.options) + "---|"]
+        for f in at.findings:
+            cells = [f"{e.ratio:.3f} [{e.ci[0]:.3f}, {e.ci[1]:.3f}] {e.verdict}"
+                     if e.ratio is not None and e.ci else "not measured" for e in f.effects]
+            moved = ", ".join(f.moved_by) or (
+                "cannot tell" if f.combined_verdict in ("better", "worse") else "-")
+            out.append(f"| {f.title} | {f.combined_verdict or '-'} | {' | '.join(cells)} | "
+                       f"{moved} |")
     if env.note:
         out += ["", f"_{env.note}_"]
     return "\n".join(out) + "\n"

@@ -324,7 +324,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 {"create": float(shape.directory_entries),
                  "delete": float(shape.churn_entries), "refill": float(shape.churn_entries),
                  "syncwrite": measured.operations.get("syncwrite", 0.0),
-                 "seqwrite": measured.operations.get("seqwrite", 0.0)})  # 1 MiB writes
+                 "seqwrite": measured.operations.get("seqwrite", 0.0),  # 1 MiB writes
+                 "readback": measured.operations.get("readback", 0.0)})
+            work_done.update(counters.writers_in_busiest_ag(device, mnt, shape.writers))
             for name, value in work_done.items():
                 mechanisms.setdefault(name, {"A": [], "B": []})[label].append(value)
             measuring += measured.measuring_seconds
@@ -439,7 +441,7 @@ def _judge_mechanisms(samples: dict[str, dict[str, list[float]]]) -> list[Metric
     results = []
     for m, (a, b, _, _), v in zip(kept, rows, stats.judge(rows), strict=True):
         results.append(_result(m.name, m.title, m.unit, False, a, b, v))
-    return results
+    return results + counters.judge_none_on_b(samples, {m.name for m in kept})
 
 
 def _result(name: str, title: str, unit: str, higher_is_better: bool, a: list[float],

@@ -55,6 +55,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "on the scratch device (options it cannot take are named and left out)")
     p.add_argument("--rules", metavar="DIR", default=s,
                    help="extra rules for the proposal (B), as `xfs-advisor --rules DIR` uses")
+    p.add_argument("--attribute", action="store_true",
+                   help="when B differs from A in several options and a metric or counter "
+                   "differs: one more A/B run per option (A against A plus that option alone, "
+                   "each with --rounds and --budget) to say which option moved what")
     p.add_argument("--yes", action="store_true",
                    help="with --device: do not ask to type the device name")
     add_workload_flags(p, suppress=True)
@@ -169,8 +173,11 @@ def run(args: argparse.Namespace) -> int:
         # checks it all again (as every later one does), before it writes.
         with DeviceHold(device.path) as hold:
             _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
-            report = session.run_validation(plan, progress=progress, say=say, hold=hold,
-                                            recovered=recovered)
+            with hold.lent():  # still held after the run, for --attribute's runs
+                report = session.run_validation(plan, progress=progress, say=say, hold=hold,
+                                                recovered=recovered)
+            if args.attribute:
+                _attribute(session, plan, report, progress, say, hold)
     else:
         if shown is not None:
             plan.b, plan.not_applied = session.fit_to_scratch(shown, None, plan.device_bytes)
@@ -181,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
         resolve = None if b is not None or shown is not None else session.loop_side(workload)
         report = session.run_validation(plan, progress=progress, resolve_b=resolve, say=say,
                                         recovered=recovered)
+        if args.attribute:
+            _attribute(session, plan, report, progress, say, None)
     if report.device_left:
         say(report.device_left)
     if as_json:
@@ -190,6 +199,24 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_text(report))
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
+
+
+def _attribute(session: Any, plan: Any, report: Any, progress: Any, say: Any,
+               hold: Any) -> None:
+    """--attribute after the combined run: why not, or the estimate, then the option runs."""
+    from advisor.bench import attribute as attribution
+
+    chosen = attribution.options(plan.a, plan.b)
+    report.attribution_skipped = attribution.skip_reason(report, chosen)
+    if report.attribution_skipped:
+        say(f"attribution: not run: {report.attribution_skipped}")
+        return
+    seconds = attribution.estimate_seconds(plan, len(chosen), report.timing.wall_seconds)
+    say(f"attribution: {len(chosen)} more A/B runs, one per option "
+        f"({', '.join(o.label for o in chosen)}), {plan.pairs} pairs and a "
+        f"{plan.budget_seconds:.0f} s budget each: about {seconds / 60:.0f} min (the combined "
+        f"run took {report.timing.wall_seconds:.0f} s)")
+    report.attribution = session.attribute(plan, report, progress=progress, say=say, hold=hold)
 
 
 #: The loop device's size unless --loop-size says otherwise (or --for needs a larger one).

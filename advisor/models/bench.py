@@ -1,7 +1,7 @@
 """The A/B validation run: its two configurations, per-metric samples and verdicts, where it ran,
 and the calibration (noise floor) that later runs' margins rest on.
 
-`ValidationReport` is the `validate --json` contract (schema_version 1)."""
+`ValidationReport` is the `validate --json` contract (schema_version 2)."""
 
 from __future__ import annotations
 
@@ -177,10 +177,76 @@ class BenchEnvironment(Model):
     """What the numbers mean (e.g. that a loop device measures its backing storage)."""
 
 
+class OptionEffect(Model):
+    """What one option alone (on top of A) did to one figure."""
+
+    option: str
+    """The option, as B had it (`-d agcount=8`, `noatime`)."""
+    ratio: float | None = None
+    """B/A of the run with only this option on B (null: the figure was not measured there)."""
+    ci: list[float] | None = None
+    """Its 95% interval."""
+    verdict: Verdict | None = None
+    """That run's verdict on the figure (null: not measured)."""
+
+
+class AttributionFinding(Model):
+    """One figure (a timing metric or a counter) and which option moved it."""
+
+    name: str
+    """The metric's or counter's name (as in `metrics` or `mechanisms`)."""
+    title: str
+    """What it measures, for people."""
+    kind: Literal["timing", "counter"]
+    """`timing`: a performance metric; `counter`: work per operation."""
+    combined_verdict: Verdict | None = None
+    """The verdict of the run with all of B's options (null: attribution ran on its own)."""
+    effects: list[OptionEffect] = Field(default_factory=list)
+    """One per option, in B's order."""
+    moved_by: list[str] = Field(default_factory=list)
+    """Options whose run alone found the figure better or worse (beyond the margin)."""
+    summary: str
+    """One line: which option moved it, or that the runs cannot tell."""
+
+
+class OptionRun(Model):
+    """The A/B run of one option alone on top of A."""
+
+    option: str
+    """The option."""
+    b: SideConfig
+    """Side B of that run: A plus the option."""
+    verdict: Verdict
+    """That run's overall verdict."""
+    metrics: list[MetricResult] = Field(default_factory=list)
+    """Its timing metrics."""
+    mechanisms: list[MetricResult] = Field(default_factory=list)
+    """Its counters."""
+    mechanism_checks: list[MechanismCheck] = Field(default_factory=list)
+    """The option's rule claims, checked in that run."""
+    wall_seconds: float
+    """Its wall time."""
+
+
+class Attribution(Model):
+    """`validate --attribute`: which of B's options moved which figure."""
+
+    design: str
+    """How the option runs were laid out, for people."""
+    options: list[str]
+    """B's options that differ from A (su and sw count as one)."""
+    runs: list[OptionRun] = Field(default_factory=list)
+    """One A/B run per option (A against A plus that option), each with the run's pairs."""
+    findings: list[AttributionFinding] = Field(default_factory=list)
+    """Per timing metric and counter: what each option alone did to it."""
+    wall_seconds: float
+    """The option runs' wall time together."""
+
+
 class ValidationReport(Model):
     """The result of `xfs-advisor validate`."""
 
-    schema_version: int = 1
+    schema_version: int = 2
     """Version of this document's shape."""
     a: SideConfig
     """Side A (defaults)."""
@@ -230,6 +296,11 @@ class ValidationReport(Model):
     """Leftovers of an earlier run that died, found and removed before this one."""
     calibration_file: str | None = None
     """Where the noise floor was read from (or written to, under --calibrate)."""
+    attribution: Attribution | None = None
+    """`--attribute`: which of B's options moved which metric and counter (null: not asked, or
+    nothing to attribute)."""
+    attribution_skipped: str | None = None
+    """`--attribute` asked but not run: why (one option only, nothing differed, ...)."""
     device_left: str | None = None
     """After a run on a scratch device given with --device: that it now holds the last round's
     test filesystem, and how to wipe it (null for the loop default, which leaves nothing)."""

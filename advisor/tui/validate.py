@@ -26,7 +26,7 @@ from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
     from advisor.bench.run import Plan
-    from advisor.models.bench import MetricResult, ValidationReport
+    from advisor.models.bench import Attribution, MetricResult, ValidationReport
     from advisor.models.proposal import Proposal
 
 LOOP = "loop"
@@ -99,6 +99,7 @@ class ValidateScreen(StepScreen):
         Binding("ctrl+r", "run", "Run"),
         Binding("escape", "cancel", "Cancel run"),
         Binding("ctrl+s", "save_report", "Save report", show=False),  # help and palette say it
+        Binding("ctrl+b", "attribute", "Attribute", show=False),  # offered after a verdict
     ]
 
     def __init__(self) -> None:
@@ -106,6 +107,8 @@ class ValidateScreen(StepScreen):
         self._cancel: threading.Event | None = None
         self._worker: Worker[ValidationReport] | None = None
         self.report: ValidationReport | None = None
+        self._ran: Plan | None = None
+        self._attributing: Worker[Attribution] | None = None
         self._other: tuple[str, str] | None = None
         self._other_proposal: Proposal | None = None
         self._plots: dict[str, MetricPlot] = {}
@@ -357,7 +360,7 @@ class ValidateScreen(StepScreen):
 
     @property
     def running(self) -> bool:
-        return self._worker is not None and not self._worker.is_finished
+        return any(w is not None and not w.is_finished for w in (self._worker, self._attributing))
 
     def action_run(self) -> None:
         if self.running:
@@ -405,6 +408,7 @@ class ValidateScreen(StepScreen):
         cancel = active.cancel
         self._cancel = cancel
         self.report = None
+        self._ran = plan
         self.query_one("#metrics").display = False
         self.query_one("#next").display = False
         self.query_one("#plots", Grid).remove_children()
@@ -431,6 +435,41 @@ class ValidateScreen(StepScreen):
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)
+
+    def _attribution_offer(self) -> str:
+        """What ctrl+b would do after this verdict, or why it would not ("" before a verdict)."""
+        if self.report is None or self._ran is None:
+            return ""
+        return self.advisor.state.session.attribution_offer(self._ran, self.report)
+
+    def action_attribute(self) -> None:
+        """After a verdict: one A/B run per option of B (Session.attribute) in a worker."""
+        offer = self._attribution_offer()
+        if self.running or not offer.startswith("ctrl+b"):
+            self.notify(offer or "no verdict yet: run first (ctrl+r)", severity="warning")
+            return
+        assert self._ran is not None and self.report is not None
+        from advisor.tui.app import ActiveRun
+
+        plan, combined, session = self._ran, self.report, self.advisor.state.session
+        active = ActiveRun()
+        self.advisor.active_run = active
+        self._cancel = cancel = active.cancel
+        bar = self.query_one("#progress", ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
+
+        def progress(done: int, total: int, what: str) -> None:
+            self.post_message(RunProgressed(done, total, what))
+
+        def work() -> Attribution:
+            try:
+                return session.attribute(plan, combined, progress=progress, cancel=cancel)
+            finally:
+                active.done.set()
+
+        self._attributing = self.run_worker(work, name="attribute", group="validate",
+                                            thread=True, exit_on_error=False)
 
     def action_save_report(self) -> None:
         """The last report as Markdown (or the --json document, for a name ending in .json);
@@ -482,6 +521,9 @@ class ValidateScreen(StepScreen):
             plot.add(message.side, value)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is self._attributing and event.worker.is_finished:
+            self._attributed(event)
+            return
         if event.worker is not self._worker or not event.worker.is_finished:
             return
         step = self.query_one("#step", Static)
@@ -501,6 +543,19 @@ class ValidateScreen(StepScreen):
                 self.notify(message, severity="error")
                 self.advisor.reload_devices()  # the target list then shows the refusal too
 
+    def _attributed(self, event: Worker.StateChanged) -> None:
+        step = self.query_one("#step", Static)
+        if event.state == WorkerState.SUCCESS and self.report is not None:
+            step.update("attribution done")
+            self.show_report(self.report.model_copy(
+                update={"attribution": event.worker.result}))
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            step.update(Text(error.message if isinstance(error, AdvisorError) else
+                             f"internal error: {type(error).__name__}: {error}",
+                             style="bold red"))
+        self.query_one("#progress").display = False
+
     # ---- results ----
 
     def show_report(self, report: ValidationReport) -> None:
@@ -515,8 +570,9 @@ class ValidateScreen(StepScreen):
         env = report.environment
         where = f"Ran on {env.device} ({human_size(env.device_size_bytes)}" + (
             f", a loop device over {env.loop_backing_file})" if env.loop_backing_file else ")")
-        self.query_one("#verdict", Static).update(
-            f"Verdict: {report.verdict}. {report.summary}\n{where}")
+        after = [self._attribution_offer(), *self.advisor.state.session.attribution_lines(report)]
+        self.query_one("#verdict", Static).update(Text("\n".join(
+            [f"Verdict: {report.verdict}. {report.summary}", where, *[a for a in after if a]])))
         table = self.query_one("#metrics", DataTable)
         table.clear()
         for m in report.metrics:

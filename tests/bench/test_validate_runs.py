@@ -65,7 +65,7 @@ def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None)
     proc = _validate(tmp_path, "--calibrate", "--age", "--budget", "20", *SMALL)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["schema_version"] == 1 and report["calibrate"] is True
+    assert report["schema_version"] == 2 and report["calibrate"] is True
     assert report["rounds"] == 6 and report["order"][:4] == ["A", "B", "B", "A"]
     assert {m["verdict"] for m in report["metrics"]} <= {"equivalent", "inconclusive"}
     for m in report["metrics"]:

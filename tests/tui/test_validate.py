@@ -234,3 +234,49 @@ def report_with_rounds(rounds: int) -> ValidationReport:
         "verdict": "worse", "summary": "B is worse on creates_per_s",
         "timing": {"wall_seconds": 1, "measuring_seconds": 1, "measuring_share": 1},
         "environment": {"device": "/dev/loop9", "device_size_bytes": 1 << 30}})
+
+
+async def test_attribution_is_offered_after_a_verdict_and_shown(make_app: AppFactory,
+                                                                frozen_proposal: Proposal
+                                                                ) -> None:
+    """After a verdict on a B of two options the screen offers ctrl+b with the estimate; with
+    one option it says why not; an attribution, once there, is shown under the verdict."""
+    from advisor.bench import attribute as attribution
+    from advisor.bench.run import Plan
+    from advisor.models.bench import SideConfig, ValidationReport
+    from advisor.models.workload import Workload
+
+    metric = {"name": "log_writes_per_1k_dirops", "title": "log writes per 1k directory ops",
+              "unit": "writes", "higher_is_better": False, "a": [9.0] * 6, "b": [1.3] * 6,
+              "ratio": 0.14, "ci": [0.13, 0.15], "margin": 0.05, "noise": 0.02,
+              "verdict": "better"}
+    b = SideConfig(label="B", mount_options=["logbsize=256k", "noatime"], source="given options")
+    report = ValidationReport.model_validate({
+        "a": {"label": "A"}, "b": b.model_dump(), "rounds": 6, "order": ["A", "B"],
+        "metrics": [], "mechanisms": [metric], "verdict": "equivalent", "summary": "-",
+        "timing": {"wall_seconds": 90, "measuring_seconds": 1, "measuring_share": 1},
+        "environment": {"device": "/dev/loop9", "device_size_bytes": 1 << 30}})
+    app = make_app(device="vg0-data", start="validate")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        screen._ran = Plan(a=SideConfig(label="A"), b=b, workload=Workload())  # type: ignore[attr-defined]
+        screen.show_report(report)  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert ("ctrl+b: which option moved what: 2 more A/B runs (logbsize=256k, noatime), "
+                "about 3 min") in _text(app, "#verdict")
+        one = SideConfig(label="B", mount_options=["noatime"])
+        screen._ran = Plan(a=SideConfig(label="A"), b=one, workload=Workload())  # type: ignore[attr-defined]
+        screen.show_report(report)  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert "Attribution: not offered: B differs from A in 1 option" in _text(app, "#verdict")
+        alone = [report, report.model_copy(update={"mechanisms": [
+            report.mechanisms[0].model_copy(update={"ratio": 1.0, "ci": [0.9, 1.1],
+                                                    "verdict": "inconclusive"})]})]
+        chosen = attribution.options(SideConfig(label="A"), b)
+        screen.show_report(report.model_copy(update={  # type: ignore[attr-defined]
+            "attribution": attribution.combine(chosen, alone, report)}))
+        await pilot.pause()
+        assert ("log writes per 1k directory ops (all options: less work): moved by "
+                "logbsize=256k: less work (B/A 0.140, [0.130, 0.150]); cannot tell for noatime"
+                ) in _text(app, "#verdict")

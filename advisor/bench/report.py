@@ -26,7 +26,34 @@ def _verdict_note(m: MetricResult) -> str:
     if m.verdict != "inconclusive":
         return m.verdict
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
-    return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+    still = f"still {' or '.join(m.still_possible)}; " if m.still_possible else ""
+    return f"inconclusive ({still}noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+
+
+def pairs_line(report: ValidationReport) -> str:
+    """How many pairs ran and why no more (the adaptive rounds' stopping rule)."""
+    t = report.timing
+    line = (f"{report.rounds} pairs, order {' '.join(report.order[:8])}"
+            f"{' ...' if len(report.order) > 8 else ''}; {t.wall_seconds:.0f} s, "
+            f"{t.measuring_share * 100:.0f}% of it measuring")
+    if report.stopping is not None:
+        line += f"; stopped: {report.stopping.summary}"
+    return line
+
+
+def stopping_lines(report: ValidationReport) -> list[str]:
+    """The method and what is still open, for the end of the report."""
+    st = report.stopping
+    if st is None:
+        return []
+    lines = [f"Intervals: {st.method}."]
+    if st.open:
+        lines.append("Still open:")
+        lines += [f"  {line}" for line in st.open]
+        if st.reason != "resolved":
+            lines.append("  (`xfs-advisor validate --continue REPORT.json` adds pairs to this "
+                         "run, keeping the ones measured)")
+    return lines
 
 
 def workload_line(shape: dict[str, object]) -> str:
@@ -144,12 +171,10 @@ def what_ran(report: ValidationReport) -> list[str]:
 
 def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     env = report.environment
-    t = report.timing
     out = [
         "A/A calibration run" if report.calibrate else "A/B validation",
         *["  " + line for line in what_ran(report)],
-        f"  {report.rounds} pairs, order {' '.join(report.order)}; {t.wall_seconds:.0f} s, "
-        f"{t.measuring_share * 100:.0f}% of it measuring",
+        f"  {pairs_line(report)}",
         f"  each side: {workload_line(report.workload)}",
         f"  device {env.device} ({env.device_size_bytes >> 20} MiB), kernel {env.kernel}, "
         f"xfsprogs {env.xfsprogs}, {env.fio}",
@@ -178,6 +203,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
                        f"floor is {m.calibrated_floor * 100:.0f}%: calibrate on a quieter machine)")
     for line in report.recovered:
         out.append(f"Recovered: {line}")
+    out += stopping_lines(report)
     out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")
     if env.note:
         out.append(f"Note: {env.note}")
@@ -191,8 +217,7 @@ def render_markdown(report: ValidationReport) -> str:
     title = "A/A calibration run" if report.calibrate else "A/B validation"
     out = [f"# xfs-advisor: {title}", ""]
     out += [f"- {line}" for line in what_ran(report)]
-    out += [f"- {report.rounds} pairs, order {' '.join(report.order)}; "
-            f"{report.timing.wall_seconds:.0f} s, {report.timing.measuring_share:.0%} measuring",
+    out += [f"- {pairs_line(report)}",
             f"- each side: {workload_line(report.workload)}",
             f"- device {env.device} ({human_size(env.device_size_bytes)}), kernel {env.kernel}, "
             f"xfsprogs {env.xfsprogs}, {env.fio}"]
@@ -213,6 +238,7 @@ def render_markdown(report: ValidationReport) -> str:
                        f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}] | {_WORK[m.verdict]} |")
         out += ["", *[f"- {c.option}: rule {c.rule} says {c.expect} {c.counter}: mechanism "
                       f"{c.seen}" for c in report.mechanism_checks]]
+    out += ["", *stopping_lines(report)]
     out += ["", f"**Verdict: {report.verdict}.** {report.summary}", "", "```", plot(report),
             "```"]
     if env.note:

@@ -388,7 +388,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 index = done + i // 2
                 if progress:
                     total = 2 * (max(plan.planned_pairs, done + 2) - first)
-                    progress(step, total, f"pair {index + 1}, side {label}")
+                    progress(step, total,
+                             f"pair {index + 1}/{max(plan.pairs, done + 2)}, side {label}")
                 step += 1
                 mkfs_options = side.mkfs_options
                 ours = _format(hold, side, mkfs_options, ours)

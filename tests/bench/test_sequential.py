@@ -5,6 +5,7 @@ fixed-n t intervals (peeking) would not. Pure Python, deterministic seeds, about
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -56,21 +57,21 @@ def _run(rng: random.Random, effect: float = 0.0, margin: float = 0.05,
 
 def test_aa_false_calls_stay_under_alpha_with_adaptive_stopping() -> None:
     rng = random.Random(20261124)
-    runs = 150
+    runs = 100
     false = sum(any(v.verdict in ("better", "worse") for v in _run(rng)[0]) for _ in range(runs))
     assert false / runs <= ALPHA
 
 
 def test_aa_with_no_margin_still_holds_where_peeking_t_intervals_fail() -> None:
-    """Margin 0 (any difference counts) and Gaussian noise, up to 100 pairs: the confidence
+    """Margin 0 (any difference counts) and Gaussian noise, up to 60 pairs: the confidence
     sequence excludes the true 0 in at most alpha of the runs; fixed-n 95% t intervals looked at
     after every block exclude it far more often (the peeking the method exists to avoid)."""
     rng = random.Random(5)
-    runs, cs_false, t_false = 200, 0, 0
+    runs, cs_false, t_false = 150, 0, 0
     for _ in range(runs):
         d: list[float] = []
         cs_hit = t_hit = False
-        while len(d) < 100:
+        while len(d) < 60:
             d += [rng.gauss(0, 0.1), rng.gauss(0, 0.1)]
             if len(d) < MIN_PAIRS:
                 continue
@@ -113,7 +114,7 @@ def test_radius_is_where_the_bayes_factor_reaches_one_over_alpha(n: int, sd: flo
 def test_too_few_pairs_cover_everything_and_the_radius_shrinks() -> None:
     assert stats.cs_radius(2, 0.1, 0.05) == math.inf
     radii = [stats.cs_radius(n, 0.1, 0.05) for n in range(6, 200, 2)]
-    assert all(later < earlier for earlier, later in zip(radii, radii[1:], strict=False))
+    assert all(later < earlier for earlier, later in itertools.pairwise(radii))
 
 
 def test_inconclusive_says_what_is_still_possible_and_pairs_to_resolve() -> None:

@@ -55,7 +55,9 @@ On a loop device, B is the proposal shown on F4, as far as the loop device can t
 names what it cannot). `ctrl+r` starts, `escape` cancels cleanly (unmounts and detaches
 everything); `q` during a run asks, then cancels the same way before quitting. After a run the
 report says what was proposed and what ran, where the margins came from, and what the counters
-saw; `ctrl+s` saves it (Markdown, or JSON for a `.json` name).
+saw; `ctrl+s` saves it (Markdown, or JSON for a `.json` name). A run adds pairs until every
+metric is resolved or its budget runs out; `ctrl+e` continues a finished loop-device run with
+more pairs (its pairs kept).
 """,
 }
 

@@ -5,6 +5,7 @@ name. The run is advisor.bench's, in a worker thread that only posts messages.""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -80,6 +81,7 @@ class ValidateScreen(StepScreen):
         Binding("ctrl+r", "run", "Run"),
         Binding("escape", "cancel", "Cancel run"),
         Binding("ctrl+s", "save_report", "Save report", show=False),  # help and palette say it
+        Binding("ctrl+e", "more_rounds", "More rounds", show=False),
     ]
 
     def __init__(self) -> None:
@@ -334,6 +336,19 @@ class ValidateScreen(StepScreen):
         # The loop device's own proposal only when none was shown (no device chosen on F2).
         resolve_b = session.loop_side(state.workload) if plan.device is None \
             and plan.proposed is None else None
+        def call(progress: Callable[[int, int, str], None], cancel: threading.Event,
+                 sampled: Callable[[str, int, dict[str, float]], None]) -> ValidationReport:
+            return session.run_validation(plan, progress=progress, cancel=cancel,
+                                          resolve_b=resolve_b, on_sample=sampled,
+                                          recovered=recovered)
+
+        self._launch(len(plan.order) + 1, call)
+
+    def _launch(self, total: int, call: Callable[[Callable[[int, int, str], None],
+                                                  threading.Event,
+                                                  Callable[[str, int, dict[str, float]], None]],
+                                                 ValidationReport]) -> None:
+        """Run `call(progress, cancel, on_sample)` in a worker thread, the screen following it."""
         from advisor.tui.app import ActiveRun
 
         active = ActiveRun()
@@ -346,7 +361,7 @@ class ValidateScreen(StepScreen):
         self._plots = {}
         self.query_one("#verdict", Static).update("")
         bar = self.query_one("#progress", ProgressBar)
-        bar.update(total=len(plan.order) + 1, progress=0)
+        bar.update(total=total, progress=0)
         bar.display = True
         self.query_one("#step", Static).update("starting: preparing the scratch device")
 
@@ -358,14 +373,36 @@ class ValidateScreen(StepScreen):
 
         def work() -> ValidationReport:
             try:
-                return session.run_validation(plan, progress=progress, cancel=cancel,
-                                              resolve_b=resolve_b, on_sample=sampled,
-                                              recovered=recovered)
+                return call(progress, cancel, sampled)
             finally:
                 active.done.set()
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)
+
+    def action_more_rounds(self) -> None:
+        """Continue the last run with more pairs (Session.more_rounds): its pairs kept, a fresh
+        loop device of the same size, up to what the report says would likely resolve it."""
+        if self.running:
+            self.notify("a run is already going: escape cancels it", severity="warning")
+            return
+        report = self.report
+        if report is None:
+            self.notify("no report yet: more rounds continue a finished run",
+                        severity="warning")
+            return
+        session = self.advisor.state.session
+        try:
+            from advisor.bench.run import continuation
+
+            continuation(report)  # refusals (a calibration, a scratch device) before anything
+            session.recover(loop=True)
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
+        self._launch(2 * report.rounds + 1, lambda progress, cancel, sampled:
+                     session.more_rounds(report, progress=progress, cancel=cancel,
+                                         on_sample=sampled))
 
     def action_save_report(self) -> None:
         """The last report as Markdown (or the --json document, for a name ending in .json);

@@ -26,8 +26,15 @@ def _verdict_note(m: MetricResult) -> str:
     if m.verdict != "inconclusive":
         return m.verdict
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
-    still = f"still {' or '.join(m.still_possible)}; " if m.still_possible else ""
+    still = f"could still be {allows(m.still_possible)}; " if m.still_possible else ""
     return f"inconclusive ({still}noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+
+
+def allows(verdicts: list[str]) -> str:
+    """The verdicts an interval still allows, in words: "worse or equivalent"."""
+    if len(verdicts) > 2:
+        return f"{', '.join(verdicts[:-1])} or {verdicts[-1]}"
+    return " or ".join(verdicts) or "anything"
 
 
 def pairs_line(report: ValidationReport) -> str:

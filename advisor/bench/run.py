@@ -21,6 +21,7 @@ from advisor.bench.calibration import CalibrationStore, margin_for
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
+from advisor.bench.report import allows
 from advisor.bench.resources import (
     Recovery,
     Resources,
@@ -604,12 +605,12 @@ def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pair
     for m in [*metrics, *counted]:
         if m.verdict != "inconclusive" or (m in counted and not m.ci[0] <= 1.0 <= m.ci[1]):
             continue
-        allows = " or ".join(m.still_possible) or "anything"
+        could = allows(list(m.still_possible))
         more = (f"; ~{m.rounds_to_resolve - pairs} more pairs would likely resolve it"
                 if m.rounds_to_resolve else f"; more than {stats.MAX_SUGGESTED_ROUNDS} pairs "
                 "in all would be needed")
-        open_.append(f"{m.name}: still {allows} (B/A {m.ci[0]:.3f} to {m.ci[1]:.3f} against "
-                     f"+-{m.margin * 100:.0f}%){more}")
+        open_.append(f"{m.name}: could still be {could} (B/A {m.ci[0]:.3f} to "
+                     f"{m.ci[1]:.3f} against +-{m.margin * 100:.0f}%){more}")
     if plan.fixed and reason == "max rounds":
         why = (f"{pairs} pairs, fixed in advance"
                + (" (an A/A calibration is a fixed design)" if plan.calibrate else ""))

@@ -1,6 +1,6 @@
 """Paired A/B statistics, pure and dependency-free: an anytime-valid confidence sequence on the
 mean paired log-ratio (what every verdict rests on, so that a run may add pairs until it can
-tell), Student's t for the A/A noise floors, Holm's correction, and the verdict rules.
+tell), Student's t for the A/A noise floors (fixed-n figures), and the verdict rules.
 
 Why log-ratios: a benchmark metric is a rate; B/A is what people ask about, and the log of a ratio
 is symmetric (2x faster and 2x slower are the same distance from 0) and closer to normal than the
@@ -156,57 +156,6 @@ def paired_log_ratios(a: Sequence[float], b: Sequence[float]) -> PairedSummary:
     mean = sum(d) / n if n else 0.0
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) if n > 1 else math.inf
     return PairedSummary(n=n, mean=mean, sd=sd)
-
-
-def beyond_margin_p_value(s: PairedSummary, margin: float) -> float:
-    """One-sided p-value of "the effect is no larger than the margin" (in the direction seen).
-
-    Small means the difference is real and larger than the margin: this is what a `better` or
-    `worse` claim rests on, and what Holm's correction is applied to.
-    """
-    if s.n < 2:
-        return 1.0
-    if s.sd == 0.0:
-        return 0.0 if abs(s.mean) > margin else 1.0
-    t = (abs(s.mean) - margin) / s.se
-    return 1.0 - t_cdf(t, s.n - 1)
-
-
-def holm_rejections(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
-    """Holm's step-down procedure: which hypotheses to reject with family-wise error <= alpha."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    rejected = [False] * m
-    for rank, i in enumerate(order):
-        if p_values[i] <= alpha / (m - rank):
-            rejected[i] = True
-        else:
-            break
-    return rejected
-
-
-def rounds_to_resolve(s: PairedSummary, margin: float, confidence: float = 0.95) -> int | None:
-    """Pairs that would likely settle an inconclusive metric, assuming the noise and mean stay as
-    seen; None when the mean sits on the margin itself (no finite run can separate them)."""
-    gap = abs(abs(s.mean) - margin)
-    if s.n < 2 or not math.isfinite(s.sd):
-        return None
-    if gap < 1e-9:
-        return None
-
-    def resolves(n: int) -> bool:
-        return t_quantile(0.5 + confidence / 2.0, n - 1) * s.sd / math.sqrt(n) < gap
-
-    if not resolves(MAX_SUGGESTED_ROUNDS):
-        return None
-    lo, hi = max(s.n, 2), MAX_SUGGESTED_ROUNDS  # the interval only narrows as n grows
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if resolves(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 # ---- anytime-valid confidence sequences ---------------------------------------------------

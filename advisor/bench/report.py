@@ -4,6 +4,7 @@ the verdict means. Plain text (plotext prints to a string; no Textual here)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from advisor.bench.stats import geometric_mean
 from advisor.models.bench import MetricResult, ValidationReport
@@ -30,7 +31,7 @@ def _verdict_note(m: MetricResult) -> str:
     return f"inconclusive ({still}noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
 
 
-def allows(verdicts: list[str]) -> str:
+def allows(verdicts: Sequence[str]) -> str:
     """The verdicts an interval still allows, in words: "worse or equivalent"."""
     if len(verdicts) > 2:
         return f"{', '.join(verdicts[:-1])} or {verdicts[-1]}"

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+SMALL = ("--largest-directory-entries", "5000", "--concurrent-writers", "1",
+         "--fsyncs-per-second", "0", "--median-file-size", "4KiB")
 
 
 def validate(*args: str, env: dict[str, str]) -> tuple[Any, float, int, str]:
@@ -61,6 +63,9 @@ def main() -> int:
     p.add_argument("--budget", type=float, default=None,
                    help="--budget for every run (default: validate's own)")
     p.add_argument("--skip-default", action="store_true", help="skip the timed default run")
+    p.add_argument("--aa-small", action="store_true",
+                   help="A/A on a small directory-only workload (5,000 entries, one writer): "
+                   "cheap pairs, so that a 100 s budget holds several looks")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
     if os.geteuid() != 0:
@@ -74,17 +79,21 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench-validate-") as tmp:
             env = {**os.environ, "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
                    "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state"))}
-            report, wall, code, err = validate("--mount-options", "", *budget, env=env)
+            report, wall, code, err = validate("--mount-options", "", *budget,
+                                               *(SMALL if args.aa_small else ()), env=env)
         metrics = report.get("metrics", []) if isinstance(report, dict) else []
         alarms = [m["name"] for m in metrics if m["verdict"] in ("better", "worse")]
         verdicts = {m["name"]: m["verdict"] for m in metrics}
         runs.append({"run": i + 1, "exit": code, "wall_s": round(wall, 1),
                      "pairs": report.get("rounds") if isinstance(report, dict) else None,
+                     "looks": (report.get("stopping") or {}).get("looks")
+                     if isinstance(report, dict) else None,
                      "stopped": (report.get("stopping") or {}).get("reason")
                      if isinstance(report, dict) else None,
                      "false_alarms": alarms, "verdicts": verdicts,
                      "error": err if code not in (0, 5) else ""})
         print(f"A/A run {i + 1}/{args.runs}: {wall:.0f} s, exit {code}, {_stopped(report)}, "
+              f"looks at {runs[-1]['looks']}, "
               f"false better/worse: {alarms or 'none'}; verdicts {verdicts}", file=sys.stderr,
               flush=True)
     false_runs = sum(1 for r in runs if r["false_alarms"])

@@ -27,8 +27,7 @@ def _verdict_note(m: MetricResult) -> str:
     if m.verdict != "inconclusive":
         return m.verdict
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
-    still = f"could still be {allows(m.still_possible)}; " if m.still_possible else ""
-    return f"inconclusive ({still}noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+    return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
 
 
 def allows(verdicts: Sequence[str]) -> str:

@@ -153,6 +153,13 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         first = [str(c) for c in table.get_row_at(0)]
         assert first == ["file creates", "100", "80.3", "0.800", "0.750..0.850", "worse"]
         assert len(app.screen.query(PlotextPlot)) == 2
+        # ctrl+e (more rounds) continues loop-device runs only: this one ran on /dev/loop9
+        # given as a scratch device, so it is refused before anything is made.
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        notices = [n.message for n in app._notifications]
+        assert any("more rounds continue a run on the loop device" in n for n in notices)
+        assert not app.screen.running  # type: ignore[attr-defined]
         # ctrl+s saves it: Markdown (and JSON for a .json name); an existing file is kept.
         for name in ("report.md", "report.json", "report.md"):
             await pilot.press("ctrl+s")

@@ -264,10 +264,13 @@ class Session:
                        on_sample: Sample | None = None,
                        say: Callable[[str], None] | None = None,
                        hold: DeviceHold | None = None,
-                       recovered: Recovery | None = None) -> ValidationReport:
+                       recovered: Recovery | None = None,
+                       finish: threading.Event | None = None) -> ValidationReport:
         """Run the plan. Setting `cancel` (from another thread) stops it at the next step, or
         at once by ending fio; what the run made is removed either way, then Cancelled is
-        raised. The rest as advisor.bench.run.execute."""
+        raised. Setting `finish` ends it gently instead: after the current ABBA block (once the
+        minimum pairs ran), judged, with `stopping.reason` "cancelled" (the confidence
+        sequences hold whenever a run stops). The rest as advisor.bench.run.execute."""
         self.require_live("validation")
         from advisor.bench.calibration import CalibrationStore
         from advisor.bench.resources import stop_our_fio
@@ -301,7 +304,8 @@ class Session:
         threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
         try:
             return execute(plan, progress=step, store=store, resolve_b=resolve_b,
-                           on_sample=on_sample, recovered=recovered, say=tell, hold=hold)
+                           on_sample=on_sample, recovered=recovered, say=tell, hold=hold,
+                           stop=finish.is_set if finish is not None else None)
         except AdvisorError:
             if cancel.is_set():
                 # What clean-up said: only what it could not remove (the next run will).
@@ -428,6 +432,34 @@ class Session:
                 finished.set()
 
         return attribution.attribute(plan, run_one, combined)
+
+    def more_rounds(self, report: ValidationReport, pairs: int | None = None, *,
+                    budget_seconds: float | None = None, loop_dir: str | None = None,
+                    progress: Progress | None = None,
+                    cancel: threading.Event | None = None,
+                    finish: threading.Event | None = None,
+                    on_sample: Sample | None = None,
+                    say: Callable[[str], None] | None = None) -> ValidationReport:
+        """Continue a finished loop-device validation with more ABBA blocks: the same sides,
+        workload shape and margins, on a fresh loop device of the same size; the earlier pairs
+        are kept and the confidence sequences simply go on (they hold at every number of
+        pairs, so continuing after a look is not peeking). Stops when every metric is resolved,
+        after `pairs` more pairs (default: what the report says would likely resolve the open
+        ones, at least one block) or when `budget_seconds` (default: the report's) runs out."""
+        from advisor.bench.run import continuation
+
+        self.require_live("validation")
+        plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir)
+        return self.run_validation(plan, progress=progress, cancel=cancel, finish=finish,
+                                   on_sample=on_sample, say=say)
+
+    @staticmethod
+    def continuation_plan(report: ValidationReport, pairs: int | None = None) -> Plan:
+        """The plan more_rounds would run for `report` (BadInput for a calibration or a
+        scratch-device run, which cannot be continued)."""
+        from advisor.bench.run import continuation
+
+        return continuation(report, pairs)
 
     # ---- audit ----
 

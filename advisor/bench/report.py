@@ -4,6 +4,7 @@ the verdict means. Plain text (plotext prints to a string; no Textual here)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from advisor.bench.stats import geometric_mean
 from advisor.models.bench import MetricResult, ValidationReport
@@ -27,6 +28,39 @@ def _verdict_note(m: MetricResult) -> str:
         return m.verdict
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
     return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+
+
+def allows(verdicts: Sequence[str]) -> str:
+    """The verdicts an interval still allows, in words: "worse or equivalent"."""
+    if len(verdicts) > 2:
+        return f"{', '.join(verdicts[:-1])} or {verdicts[-1]}"
+    return " or ".join(verdicts) or "anything"
+
+
+def pairs_line(report: ValidationReport) -> str:
+    """How many pairs ran and why no more (the adaptive rounds' stopping rule)."""
+    t = report.timing
+    line = (f"{report.rounds} pairs, order {' '.join(report.order[:8])}"
+            f"{' ...' if len(report.order) > 8 else ''}; {t.wall_seconds:.0f} s, "
+            f"{t.measuring_share * 100:.0f}% of it measuring")
+    if report.stopping is not None:
+        line += f"; stopped: {report.stopping.summary}"
+    return line
+
+
+def stopping_lines(report: ValidationReport) -> list[str]:
+    """The method and what is still open, for the end of the report."""
+    st = report.stopping
+    if st is None:
+        return []
+    lines = [f"Intervals: {st.method}."]
+    if st.open:
+        lines.append("Still open:")
+        lines += [f"  {line}" for line in st.open]
+        if st.reason != "resolved":
+            lines.append("  (`xfs-advisor validate --continue REPORT.json` adds pairs to this "
+                         "run, keeping the ones measured)")
+    return lines
 
 
 def workload_line(shape: dict[str, object]) -> str:
@@ -183,12 +217,10 @@ def unclaimed(report: ValidationReport) -> list[str]:
 
 def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     env = report.environment
-    t = report.timing
     out = [
         "A/A calibration run" if report.calibrate else "A/B validation",
         *["  " + line for line in what_ran(report)],
-        f"  {report.rounds} pairs, order {' '.join(report.order)}; {t.wall_seconds:.0f} s, "
-        f"{t.measuring_share * 100:.0f}% of it measuring",
+        f"  {pairs_line(report)}",
         f"  each side: {workload_line(report.workload)}",
         f"  device {env.device} ({env.device_size_bytes >> 20} MiB), kernel {env.kernel}, "
         f"xfsprogs {env.xfsprogs}, {env.fio}",
@@ -219,6 +251,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
                        f"floor is {m.calibrated_floor * 100:.0f}%: calibrate on a quieter machine)")
     for line in report.recovered:
         out.append(f"Recovered: {line}")
+    out += stopping_lines(report)
     out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")
     attributed = attribution_lines(report)
     if attributed:
@@ -235,8 +268,7 @@ def render_markdown(report: ValidationReport) -> str:
     title = "A/A calibration run" if report.calibrate else "A/B validation"
     out = [f"# xfs-advisor: {title}", ""]
     out += [f"- {line}" for line in what_ran(report)]
-    out += [f"- {report.rounds} pairs, order {' '.join(report.order)}; "
-            f"{report.timing.wall_seconds:.0f} s, {report.timing.measuring_share:.0%} measuring",
+    out += [f"- {pairs_line(report)}",
             f"- each side: {workload_line(report.workload)}",
             f"- device {env.device} ({human_size(env.device_size_bytes)}), kernel {env.kernel}, "
             f"xfsprogs {env.xfsprogs}, {env.fio}"]
@@ -259,6 +291,7 @@ def render_markdown(report: ValidationReport) -> str:
                       f"{c.seen}" for c in report.mechanism_checks],
                 *[f"- {o}: no rule names a counter that shows its mechanism"
                   for o in unclaimed(report)]]
+    out += ["", *stopping_lines(report)]
     out += ["", f"**Verdict: {report.verdict}.** {report.summary}", "", "```", plot(report),
             "```"]
     if report.attribution_skipped:

@@ -112,23 +112,58 @@ class MetricResult(Model):
     geo_mean_b: float | None = None
     """Geometric mean of B's samples."""
     ci: list[float]
-    """95% confidence interval of the ratio B/A, [low, high]."""
+    """Confidence interval of the ratio B/A, [low, high]: the anytime-valid confidence sequence
+    at the pairs that ran, at 95% for all metrics together (alpha split evenly over them), valid
+    however the run decided when to stop."""
     margin: float
     """Practical margin as a fraction (0.05 = 5%): never below the calibrated noise floor."""
     noise: float
     """Standard deviation of one pair's log-ratio (about the relative noise of one round)."""
     verdict: Verdict
-    """better / worse (beyond the margin, Holm-corrected across metrics), equivalent (the
-    interval lies inside +-margin) or inconclusive."""
+    """better / worse (the interval lies wholly beyond the margin), equivalent (wholly inside
+    +-margin) or inconclusive."""
     rounds_to_resolve: int | None = None
-    """For an inconclusive metric: pairs that would likely resolve it with the noise seen (null:
-    more than 200, or the difference sits on the margin)."""
+    """For an inconclusive metric: pairs in all that would likely resolve it with the mean and
+    noise seen (null: more than 200, or the difference sits on the margin)."""
+    still_possible: list[Verdict] = Field(default_factory=list)
+    """For an inconclusive metric: the verdicts its interval still allows (e.g. worse or
+    equivalent)."""
     calibrated_floor: float | None = None
     """The noise floor the calibration file holds for this metric, as a fraction (null: none
     stored, or an A/A run, which measures it)."""
     margin_capped: bool = False
     """True when `calibrated_floor` was above the largest margin (50%) and `margin` was capped
     there: the set-up was too noisy to trust its floor; calibrate again on a quieter machine."""
+
+
+StopReason = Literal["resolved", "budget", "max rounds", "cancelled"]
+
+
+class Stopping(Model):
+    """How many pairs ran and why no more: the adaptive rounds' record."""
+
+    method: str
+    """The sequential method the verdicts rest on."""
+    alpha: float
+    """Family-wise error of the verdicts, at every look together."""
+    min_rounds: int
+    """Pairs before the first look (--rounds, rounded up to whole ABBA blocks)."""
+    max_rounds: int
+    """Most pairs the run could have (--max-rounds; equal to min_rounds: a fixed design)."""
+    budget_seconds: float
+    """Wall-time budget: no ABBA block was started that would likely overrun it."""
+    looks: list[int] = Field(default_factory=list)
+    """The pair counts at which the verdicts were looked at (after each ABBA block)."""
+    reason: StopReason
+    """`resolved`: every metric (and every counter a rule makes a claim about) resolved;
+    `budget`; `max rounds` (also a fixed design's end); `cancelled`: stopped by request."""
+    summary: str
+    """One line for people."""
+    open: list[str] = Field(default_factory=list)
+    """What is still unresolved: the verdicts each open figure still allows, and the pairs that
+    would likely settle it."""
+    continued_from: int | None = None
+    """Pairs of an earlier run this one continued (`more rounds`), kept in the samples."""
 
 
 class AgeReport(Model):
@@ -264,7 +299,10 @@ class ValidationReport(Model):
     calibrate: bool = False
     """True for an A/A run that measures the noise floor."""
     rounds: int
-    """Pairs of rounds (ABBA order), fixed before the first measurement."""
+    """Pairs of rounds (ABBA order) that ran: at least --rounds, then whole ABBA blocks until
+    the stopping rule ended the run (`stopping`)."""
+    stopping: Stopping | None = None
+    """Why the run stopped where it did, and what is still open (null in reports of schema 1)."""
     order: list[str]
     """The order sides ran in, e.g. A B B A A B..."""
     workload: dict[str, object] = Field(default_factory=dict)

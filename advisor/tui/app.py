@@ -394,7 +394,8 @@ _PALETTE_TITLES = {"run": "Validate: run the A/B benchmark", "cancel": "Cancel t
                    "copy_mkfs": "Copy the mkfs command",
                    "copy_fstab": "Copy the fstab line",
                    "audit": "Audit the highlighted device's XFS filesystem (read-only)",
-                   "save_report": "Save the validation report (Markdown or JSON)"}
+                   "save_report": "Save the validation report (Markdown or JSON)",
+                   "more_rounds": "Validate: more rounds for the last run (its pairs kept)"}
 
 
 def _screen_actions(screen: Screen[Any]) -> Iterable[SystemCommand]:

@@ -59,8 +59,10 @@ names what it cannot). `ctrl+r` starts, `escape` cancels cleanly (unmounts and d
 everything); `q` during a run asks, then cancels the same way before quitting. After a run the
 report says what was proposed and what ran, on which device, each metric's margin and where it
 came from, the pairs that would likely resolve an inconclusive one, and what the counters saw;
-`ctrl+s` saves it (Markdown, or JSON for a `.json` name); `ctrl+b`, when offered under the
-verdict, runs one A/B run per option of B and says which option moved which figure.
+`ctrl+s` saves it (Markdown, or JSON for a `.json` name). A run adds pairs until every metric is
+resolved or its budget runs out; `ctrl+e` continues a finished loop-device run with more pairs
+(its pairs kept); `ctrl+b`, when offered under the verdict, runs one A/B run per option of B and
+says which option moved which figure.
 """,
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -100,6 +101,7 @@ class ValidateScreen(StepScreen):
         Binding("escape", "cancel", "Cancel run"),
         Binding("ctrl+s", "save_report", "Save report", show=False),  # help and palette say it
         Binding("ctrl+b", "attribute", "Attribute", show=False),  # offered after a verdict
+        Binding("ctrl+e", "more_rounds", "More rounds", show=False),
     ]
 
     def __init__(self) -> None:
@@ -401,6 +403,20 @@ class ValidateScreen(StepScreen):
         # The loop device's own proposal only when none was shown (no device chosen on F2).
         resolve_b = session.loop_side(state.workload) if plan.device is None \
             and plan.proposed is None else None
+        def call(progress: Callable[[int, int, str], None], cancel: threading.Event,
+                 sampled: Callable[[str, int, dict[str, float]], None]) -> ValidationReport:
+            return session.run_validation(plan, progress=progress, cancel=cancel,
+                                          resolve_b=resolve_b, on_sample=sampled,
+                                          recovered=recovered)
+
+        self._launch(plan, len(plan.order) + 1, call)
+
+    def _launch(self, plan: Plan, total: int, call: Callable[[Callable[[int, int, str], None],
+                                                  threading.Event,
+                                                  Callable[[str, int, dict[str, float]], None]],
+                                                 ValidationReport]) -> None:
+        """Run `call(progress, cancel, on_sample)` in a worker thread, the screen following it;
+        `plan` is what it runs (kept for attribution after the verdict)."""
         from advisor.tui.app import ActiveRun
 
         active = ActiveRun()
@@ -415,7 +431,7 @@ class ValidateScreen(StepScreen):
         self._plots = {}
         self.query_one("#verdict", Static).update("")
         bar = self.query_one("#progress", ProgressBar)
-        bar.update(total=len(plan.order) + 1, progress=0)
+        bar.update(total=total, progress=0)
         bar.display = True
         self.query_one("#step", Static).update("starting: preparing the scratch device")
 
@@ -427,9 +443,7 @@ class ValidateScreen(StepScreen):
 
         def work() -> ValidationReport:
             try:
-                return session.run_validation(plan, progress=progress, cancel=cancel,
-                                              resolve_b=resolve_b, on_sample=sampled,
-                                              recovered=recovered)
+                return call(progress, cancel, sampled)
             finally:
                 active.done.set()
 
@@ -470,6 +484,29 @@ class ValidateScreen(StepScreen):
 
         self._attributing = self.run_worker(work, name="attribute", group="validate",
                                             thread=True, exit_on_error=False)
+
+    def action_more_rounds(self) -> None:
+        """Continue the last run with more pairs (Session.more_rounds): its pairs kept, a fresh
+        loop device of the same size, up to what the report says would likely resolve it."""
+        if self.running:
+            self.notify("a run is already going: escape cancels it", severity="warning")
+            return
+        report = self.report
+        if report is None:
+            self.notify("no report yet: more rounds continue a finished run",
+                        severity="warning")
+            return
+        session = self.advisor.state.session
+        try:
+            # Refusals (a calibration, a scratch device) before anything is made.
+            plan = session.continuation_plan(report)
+            session.recover(loop=True)
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
+        self._launch(plan, 2 * report.rounds + 1, lambda progress, cancel, sampled:
+                     session.more_rounds(report, progress=progress, cancel=cancel,
+                                         on_sample=sampled))
 
     def action_save_report(self) -> None:
         """The last report as Markdown (or the --json document, for a name ending in .json);

@@ -159,6 +159,13 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         drawn = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build())
         axis = drawn.splitlines()[-2].split()
         assert axis == ["1", "2", "3"], drawn
+        # ctrl+e (more rounds) continues loop-device runs only: this one ran on /dev/loop9
+        # given as a scratch device, so it is refused before anything is made.
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        notices = [n.message for n in app._notifications]
+        assert any("more rounds continue a run on the loop device" in n for n in notices)
+        assert not app.screen.running  # type: ignore[attr-defined]
         # ctrl+s saves it: Markdown (and JSON for a .json name); an existing file is kept.
         for name in ("report.md", "report.json", "report.md"):
             await pilot.press("ctrl+s")

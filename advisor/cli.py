@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from advisor import SCHEMA_VERSION
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
@@ -137,6 +137,26 @@ def _raise_on_interrupt() -> None:
     (advisor.__main__ quits quietly on it while modules are still being imported)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = _resend_lost_interrupt
+
+
+def _resend_lost_interrupt(unraisable: Any) -> None:
+    """A Ctrl-C (or an ending signal raised as advisor.bench.resources.Terminated) that lands
+    in code the interpreter calls on its own (a weakref callback, a finalizer) cannot leave it:
+    the interpreter prints "Exception ignored in: ..." and drops it, and the run went on to exit
+    0 (seen once in 40 Ctrl-C'd proposals). The signal is sent again instead, to be raised where
+    main() sees it. (The runner defers signals over a fork, the most frequent such place.)"""
+    exc = unraisable.exc_value
+    if not isinstance(exc, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
+        return
+    name = exc.args[0] if type(exc) is not KeyboardInterrupt and exc.args else "SIGINT"
+    signum = getattr(signal.Signals, str(name), signal.SIGINT)
+    # From another thread, a moment later: sent from here, its handler would run at once,
+    # still inside this hook, and be dropped again.
+    resend = threading.Timer(0.005, os.kill, (os.getpid(), signum))
+    resend.daemon = True
+    resend.start()
 
 
 def _forget_interrupt() -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
-    from advisor.models.bench import NotApplied, SideConfig, ValidationReport
+    from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
@@ -177,6 +177,24 @@ class Session:
         return refusals(self.inventory(), without_test_filesystem(device, left or {}),
                         MIN_DEVICE_BYTES)
 
+    def scratch_verdicts(self, inventory: Inventory | None = None
+                         ) -> list[tuple[Device, list[str]]]:
+        """Every device of `inventory` (default: the session's) with the guard's reasons not to
+        format it (empty: a usable scratch device), in natural name order; the kernel is asked
+        about loop bindings, and the inventory scanned, once for all of them. Empty on a
+        captured tree (nothing there can be formatted)."""
+        if not self.live:
+            return []
+        from advisor.bench.guard import Links, live_links, refusals, scope_of
+        from advisor.bench.run import MIN_DEVICE_BYTES
+        from advisor.render.devices import natural_key
+
+        inventory = inventory or self.inventory()
+        links = live_links(inventory) if inventory.live else Links()
+        scope = scope_of(inventory)
+        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links, scope=scope))
+                for d in sorted(inventory.devices, key=lambda d: natural_key(d.name))]
+
     def check_scratch(self, name: str, left: dict[str, str] | None = None) -> Device:
         """The device called `name`, read afresh and through the guard; DeviceProblem naming
         every reason otherwise."""
@@ -250,10 +268,13 @@ class Session:
                        on_sample: Sample | None = None,
                        say: Callable[[str], None] | None = None,
                        hold: DeviceHold | None = None,
-                       recovered: Recovery | None = None) -> ValidationReport:
+                       recovered: Recovery | None = None,
+                       finish: threading.Event | None = None) -> ValidationReport:
         """Run the plan. Setting `cancel` (from another thread) stops it at the next step, or
         at once by ending fio; what the run made is removed either way, then Cancelled is
-        raised. The rest as advisor.bench.run.execute."""
+        raised. Setting `finish` ends it gently instead: after the current ABBA block (once the
+        minimum pairs ran), judged, with `stopping.reason` "cancelled" (the confidence
+        sequences hold whenever a run stops). The rest as advisor.bench.run.execute."""
         self.require_live("validation")
         from advisor.bench.calibration import CalibrationStore
         from advisor.bench.resources import stop_our_fio
@@ -287,7 +308,8 @@ class Session:
         threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
         try:
             return execute(plan, progress=step, store=store, resolve_b=resolve_b,
-                           on_sample=on_sample, recovered=recovered, say=tell, hold=hold)
+                           on_sample=on_sample, recovered=recovered, say=tell, hold=hold,
+                           stop=finish.is_set if finish is not None else None)
         except AdvisorError:
             if cancel.is_set():
                 # What clean-up said: only what it could not remove (the next run will).
@@ -297,6 +319,151 @@ class Session:
         finally:
             finished.set()
             cancel.set()  # lets the watcher end
+
+    # ---- what a validation says (the TUI shows and saves it as the CLI does) ----
+
+    @staticmethod
+    def metric_titles() -> dict[str, tuple[str, str]]:
+        """Each benchmark metric's title and unit, by name (for live plots before the report)."""
+        from advisor.bench.jobs import METRICS
+
+        return {m.name: (m.title, m.unit) for m in METRICS}
+
+    @staticmethod
+    def report_lines(report: ValidationReport) -> list[str]:
+        """A report's first lines, as `xfs-advisor validate` prints them: what was proposed, for
+        which device, what ran as B and every difference between the two."""
+        from advisor.bench.report import what_ran
+
+        return what_ran(report)
+
+    @staticmethod
+    def report_markdown(report: ValidationReport) -> str:
+        """A report as Markdown (the TUI's "save report")."""
+        from advisor.bench.report import render_markdown
+
+        return render_markdown(report)
+
+    @staticmethod
+    def write_file(target: Path, text: str, what: str) -> Path:
+        """A file the person named, written whole (regular files only, atomically, mode and
+        owner kept: advisor.system.files); the path written."""
+        from advisor.system.files import write_text_atomically
+
+        return write_text_atomically(target, text, what)
+
+    @staticmethod
+    def attribution_lines(report: ValidationReport) -> list[str]:
+        """What an attribution found, one line per metric or counter (none without one)."""
+        from advisor.bench.report import attribution_lines
+
+        return attribution_lines(report)
+
+    @staticmethod
+    def attribution_offer(plan: Plan, report: ValidationReport) -> str:
+        """After a verdict on `plan`: what attribute() would run and about how long ("ctrl+b:
+        ..."), why it is not offered ("Attribution: not offered: ..."), or "" when the report
+        already holds one."""
+        from advisor.bench import attribute as attribution
+
+        if report.attribution is not None:
+            return ""
+        chosen = attribution.options(plan.a, plan.b)
+        why = attribution.skip_reason(report, chosen)
+        if why is None and plan.device is not None:
+            why = (f"on {plan.device} it runs from the command line, with the device held "
+                   f"between runs: xfs-advisor validate --device {plan.device} --attribute")
+        if why:
+            return f"Attribution: not offered: {why}"
+        minutes = attribution.estimate_seconds(plan, len(chosen), report.timing.wall_seconds) / 60
+        return (f"ctrl+b: which option moved what: {len(chosen)} more A/B runs "
+                f"({', '.join(o.label for o in chosen)}), about {minutes:.0f} min")
+
+    def attribute(self, plan: Plan, combined: ValidationReport | None = None, *,
+                  progress: Progress | None = None, cancel: threading.Event | None = None,
+                  say: Callable[[str], None] | None = None,
+                  hold: DeviceHold | None = None) -> Attribution:
+        """Which of B's options moved which metric and counter: one A/B run per option of
+        `plan`'s B (A against A plus that option alone; advisor.bench.attribute), each through
+        run_validation. `combined`: the report of `plan` itself, when it ran. On a scratch device
+        (`plan.device`), `hold` is the one the combined run had, lent to it (DeviceHold.lent) so
+        that it is still held: each option run then expects exactly the XFS the run before it
+        made (by UUID, read while held) and nothing else. `progress(done, total, what)` counts
+        over all the option runs; `cancel` stops them like run_validation's."""
+        from advisor.bench import attribute as attribution
+        from advisor.bench.resources import Recovery
+        from advisor.system.loopdev import dev_name
+        from advisor.system.superblock import read_xfs_uuid
+
+        if plan.device is not None and (hold is None or not hold.exclusive):
+            from advisor.errors import DeviceProblem
+
+            raise DeviceProblem(f"attribution on {plan.device} needs the device still held from "
+                                "the combined run (validate --attribute runs right after it)")
+        cancel = cancel or threading.Event()
+        chosen = attribution.options(plan.a, plan.b)
+        steps = 2 * plan.pairs + 1
+
+        def run_one(p: Plan, index: int) -> ValidationReport:
+            if cancel.is_set():
+                raise Cancelled("attribution cancelled")
+            label = chosen[index].label
+
+            def step(done: int, total: int, what: str) -> None:
+                if progress:
+                    progress(index * steps + done, len(chosen) * steps,
+                             f"{label} alone: {what}")
+
+            mine, finished = threading.Event(), threading.Event()
+
+            def forward() -> None:  # this run's cancel follows the caller's
+                while not finished.is_set():
+                    if cancel.wait(0.2):
+                        mine.set()
+                        return
+
+            threading.Thread(target=forward, name="attribute-cancel", daemon=True).start()
+            try:
+                if hold is None:
+                    return self.run_validation(p, progress=step, cancel=mine, say=say)
+                # Held exclusively since the previous run's last umount: this XFS is ours.
+                ours = Recovery(test_filesystems={
+                    dev_name(os.stat(hold.path).st_rdev): read_xfs_uuid(hold.path) or ""})
+                with hold.lent():
+                    return self.run_validation(p, progress=step, cancel=mine, say=say,
+                                               hold=hold, recovered=ours)
+            finally:
+                finished.set()
+
+        return attribution.attribute(plan, run_one, combined)
+
+    def more_rounds(self, report: ValidationReport, pairs: int | None = None, *,
+                    budget_seconds: float | None = None, loop_dir: str | None = None,
+                    progress: Progress | None = None,
+                    cancel: threading.Event | None = None,
+                    finish: threading.Event | None = None,
+                    on_sample: Sample | None = None,
+                    say: Callable[[str], None] | None = None) -> ValidationReport:
+        """Continue a finished loop-device validation with more ABBA blocks: the same sides,
+        workload shape and margins, on a fresh loop device of the same size; the earlier pairs
+        are kept and the confidence sequences simply go on (they hold at every number of
+        pairs, so continuing after a look is not peeking). Stops when every metric is resolved,
+        after `pairs` more pairs (default: what the report says would likely resolve the open
+        ones, at least one block) or when `budget_seconds` (default: the report's) runs out."""
+        from advisor.bench.run import continuation
+
+        self.require_live("validation")
+        plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir)
+        return self.run_validation(plan, progress=progress, cancel=cancel, finish=finish,
+                                   on_sample=on_sample, say=say)
+
+    @staticmethod
+    def continuation_plan(report: ValidationReport, pairs: int | None = None) -> Plan:
+        """The plan more_rounds would run for `report` (BadInput for a calibration or a
+        scratch-device run, which cannot be continued)."""
+        from advisor.bench.run import continuation
+
+        return continuation(report, pairs)
 
     # ---- audit ----
 

@@ -117,8 +117,17 @@ def allocsize(work: Path) -> None:
             random.seed(1)
             files = streams(mnt, 8, 128 * MiB)
             counts = [extents(f) for f in files]
+            fd = os.open(mnt / "small", os.O_CREAT | os.O_WRONLY)
+            try:  # what a small file holds while it is open (its preallocation past EOF)
+                os.write(fd, b"s" * 4096)
+                os.fsync(fd)
+                held = os.fstat(fd).st_blocks * 512
+            finally:
+                os.close(fd)
             show(label, extents_per_file=f"{sum(counts) / len(counts):.1f}",
-                 max=max(counts), extent_allocs=stat_line(dev, "extent_alloc")[0])
+                 max=max(counts), extent_allocs=stat_line(dev, "extent_alloc")[0],
+                 small_file_open_kib=held // 1024,
+                 closed_kib=allocated(mnt / "small") // 1024)
 
 
 def direct_streams(mnt: Path, writers: int, size: int, chunk: int) -> list[Path]:

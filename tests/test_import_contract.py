@@ -80,3 +80,47 @@ def test_the_contract_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
     planted.write_text("import os\nfrom advisor.system.runner import run\n")
     assert {n for n in _imports(planted) if _forbidden(n, ENGINE_FORBIDDEN)} == {
         "os", "advisor.system.runner"}
+
+
+#: What the TUI may not reach past the Session: the benchmark, the host's tools and files, the
+#: device reader, the engine, the audit and the profiler. It may use the models (data), the
+#: renderers (words shared with the command line), advisor.answers (the command line's flags)
+#: and advisor.errors. Imports under `if TYPE_CHECKING:` are names for annotations only (the
+#: validation plan's type lives in advisor.bench.run): they never run, so they are not counted.
+TUI_FORBIDDEN = ("subprocess", "sh", "advisor.bench", "advisor.system", "advisor.inspect",
+                 "advisor.engine", "advisor.advice", "advisor.audit", "advisor.profile",
+                 "advisor.commands")
+#: advisor.audit.models is the audit's data model (like advisor.models), not the audit itself.
+TUI_ALLOWED = {"advisor.audit.models"}
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """_imports without what an `if TYPE_CHECKING:` block imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                    "typing.TYPE_CHECKING"):
+            typing_only |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_the_tui_reaches_the_core_only_through_the_session() -> None:
+    tui = ADVISOR / "tui"
+    modules = sorted(tui.glob("*.py"))
+    assert len(modules) >= 10
+    bad = {f"{m.name}: {name}" for m in modules for name in _runtime_imports(m)
+           if _forbidden(name, TUI_FORBIDDEN) and name not in TUI_ALLOWED}
+    assert not bad, bad
+    # The scan sees what it must: the session is imported, and a typing-only import is not.
+    assert any("advisor.session" in _runtime_imports(m) for m in modules)
+    assert "advisor.bench.run" in _imports(tui / "validate.py")
+    assert "advisor.bench.run" not in _runtime_imports(tui / "validate.py")

@@ -10,6 +10,7 @@ difference of consecutive snapshots is one phase's work.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -17,11 +18,14 @@ from advisor.models.bench import MechanismCheck, MetricResult, SideConfig
 from advisor.models.rule import MechanismClaim
 
 #: The phases of a round in order (advisor.bench.jobs), then the snapshot taken after fio.
-PHASES = ("create", "delete", "refill", "stat", "syncwrite", "seqwrite", "seqread")
+PHASES = ("create", "delete", "refill", "stat", "syncwrite", "readback", "seqwrite",
+          "seqread")
 END = "end"
 
 #: /sys/fs/xfs/<dev>/stats/stats `log` line: writes, blocks (512 B), noiclogs, force, force_sleep.
 _LOG_FIELDS = ("log_writes", "log_blocks", "log_noiclogs", "log_forces", "log_force_sleeps")
+#: Issue 15: extents allocated (extent_alloc's first field, allocx), for the allocation rules.
+_ALLOC_LINE = "extent_alloc"
 #: /sys/block/<dev>/stat fields (Documentation/block/stat.rst), by position.
 _BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 11: "discard_ios", 15: "flush_ios"}
 
@@ -65,6 +69,21 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "discard_ios", 1000.0),
     Mechanism("device_write_kib_per_fsync", "device write KiB per fsync", "KiB", ("syncwrite",),
               "write_sectors", 0.5),
+    # -- issue 15, part A: extent allocations (extent size hints, swalloc) --
+    Mechanism("extent_allocs_per_1k_sync_writes", "allocations per 1k fsync'd writes",
+              "allocs", ("syncwrite",), "extent_allocs", 1000.0),
+    Mechanism("extent_allocs_per_mib_written", "allocations per MiB written", "allocs",
+              ("seqwrite",), "extent_allocs", 1.0),
+    # Where the writers work: each writer's folder (made at the start of the round, so the
+    # inode64 rotor spreads them over the AGs) and the files in it live in the folder's AG.
+    # agcount=8 with 8 writers: one writer per AG instead of two (the ag-concurrency rule). Not
+    # a counter span (no phases): taken after fio from the folders' inode numbers.
+    Mechanism("writers_in_busiest_ag", "writers sharing the busiest AG", "writers", (),
+              "", 1.0),
+    # Reading a file written since its last access updates its atime under relatime (the
+    # default): one transaction per file read back; noatime: none.
+    Mechanism("transactions_per_file_read", "transactions per file read back",
+              "trans", ("readback",), "transactions", 1.0),
 )
 
 
@@ -90,6 +109,11 @@ def parse_snapshot(text: str) -> dict[str, int]:
         parts = line.split()
         if parts[:1] == ["log"]:
             out.update({k: int(v) for k, v in zip(_LOG_FIELDS, parts[1:], strict=False)})
+        elif parts[:1] == [_ALLOC_LINE] and len(parts) > 1 and parts[1].isdigit():
+            out["extent_allocs"] = int(parts[1])
+        elif parts[:1] == ["trans"] and len(parts) >= 3:
+            # sync, async (then empty, which change nothing): metadata transactions committed
+            out["transactions"] = int(parts[1]) + int(parts[2])
         elif len(parts) >= 16 and all(p.isdigit() for p in parts):
             out.update({k: int(parts[i]) for i, k in _BLOCK_FIELDS.items()})
     return out
@@ -130,7 +154,7 @@ def mechanism_values(folder: str, phases: list[str],
     snaps = {p: read_snapshot(folder, p) for p in order}
     values: dict[str, float] = {}
     for m in MECHANISMS:
-        if not all(p in phases for p in m.phases):
+        if not m.phases or not all(p in phases for p in m.phases):
             continue
         ops = sum(operations.get(p, 0.0) for p in m.phases)
         before = snaps[m.phases[0]]
@@ -143,6 +167,47 @@ def mechanism_values(folder: str, phases: list[str],
             continue  # a counter reset (never while mounted): no figure rather than a wrong one
         values[m.name] = grown * m.scale / ops
     return values
+
+
+def writers_in_busiest_ag(device: str, mountpoint: str, writers: int) -> dict[str, float]:
+    """The most writers' folders (`w0`..) that share one allocation group, from their inode
+    numbers and the superblock's geometry; nothing for a single writer (nothing to share)."""
+    from advisor.system.superblock import read_ag_shift
+
+    shift = read_ag_shift(device)
+    if writers < 2 or shift is None:
+        return {}
+    ags: dict[int, int] = {}
+    try:
+        for i in range(writers):
+            ag = os.stat(os.path.join(mountpoint, f"w{i}")).st_ino >> shift
+            ags[ag] = ags.get(ag, 0) + 1
+    except OSError:
+        return {}
+    return {"writers_in_busiest_ag": float(max(ags.values()))}
+
+
+def judge_none_on_b(samples: dict[str, dict[str, list[float]]],
+                    judged: set[str]) -> list[MetricResult]:
+    """Figures B did none of in every round while A did some in every round (noatime: no atime
+    transactions at all), which have no log-ratio to judge: B/A is 0 exactly, and the direction
+    is an exact sign test (every one of n pairs lower on B: two-sided p = 2^(1-n), 0.03 at the
+    minimum 6 pairs), so "less work" (`better`) from 6 pairs on. `judged`: names already judged."""
+    results = []
+    for m in MECHANISMS:
+        side = samples.get(m.name)
+        if m.name in judged or not side or len(side["A"]) != len(side["B"]):
+            continue
+        n = len(side["A"])
+        if n < 2 or any(b != 0 for b in side["B"]) or any(a <= 0 for a in side["A"]):
+            continue
+        geo_a = math.exp(sum(math.log(a) for a in side["A"]) / n)
+        results.append(MetricResult(
+            name=m.name, title=m.title, unit=m.unit, higher_is_better=False,
+            a=[round(x, 3) for x in side["A"]], b=[0.0] * n, ratio=0.0,
+            geo_mean_a=round(geo_a, 3), geo_mean_b=0.0, ci=[0.0, 0.0], margin=0.0, noise=0.0,
+            verdict="better" if 2.0 ** (1 - n) <= 0.05 else "inconclusive"))
+    return results
 
 
 def _options(mkfs: list[str], mount: list[str]) -> list[str]:

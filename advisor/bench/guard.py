@@ -69,12 +69,36 @@ def _swap_files() -> frozenset[tuple[int, int]]:
     return frozenset(ids)
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What each device's verdict reads of the whole inventory, worked out once: judging every
+    device of a large host (the TUI's target list) must not rescan it per device."""
+
+    by_name: dict[str, Device]
+    under_system: dict[str, list[str]]
+    """Device name -> the system mountpoints (SYSTEM_MOUNTPOINTS order) it is under: the
+    mounted device itself and everything it is built on."""
+
+
+def scope_of(inv: Inventory) -> Scope:
+    by_name = {d.name: d for d in inv.devices}
+    under: dict[str, list[str]] = {}
+    for mp in SYSTEM_MOUNTPOINTS:
+        for d in inv.devices:
+            if mp in d.usage.mountpoints:
+                for name in [d.name, *(p.name for p in inv.stacked(d, "parents", by_name))]:
+                    if mp not in under.setdefault(name, []):
+                        under[name].append(mp)
+    return Scope(by_name=by_name, under_system=under)
+
+
 def _by_number(inv: Inventory, number: int) -> Device | None:
     want = dev_name(number)
     return next((d for d in inv.devices if d.maj_min == want), None)
 
 
-def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int) -> list[str]:
+def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int,
+                   scope: Scope) -> list[str]:
     """Why the loop device `dev` must not be formatted because of what it is bound to."""
     if dev.name not in links.loops:
         return [f"the kernel was not asked what {dev.name} is bound to"]
@@ -83,8 +107,8 @@ def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int) -> lis
         why = links.errors.get(dev.name, "not bound to a file")
         return [f"the kernel cannot say what {dev.name} is bound to ({why})"]
     reasons: list[str] = []
-    own_stack = {dev.name} | {d.name for d in inv.stacked(dev, "children")} | {
-        d.name for d in inv.stacked(dev, "parents")}
+    own_stack = {dev.name} | {d.name for d in inv.stacked(dev, "children", scope.by_name)} | {
+        d.name for d in inv.stacked(dev, "parents", scope.by_name)}
     for other, st in links.loops.items():
         if other != dev.name and st is not None and st.backing_dev == status.backing_dev and \
                 st.backing_ino == status.backing_ino and st.backing_rdev == status.backing_rdev:
@@ -100,7 +124,7 @@ def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int) -> lis
             return [*reasons, f"it is a loop device over {under.path}, which is built on it"]
         if depth >= MAX_LOOP_DEPTH:
             return [*reasons, f"loop devices stacked more than {MAX_LOOP_DEPTH} deep"]
-        for why in refusals(inv, under, 0, links=links, _depth=depth + 1):
+        for why in refusals(inv, under, 0, links=links, scope=scope, _depth=depth + 1):
             reasons.append(f"it is a loop device over {under.path}, and {why}")
         return reasons
     holder = _by_number(inv, status.backing_dev)
@@ -113,19 +137,18 @@ def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int) -> lis
 
 
 def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | None = None,
-             _depth: int = 0) -> list[str]:
+             scope: Scope | None = None, _depth: int = 0) -> list[str]:
     """Every reason not to format `dev` (empty: it is a usable scratch device). `links`: what
-    loop devices are bound to; asked of the live kernel when not given and `inv` is live."""
+    loop devices are bound to; asked of the live kernel when not given and `inv` is live.
+    `scope`: scope_of(inv), when judging many devices of one inventory."""
     if links is None:
         links = live_links(inv) if inv.live else Links()
+    if scope is None:
+        scope = scope_of(inv)
     reasons: list[str] = []
-    below = inv.stacked(dev, "children")
-    for mp in SYSTEM_MOUNTPOINTS:
-        for d in inv.devices:
-            if mp in d.usage.mountpoints and (
-                d.name == dev.name or dev.name in {p.name for p in inv.stacked(d, "parents")}
-            ):
-                reasons.append(f"it is the device under {mp}")
+    below = inv.stacked(dev, "children", scope.by_name)
+    for mp in scope.under_system.get(dev.name, []):
+        reasons.append(f"it is the device under {mp}")
     own = {o.kind: o for o in obstacles(dev) if o.blocks}
     reasons += [f"it {o.says}" for o in own.values()]
     for child in below:
@@ -144,7 +167,7 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
         reasons.append(f"it is too small ({human_size(size)}; the benchmark needs at least "
                        f"{human_size(need_bytes)})")
     if dev.kind == "loop" and (inv.live or dev.name in links.loops):
-        reasons += _loop_refusals(inv, dev, links, _depth)
+        reasons += _loop_refusals(inv, dev, links, _depth, scope)
     return list(dict.fromkeys(reasons))
 
 

@@ -24,6 +24,7 @@ import os
 import stat
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from advisor.errors import DeviceProblem
@@ -66,6 +67,7 @@ class DeviceHold:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._lent = False
         flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
         try:
             self._fd = os.open(path, flags)
@@ -127,7 +129,20 @@ class DeviceHold:
                 f"{self.identity.describe()}; now {now.describe()}"
                 f"{'' if node == self.identity.rdev else f', node names {dev_name(node)}'})")
 
+    @contextlib.contextmanager
+    def lent(self) -> Iterator[DeviceHold]:
+        """The hold for a run that closes what it is given (advisor.bench.run.execute), kept
+        past it: close() does nothing meanwhile, so the device stays held between runs (validate
+        --attribute runs several on it). The lender closes it."""
+        self._lent = True
+        try:
+            yield self
+        finally:
+            self._lent = False
+
     def close(self) -> None:
+        if self._lent:
+            return
         self.release()
         with contextlib.suppress(OSError):
             os.close(self._fd)

@@ -181,7 +181,7 @@ def phases(shape: Shape) -> list[str]:
     """The phases a round of this shape runs, in order (advisor.bench.counters.PHASES)."""
     run = ["create", "delete", "refill", "stat"]
     if shape.fsync_phase:
-        run.append("syncwrite")
+        run += ["syncwrite", "readback"]
     if shape.sequential_phases:
         run += ["seqwrite", "seqread"]
     return run
@@ -247,6 +247,16 @@ def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None) -> s
 
     if shape.fsync_phase:
         data("syncwrite", ["rw=write", "bs=4k", "fsync=1", "size=16m", "filename=sync.dat"])
+        # One 4 KiB read of each writer's file, just written: what an access time costs
+        # (relatime updates it once after a write, noatime never). One job, so the counters'
+        # snapshot precedes every read; not timed (no metric), about 0.3 s of fio per side.
+        lines.extend([
+            "[readback]", "stonewall", *_prerun(counters_for, "readback"),
+            f"directory={mountpoint}",
+            "filename=" + ":".join(f"w{i}/sync.dat" for i in range(shape.writers)),
+            "rw=read", "bs=4k", f"size={4 * shape.writers}k", "file_service_type=sequential",
+            "",
+        ])
     if shape.sequential_phases:
         data("seqwrite", ["rw=write", "bs=1m", "direct=1", f"size={shape.write_file_bytes}",
                           "filename=seq.dat"])

@@ -4,6 +4,7 @@ the verdict means. Plain text (plotext prints to a string; no Textual here)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from advisor.bench.stats import geometric_mean
 from advisor.models.bench import MetricResult, ValidationReport
@@ -27,6 +28,39 @@ def _verdict_note(m: MetricResult) -> str:
         return m.verdict
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
     return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+
+
+def allows(verdicts: Sequence[str]) -> str:
+    """The verdicts an interval still allows, in words: "worse or equivalent"."""
+    if len(verdicts) > 2:
+        return f"{', '.join(verdicts[:-1])} or {verdicts[-1]}"
+    return " or ".join(verdicts) or "anything"
+
+
+def pairs_line(report: ValidationReport) -> str:
+    """How many pairs ran and why no more (the adaptive rounds' stopping rule)."""
+    t = report.timing
+    line = (f"{report.rounds} pairs, order {' '.join(report.order[:8])}"
+            f"{' ...' if len(report.order) > 8 else ''}; {t.wall_seconds:.0f} s, "
+            f"{t.measuring_share * 100:.0f}% of it measuring")
+    if report.stopping is not None:
+        line += f"; stopped: {report.stopping.summary}"
+    return line
+
+
+def stopping_lines(report: ValidationReport) -> list[str]:
+    """The method and what is still open, for the end of the report."""
+    st = report.stopping
+    if st is None:
+        return []
+    lines = [f"Intervals: {st.method}."]
+    if st.open:
+        lines.append("Still open:")
+        lines += [f"  {line}" for line in st.open]
+        if st.reason != "resolved":
+            lines.append("  (`xfs-advisor validate --continue REPORT.json` adds pairs to this "
+                         "run, keeping the ones measured)")
+    return lines
 
 
 def workload_line(shape: dict[str, object]) -> str:
@@ -142,14 +176,51 @@ def what_ran(report: ValidationReport) -> list[str]:
     return lines
 
 
+def attribution_lines(report: ValidationReport) -> list[str]:
+    """Which option moved which figure (validate --attribute), one line per figure that the
+    combined run or some option alone moved; or why attribution did not run."""
+    if report.attribution_skipped:
+        return [f"Attribution not run: {report.attribution_skipped}"]
+    at = report.attribution
+    if at is None:
+        return []
+    lines = [f"Attribution ({at.design}; {at.wall_seconds:.0f} s):"]
+    for run in at.runs:
+        lines.append(f"  {run.option} alone: {run.verdict}"
+                     + "".join(f"; {c.counter}: mechanism {c.seen}"
+                               for c in run.mechanism_checks))
+    shown = [f for f in at.findings
+             if f.moved_by or f.combined_verdict in ("better", "worse")]
+    for f in shown:
+        said = _WORK.get(f.combined_verdict or "", f.combined_verdict) \
+            if f.kind == "counter" else f.combined_verdict
+        together = f" (all options: {said})" if f.combined_verdict else ""
+        lines.append(f"  {f.title}{together}: {f.summary}")
+    quiet = len(at.findings) - len(shown)
+    if quiet:
+        lines.append(f"  {quiet} other figure(s): moved by no option and not by the "
+                     "combined run")
+    return lines
+
+
+def unclaimed(report: ValidationReport) -> list[str]:
+    """B's options (those A lacks) that no mechanism check speaks for: the report says so rather
+    than leave them out."""
+    from advisor.bench.attribute import options
+
+    if report.calibrate:
+        return []
+    checked = [c.option for c in report.mechanism_checks]
+    return [o.label for o in options(report.a, report.b)
+            if not any(o.label.startswith(c) or c.startswith(o.label) for c in checked)]
+
+
 def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     env = report.environment
-    t = report.timing
     out = [
         "A/A calibration run" if report.calibrate else "A/B validation",
         *["  " + line for line in what_ran(report)],
-        f"  {report.rounds} pairs, order {' '.join(report.order)}; {t.wall_seconds:.0f} s, "
-        f"{t.measuring_share * 100:.0f}% of it measuring",
+        f"  {pairs_line(report)}",
         f"  each side: {workload_line(report.workload)}",
         f"  device {env.device} ({env.device_size_bytes >> 20} MiB), kernel {env.kernel}, "
         f"xfsprogs {env.xfsprogs}, {env.fio}",
@@ -166,6 +237,8 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
                 if c.ratio is not None and c.ci else ""
             out.append(f"  {c.option}: rule {c.rule} says {c.expect} {c.counter}: "
                        f"mechanism {c.seen}{interval}")
+        out += [f"  {o}: no rule names a counter that shows its mechanism"
+                for o in unclaimed(report)]
         out.append("")
     if with_plot:
         out += [plot(report), ""]
@@ -178,7 +251,11 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
                        f"floor is {m.calibrated_floor * 100:.0f}%: calibrate on a quieter machine)")
     for line in report.recovered:
         out.append(f"Recovered: {line}")
+    out += stopping_lines(report)
     out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")
+    attributed = attribution_lines(report)
+    if attributed:
+        out += ["", *attributed]
     if env.note:
         out.append(f"Note: {env.note}")
     return "\n".join(out)
@@ -191,8 +268,7 @@ def render_markdown(report: ValidationReport) -> str:
     title = "A/A calibration run" if report.calibrate else "A/B validation"
     out = [f"# xfs-advisor: {title}", ""]
     out += [f"- {line}" for line in what_ran(report)]
-    out += [f"- {report.rounds} pairs, order {' '.join(report.order)}; "
-            f"{report.timing.wall_seconds:.0f} s, {report.timing.measuring_share:.0%} measuring",
+    out += [f"- {pairs_line(report)}",
             f"- each side: {workload_line(report.workload)}",
             f"- device {env.device} ({human_size(env.device_size_bytes)}), kernel {env.kernel}, "
             f"xfsprogs {env.xfsprogs}, {env.fio}"]
@@ -212,9 +288,27 @@ def render_markdown(report: ValidationReport) -> str:
                        f"{_num(_geo(m, 'B'))} | {m.ratio:.3f} | "
                        f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}] | {_WORK[m.verdict]} |")
         out += ["", *[f"- {c.option}: rule {c.rule} says {c.expect} {c.counter}: mechanism "
-                      f"{c.seen}" for c in report.mechanism_checks]]
+                      f"{c.seen}" for c in report.mechanism_checks],
+                *[f"- {o}: no rule names a counter that shows its mechanism"
+                  for o in unclaimed(report)]]
+    out += ["", *stopping_lines(report)]
     out += ["", f"**Verdict: {report.verdict}.** {report.summary}", "", "```", plot(report),
             "```"]
+    if report.attribution_skipped:
+        out += ["", f"Attribution not run: {report.attribution_skipped}"]
+    elif report.attribution is not None:
+        at = report.attribution
+        out += ["", "## Attribution", "", f"{at.design}; {at.wall_seconds:.0f} s.", "",
+                "| figure | all options | " + " | ".join(f"{o} alone" for o in at.options)
+                + " | moved by |",
+                "|---|---|" + "---|" * len(at.options) + "---|"]
+        for f in at.findings:
+            cells = [f"{e.ratio:.3f} [{e.ci[0]:.3f}, {e.ci[1]:.3f}] {e.verdict}"
+                     if e.ratio is not None and e.ci else "not measured" for e in f.effects]
+            moved = ", ".join(f.moved_by) or (
+                "cannot tell" if f.combined_verdict in ("better", "worse") else "-")
+            out.append(f"| {f.title} | {f.combined_verdict or '-'} | {' | '.join(cells)} | "
+                       f"{moved} |")
     if env.note:
         out += ["", f"_{env.note}_"]
     return "\n".join(out) + "\n"

@@ -21,6 +21,7 @@ from advisor.bench.calibration import CalibrationStore, margin_for
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
+from advisor.bench.report import allows
 from advisor.bench.resources import (
     Recovery,
     Resources,
@@ -36,6 +37,8 @@ from advisor.models.bench import (
     MetricResult,
     NotApplied,
     SideConfig,
+    Stopping,
+    StopReason,
     Timing,
     ValidationReport,
 )
@@ -56,13 +59,22 @@ MAX_BUDGET = 86400.0
 DEFAULT_PAIRS = 6
 DEFAULT_LOOP_SIZE = 4 << 30
 MIN_DEVICE_BYTES = 1 << 30
-#: Default wall-time budget of a run, seconds; the share below is what fio gets.
-DEFAULT_BUDGET = 100.0
+#: Default wall-time budget of a run, seconds; the share below is what fio gets. A cap, not the
+#: run's length: the adaptive rounds stop as soon as every metric is resolved. At 100 s a
+#: 50,000-entry directory left room for only the 6 minimum pairs on this loaded machine (about
+#: 14 s a pair), too few for the anytime-valid intervals to settle a 20-30% slowdown.
+DEFAULT_BUDGET = 240.0
 SIDE_OVERHEAD = 1.5
 METADATA_OVERHEAD = 0.3
 AGE_SEED = 20140501
 AGE_FILL = 0.10
 REQUIRED_TOOLS = ("mkfs.xfs", "mount", "umount", "losetup", "fio", "xfs_info", "sysctl")
+
+#: Family-wise error of the verdicts (each metric's confidence sequence gets ALPHA / metrics).
+ALPHA = 0.05
+METHOD = ("anytime-valid confidence sequences on the mean log-ratio B/A (Lai 1976; the "
+          "sequential t-test of Perez-Ortiz et al. 2024), alpha 0.05 split evenly over the "
+          "metrics: valid at every look, whenever the run stops")
 
 Progress = Callable[[int, int, str], None]
 #: `on_sample(side, round_index, values)`: one side's metric values of one round (round_index
@@ -76,6 +88,26 @@ def abba_order(pairs: int) -> list[str]:
     for i in range(pairs):
         order += ["A", "B"] if i % 2 == 0 else ["B", "A"]
     return order
+
+
+@dataclass
+class Prior:
+    """What an earlier run measured, for a run that continues it."""
+
+    shape: jobs.Shape
+    samples: dict[str, dict[str, list[float]]]
+    mechanisms: dict[str, dict[str, list[float]]]
+    margins: dict[str, float]
+    """The margins the earlier run judged with (fractions), kept so the sequence is the same."""
+    calibration: CalibrationUse | None
+    infos: dict[str, str]
+    wall_seconds: float
+    measuring_seconds: float
+    looks: list[int]
+
+    @property
+    def pairs(self) -> int:
+        return min((len(v["A"]) for v in self.samples.values()), default=0)
 
 
 @dataclass
@@ -102,14 +134,41 @@ class Plan:
     age: bool = False
     calibrate: bool = False
     budget_seconds: float = DEFAULT_BUDGET
+    max_pairs: int | None = None
+    """Most pairs the run may add (None: MAX_PAIRS; `pairs`: a fixed design). An A/A calibration
+    is always a fixed design of `pairs`: its noise floors are fixed-n figures."""
+    prior: Prior | None = None
+    """An earlier run's pairs this one continues (Session.more_rounds): same sides, same shape,
+    same margins; its samples are kept and the confidence sequence simply goes on."""
 
     def __post_init__(self) -> None:
         if not MIN_PAIRS <= self.pairs <= MAX_PAIRS:
             raise ValueError(f"{MIN_PAIRS} to {MAX_PAIRS} pairs")
         if not 0 < self.budget_seconds <= MAX_BUDGET:
             raise ValueError(f"a budget of 0 to {MAX_BUDGET:.0f} seconds")
+        self.pairs += self.pairs % 2  # whole ABBA blocks
+        if self.max_pairs is None:
+            self.max_pairs = MAX_PAIRS
+        self.max_pairs = min(MAX_PAIRS, self.max_pairs + self.max_pairs % 2)
+        if self.calibrate or self.max_pairs < self.pairs:
+            self.max_pairs = self.pairs
         # Once, here: every path made under it is then canonical, as mountinfo shows it.
         self.loop_dir = os.path.realpath(self.loop_dir)
+
+    @property
+    def most_pairs(self) -> int:
+        return self.max_pairs or MAX_PAIRS
+
+    @property
+    def fixed(self) -> bool:
+        """True when the number of pairs is fixed in advance (no look before the last pair)."""
+        return self.most_pairs <= self.pairs
+
+    @property
+    def planned_pairs(self) -> int:
+        """Pairs the workload is scaled for within the budget: the minimum in half of it (so
+        about as many again fit for the adaptive part), or all of it for a fixed design."""
+        return self.pairs if self.fixed else min(self.most_pairs, 2 * self.pairs)
 
     @property
     def order(self) -> list[str]:
@@ -117,6 +176,8 @@ class Plan:
 
     @property
     def shape(self) -> jobs.Shape:
+        if self.prior is not None:
+            return self.prior.shape
         return jobs.shape_for(self.workload, measure_seconds=self.measure_seconds_per_side,
                               fs_bytes=self.device_bytes)
 
@@ -126,7 +187,7 @@ class Plan:
         SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, umount, fio's start-up and its
         ~0.3 s per phase) and fio's per-file set-up of the directory phases (about
         METADATA_OVERHEAD of the measured time). Measured on this machine's loop default."""
-        per_side = self.budget_seconds / (2 * self.pairs)
+        per_side = self.budget_seconds / (2 * self.planned_pairs)
         return max(1.0, (per_side - SIDE_OVERHEAD) / (1 + METADATA_OVERHEAD))
 
     def commands(self, device: str = "DEV", mountpoint: str = "MNT") -> list[str]:
@@ -150,7 +211,12 @@ class Plan:
                          + "   # drops caches again before its cold stat phase")
             lines.append(argv.shell_line(argv.xfs_info(mountpoint)))
             lines.append(argv.shell_line(argv.umount(mountpoint)))
-        lines.append(f"# {self.pairs} pairs in the order {' '.join(self.order)}")
+        if self.fixed:
+            lines.append(f"# {self.pairs} pairs in the order {' '.join(self.order)}")
+        else:
+            lines.append(f"# at least {self.pairs} pairs in the order {' '.join(self.order)}, "
+                         f"then ABBA blocks until every metric is resolved (at most "
+                         f"{self.most_pairs} pairs or {self.budget_seconds:.0f} s)")
         return lines
 
 
@@ -242,7 +308,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             say: Callable[[str], None] | None = None,
             on_sample: Sample | None = None,
             hold: DeviceHold | None = None,
-            recovered: Recovery | None = None) -> ValidationReport:
+            recovered: Recovery | None = None,
+            stop: Callable[[], bool] | None = None) -> ValidationReport:
     """Run the plan and judge it. `progress(done, total, what)` is called before each step;
     `resolve_b(device)` decides side B once the (loop) device exists, for the proposal; `say`
     prints a line for people (what an earlier, killed run left and this one removed);
@@ -252,20 +319,38 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     its own. Right before every mkfs the guard runs again on the live system and the device must
     still be the one that was checked (advisor.bench.hold). Both sides' options are checked
     against what validate may pass (advisor.bench.options) before anything is made. `recovered`:
-    what the caller's recover_and_say() found before its guard (None: recover here)."""
+    what the caller's recover_and_say() found before its guard (None: recover here).
+
+    Rounds: `plan.pairs` pairs first, then, after each ABBA block, a look at every metric's
+    confidence sequence (advisor.bench.stats): the run stops when all are resolved, at
+    `plan.max_pairs`, when another block would overrun the budget, or when `stop()` says so
+    (checked between blocks once the minimum ran: the report says `cancelled`)."""
     plan.a, plan.b = checked_side(plan.a), checked_side(plan.b)
     check_host(need_loop=plan.device is None)
     if recovered is None:
         recovered = recover_and_say(say)
-    order, shape = plan.order, plan.shape
-    total = len(order)
+    shape = plan.shape
+    prior = plan.prior
     samples: dict[str, dict[str, list[float]]] = {
         m.name: {"A": [], "B": []} for m in shape.metrics}
     infos: dict[str, str] = {}
     mechanisms: dict[str, dict[str, list[float]]] = {}
     measuring = 0.0
+    earlier_wall = 0.0
+    looks: list[int] = []
+    if prior is not None:
+        for name, sides in prior.samples.items():
+            samples[name] = {k: list(v) for k, v in sides.items()}
+        mechanisms = {name: {k: list(v) for k, v in sides.items()}
+                      for name, sides in prior.mechanisms.items()}
+        infos = dict(prior.infos)
+        measuring, earlier_wall, looks = (prior.measuring_seconds, prior.wall_seconds,
+                                          list(prior.looks))
+    done = prior.pairs if prior is not None else 0
+    first = done
     age_report: AgeReport | None = None
     backing: str | None = None
+    reason: StopReason | None = None
     with terminate_as_interrupt(), Resources(say=say) as res, contextlib.ExitStack() as held:
         os.makedirs(plan.loop_dir, exist_ok=True)
         work = res.make_dir(plan.loop_dir, "xfs-advisor-")
@@ -285,6 +370,10 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             plan.b = checked_side(resolve_b(device))
             # Proposed for the loop device itself: what was proposed is what runs.
             plan.proposed, plan.proposed_for = plan.b, device
+        env = _environment(plan, device, backing)
+        floors, calibration = _calibration(plan, env, store)
+        margins = _margins(plan, shape, floors)
+        claimed = {c.counter for c in counters.check_claims(plan.claims, plan.a, plan.b, [])}
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
         jobpath = os.path.join(work, "round.fio")
@@ -293,61 +382,114 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                                  encoding="utf-8")
         fio_timeout = 120 + 20 * shape.phase_seconds + shape.directory_entries / 500
         started = time.monotonic()
-        for step, label in enumerate(order):
-            side = plan.a if label == "A" else plan.b
-            pair = step // 2 + 1
-            if progress:
-                progress(step, total, f"pair {pair}/{plan.pairs}, side {label}")
-            mkfs_options = side.mkfs_options
-            ours = _format(hold, side, mkfs_options, ours)
-            res.made_filesystem(device)
-            res.mount(device, mnt, side.mount_options)
-            if plan.age:
-                files = _age(mnt, plan.device_bytes)
-                if age_report is None:
-                    freesp = run(argv.xfs_spaceman(mnt, "freesp -s"), check=False, timeout=60)
-                    age_report = AgeReport(seed=AGE_SEED, files_written=files,
-                                           freesp_summary=_parse_freesp(freesp.stdout))
-            jobs.prepare(shape, mnt)
-            run(argv.sync(), timeout=300)
-            run(argv.drop_caches(), timeout=60)
-            for old in Path(work).glob("counters.*"):  # a missed snapshot must not be reused
-                old.unlink()
-            # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
-            result = run(argv.fio(jobpath), check=False, timeout=fio_timeout, cwd=work)
-            if not result.ok:
-                raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
-            measured = jobs.parse_fio(result.stdout, shape.metrics)
-            counters.take_snapshot(counted, work, counters.END)
-            work_done = counters.mechanism_values(
-                work, jobs.phases(shape),
-                {"create": float(shape.directory_entries),
-                 "delete": float(shape.churn_entries), "refill": float(shape.churn_entries),
-                 "syncwrite": measured.operations.get("syncwrite", 0.0)})
-            for name, value in work_done.items():
-                mechanisms.setdefault(name, {"A": [], "B": []})[label].append(value)
-            measuring += measured.measuring_seconds
-            for name, value in measured.values.items():
-                samples[name][label].append(value)
-            if on_sample:
-                on_sample(label, step // 2, dict(measured.values))
-            if label not in infos:
-                infos[label] = run(argv.xfs_info(mnt), check=False, timeout=60).stdout
-            res.umount(mnt)
-            hold.claim()
+        step = 0
+        while reason is None:
+            for i, label in enumerate(abba_order(2)):  # one ABBA block: two pairs
+                side = plan.a if label == "A" else plan.b
+                index = done + i // 2
+                if progress:
+                    total = 2 * (max(plan.planned_pairs, done + 2) - first)
+                    progress(step, total,
+                             f"pair {index + 1}/{max(plan.pairs, done + 2)}, side {label}")
+                step += 1
+                mkfs_options = side.mkfs_options
+                ours = _format(hold, side, mkfs_options, ours)
+                res.made_filesystem(device)
+                res.mount(device, mnt, side.mount_options)
+                if plan.age:
+                    files = _age(mnt, plan.device_bytes)
+                    if age_report is None:
+                        freesp = run(argv.xfs_spaceman(mnt, "freesp -s"), check=False,
+                                     timeout=60)
+                        age_report = AgeReport(seed=AGE_SEED, files_written=files,
+                                               freesp_summary=_parse_freesp(freesp.stdout))
+                jobs.prepare(shape, mnt)
+                run(argv.sync(), timeout=300)
+                run(argv.drop_caches(), timeout=60)
+                for old in Path(work).glob("counters.*"):  # a missed snapshot must not be reused
+                    old.unlink()
+                # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
+                result = run(argv.fio(jobpath), check=False, timeout=fio_timeout, cwd=work)
+                if not result.ok:
+                    raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
+                measured = jobs.parse_fio(result.stdout, shape.metrics)
+                counters.take_snapshot(counted, work, counters.END)
+                work_done = counters.mechanism_values(
+                    work, jobs.phases(shape),
+                    {"create": float(shape.directory_entries),
+                     "delete": float(shape.churn_entries), "refill": float(shape.churn_entries),
+                     "syncwrite": measured.operations.get("syncwrite", 0.0),
+                     "seqwrite": measured.operations.get("seqwrite", 0.0),  # 1 MiB writes
+                     "readback": measured.operations.get("readback", 0.0)})
+                work_done.update(counters.writers_in_busiest_ag(device, mnt, shape.writers))
+                for name, value in work_done.items():
+                    mechanisms.setdefault(name, {"A": [], "B": []})[label].append(value)
+                measuring += measured.measuring_seconds
+                for name, value in measured.values.items():
+                    samples[name][label].append(value)
+                if on_sample:
+                    on_sample(label, index, dict(measured.values))
+                if label not in infos:
+                    infos[label] = run(argv.xfs_info(mnt), check=False, timeout=60).stdout
+                res.umount(mnt)
+                hold.claim()
+            done += 2
+            reason = _after_block(plan, done, first, looks, samples, mechanisms, margins,
+                                  claimed, shape, time.monotonic() - started, stop)
         wall = time.monotonic() - started
         if progress:
-            progress(total, total, "judging")
-    env = _environment(plan, device, backing)
+            progress(step, step, "judging")
     report = judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
-                   timing=Timing(wall_seconds=round(wall, 2),
+                   timing=Timing(wall_seconds=round(earlier_wall + wall, 2),
                                  measuring_seconds=round(measuring, 2),
-                                 measuring_share=round(measuring / wall, 3) if wall else 0.0),
-                   recovered=recovered.done, store=store, mechanisms=mechanisms)
+                                 measuring_share=round(measuring / (earlier_wall + wall), 3)
+                                 if wall else 0.0),
+                   recovered=recovered.done, store=store, mechanisms=mechanisms,
+                   calibrated=(floors, calibration), margins=margins,
+                   stopping=(reason, looks, first))
     if plan.device:
         report.device_left = (f"{plan.device} now holds the test filesystem of the last round: "
                               f"`wipefs -a {plan.device}` removes it before any other use")
     return report
+
+
+def _after_block(plan: Plan, done: int, first: int, looks: list[int],
+                 samples: dict[str, dict[str, list[float]]],
+                 mechanisms: dict[str, dict[str, list[float]]], margins: dict[str, float],
+                 claimed: set[str], shape: jobs.Shape, elapsed: float,
+                 stop: Callable[[], bool] | None) -> StopReason | None:
+    """The stopping rule, after each ABBA block: None to run another block. Looks only from the
+    minimum on (a fixed design looks once, at its end); every look is on confidence sequences,
+    valid however often they are looked at."""
+    if done < plan.pairs:
+        return None
+    looks.append(done)
+    if not plan.fixed and not _open(samples, mechanisms, margins, claimed, shape):
+        return "resolved"
+    if done >= plan.most_pairs:
+        return "max rounds"
+    blocks = max(1, (done - first) // 2)
+    if elapsed + elapsed / blocks > plan.budget_seconds:
+        return "budget"
+    if stop is not None and stop():
+        return "cancelled"
+    return None
+
+
+def _open(samples: dict[str, dict[str, list[float]]],
+          mechanisms: dict[str, dict[str, list[float]]], margins: dict[str, float],
+          claimed: set[str], shape: jobs.Shape) -> list[str]:
+    """What is still unresolved: metrics whose interval allows more than one verdict, and
+    counters a rule makes a claim about whose interval neither excludes 1 nor is inside the
+    margin."""
+    rows = [(samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margins[m.name])
+            for m in shape.metrics]
+    still = [m.name for m, v in zip(shape.metrics, stats.judge(rows), strict=True)
+             if v.verdict == "inconclusive"]
+    for m in _judge_mechanisms(mechanisms):
+        if m.name in claimed and m.verdict == "inconclusive" and m.ci[0] <= 1.0 <= m.ci[1]:
+            still.append(m.name)
+    return still
 
 
 def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | None) -> str | None:
@@ -367,31 +509,53 @@ def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | 
     return read_xfs_uuid(hold.path)
 
 
-def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],
-          env: BenchEnvironment, shape: jobs.Shape, age: AgeReport | None, timing: Timing,
-          recovered: list[str], store: CalibrationStore | None,
-          mechanisms: dict[str, dict[str, list[float]]] | None = None) -> ValidationReport:
-    """Verdicts from the samples (pure apart from reading/writing the calibration store).
-    `mechanisms`: work-per-operation samples (advisor.bench.counters), judged on their own."""
+def _calibration(plan: Plan, env: BenchEnvironment,
+                 store: CalibrationStore | None) -> tuple[dict[str, float], CalibrationUse]:
+    """The noise floors this run's margins rest on, and where they came from."""
+    if plan.prior is not None and plan.prior.calibration is not None:
+        return {}, plan.prior.calibration
     key = device_key(env)
     versions: dict[str, str | None] = {"kernel": env.kernel, "xfsprogs": env.xfsprogs,
                                        "fio": env.fio}
-    floors: dict[str, float] = {}
-    calibration = CalibrationUse(
-        source="this run", device_key=key, file=str(store.path) if store else None,
-        summary=f"an A/A run: it measures the noise floors of {key}"
-                + (f" and stores them in {store.path}" if store else ""))
-    if not plan.calibrate:
-        if store is not None:
-            floors, calibration = store.use(key, versions)
-        else:
-            calibration = CalibrationUse(source="default", device_key=key,
-                                         summary=f"margins: the default "
-                                         f"{stats.DEFAULT_MARGIN:.0%} (no calibration store)")
+    if plan.calibrate:
+        return {}, CalibrationUse(
+            source="this run", device_key=key, file=str(store.path) if store else None,
+            summary=f"an A/A run: it measures the noise floors of {key}"
+                    + (f" and stores them in {store.path}" if store else ""))
+    if store is not None:
+        return store.use(key, versions)
+    return {}, CalibrationUse(source="default", device_key=key,
+                              summary=f"margins: the default {stats.DEFAULT_MARGIN:.0%} "
+                                      "(no calibration store)")
+
+
+def _margins(plan: Plan, shape: jobs.Shape, floors: dict[str, float]) -> dict[str, float]:
+    """Each metric's margin (a fraction), fixed before the first pair (a continued run keeps the
+    earlier run's)."""
+    if plan.prior is not None:
+        return {m.name: plan.prior.margins.get(m.name, stats.DEFAULT_MARGIN)
+                for m in shape.metrics}
+    return {m.name: margin_for(floors.get(m.name))[0] for m in shape.metrics}
+
+
+def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],
+          env: BenchEnvironment, shape: jobs.Shape, age: AgeReport | None, timing: Timing,
+          recovered: list[str], store: CalibrationStore | None,
+          mechanisms: dict[str, dict[str, list[float]]] | None = None,
+          calibrated: tuple[dict[str, float], CalibrationUse] | None = None,
+          margins: dict[str, float] | None = None,
+          stopping: tuple[StopReason, list[int], int] | None = None) -> ValidationReport:
+    """Verdicts from the samples (pure apart from reading/writing the calibration store).
+    `mechanisms`: work-per-operation samples (advisor.bench.counters), judged on their own.
+    `calibrated`, `margins`: as execute decided them before the first pair (default: read
+    now); `stopping`: (why the run stopped, the pair counts it looked at, pairs it continued)."""
+    floors, calibration = calibrated or _calibration(plan, env, store)
+    margins = margins or _margins(plan, shape, floors)
     rows, capped = [], {}
     for m in shape.metrics:
-        margin, capped[m.name] = margin_for(floors.get(m.name))
-        rows.append((samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margin))
+        capped[m.name] = margin_for(floors.get(m.name))[1]
+        rows.append((samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better,
+                     margins[m.name]))
     verdicts = stats.judge(rows)
     metrics = []
     for m, (a_samples, b_samples, _, _), v in zip(shape.metrics, rows, verdicts, strict=True):
@@ -403,23 +567,68 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
     if store is not None:
         calibration_file = str(store.path)
         if plan.calibrate:
-            store.save(key, {m.name: (samples[m.name]["A"], samples[m.name]["B"])
-                             for m in shape.metrics}, versions)
+            versions: dict[str, str | None] = {"kernel": env.kernel, "xfsprogs": env.xfsprogs,
+                                               "fio": env.fio}
+            store.save(device_key(env), {m.name: (samples[m.name]["A"], samples[m.name]["B"])
+                                         for m in shape.metrics}, versions)
     judged = _judge_mechanisms(mechanisms or {})
     checks = counters.check_claims(plan.claims, plan.a, plan.b, judged)
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
+    pairs = min((len(s["A"]) for s in samples.values()), default=0)
+    reason, looks, first = stopping or ("max rounds", [pairs], 0)
+    claimed = {c.counter for c in checks}
     return ValidationReport(
         a=a, b=b, proposed=plan.proposed, proposed_for=plan.proposed_for,
-        not_applied=plan.not_applied, calibrate=plan.calibrate, rounds=plan.pairs, order=plan.order,
-        workload=shape.as_dict(), metrics=metrics, verdict=verdict,
+        not_applied=plan.not_applied, calibrate=plan.calibrate, rounds=pairs,
+        order=abba_order(pairs), workload=shape.as_dict(), metrics=metrics, verdict=verdict,
         summary=_summary(verdict, plan.calibrate, metrics), age=age, timing=timing,
         environment=env, recovered=recovered, calibration_file=calibration_file,
         calibration=calibration, mechanisms=judged, mechanism_checks=checks,
+        stopping=_stopping(plan, reason, looks, first, pairs, metrics,
+                           [m for m in judged if m.name in claimed]),
         mechanisms_not_shown=[f"{m.title}: zero in some round (the device or the filesystem "
                               "did none of it), so no ratio" for m in counters.MECHANISMS
                               if m.name in (mechanisms or {})
                               and m.name not in {j.name for j in judged}])
+
+
+_REASONS: dict[str, str] = {
+    "resolved": "every metric resolved",
+    "budget": "the budget ran out",
+    "max rounds": "the most pairs allowed ran",
+    "cancelled": "stopped by request",
+}
+
+
+def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pairs: int,
+              metrics: list[MetricResult], counted: list[MetricResult]) -> Stopping:
+    """How many pairs ran, why it stopped, and what is still open."""
+    open_ = []
+    for m in [*metrics, *counted]:
+        if m.verdict != "inconclusive" or (m in counted and not m.ci[0] <= 1.0 <= m.ci[1]):
+            continue
+        could = allows(list(m.still_possible))
+        more = (f"; ~{m.rounds_to_resolve - pairs} more pairs would likely resolve it"
+                if m.rounds_to_resolve else f"; more than {stats.MAX_SUGGESTED_ROUNDS} pairs "
+                "in all would be needed")
+        open_.append(f"{m.name}: could still be {could} (B/A {m.ci[0]:.3f} to "
+                     f"{m.ci[1]:.3f} against +-{m.margin * 100:.0f}%){more}")
+    if plan.fixed and reason == "max rounds":
+        why = (f"{pairs} pairs, fixed in advance"
+               + (" (an A/A calibration is a fixed design)" if plan.calibrate else ""))
+    else:
+        why = f"{_REASONS[reason]} after {pairs} pairs"
+        if reason == "budget":
+            why += f" (budget {plan.budget_seconds:.0f} s)"
+        elif reason == "max rounds":
+            why += f" (--max-rounds {plan.most_pairs})"
+    if first:
+        why += f"; continued from {first} pairs"
+    return Stopping(reason=reason, summary=why, min_rounds=plan.pairs,
+                    max_rounds=plan.most_pairs, budget_seconds=plan.budget_seconds,
+                    looks=looks, continued_from=first or None, open=open_,
+                    alpha=ALPHA, method=METHOD)
 
 
 def _judge_mechanisms(samples: dict[str, dict[str, list[float]]]) -> list[MetricResult]:
@@ -438,7 +647,7 @@ def _judge_mechanisms(samples: dict[str, dict[str, list[float]]]) -> list[Metric
     results = []
     for m, (a, b, _, _), v in zip(kept, rows, stats.judge(rows), strict=True):
         results.append(_result(m.name, m.title, m.unit, False, a, b, v))
-    return results
+    return results + counters.judge_none_on_b(samples, {m.name for m in kept})
 
 
 def _result(name: str, title: str, unit: str, higher_is_better: bool, a: list[float],
@@ -454,6 +663,7 @@ def _result(name: str, title: str, unit: str, higher_is_better: bool, a: list[fl
         margin=round(math.expm1(v.margin), 4),
         noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
         verdict=v.verdict, rounds_to_resolve=v.rounds_needed,
+        still_possible=list(v.still_possible),
         calibrated_floor=calibrated_floor, margin_capped=margin_capped)
 
 
@@ -463,3 +673,68 @@ def device_key(env: BenchEnvironment) -> str:
         return f"loop:{os.path.dirname(os.path.dirname(env.loop_backing_file))}:" \
                f"{human_size(env.device_size_bytes)}"
     return f"{env.device}:{human_size(env.device_size_bytes)}"
+
+
+def suggested_more(report: ValidationReport) -> int:
+    """Pairs to add to a finished run: what the report says would likely resolve its open
+    metrics (the most of them), else as many again as ran; whole ABBA blocks, within
+    MAX_PAIRS."""
+    wanted = [m.rounds_to_resolve - report.rounds
+              for m in [*report.metrics, *report.mechanisms]
+              if m.verdict == "inconclusive" and m.rounds_to_resolve]
+    more = max(wanted, default=report.rounds)
+    more = max(2, more + more % 2)
+    return min(more, MAX_PAIRS - report.rounds)
+
+
+def continuation(report: ValidationReport, pairs: int | None = None, *,
+                 budget_seconds: float | None = None, loop_dir: str | None = None) -> Plan:
+    """The plan that continues `report` (a finished loop-device run) with up to `pairs` more
+    pairs (default suggested_more) in whole ABBA blocks: same sides, shape, margins and
+    calibration; the earlier samples kept. BadInput for a run that cannot be continued."""
+    from advisor.errors import BadInput
+
+    if report.calibrate:
+        raise BadInput("an A/A calibration is a fixed design: run `validate --calibrate` again "
+                       "rather than continuing it")
+    if report.environment.loop_backing_file is None:
+        raise BadInput("more rounds continue a run on the loop device; on a scratch device, run "
+                       "validate again with a larger --rounds or --max-rounds")
+    done = report.rounds
+    if done % 2 or done < MIN_PAIRS or any(len(m.a) != done or len(m.b) != done
+                                           for m in report.metrics):
+        raise BadInput(f"the report's {done} pairs are not whole ABBA blocks with a sample per "
+                       "pair and side: it cannot be continued")
+    if done >= MAX_PAIRS:
+        raise BadInput(f"the run already has {MAX_PAIRS} pairs, the most a run may have")
+    if pairs is not None and pairs < 1:
+        raise BadInput("more rounds: at least 1 pair (rounded up to an ABBA block of 2)")
+    try:
+        shape = jobs.Shape(**report.workload)  # type: ignore[arg-type]
+    except TypeError:
+        raise BadInput("the report's workload shape is not this version's: run validate "
+                       "again") from None
+    more = suggested_more(report) if pairs is None else pairs + pairs % 2
+    prior = Prior(
+        shape=shape,
+        samples={m.name: {"A": list(m.a), "B": list(m.b)} for m in report.metrics},
+        mechanisms={m.name: {"A": list(m.a), "B": list(m.b)} for m in report.mechanisms},
+        margins={m.name: m.margin for m in report.metrics},
+        calibration=report.calibration,
+        infos={k: v for k, v in (("A", report.a.xfs_info), ("B", report.b.xfs_info)) if v},
+        wall_seconds=report.timing.wall_seconds,
+        measuring_seconds=report.timing.measuring_seconds,
+        looks=list(report.stopping.looks) if report.stopping else [done])
+    stopping = report.stopping
+    budget = budget_seconds or (stopping.budget_seconds if stopping else DEFAULT_BUDGET)
+    plan = Plan(a=report.a.model_copy(update={"xfs_info": None}),
+                b=report.b.model_copy(update={"xfs_info": None}), workload=Workload(),
+                pairs=done, max_pairs=min(MAX_PAIRS, done + more),
+                device_bytes=report.environment.device_size_bytes,
+                direct_io=report.environment.direct_io is not False,
+                proposed=report.proposed, proposed_for=report.proposed_for,
+                not_applied=list(report.not_applied), age=report.age is not None,
+                budget_seconds=budget, prior=prior)
+    if loop_dir:
+        plan.loop_dir = os.path.realpath(loop_dir)
+    return plan

@@ -1,5 +1,6 @@
-"""Paired A/B statistics, pure and dependency-free: Student's t, log-ratio confidence intervals,
-Holm's correction across metrics, and the verdict rules.
+"""Paired A/B statistics, pure and dependency-free: an anytime-valid confidence sequence on the
+mean paired log-ratio (what every verdict rests on, so that a run may add pairs until it can
+tell), Student's t for the A/A noise floors (fixed-n figures), and the verdict rules.
 
 Why log-ratios: a benchmark metric is a rate; B/A is what people ask about, and the log of a ratio
 is symmetric (2x faster and 2x slower are the same distance from 0) and closer to normal than the
@@ -157,55 +158,68 @@ def paired_log_ratios(a: Sequence[float], b: Sequence[float]) -> PairedSummary:
     return PairedSummary(n=n, mean=mean, sd=sd)
 
 
-def beyond_margin_p_value(s: PairedSummary, margin: float) -> float:
-    """One-sided p-value of "the effect is no larger than the margin" (in the direction seen).
+# ---- anytime-valid confidence sequences ---------------------------------------------------
+#
+# A run adds ABBA blocks until every metric is resolved, so its verdicts are looked at again and
+# again: a fixed-n t interval looked at after every block calls a false difference far more often
+# than its 5% (peeking). The intervals below hold at every number of pairs at once, whatever rule
+# decides when to stop (a confidence sequence): Lai's mixture for a normal mean with unknown
+# variance, T. L. Lai, "On confidence sequences", Annals of Statistics 4(2), 1976; in the form of
+# the scale-invariant sequential t-test of A. Perez-Ortiz, T. Lardy, R. de Heide, P. Grunwald,
+# "E-statistics, group invariance and anytime-valid testing", Annals of Statistics 52(4), 2024,
+# and H. Wang, A. Ramdas, "Anytime-valid t-tests and confidence sequences for Gaussian means with
+# unknown variance", Sequential Analysis 44(1), 2025.
+#
+# For a candidate mean mu, with d_i = x_i - mu, a normal prior N(0, g) on the effect size mu'/sd
+# and the right-Haar prior on sd give the Bayes factor (Rouder et al. 2009's fixed-g form)
+#     B_n(mu) = (1 + n g)^(-1/2) * (sum d^2 / (sum d^2 - g (sum d)^2 / (1 + n g)))^(n/2),
+# the likelihood ratio of the scale-invariant data, so a test martingale under mu whatever the
+# noise: by Ville's inequality P(some n has B_n(mu) >= 1/alpha) <= alpha, and
+# {mu : B_n(mu) < 1/alpha} covers the true mean at every n simultaneously. Solved for mu it is an
+# interval around the mean (confidence_sequence below). Chosen over a group-sequential design
+# (alpha spending over pre-set looks) because it needs no planned number of looks: a budget that
+# runs out, a person who stops the run, or "more rounds" after the report all keep its guarantee.
+# The price: about 1.5 times the width of a fixed-n t interval at 10 to 100 pairs.
 
-    Small means the difference is real and larger than the margin: this is what a `better` or
-    `worse` claim rests on, and what Holm's correction is applied to.
-    """
-    if s.n < 2:
-        return 1.0
-    if s.sd == 0.0:
-        return 0.0 if abs(s.mean) > margin else 1.0
-    t = (abs(s.mean) - margin) / s.se
-    return 1.0 - t_cdf(t, s.n - 1)
+#: Prior variance g of the effect size in the mixture: tuned for the narrowest intervals around
+#: 8 to 20 pairs (wider at 6 than g = 4, narrower from 10 on than g = 16).
+CS_PRIOR = 2.0
 
 
-def holm_rejections(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
-    """Holm's step-down procedure: which hypotheses to reject with family-wise error <= alpha."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    rejected = [False] * m
-    for rank, i in enumerate(order):
-        if p_values[i] <= alpha / (m - rank):
-            rejected[i] = True
-        else:
-            break
-    return rejected
+def cs_radius(n: int, sd: float, alpha: float, g: float = CS_PRIOR) -> float:
+    """Half-width of the confidence sequence at n pairs with this standard deviation of a pair's
+    log-ratio (inf while it covers everything: too few pairs for this alpha)."""
+    if n < 2 or not math.isfinite(sd):
+        return math.inf
+    w = n * g / (1.0 + n * g)
+    # B_n < 1/alpha  <=>  r < r_max, with r = n (mean - mu)^2 / sum d^2
+    r_max = (1.0 - math.exp(-(0.5 * math.log1p(n * g) - math.log(alpha)) * 2.0 / n)) / w
+    if r_max >= 1.0:
+        return math.inf
+    ss = (n - 1) * sd * sd
+    return math.sqrt(r_max / (1.0 - r_max) * ss / n)
 
 
-def rounds_to_resolve(s: PairedSummary, margin: float, confidence: float = 0.95) -> int | None:
-    """Pairs that would likely settle an inconclusive metric, assuming the noise and mean stay as
-    seen; None when the mean sits on the margin itself (no finite run can separate them)."""
-    gap = abs(abs(s.mean) - margin)
+def confidence_sequence(s: PairedSummary, alpha: float) -> tuple[float, float]:
+    """The anytime-valid (1 - alpha) interval of the mean log-ratio after s.n pairs."""
+    half = cs_radius(s.n, s.sd, alpha)
+    return (s.mean - half, s.mean + half)
+
+
+def anytime_p_value(s: PairedSummary, mu: float, g: float = CS_PRIOR) -> float:
+    """min(1, 1/B_n(mu)): an anytime-valid p-value of "the mean log-ratio is mu"."""
     if s.n < 2 or not math.isfinite(s.sd):
-        return None
-    if gap < 1e-9:
-        return None
-
-    def resolves(n: int) -> bool:
-        return t_quantile(0.5 + confidence / 2.0, n - 1) * s.sd / math.sqrt(n) < gap
-
-    if not resolves(MAX_SUGGESTED_ROUNDS):
-        return None
-    lo, hi = max(s.n, 2), MAX_SUGGESTED_ROUNDS  # the interval only narrows as n grows
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if resolves(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+        return 1.0
+    ss = (s.n - 1) * s.sd * s.sd
+    sum_sq = ss + s.n * (s.mean - mu) ** 2
+    if sum_sq == 0.0:
+        return 1.0
+    total = s.n * (s.mean - mu)
+    inner = sum_sq - g * total * total / (1.0 + s.n * g)
+    if inner <= 0.0:
+        return 0.0
+    log_b = -0.5 * math.log1p(s.n * g) + s.n / 2.0 * math.log(sum_sq / inner)
+    return min(1.0, math.exp(-log_b))
 
 
 @dataclass(frozen=True)
@@ -213,10 +227,29 @@ class MetricVerdict:
     verdict: Verdict
     summary: PairedSummary
     ci_ratio: tuple[float, float]
+    """The confidence sequence of B/A at this many pairs (simultaneous over the metrics)."""
     margin: float
     """Practical margin as a log-ratio."""
     p_beyond_margin: float
+    """Anytime-valid p-value of "the effect is no larger than the margin" (direction seen)."""
     rounds_needed: int | None
+    still_possible: tuple[Verdict, ...] = ()
+    """For an inconclusive metric: the verdicts its interval still allows."""
+
+
+def sequential_rounds_to_resolve(s: PairedSummary, margin: float, alpha: float) -> int | None:
+    """Pairs in all (a whole number of ABBA blocks) after which the confidence sequence would
+    likely settle an inconclusive metric, if the mean and noise stay as seen; None beyond
+    MAX_SUGGESTED_ROUNDS or when the mean sits on the margin itself."""
+    gap = abs(abs(s.mean) - margin)
+    if s.n < 2 or not math.isfinite(s.sd) or gap < 1e-9:
+        return None
+    n = s.n + 2 - s.n % 2
+    while n <= MAX_SUGGESTED_ROUNDS:
+        if cs_radius(n, s.sd, alpha) < gap:
+            return n
+        n += 2
+    return None
 
 
 def judge(
@@ -226,33 +259,54 @@ def judge(
 ) -> list[MetricVerdict]:
     """Verdicts for several metrics at once: each item is (a, b, higher_is_better, margin).
 
-    `better`/`worse`: the difference is beyond the margin, by a test Holm-corrected across metrics
-    (and the 95% interval lies beyond the margin). `equivalent`: the 95% interval lies inside
-    +-margin. Otherwise `inconclusive`, with the rounds that would likely resolve it.
+    Each metric's interval is its confidence sequence at alpha / (number of metrics)
+    (Bonferroni), so that all of them hold together, at every number of pairs, with probability
+    at least 1 - alpha: the run may look after every ABBA block and stop when it likes.
+    `better`/`worse`: the interval lies wholly beyond the margin; `equivalent`: wholly inside
+    +-margin; otherwise `inconclusive`, with what it still allows and the pairs that would likely
+    resolve it. A wrong verdict needs an interval that misses the truth.
     """
-    summaries = [paired_log_ratios(a, b) for a, b, _, _ in samples]
-    margins = [math.log1p(max(m, 0.0)) for _, _, _, m in samples]
-    p_values = [beyond_margin_p_value(s, m) for s, m in zip(summaries, margins, strict=True)]
-    rejected = holm_rejections(p_values, alpha)
+    k = max(len(samples), 1)
+    level = alpha / k
     out = []
-    for (_, _, higher_is_better, _), s, m, p, rej in zip(
-        samples, summaries, margins, p_values, rejected, strict=True
-    ):
-        lo, hi = s.interval(1.0 - alpha)
+    for a, b, higher_is_better, margin in samples:
+        s = paired_log_ratios(a, b)
+        m = math.log1p(max(margin, 0.0))
+        lo, hi = confidence_sequence(s, level)
         verdict: Verdict
-        if rej and (lo > m or hi < -m):
-            improved = (s.mean > 0) == higher_is_better
-            verdict = "better" if improved else "worse"
+        possible: tuple[Verdict, ...] = ()
+        up: Verdict = "better" if higher_is_better else "worse"
+        down: Verdict = "worse" if higher_is_better else "better"
+        if lo > m:
+            verdict = up
+        elif hi < -m:
+            verdict = down
         elif -m <= lo and hi <= m:
             verdict = "equivalent"
         else:
             verdict = "inconclusive"
-        # Bonferroni's level (Holm's strictest step): a promise of rounds must not be optimistic.
-        needed = (rounds_to_resolve(s, m, 1.0 - alpha / len(samples))
+            same: Verdict = "equivalent"
+            allowed = ((down, lo < -m), (same, hi >= -m and lo <= m), (up, hi > m))
+            possible = tuple(v for v, open_ in allowed if open_)
+        p = anytime_p_value(s, math.copysign(m, s.mean))
+        needed = (sequential_rounds_to_resolve(s, m, level)
                   if verdict == "inconclusive" else None)
-        out.append(MetricVerdict(verdict=verdict, summary=s, ci_ratio=(math.exp(lo), math.exp(hi)),
-                                 margin=m, p_beyond_margin=p, rounds_needed=needed))
+        out.append(MetricVerdict(
+            verdict=verdict, summary=s, ci_ratio=(_exp(lo), _exp(hi)), margin=m,
+            p_beyond_margin=p, rounds_needed=needed, still_possible=possible))
     return out
+
+
+def resolved(verdicts: Sequence[MetricVerdict]) -> bool:
+    """True when no metric is inconclusive: the stopping rule's "all resolved"."""
+    return all(v.verdict != "inconclusive" for v in verdicts)
+
+
+def _exp(x: float) -> float:
+    """exp, with the unbounded ends of an interval as 0 and inf."""
+    if x == -math.inf:
+        return 0.0
+    return math.exp(min(x, 700.0))
 
 
 def overall(verdicts: Sequence[Verdict]) -> Verdict:

@@ -40,9 +40,21 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--calibrate", action="store_true",
                    help="A/A run (B = A): measure the noise floor and store it")
     p.add_argument("--rounds", metavar="N", type=int, default=6,
-                   help="pairs of rounds, fixed in advance (at least 6; default 6)")
-    p.add_argument("--budget", metavar="SECONDS", type=float, default=100.0,
-                   help="wall-time budget the workload is scaled to (default 100)")
+                   help="pairs of rounds before the first look at the verdicts (at least 6; "
+                   "default 6); then ABBA blocks (two pairs) are added until every metric is "
+                   "resolved, --max-rounds or the budget. --rounds N --max-rounds N is a fixed "
+                   "design of N pairs. Odd numbers are rounded up to whole ABBA blocks")
+    p.add_argument("--max-rounds", metavar="N", type=int, default=None,
+                   help="most pairs the run may have (default 200: the budget decides)")
+    p.add_argument("--continue", dest="continue_from", metavar="REPORT", default=None,
+                   help="add pairs to the loop-device run whose --json report is REPORT (same "
+                   "sides, workload and margins; its pairs are kept and the intervals go on): "
+                   "up to --max-rounds pairs in all, default what the report says would "
+                   "likely resolve its open metrics")
+    p.add_argument("--budget", metavar="SECONDS", type=float, default=None,
+                   help="wall-time budget (default 240): the workload is scaled so that "
+                   "--rounds pairs take about half of it, and no ABBA block is started that "
+                   "would likely overrun it")
     p.add_argument("--age", action="store_true",
                    help="fragment free space the same seeded way on both sides before measuring")
     p.add_argument("--no-direct-io", dest="direct_io", action="store_false",
@@ -55,6 +67,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "on the scratch device (options it cannot take are named and left out)")
     p.add_argument("--rules", metavar="DIR", default=s,
                    help="extra rules for the proposal (B), as `xfs-advisor --rules DIR` uses")
+    p.add_argument("--attribute", action="store_true",
+                   help="when B differs from A in several options and a metric or counter "
+                   "differs: one more A/B run per option (A against A plus that option alone, "
+                   "each with --rounds and --budget) to say which option moved what")
     p.add_argument("--yes", action="store_true",
                    help="with --device: do not ask to type the device name")
     add_workload_flags(p, suppress=True)
@@ -120,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     loop_size = _check_args(args)
     session = Session(rules_dir=getattr(args, "rules", None),
                       calibration_file=args.calibration_file)
+    if args.continue_from is not None:
+        return _continue(args, session, as_json)
     workload = workload_from_args(args)
     if not getattr(args, "workload", None) and not workload.answered():
         from importlib.resources import files
@@ -141,8 +159,10 @@ def run(args: argparse.Namespace) -> int:
 
     device_arg = getattr(args, "device", None)
     plan = bench.Plan(a=a, b=b or SideConfig(label="B", source="proposal"), workload=workload,
-                      pairs=args.rounds, device_bytes=loop_size, direct_io=args.direct_io,
-                      age=args.age, calibrate=args.calibrate, budget_seconds=args.budget)
+                      pairs=args.rounds, max_pairs=args.max_rounds, device_bytes=loop_size,
+                      direct_io=args.direct_io,
+                      age=args.age, calibrate=args.calibrate,
+                      budget_seconds=args.budget or bench.DEFAULT_BUDGET)
     plan.loop_dir = _loop_dir(args)
     say = _sayer(as_json)
     shown = None
@@ -169,8 +189,11 @@ def run(args: argparse.Namespace) -> int:
         # checks it all again (as every later one does), before it writes.
         with DeviceHold(device.path) as hold:
             _confirm(device.path, plan.commands(device.path), yes=args.yes, as_json=as_json)
-            report = session.run_validation(plan, progress=progress, say=say, hold=hold,
-                                            recovered=recovered)
+            with hold.lent():  # still held after the run, for --attribute's runs
+                report = session.run_validation(plan, progress=progress, say=say, hold=hold,
+                                                recovered=recovered)
+            if args.attribute:
+                _attribute(session, plan, report, progress, say, hold)
     else:
         if shown is not None:
             plan.b, plan.not_applied = session.fit_to_scratch(shown, None, plan.device_bytes)
@@ -181,6 +204,12 @@ def run(args: argparse.Namespace) -> int:
         resolve = None if b is not None or shown is not None else session.loop_side(workload)
         report = session.run_validation(plan, progress=progress, resolve_b=resolve, say=say,
                                         recovered=recovered)
+        if args.attribute:
+            _attribute(session, plan, report, progress, say, None)
+    return _print(report, as_json, say)
+
+
+def _print(report: Any, as_json: bool, say: Any) -> int:
     if report.device_left:
         say(report.device_left)
     if as_json:
@@ -190,6 +219,61 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_text(report))
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
+
+
+def _attribute(session: Any, plan: Any, report: Any, progress: Any, say: Any,
+               hold: Any) -> None:
+    """--attribute after the combined run: why not, or the estimate, then the option runs."""
+    from advisor.bench import attribute as attribution
+
+    chosen = attribution.options(plan.a, plan.b)
+    report.attribution_skipped = attribution.skip_reason(report, chosen)
+    if report.attribution_skipped:
+        say(f"attribution: not run: {report.attribution_skipped}")
+        return
+    seconds = attribution.estimate_seconds(plan, len(chosen), report.timing.wall_seconds)
+    say(f"attribution: {len(chosen)} more A/B runs, one per option "
+        f"({', '.join(o.label for o in chosen)}), {plan.pairs} pairs and a "
+        f"{plan.budget_seconds:.0f} s budget each: about {seconds / 60:.0f} min (the combined "
+        f"run took {report.timing.wall_seconds:.0f} s)")
+    report.attribution = session.attribute(plan, report, progress=progress, say=say, hold=hold)
+
+
+def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
+    """validate --continue REPORT: more pairs for a finished loop run (Session.more_rounds)."""
+    from pydantic import ValidationError
+
+    from advisor.models.bench import ValidationReport
+    from advisor.system.files import read_text
+
+    given = [flag for flag, value in (("--device", getattr(args, "device", None)),
+                                      ("--calibrate", args.calibrate or None),
+                                      ("--mkfs-options", args.mkfs_options),
+                                      ("--mount-options", args.mount_options),
+                                      ("--for", args.for_device)) if value is not None]
+    if given:
+        raise BadInput(f"--continue goes on with the report's own sides and device: drop "
+                       f"{', '.join(given)}")
+    text = read_text(args.continue_from, "report")
+    try:
+        earlier = ValidationReport.model_validate_json(text)
+    except ValidationError as err:
+        e = err.errors()[0]
+        where = ".".join(str(p) for p in e["loc"]) or "the document"
+        raise BadInput(f"--continue {args.continue_from}: not a `validate --json` report "
+                       f"({where}: {e['msg']})") from None
+    more = None
+    if args.max_rounds is not None:
+        more = args.max_rounds - earlier.rounds
+        if more < 1:
+            raise BadInput(f"--max-rounds {args.max_rounds}: the report already has "
+                           f"{earlier.rounds} pairs")
+    budget = args.budget
+    say = _sayer(as_json)
+    report = session.more_rounds(earlier, more, budget_seconds=budget, loop_dir=_loop_dir(args),
+                                 progress=_progress_printer(as_json), say=say)
+    return _print(report, as_json, say)
+
 
 
 #: The loop device's size unless --loop-size says otherwise (or --for needs a larger one).
@@ -232,9 +316,11 @@ def _check_args(args: argparse.Namespace) -> int:
         raise BadInput("validate formats and measures devices of this machine: --sysroot "
                        "cannot apply (drop it)")
     if not bench.MIN_PAIRS <= args.rounds <= bench.MAX_PAIRS:
-        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {bench.MAX_PAIRS} (pairs are "
-                       "fixed in advance)")
-    if not 0 < args.budget <= bench.MAX_BUDGET:  # also refuses nan
+        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {bench.MAX_PAIRS} (pairs before "
+                       "the first look)")
+    if args.max_rounds is not None and not args.rounds <= args.max_rounds <= bench.MAX_PAIRS:
+        raise BadInput(f"--max-rounds must be --rounds ({args.rounds}) to {bench.MAX_PAIRS}")
+    if args.budget is not None and not 0 < args.budget <= bench.MAX_BUDGET:  # also refuses nan
         raise BadInput(f"--budget must be more than 0 and at most {bench.MAX_BUDGET:.0f} seconds")
     if args.calibrate and (args.mkfs_options or args.mount_options):
         raise BadInput("--calibrate compares defaults with themselves: drop --mkfs-options and "

@@ -68,6 +68,16 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
         "mount dax": "dax=inode (only files with the DAX flag)",
         "-l logdev": "internal (inside the data section)",
         "mount logdev": "none (internal log)",
+        # -- issue 15, part A --
+        "-m rmapbt": f"rmapbt={g.features.get('rmapbt', 0)}",
+        "-d extszinherit": "no extent size hint",
+        "-d cowextsize": "32 blocks (the kernel's copy-on-write hint)",
+        "-i maxpct": (f"{g.imaxpct}%" if g.imaxpct is not None else
+                      "25% under 1 TB, 5% under 50 TB, 1% above"),
+        "mount swalloc": "no swalloc",
+        "mount allocsize": "dynamic end-of-file preallocation",
+        "mount largeio": "nolargeio (st_blksize = page size)",
+        "mount quota": "noquota",
     }
     return texts[setting]
 

@@ -1,7 +1,7 @@
 """The A/B validation run: its two configurations, per-metric samples and verdicts, where it ran,
 and the calibration (noise floor) that later runs' margins rest on.
 
-`ValidationReport` is the `validate --json` contract (schema_version 1)."""
+`ValidationReport` is the `validate --json` contract (schema_version 2)."""
 
 from __future__ import annotations
 
@@ -112,23 +112,58 @@ class MetricResult(Model):
     geo_mean_b: float | None = None
     """Geometric mean of B's samples."""
     ci: list[float]
-    """95% confidence interval of the ratio B/A, [low, high]."""
+    """Confidence interval of the ratio B/A, [low, high]: the anytime-valid confidence sequence
+    at the pairs that ran, at 95% for all metrics together (alpha split evenly over them), valid
+    however the run decided when to stop."""
     margin: float
     """Practical margin as a fraction (0.05 = 5%): never below the calibrated noise floor."""
     noise: float
     """Standard deviation of one pair's log-ratio (about the relative noise of one round)."""
     verdict: Verdict
-    """better / worse (beyond the margin, Holm-corrected across metrics), equivalent (the
-    interval lies inside +-margin) or inconclusive."""
+    """better / worse (the interval lies wholly beyond the margin), equivalent (wholly inside
+    +-margin) or inconclusive."""
     rounds_to_resolve: int | None = None
-    """For an inconclusive metric: pairs that would likely resolve it with the noise seen (null:
-    more than 200, or the difference sits on the margin)."""
+    """For an inconclusive metric: pairs in all that would likely resolve it with the mean and
+    noise seen (null: more than 200, or the difference sits on the margin)."""
+    still_possible: list[Verdict] = Field(default_factory=list)
+    """For an inconclusive metric: the verdicts its interval still allows (e.g. worse or
+    equivalent)."""
     calibrated_floor: float | None = None
     """The noise floor the calibration file holds for this metric, as a fraction (null: none
     stored, or an A/A run, which measures it)."""
     margin_capped: bool = False
     """True when `calibrated_floor` was above the largest margin (50%) and `margin` was capped
     there: the set-up was too noisy to trust its floor; calibrate again on a quieter machine."""
+
+
+StopReason = Literal["resolved", "budget", "max rounds", "cancelled"]
+
+
+class Stopping(Model):
+    """How many pairs ran and why no more: the adaptive rounds' record."""
+
+    method: str
+    """The sequential method the verdicts rest on."""
+    alpha: float
+    """Family-wise error of the verdicts, at every look together."""
+    min_rounds: int
+    """Pairs before the first look (--rounds, rounded up to whole ABBA blocks)."""
+    max_rounds: int
+    """Most pairs the run could have (--max-rounds; equal to min_rounds: a fixed design)."""
+    budget_seconds: float
+    """Wall-time budget: no ABBA block was started that would likely overrun it."""
+    looks: list[int] = Field(default_factory=list)
+    """The pair counts at which the verdicts were looked at (after each ABBA block)."""
+    reason: StopReason
+    """`resolved`: every metric (and every counter a rule makes a claim about) resolved;
+    `budget`; `max rounds` (also a fixed design's end); `cancelled`: stopped by request."""
+    summary: str
+    """One line for people."""
+    open: list[str] = Field(default_factory=list)
+    """What is still unresolved: the verdicts each open figure still allows, and the pairs that
+    would likely settle it."""
+    continued_from: int | None = None
+    """Pairs of an earlier run this one continued (`more rounds`), kept in the samples."""
 
 
 class AgeReport(Model):
@@ -177,10 +212,76 @@ class BenchEnvironment(Model):
     """What the numbers mean (e.g. that a loop device measures its backing storage)."""
 
 
+class OptionEffect(Model):
+    """What one option alone (on top of A) did to one figure."""
+
+    option: str
+    """The option, as B had it (`-d agcount=8`, `noatime`)."""
+    ratio: float | None = None
+    """B/A of the run with only this option on B (null: the figure was not measured there)."""
+    ci: list[float] | None = None
+    """Its 95% interval."""
+    verdict: Verdict | None = None
+    """That run's verdict on the figure (null: not measured)."""
+
+
+class AttributionFinding(Model):
+    """One figure (a timing metric or a counter) and which option moved it."""
+
+    name: str
+    """The metric's or counter's name (as in `metrics` or `mechanisms`)."""
+    title: str
+    """What it measures, for people."""
+    kind: Literal["timing", "counter"]
+    """`timing`: a performance metric; `counter`: work per operation."""
+    combined_verdict: Verdict | None = None
+    """The verdict of the run with all of B's options (null: attribution ran on its own)."""
+    effects: list[OptionEffect] = Field(default_factory=list)
+    """One per option, in B's order."""
+    moved_by: list[str] = Field(default_factory=list)
+    """Options whose run alone found the figure better or worse (beyond the margin)."""
+    summary: str
+    """One line: which option moved it, or that the runs cannot tell."""
+
+
+class OptionRun(Model):
+    """The A/B run of one option alone on top of A."""
+
+    option: str
+    """The option."""
+    b: SideConfig
+    """Side B of that run: A plus the option."""
+    verdict: Verdict
+    """That run's overall verdict."""
+    metrics: list[MetricResult] = Field(default_factory=list)
+    """Its timing metrics."""
+    mechanisms: list[MetricResult] = Field(default_factory=list)
+    """Its counters."""
+    mechanism_checks: list[MechanismCheck] = Field(default_factory=list)
+    """The option's rule claims, checked in that run."""
+    wall_seconds: float
+    """Its wall time."""
+
+
+class Attribution(Model):
+    """`validate --attribute`: which of B's options moved which figure."""
+
+    design: str
+    """How the option runs were laid out, for people."""
+    options: list[str]
+    """B's options that differ from A (su and sw count as one)."""
+    runs: list[OptionRun] = Field(default_factory=list)
+    """One A/B run per option (A against A plus that option), each with the run's pairs."""
+    findings: list[AttributionFinding] = Field(default_factory=list)
+    """Per timing metric and counter: what each option alone did to it."""
+    wall_seconds: float
+    """The option runs' wall time together."""
+
+
 class ValidationReport(Model):
     """The result of `xfs-advisor validate`."""
 
-    schema_version: int = 1
+    schema_version: int = 2
     """Version of this document's shape."""
     a: SideConfig
     """Side A (defaults)."""
@@ -198,7 +299,10 @@ class ValidationReport(Model):
     calibrate: bool = False
     """True for an A/A run that measures the noise floor."""
     rounds: int
-    """Pairs of rounds (ABBA order), fixed before the first measurement."""
+    """Pairs of rounds (ABBA order) that ran: at least --rounds, then whole ABBA blocks until
+    the stopping rule ended the run (`stopping`)."""
+    stopping: Stopping | None = None
+    """Why the run stopped where it did, and what is still open (null in reports of schema 1)."""
     order: list[str]
     """The order sides ran in, e.g. A B B A A B..."""
     workload: dict[str, object] = Field(default_factory=dict)
@@ -230,6 +334,11 @@ class ValidationReport(Model):
     """Leftovers of an earlier run that died, found and removed before this one."""
     calibration_file: str | None = None
     """Where the noise floor was read from (or written to, under --calibrate)."""
+    attribution: Attribution | None = None
+    """`--attribute`: which of B's options moved which metric and counter (null: not asked, or
+    nothing to attribute)."""
+    attribution_skipped: str | None = None
+    """`--attribute` asked but not run: why (one option only, nothing differed, ...)."""
     device_left: str | None = None
     """After a run on a scratch device given with --device: that it now holds the last round's
     test filesystem, and how to wipe it (null for the loop default, which leaves nothing)."""

@@ -209,10 +209,13 @@ class Inventory(Model):
     devices: list[Device]
     """All block devices and partitions."""
 
-    def stacked(self, dev: Device, direction: Literal["children", "parents"]) -> list[Device]:
+    def stacked(self, dev: Device, direction: Literal["children", "parents"],
+                by_name: dict[str, Device] | None = None) -> list[Device]:
         """Every device built on `dev` ("children"), or that `dev` is built on ("parents"),
-        transitively, each once (partitions, holders and slaves alike)."""
-        by_name = {d.name: d for d in self.devices}
+        transitively, each once (partitions, holders and slaves alike). `by_name`: the devices
+        by kernel name, when the caller asks about many devices (built here otherwise)."""
+        if by_name is None:
+            by_name = {d.name: d for d in self.devices}
         found: list[Device] = []
         seen: set[str] = set()
         stack = list(getattr(dev, direction))

@@ -28,6 +28,9 @@ class Environment(Model):
     """The kernel's page size in bytes (4096 on x86-64; 16384 or 65536 on some arm64 and
     ppc64le kernels), from sys/kernel/mm/transparent_hugepage/hpage_pmd_size (a capture's) or
     the live host; null when unknown."""
+    kernel_xfs: dict[str, bool] = Field(default_factory=dict)
+    """The kernel's XFS build options (QUOTA, ONLINE_SCRUB, ONLINE_REPAIR: CONFIG_XFS_*) -> built
+    in or a module, from /proc/config.gz or /boot/config-RELEASE; empty when unknown."""
 
     def xfsprogs_at_least(self, major: int, minor: int) -> bool:
         """True when the xfsprogs version is known and >= major.minor."""

@@ -85,6 +85,8 @@ class MkfsGeometry(Model):
     """Internal log size in blocks."""
     log_sunit_blocks: int
     """Log stripe unit in blocks (0: none)."""
+    imaxpct: int | None = None
+    """Most of the space inodes may take, in percent (0: no limit; None: not reported)."""
     features: dict[str, int] = Field(default_factory=dict)
     """On/off features: crc, finobt, sparse, rmapbt, reflink, bigtime, inobtcount, nrext64..."""
     mkfs_warnings: list[str] = Field(default_factory=list)

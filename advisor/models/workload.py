@@ -19,6 +19,9 @@ StorageKind = Literal["single-disk", "hardware-raid", "md-raid", "ssd", "virtual
 #: What the concurrent writers do: create/delete/rename files and set xattrs (space management,
 #: guide 2.1.2), write into files that already exist (databases, VM images), or both.
 WriterActivity = Literal["metadata", "data", "both"]
+#: How files get their data (issue 15, streaming and extent size hints): streamed start to end
+#: once, rewritten or grown in place anywhere, or both.
+WritePattern = Literal["sequential", "random", "mixed"]
 
 
 #: Distribution targets: name -> the family and version the kernel-compat rule's table knows.
@@ -123,7 +126,8 @@ class Workload(Model):
     into existing files: databases, VM images) or both. Only metadata work needs more AGs and
     log."""
     median_file_size: ByteSize | None = None
-    """Typical file size, in bytes or as "16KiB" (benchmark shape)."""
+    """Typical file size, in bytes or as "16KiB" (benchmark shape; streaming, extent size hints
+    and inode space)."""
     xattr_bytes_per_file: int | None = Field(default=None, ge=0, le=1 << 30)
     """Extended-attribute bytes per file: SELinux, Samba, Ceph... (inode size)."""
     largest_xattr_value: ByteSize | None = Field(default=None, le=1 << 16)
@@ -147,11 +151,29 @@ class Workload(Model):
     """Data deleted (or replaced) per day, in bytes or as "50GiB": on thin-provisioned storage
     it decides between online discard and how often fstrim must run."""
     # ---- end: thin provisioning ----
+    # -- issue 15, part A: streaming, extent size hints, quotas, inode space, rmapbt --
+    write_pattern: WritePattern | None = None
+    """How files get their data: sequential (streamed start to end once: backups, media, logs),
+    random (written in place anywhere or grown by random writes: VM images, databases) or mixed
+    (swalloc, allocsize, largeio; extent size hints)."""
+    reflink_clones: bool | None = None
+    """Files are cloned with reflink (cp --reflink, VM snapshots, container layers) and the
+    clones then written in place (copy-on-write extent size hint, -d cowextsize)."""
+    per_tenant_quotas: bool | None = None
+    """Directory trees (containers, tenants, projects) each need their own space limit (project
+    quotas: the prjquota mount option)."""
+    file_count: int | None = Field(default=None, ge=0, le=10**13)
+    """Files and directories the filesystem will hold at its planned size (inode space, -i
+    maxpct)."""
+    online_scrub: bool | None = None
+    """Metadata should be checkable (and, where the kernel allows, repairable) while mounted,
+    with xfs_scrub (the reverse-mapping btree, -m rmapbt=1)."""
     storage: Storage = Field(default_factory=Storage)
     """What the device cannot tell about itself."""
 
     _numbers = field_validator("largest_directory_entries", "fsyncs_per_second",
                                "concurrent_writers", "xattr_bytes_per_file", "growth_factor",
+                               "file_count",
                                mode="before")(_not_bool)
 
     @field_validator("mount_point")

@@ -65,6 +65,7 @@ def parse_mkfs_output(stdout: str, stderr: str = "") -> MkfsGeometry:
             naming_block_size=int(naming["bsize"]),
             log_blocks=int(log["blocks"]),
             log_sunit_blocks=int(log.get("sunit", "0")),
+            imaxpct=int(data["imaxpct"]) if data.get("imaxpct", "").isdigit() else None,
             features={k: int(v) for k in _FEATURES for v in
                       [meta.get(k, naming.get(k))] if v is not None and v.isdigit()},
             mkfs_warnings=[ln.strip() for ln in stderr.splitlines() if ln.strip()],

@@ -7,7 +7,10 @@ import contextlib
 import shutil
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import FrameType
+from typing import Any
 
 import sh
 
@@ -45,6 +48,64 @@ def _text(output: str | bytes) -> str:
     return output if isinstance(output, str) else output.decode("utf-8", "replace")
 
 
+#: Signals whose Python handlers raise (Ctrl-C's KeyboardInterrupt, the clean-up's Terminated).
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Within the block (in the main thread), a signal with a Python handler is noted, and its
+    handler called once the block is done. sh forks in Python, and the interpreter runs
+    Python callbacks around a fork (logging's _acquireLock/_releaseLock): an exception a
+    handler raises inside one is printed as "Exception ignored in: <function _releaseLock>"
+    and dropped, so a Ctrl-C there was lost (the run went on and exited 0) and could leave
+    logging's lock held. Deferred, it is raised right after the fork, where `finally` and
+    main() see it. Signals without a Python handler (SIG_DFL, SIG_IGN) are the kernel's
+    business and stay as they are."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers run only in the main thread: nothing to defer in a worker
+        return
+    caught: list[tuple[int, FrameType | None]] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        caught.append((signum, frame))
+
+    previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
+    for signum in DEFERRED_SIGNALS:
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            previous[signum] = handler
+            signal.signal(signum, note)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if caught:  # the first one, as it would have been handled without the deferral
+            first, frame = caught[0]
+            previous[first](first, frame)
+
+
+def _spawn(cmd: sh.Command, argv: list[str], input: str | None, cwd: str | None,
+           own_group: bool) -> Any:
+    """Start the command in the background (sh forks and execs it)."""
+    return cmd(
+        *argv[1:],
+        _bg=True,
+        # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
+        # SIGHUP, which reaches the whole process group) is a failed result, not an
+        # exception: clean-up retries it.
+        _ok_code=[*range(256), *(-int(s) for s in signal.valid_signals() if 0 < s < 65)],
+        _in=input,
+        _cwd=cwd,
+        _new_group=own_group,
+        _return_cmd=True,
+        _tty_out=False,
+        _encoding="utf-8",
+        _decode_errors="replace",
+    )
+
+
 def run(
     argv: list[str],
     *,
@@ -67,21 +128,8 @@ def run(
     try:
         # sh's own timeouts poll in 0.1 s steps, adding ~100 ms to every command: a timer kills
         # the command instead, and wait() returns as soon as it exits.
-        proc = cmd(
-            *argv[1:],
-            _bg=True,
-            # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
-            # SIGHUP, which reaches the whole process group) is a failed result, not an
-            # exception: clean-up retries it.
-            _ok_code=[*range(256), *(-int(s) for s in signal.valid_signals() if 0 < s < 65)],
-            _in=input,
-            _cwd=cwd,
-            _new_group=own_group,
-            _return_cmd=True,
-            _tty_out=False,
-            _encoding="utf-8",
-            _decode_errors="replace",
-        )
+        with signals_deferred():
+            proc = _spawn(cmd, argv, input, cwd, own_group)
         timed_out = threading.Event()
 
         def kill() -> None:

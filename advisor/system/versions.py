@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,6 +56,32 @@ def lts_configs(directory: Path = LTS_DIR) -> dict[str, str]:
     return dict(found[k] for k in sorted(found))
 
 
+#: The kernel's XFS build options the rules read (CONFIG_XFS_<name>).
+KERNEL_XFS_OPTIONS = ("QUOTA", "ONLINE_SCRUB", "ONLINE_REPAIR")
+
+
+def parse_kernel_config(text: str) -> dict[str, bool]:
+    """CONFIG_XFS_<name> of KERNEL_XFS_OPTIONS -> built in or a module ("=y"/"=m"), from a
+    kernel config's text; empty when XFS itself is not in it (not a kernel config)."""
+    if not re.search(r"^CONFIG_XFS_FS=[ym]$", text, re.MULTILINE):
+        return {}
+    return {name: re.search(rf"^CONFIG_XFS_{name}=[ym]$", text, re.MULTILINE) is not None
+            for name in KERNEL_XFS_OPTIONS}
+
+
+def kernel_xfs(root: SysRoot, release: str | None) -> dict[str, bool]:
+    """The kernel's XFS options: /boot/config-RELEASE (a capture holds it as text), else the
+    live kernel's /proc/config.gz; empty when neither is readable."""
+    text = root.read(f"boot/config-{release}") if release else None
+    if text is None and root.live:
+        try:
+            with gzip.open("/proc/config.gz", "rt", encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, EOFError, zlib.error):
+            text = None
+    return parse_kernel_config(text) if text else {}
+
+
 def xfsprogs_version() -> str | None:
     """The local mkfs.xfs's version, or None when mkfs.xfs is missing."""
     try:
@@ -84,6 +112,7 @@ def read_environment(root: SysRoot | None = None, *,
         cpu_count=cpu_count,
         lts_configs=lts_configs(),
         page_size=_page_size(root),
+        kernel_xfs=kernel_xfs(root, kernel),
     )
 
 

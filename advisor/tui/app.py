@@ -20,11 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
+from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -32,6 +33,7 @@ from advisor.errors import AdvisorError
 from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
 from advisor.session import Session
+from advisor.tui.messages import DevicesChanged, ProposalChanged
 
 if TYPE_CHECKING:
     from advisor.models.proposal import Proposal
@@ -99,11 +101,6 @@ def _screen_factory(step: str) -> Callable[[], Screen[Any]]:
     return make
 
 
-class ProposalListener(Protocol):
-    def show_proposal(self) -> None:
-        """The proposal in the state changed (or started or stopped being computed)."""
-
-
 ProposalResult = tuple[tuple[str, str], "Proposal | None", str | None]
 
 
@@ -143,12 +140,17 @@ class AdvisorApp(App[int]):
         self._follow_hotplug = follow_hotplug
         self._start = start
         self._observer: Any = None
-        self.proposal_listeners: list[ProposalListener] = []
         self._proposal_worker: Worker[ProposalResult] | None = None
         self.active_run: ActiveRun | None = None
         """The validation going on, if any (set by the validate screen)."""
         self.ended_by: int | None = None
         """The signal that ended the app, if one did."""
+
+    @property
+    def plain_glyphs(self) -> bool:
+        """Draw with shapes and ASCII, not colour and symbols: without colour (NO_COLOR) two
+        series differ only by glyph; the Linux console's font has no braille."""
+        return self.no_color or self._console_font is not None
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         filters = super().get_line_filters()
@@ -270,7 +272,8 @@ class AdvisorApp(App[int]):
 
     def request_proposal(self) -> None:
         """Ask the core for the proposal of the current device and answers, in a worker thread
-        (mkfs.xfs dry runs take a few hundred ms); listeners hear when it is there."""
+        (mkfs.xfs dry runs take a few hundred ms); the screen shown hears when it is there
+        (ProposalChanged), the others when they are shown again."""
         state = self.state
         device = state.device
         problem = None
@@ -281,16 +284,16 @@ class AdvisorApp(App[int]):
         if problem is not None or device is None:
             state.proposal, state.proposal_for, state.proposal_problem = None, None, problem
             state.proposing = False
-            self._tell_listeners()
+            self._tell(ProposalChanged())
             return
         key = (device.name, state.workload.model_dump_json())
         if key == state.proposal_for:
             if state.proposing and self._proposal_worker is None:
                 state.proposing = False
-                self._tell_listeners()
+                self._tell(ProposalChanged())
             return
         state.proposing = True
-        self._tell_listeners()
+        self._tell(ProposalChanged())
         if self._proposal_worker is not None:
             return  # one at a time: when it ends, the latest answers are asked for (coalescing)
         workload, session = state.workload, state.session
@@ -323,20 +326,23 @@ class AdvisorApp(App[int]):
                 state.proposal, state.proposal_problem = proposal, problem
                 state.proposal_for = key if problem is None else None
                 state.proposing = False
-                self._tell_listeners()
+                self._tell(ProposalChanged())
                 return
         # The answers changed while it ran (or it failed): ask for the current ones.
         state.proposal_for = None
         self.request_proposal()
 
-    def _tell_listeners(self) -> None:
-        for listener in self.proposal_listeners:
-            listener.show_proposal()
+    def _tell(self, message: Message) -> None:
+        """Tell the step shown (a dialog on top ignores it; the step reads the state when it is
+        shown again)."""
+        with contextlib.suppress(Exception):  # no screen yet, or the app is closing
+            self.screen.post_message(message)
 
     # ---- devices coming and going ----
 
     def reload_devices(self) -> None:
-        """Read the devices again (hotplug, or `r`) and tell the devices screen."""
+        """Read the devices again (hotplug, `r`, the check before a run) and tell the screen
+        shown."""
         if self._reload_inventory is None:
             return
         before = self.state.inventory
@@ -349,12 +355,7 @@ class AdvisorApp(App[int]):
         if chosen and before.get(chosen) and self.state.inventory.get(chosen) is None:
             self.notify(f"{chosen} is gone (detached or removed): F2 to choose another",
                         severity="warning")
-        from advisor.tui.devices import DevicesScreen
-
-        # The devices screen redraws now when shown, else when it is shown again (it is the
-        # current screen of another mode, out of reach here).
-        if isinstance(self.screen, DevicesScreen):
-            self.screen.show_inventory()
+        self._tell(DevicesChanged())
 
     def _start_hotplug(self) -> None:
         try:
@@ -393,7 +394,8 @@ _PALETTE_TITLES = {"run": "Validate: run the A/B benchmark", "cancel": "Cancel t
                    "copy_mkfs": "Copy the mkfs command",
                    "copy_fstab": "Copy the fstab line",
                    "audit": "Audit the highlighted device's XFS filesystem (read-only)",
-                   "save_report": "Save the validation report (Markdown or JSON)"}
+                   "save_report": "Save the validation report (Markdown or JSON)",
+                   "more_rounds": "Validate: more rounds for the last run (its pairs kept)"}
 
 
 def _screen_actions(screen: Screen[Any]) -> Iterable[SystemCommand]:

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from advisor.render.devices import badges, columns, in_use, tree_rows
 from advisor.tui.device_view import badge_style, fact_lines
 from advisor.tui.dialogs import Confirm
+from advisor.tui.messages import DevicesChanged
 from advisor.tui.step import StepScreen
 
 
@@ -108,6 +109,9 @@ class DevicesScreen(StepScreen):
     def on_screen_resume(self) -> None:
         if self._shown is not self.advisor.state.inventory:
             self.show_inventory()
+
+    def on_devices_changed(self, _message: DevicesChanged) -> None:
+        self.show_inventory()
 
     def _name_at(self, row: int) -> str | None:
         table = self.query_one("#device-table", DataTable)

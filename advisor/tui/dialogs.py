@@ -93,13 +93,13 @@ def save_file(app: App[Any], title: str, default: str, what: str,
     may choose the format)."""
 
     def write(target: Path) -> None:
-        from advisor.system.files import write_text_atomically
+        from advisor.session import Session
 
         content = text(target) if by_name else text()  # type: ignore[call-arg]
         if content is None:
             return
         try:
-            written = write_text_atomically(target, content, what)
+            written = Session.write_file(target, content, what)
         except AdvisorError as err:
             app.notify(err.message, severity="error")
             return

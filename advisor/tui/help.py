@@ -50,12 +50,19 @@ why old advice is not followed, and what differs from mkfs.xfs's own choices.
     "validate": """\
 ## Validate
 An A/B benchmark: mkfs.xfs defaults against the proposal, on a loop device over a temporary file
-(results then reflect the backing storage) or on a scratch device you confirm by typing its name.
+(results then reflect the backing storage) or on a scratch device. The target list gives each
+device the guard's verdict: usable (erased by the run: confirm by typing its name) or refused and
+why (mounted, holding data, swap, read-only, partitions, holders); it is checked again right
+before each format.
 On a loop device, B is the proposal shown on F4, as far as the loop device can take it (the plan
 names what it cannot). `ctrl+r` starts, `escape` cancels cleanly (unmounts and detaches
 everything); `q` during a run asks, then cancels the same way before quitting. After a run the
-report says what was proposed and what ran, where the margins came from, and what the counters
-saw; `ctrl+s` saves it (Markdown, or JSON for a `.json` name).
+report says what was proposed and what ran, on which device, each metric's margin and where it
+came from, the pairs that would likely resolve an inconclusive one, and what the counters saw;
+`ctrl+s` saves it (Markdown, or JSON for a `.json` name). A run adds pairs until every metric is
+resolved or its budget runs out; `ctrl+e` continues a finished loop-device run with more pairs
+(its pairs kept); `ctrl+b`, when offered under the verdict, runs one A/B run per option of B and
+says which option moved which figure.
 """,
 }
 

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Header, Static
 
 from advisor.errors import AdvisorError
 from advisor.models.units import human_size
+from advisor.tui.messages import ProposalChanged
 from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
@@ -109,18 +110,16 @@ class ProposalScreen(StepScreen):
         self.title = "xfs-advisor: proposal"
         self.query_one("#mkfs", Static).border_title = "mkfs (c copies)"
         self.query_one("#fstab", Static).border_title = "/etc/fstab (f copies)"
-        self.advisor.proposal_listeners.append(self)
         self._show_why_not()
-
-    def on_unmount(self) -> None:
-        if self in self.advisor.proposal_listeners:
-            self.advisor.proposal_listeners.remove(self)
 
     def on_screen_resume(self) -> None:
         device = self.advisor.state.device
         self.sub_title = device.display_name if device else ""
         self.show_proposal()
         self.advisor.request_proposal()
+
+    def on_proposal_changed(self, _message: ProposalChanged) -> None:
+        self.show_proposal()
 
     def show_proposal(self) -> None:
         state = self.advisor.state

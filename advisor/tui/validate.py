@@ -4,7 +4,9 @@ name. The run is advisor.bench's, in a worker thread that only posts messages.""
 
 from __future__ import annotations
 
+import statistics
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -13,49 +15,55 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, VerticalScroll
-from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.units import human_size
+from advisor.tui.messages import DevicesChanged, ProposalChanged, RunProgressed, RunSampled
 from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
     from advisor.bench.run import Plan
-    from advisor.models.bench import ValidationReport
+    from advisor.models.bench import Attribution, MetricResult, ValidationReport
     from advisor.models.proposal import Proposal
 
 LOOP = "loop"
 
 
-class Progressed(Message):
-    """The run moved on (posted from the worker thread)."""
-
-    def __init__(self, done: int, total: int, what: str) -> None:
-        super().__init__()
-        self.done, self.total, self.what = done, total, what
+#: How each side is named in a plot's legend.
+SIDE_NAMES = {"A": "A defaults", "B": "B proposal"}
+#: At most this many round numbers under a plot (more would run together).
+MAX_X_TICKS = 8
 
 
-class Sampled(Message):
-    """One side of one round was measured (posted from the worker thread)."""
-
-    def __init__(self, run: threading.Event, side: str, round_index: int,
-                 values: dict[str, float]) -> None:
-        super().__init__()
-        self.run, self.side, self.round_index, self.values = run, side, round_index, values
+def round_ticks(rounds: int) -> list[int]:
+    """Whole round numbers for a plot's x axis: every round, or every k-th (and the last) when
+    there are more than MAX_X_TICKS."""
+    if rounds <= 0:
+        return []
+    step = -(-rounds // MAX_X_TICKS)
+    ticks = list(range(1, rounds + 1, step))
+    if ticks[-1] != rounds:
+        if rounds - ticks[-1] < step and len(ticks) > 1:
+            ticks.pop()  # too close to the last to print both
+        ticks.append(rounds)
+    return ticks
 
 
 class MetricPlot(PlotextPlot):
     """A against B per round for one metric; keeps the values it was given so that it can be
-    redrawn as rounds arrive."""
+    redrawn as rounds arrive. In colour: a braille line per side. Without colour (NO_COLOR) or
+    on the Linux console (no braille in its font): each round a point drawn as the letter of
+    its side, A or B, so the two series differ by shape and every glyph is plain ASCII."""
 
-    def __init__(self, name: str, title: str, unit: str) -> None:
+    def __init__(self, name: str, title: str, unit: str, *, plain: bool = False) -> None:
         super().__init__()
         self.metric, self.heading = name, f"{title} ({unit})" if unit else title
         self.values: dict[str, list[float]] = {"A": [], "B": []}
+        self.plain = plain
 
     def add(self, side: str, value: float) -> None:
         self.values.setdefault(side, []).append(value)
@@ -64,10 +72,22 @@ class MetricPlot(PlotextPlot):
     def redraw(self) -> None:
         plt = self.plt
         plt.clear_data()
+        rounds = 0
         for side in ("A", "B"):
             points = self.values.get(side, [])
-            if points:
-                plt.plot(list(range(1, len(points) + 1)), points, label=side, marker="braille")
+            if not points:
+                continue
+            xs = list(range(1, len(points) + 1))
+            rounds = max(rounds, len(points))
+            if self.plain:
+                plt.scatter(xs, points, label=SIDE_NAMES[side], marker=side)
+            else:
+                plt.plot(xs, points, label=SIDE_NAMES[side], marker="braille")
+        ticks = round_ticks(rounds)
+        if ticks:
+            plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
+            if rounds == 1:
+                plt.xlim(0.5, 1.5)
         plt.title(self.heading)
         plt.xlabel("round")
         self.refresh()
@@ -80,6 +100,8 @@ class ValidateScreen(StepScreen):
         Binding("ctrl+r", "run", "Run"),
         Binding("escape", "cancel", "Cancel run"),
         Binding("ctrl+s", "save_report", "Save report", show=False),  # help and palette say it
+        Binding("ctrl+b", "attribute", "Attribute", show=False),  # offered after a verdict
+        Binding("ctrl+e", "more_rounds", "More rounds", show=False),
     ]
 
     def __init__(self) -> None:
@@ -87,12 +109,15 @@ class ValidateScreen(StepScreen):
         self._cancel: threading.Event | None = None
         self._worker: Worker[ValidationReport] | None = None
         self.report: ValidationReport | None = None
+        self._ran: Plan | None = None
+        self._attributing: Worker[Attribution] | None = None
         self._other: tuple[str, str] | None = None
         self._other_proposal: Proposal | None = None
         self._plots: dict[str, MetricPlot] = {}
         self._fit_key: tuple[str, str, int] | None = None
         self._fit: tuple[SideConfig, SideConfig, list[NotApplied]] = (
             SideConfig(label="B"), SideConfig(label="B"), [])
+        self._shown_targets: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -100,7 +125,8 @@ class ValidateScreen(StepScreen):
             yield Static(id="sides")
             with Horizontal(classes="question-row"):
                 yield Label("run on", classes="question-name")
-                yield Select(self._targets(), value=LOOP, allow_blank=False, id="target",
+                self._shown_targets = self._targets()
+                yield Select(self._shown_targets, value=LOOP, allow_blank=False, id="target",
                              compact=True)
             yield Static(id="guard")
             yield Input(id="confirm", compact=True)
@@ -110,33 +136,63 @@ class ValidateScreen(StepScreen):
             yield Static(id="step")
             yield Static(id="verdict", classes="section-title")
             yield DataTable(id="metrics", cursor_type="row", show_cursor=False)
+            yield Static(id="next", classes="note")
             yield Grid(id="plots")
         yield Footer(compact=True, show_command_palette=False)
 
     def _targets(self) -> list[tuple[str, str]]:
+        """The loop default, then every device of a live system with the guard's verdict: a
+        usable scratch device (erased by the run), or refused and why, in the guard's words
+        (one function decides both this list and the check before each mkfs)."""
         state = self.advisor.state
         targets = [("a loop device over a temporary file (default)", LOOP)]
-        if state.inventory.live:  # a capture's devices are another machine's
-            for d in state.inventory.devices:
-                size = human_size(d.size_bytes.value) if d.size_bytes.value else "?"
-                targets.append((f"{d.display_name} ({size}, ERASED)", d.name))
+        if not state.inventory.live:  # a capture's devices are another machine's
+            return targets
+        try:
+            verdicts = state.session.scratch_verdicts(state.inventory)
+        except AdvisorError as err:
+            self.notify(f"could not check the devices: {err.message}", severity="error")
+            return targets
+        for device, reasons in verdicts:
+            size = human_size(device.size_bytes.value) if device.size_bytes.value else "?"
+            if reasons:
+                more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+                label = f"{device.display_name} ({size}): refused, {reasons[0]}{more}"
+            else:
+                label = f"{device.display_name} ({size}): usable scratch device, ERASED by the run"
+            targets.append((label, device.name))
         return targets
+
+    def refresh_targets(self) -> None:
+        """The target list again, for the devices as they are now (hotplug, a reload, a
+        return to this step); the chosen target stays when it still exists."""
+        select = self.query_one("#target", Select)
+        keep = self.target
+        targets = self._targets()
+        if targets == self._shown_targets:
+            return
+        self._shown_targets = targets
+        with select.prevent(Select.Changed):
+            select.set_options(targets)
+            select.value = keep if keep in {value for _, value in targets} else LOOP
+        self._show_guard()
+        self._show_plan()
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
         self.query_one("#metrics", DataTable).add_columns(
-            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict")
+            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict", "margin")
         self.query_one("#metrics").display = False
+        self.query_one("#next").display = False
         self.query_one("#progress").display = False
-        self.advisor.proposal_listeners.append(self)
-
-    def on_unmount(self) -> None:
-        if self in self.advisor.proposal_listeners:
-            self.advisor.proposal_listeners.remove(self)
 
     def on_screen_resume(self) -> None:
         self.advisor.request_proposal()
+        self.refresh_targets()
         self.show_proposal()
+
+    def on_devices_changed(self, _message: DevicesChanged) -> None:
+        self.refresh_targets()
 
     # ---- what would run ----
 
@@ -144,6 +200,9 @@ class ValidateScreen(StepScreen):
     def target(self) -> str:
         value = self.query_one("#target", Select).value
         return value if isinstance(value, str) else LOOP
+
+    def on_proposal_changed(self, _message: ProposalChanged) -> None:
+        self.show_proposal()
 
     def show_proposal(self) -> None:
         """The sides, the guard's verdict and the plan for the current answers and target."""
@@ -191,6 +250,8 @@ class ValidateScreen(StepScreen):
     def _show_guard(self) -> None:
         guard = self.query_one("#guard", Static)
         confirm = self.query_one("#confirm", Input)
+        self.sub_title = "on a loop device over a temporary file" if self.target == LOOP \
+            else f"on {self.target}"
         if self.target == LOOP:
             guard.update("Results then reflect the storage under the temporary file, not a "
                          "real device.")
@@ -203,7 +264,9 @@ class ValidateScreen(StepScreen):
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
-            guard.update(Text("refused: " + "; ".join(reasons), style="bold red"))
+            guard.update(Text(f"refused: {self.target} cannot be used for the run: "
+                              + "; ".join(reasons) + ". Choose another target.",
+                              style="bold red"))
             confirm.display = False
         else:
             guard.update(Text(f"{self.target} may be used: everything on it is erased. Type its "
@@ -285,6 +348,7 @@ class ValidateScreen(StepScreen):
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
+            self.refresh_targets()
             self._show_guard()
             self.notify(f"refusing {self.target}: " + "; ".join(reasons), severity="error")
         return not reasons
@@ -298,7 +362,7 @@ class ValidateScreen(StepScreen):
 
     @property
     def running(self) -> bool:
-        return self._worker is not None and not self._worker.is_finished
+        return any(w is not None and not w.is_finished for w in (self._worker, self._attributing))
 
     def action_run(self) -> None:
         if self.running:
@@ -306,8 +370,13 @@ class ValidateScreen(StepScreen):
             return
         confirm = self.query_one("#confirm", Input)
         confirmed = confirm.display and confirm.value.strip() == self.target
+        if self.target != LOOP and not confirm.display:  # the guard refused it: no box shown
+            self.notify(f"{self.target} cannot be used for the run (the reasons are shown "
+                        "under the target); choose another target", severity="error")
+            return
         if self.target != LOOP and not confirmed:
-            self.notify(f"not confirmed: type {self.target} in the box first", severity="error")
+            self.notify(f"not confirmed: type {self.target} in the box under the target first",
+                        severity="error")
             return
         try:
             # First: a killed run's mount would fail the guard.
@@ -334,6 +403,20 @@ class ValidateScreen(StepScreen):
         # The loop device's own proposal only when none was shown (no device chosen on F2).
         resolve_b = session.loop_side(state.workload) if plan.device is None \
             and plan.proposed is None else None
+        def call(progress: Callable[[int, int, str], None], cancel: threading.Event,
+                 sampled: Callable[[str, int, dict[str, float]], None]) -> ValidationReport:
+            return session.run_validation(plan, progress=progress, cancel=cancel,
+                                          resolve_b=resolve_b, on_sample=sampled,
+                                          recovered=recovered)
+
+        self._launch(plan, len(plan.order) + 1, call)
+
+    def _launch(self, plan: Plan, total: int, call: Callable[[Callable[[int, int, str], None],
+                                                  threading.Event,
+                                                  Callable[[str, int, dict[str, float]], None]],
+                                                 ValidationReport]) -> None:
+        """Run `call(progress, cancel, on_sample)` in a worker thread, the screen following it;
+        `plan` is what it runs (kept for attribution after the verdict)."""
         from advisor.tui.app import ActiveRun
 
         active = ActiveRun()
@@ -341,31 +424,89 @@ class ValidateScreen(StepScreen):
         cancel = active.cancel
         self._cancel = cancel
         self.report = None
+        self._ran = plan
         self.query_one("#metrics").display = False
+        self.query_one("#next").display = False
         self.query_one("#plots", Grid).remove_children()
         self._plots = {}
         self.query_one("#verdict", Static).update("")
         bar = self.query_one("#progress", ProgressBar)
-        bar.update(total=len(plan.order) + 1, progress=0)
+        bar.update(total=total, progress=0)
         bar.display = True
         self.query_one("#step", Static).update("starting: preparing the scratch device")
 
         def progress(done: int, total: int, what: str) -> None:
-            self.post_message(Progressed(done, total, what))  # thread-safe; widgets untouched
+            self.post_message(RunProgressed(done, total, what))  # thread-safe; widgets untouched
 
         def sampled(side: str, round_index: int, values: dict[str, float]) -> None:
-            self.post_message(Sampled(cancel, side, round_index, values))
+            self.post_message(RunSampled(cancel, side, round_index, values))
 
         def work() -> ValidationReport:
             try:
-                return session.run_validation(plan, progress=progress, cancel=cancel,
-                                              resolve_b=resolve_b, on_sample=sampled,
-                                              recovered=recovered)
+                return call(progress, cancel, sampled)
             finally:
                 active.done.set()
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)
+
+    def _attribution_offer(self) -> str:
+        """What ctrl+b would do after this verdict, or why it would not ("" before a verdict)."""
+        if self.report is None or self._ran is None:
+            return ""
+        return self.advisor.state.session.attribution_offer(self._ran, self.report)
+
+    def action_attribute(self) -> None:
+        """After a verdict: one A/B run per option of B (Session.attribute) in a worker."""
+        offer = self._attribution_offer()
+        if self.running or not offer.startswith("ctrl+b"):
+            self.notify(offer or "no verdict yet: run first (ctrl+r)", severity="warning")
+            return
+        assert self._ran is not None and self.report is not None
+        from advisor.tui.app import ActiveRun
+
+        plan, combined, session = self._ran, self.report, self.advisor.state.session
+        active = ActiveRun()
+        self.advisor.active_run = active
+        self._cancel = cancel = active.cancel
+        bar = self.query_one("#progress", ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
+
+        def progress(done: int, total: int, what: str) -> None:
+            self.post_message(RunProgressed(done, total, what))
+
+        def work() -> Attribution:
+            try:
+                return session.attribute(plan, combined, progress=progress, cancel=cancel)
+            finally:
+                active.done.set()
+
+        self._attributing = self.run_worker(work, name="attribute", group="validate",
+                                            thread=True, exit_on_error=False)
+
+    def action_more_rounds(self) -> None:
+        """Continue the last run with more pairs (Session.more_rounds): its pairs kept, a fresh
+        loop device of the same size, up to what the report says would likely resolve it."""
+        if self.running:
+            self.notify("a run is already going: escape cancels it", severity="warning")
+            return
+        report = self.report
+        if report is None:
+            self.notify("no report yet: more rounds continue a finished run",
+                        severity="warning")
+            return
+        session = self.advisor.state.session
+        try:
+            # Refusals (a calibration, a scratch device) before anything is made.
+            plan = session.continuation_plan(report)
+            session.recover(loop=True)
+        except AdvisorError as err:
+            self.notify(err.message, severity="error")
+            return
+        self._launch(plan, 2 * report.rounds + 1, lambda progress, cancel, sampled:
+                     session.more_rounds(report, progress=progress, cancel=cancel,
+                                         on_sample=sampled))
 
     def action_save_report(self) -> None:
         """The last report as Markdown (or the --json document, for a name ending in .json);
@@ -378,12 +519,12 @@ class ValidateScreen(StepScreen):
 
         report = self.report
 
-        def text(target: Path) -> str:
-            from advisor.bench.report import render_markdown
+        session = self.advisor.state.session
 
+        def text(target: Path) -> str:
             if target.suffix == ".json":
                 return report.model_dump_json(indent=2) + "\n"
-            return render_markdown(report)
+            return session.report_markdown(report)
 
         save_file(self.app, "Save the report to (.md, or .json for the --json document):",
                   "validation-report.md", "validation report", text, by_name=True)
@@ -394,78 +535,133 @@ class ValidateScreen(StepScreen):
             self.query_one("#step", Static).update("cancelling: stopping fio, unmounting, "
                                                    "detaching...")
 
-    def on_progressed(self, message: Progressed) -> None:
+    def on_run_progressed(self, message: RunProgressed) -> None:
         if self._cancel is not None and self._cancel.is_set():
             return
         self.query_one("#progress", ProgressBar).update(total=message.total + 1,
                                                         progress=message.done)
         self.query_one("#step", Static).update(message.what)
 
-    def on_sampled(self, message: Sampled) -> None:
+    def on_run_sampled(self, message: RunSampled) -> None:
         """Live plots: one per metric, made when its first value arrives, one point per side and
         round. The report replaces them with its own once the run is judged."""
         if message.run is not self._cancel or self.report is not None:
             return  # from an earlier run
-        from advisor.bench.jobs import METRICS
-
-        known = {m.name: m for m in METRICS}
+        known = self.advisor.state.session.metric_titles()
         for name, value in message.values.items():
             plot = self._plots.get(name)
             if plot is None:
-                metric = known.get(name)
-                plot = MetricPlot(name, metric.title if metric else name,
-                                  metric.unit if metric else "")
+                title, unit = known.get(name, (name, ""))
+                plot = MetricPlot(name, title, unit, plain=self.advisor.plain_glyphs)
                 self._plots[name] = plot
                 self.query_one("#plots", Grid).mount(plot)
             plot.add(message.side, value)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is self._attributing and event.worker.is_finished:
+            self._attributed(event)
+            return
         if event.worker is not self._worker or not event.worker.is_finished:
             return
         step = self.query_one("#step", Static)
         if event.state == WorkerState.SUCCESS and event.worker.result is not None:
             done = event.worker.result.rounds * 2 + 1
             self.query_one("#progress", ProgressBar).update(progress=done)
-            step.update("done")
-            self.show_report(event.worker.result)
+            report = event.worker.result
+            step.update(f"done on {report.environment.device}")
+            self.show_report(report)
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             message = error.message if isinstance(error, AdvisorError) else \
                 f"internal error: {type(error).__name__}: {error}"
             step.update(Text(message, style="bold" if "cancelled" in message else "bold red"))
             self.query_one("#progress").display = False
+            if isinstance(error, DeviceProblem):  # the guard's check right before a mkfs
+                self.notify(message, severity="error")
+                self.advisor.reload_devices()  # the target list then shows the refusal too
+
+    def _attributed(self, event: Worker.StateChanged) -> None:
+        step = self.query_one("#step", Static)
+        if event.state == WorkerState.SUCCESS and self.report is not None:
+            step.update("attribution done")
+            self.show_report(self.report.model_copy(
+                update={"attribution": event.worker.result}))
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            step.update(Text(error.message if isinstance(error, AdvisorError) else
+                             f"internal error: {type(error).__name__}: {error}",
+                             style="bold red"))
+        self.query_one("#progress").display = False
 
     # ---- results ----
 
     def show_report(self, report: ValidationReport) -> None:
         """The verdict, one row per metric with its interval, and a plot of A and B per round."""
-        from advisor.bench.report import what_ran
-
         self.report = report
         # As `xfs-advisor validate` says it: what was proposed, what ran, every difference, and
         # where the margins came from (a stored calibration decides them).
-        lines = what_ran(report)
+        lines = self.advisor.state.session.report_lines(report)
         if report.calibration is not None:
             lines.append(report.calibration.summary)
         self.query_one("#sides", Static).update(Text("\n".join(lines)))
-        self.query_one("#verdict", Static).update(f"Verdict: {report.verdict}. {report.summary}")
+        env = report.environment
+        where = f"Ran on {env.device} ({human_size(env.device_size_bytes)}" + (
+            f", a loop device over {env.loop_backing_file})" if env.loop_backing_file else ")")
+        after = [self._attribution_offer(), *self.advisor.state.session.attribution_lines(report)]
+        self.query_one("#verdict", Static).update(Text("\n".join(
+            [f"Verdict: {report.verdict}. {report.summary}", where, *[a for a in after if a]])))
         table = self.query_one("#metrics", DataTable)
         table.clear()
         for m in report.metrics:
             table.add_row(
                 m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
-                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}", Text(m.verdict, style=_VERDICT_STYLE.get(
-                    m.verdict, "")))
+                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}",
+                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m))
         table.display = True
+        self.query_one("#next", Static).update(Text("\n".join(next_steps(report))))
+        self.query_one("#next").display = True
         plots = self.query_one("#plots", Grid)
         plots.remove_children()
         self._plots = {}
         for m in report.metrics:
-            plot = MetricPlot(m.name, m.title, m.unit)
+            plot = MetricPlot(m.name, m.title, m.unit, plain=self.advisor.plain_glyphs)
             plot.values = {"A": list(m.a), "B": list(m.b)}
             self._plots[m.name] = plot
             plots.mount(plot)
             plot.redraw()
+
+
+def margin_text(m: MetricResult) -> str:
+    """A metric's margin and where it came from: the default, the calibrated noise floor, or
+    that floor capped (the run's calibration line says which calibration)."""
+    shown = f"±{m.margin * 100:.0f}%"
+    floor = m.calibrated_floor
+    if floor is None:
+        return f"{shown} default"
+    if m.margin_capped:
+        return f"{shown} capped (floor {floor * 100:.0f}%)"
+    if floor * 100 < round(m.margin * 100):
+        return f"{shown} default (floor {floor * 100:.0f}%)"
+    return f"{shown} calibrated"
+
+
+def next_steps(report: ValidationReport) -> list[str]:
+    """What would settle each inconclusive metric (pairs in all, with the noise seen) and what
+    can be done with the report."""
+    lines = []
+    for m in report.metrics:
+        if m.verdict != "inconclusive":
+            continue
+        if m.rounds_to_resolve:
+            need = f"~{m.rounds_to_resolve} pairs would likely resolve it"
+        else:
+            need = "more than 200 pairs, or the difference sits on the margin"
+        lines.append(f"{m.title}: inconclusive after {report.rounds} pairs (noise "
+                     f"{m.noise * 100:.0f}% per pair); {need}.")
+    # "More rounds" (Session.more_rounds, being built apart) and "attribute" (Session.attribute)
+    # join this line and BINDINGS once the session offers them.
+    lines.append("ctrl+s saves this report (Markdown, or JSON for a .json name).")
+    return lines
 
 
 _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cyan",
@@ -474,9 +670,7 @@ _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cy
 
 def _mean(values: list[float], geo: float | None = None) -> str:
     """A side's geometric mean (so that B/A is their ratio), from the report or the samples."""
-    from advisor.bench.stats import geometric_mean
-
     if not values:
         return "-"
-    g = geo if geo is not None else geometric_mean(values)
+    g = geo if geo is not None else statistics.geometric_mean(values)
     return f"{g:,.0f}" if g >= 100 else f"{g:.3g}"

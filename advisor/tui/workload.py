@@ -18,6 +18,7 @@ from textual.worker import Worker, WorkerState
 from advisor.errors import AdvisorError
 from advisor.tui.dialogs import PathPrompt, default_save_name, save_file
 from advisor.tui.form import FormValue, Question, check, questions, values_of
+from advisor.tui.messages import ProposalChanged
 from advisor.tui.step import StepScreen
 
 _YES_NO: list[tuple[str, bool]] = [("yes", True), ("no", False)]
@@ -81,12 +82,10 @@ class WorkloadScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: workload"
-        self.advisor.proposal_listeners.append(self)
         self.fill(self.advisor.state.workload)
 
-    def on_unmount(self) -> None:
-        if self in self.advisor.proposal_listeners:
-            self.advisor.proposal_listeners.remove(self)
+    def on_proposal_changed(self, _message: ProposalChanged) -> None:
+        self.show_proposal()
 
     def show_proposal(self) -> None:
         """The mkfs line for the answers so far, so each answer's effect shows as it is typed."""
@@ -104,6 +103,7 @@ class WorkloadScreen(StepScreen):
     def on_screen_resume(self) -> None:
         device = self.advisor.state.device
         self.sub_title = f"for {device.display_name}" if device else "no device chosen yet (F2)"
+        self.show_proposal()  # what changed while another step showed
         if self.focused is None or not self._shown_before:
             self.query_one(f"#{self.questions[0].widget_id}").focus()
         self._shown_before = True

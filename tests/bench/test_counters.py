@@ -4,6 +4,7 @@ the log several times less often for the same directory work, as the logbsize ru
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -22,9 +23,10 @@ BLOCK = "  10 0 80 5  120 3 900 40  0 50 60  0 0 0 0  9 1\n"
 
 def test_parse_snapshot_reads_the_log_line_and_the_block_fields() -> None:
     got = counters.parse_snapshot(STATS + BLOCK)
-    assert got == {"log_writes": 40, "log_blocks": 2400, "log_noiclogs": 0, "log_forces": 7,
+    assert got == {"extent_allocs": 1, "log_writes": 40, "log_blocks": 2400, "log_noiclogs": 0,
+                   "log_forces": 7,
                    "log_force_sleeps": 3, "write_ios": 120, "write_sectors": 900,
-                   "discard_ios": 0, "flush_ios": 9}
+                   "discard_ios": 0, "flush_ios": 9, "transactions": 2031}
 
 
 def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
@@ -120,3 +122,72 @@ def test_claims_are_checked_only_for_options_b_adds() -> None:
     [check] = counters.check_claims([("log-stripe-unit", su)], a, b_su,
                                     [_judged("log_kib_per_fsync", (0.5, 0.6))])
     assert check.option == "-l su=4k" and check.seen == "seen"
+
+
+def test_a_figure_b_never_did_is_less_work_by_the_sign_test() -> None:
+    """noatime: no atime transaction in any round on B, some in every round on A. No log-ratio
+    exists; every pair points the same way, which 6 pairs make significant (p = 2^-5)."""
+    six = {"transactions_per_file_read": {"A": [0.5] * 6, "B": [0.0] * 6}}
+    (m,) = counters.judge_none_on_b(six, set())
+    assert (m.ratio, m.ci, m.verdict, m.geo_mean_a) == (0.0, [0.0, 0.0], "better", 0.5)
+    four = {"transactions_per_file_read": {"A": [1.0] * 4, "B": [0.0] * 4}}
+    assert counters.judge_none_on_b(four, set())[0].verdict == "inconclusive"  # p = 1/8
+    mixed = {"transactions_per_file_read": {"A": [1.0, 0.0] * 3, "B": [0.0] * 6}}
+    assert counters.judge_none_on_b(mixed, set()) == []  # A did none in some round: no figure
+    assert counters.judge_none_on_b(six, {"transactions_per_file_read"}) == []
+
+
+def _writers_per_ag(loop: str, mnt: Path, agcount: int) -> dict[str, float]:
+    sh("mkfs.xfs", "-q", "-f", "-K", "-d", f"agcount={agcount}", loop)
+    with mounted(loop, mnt):
+        shape = jobs.shape_for(Workload(concurrent_writers=8), measure_seconds=1.0,
+                               fs_bytes=1 << 30)
+        jobs.prepare(shape, str(mnt))  # the writers' folders, as every round makes them
+        return counters.writers_in_busiest_ag(loop, str(mnt), 8)
+
+
+def test_more_ags_leave_fewer_writers_sharing_one(tmp_path: Path, loop: str) -> None:
+    """The ag-concurrency rule's mechanism, from the folders' inode numbers: 8 writers over
+    the default 4 AGs share them two by two; with agcount=8 each has its own. xfs_db says the
+    same of each folder's inode."""
+    require_root_tools("mount", "xfs_db")
+    four = _writers_per_ag(loop, tmp_path / "m4", 4)
+    eight = _writers_per_ag(loop, tmp_path / "m8", 8)
+    assert four == {"writers_in_busiest_ag": 2.0} and eight == {"writers_in_busiest_ag": 1.0}
+    with mounted(loop, tmp_path / "m8"):  # the oracle: xfs_db's AG of w0..w7's inodes
+        inos = [os.stat(tmp_path / "m8" / f"w{i}").st_ino for i in range(8)]
+    ags = {sh("xfs_db", "-r", "-c", f"convert ino {ino} agno", loop).stdout.split()[0]
+           for ino in inos}
+    assert len(ags) == 8
+    assert counters.writers_in_busiest_ag(loop, str(tmp_path), 1) == {}  # one writer: no figure
+
+
+def _read_back(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
+    """One round with an fsync phase (and so the read-back of each writer's file)."""
+    shape = jobs.shape_for(Workload(largest_directory_entries=2000, fsyncs_per_second=50,
+                                    median_file_size=4096, concurrent_writers=3),
+                           measure_seconds=1.0, fs_bytes=1 << 30)
+    sh("mkfs.xfs", "-q", "-f", "-K", loop)
+    work.mkdir()
+    name = counters.kernel_name(loop)
+    with mounted(loop, mnt, *options):
+        jobs.prepare(shape, str(mnt))
+        (work / "round.fio").write_text(jobs.jobfile(shape, str(mnt), counters_for=name))
+        proc = subprocess.run(["fio", "--output-format=json", "round.fio"], cwd=work,
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        counters.take_snapshot(name, str(work), counters.END)
+    measured = jobs.parse_fio(proc.stdout, shape.metrics)
+    assert measured.operations["readback"] == 3  # one 4 KiB read per writer's file
+    return counters.mechanism_values(str(work), jobs.phases(shape), measured.operations)
+
+
+def test_noatime_spares_the_atime_transaction_of_each_file_read_back(tmp_path: Path,
+                                                                     loop: str) -> None:
+    """The atime rule's mechanism: relatime (the default) commits one transaction per file read
+    after it was written, noatime none."""
+    require_root_tools("fio", "mount")
+    relatime = _read_back(loop, tmp_path / "m1", tmp_path / "w1", [])
+    noatime = _read_back(loop, tmp_path / "m2", tmp_path / "w2", ["noatime"])
+    assert relatime["transactions_per_file_read"] == 1.0
+    assert noatime["transactions_per_file_read"] == 0.0

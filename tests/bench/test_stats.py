@@ -1,4 +1,4 @@
-"""The statistics behind every verdict: known t quantiles, Holm, and the verdict rules."""
+"""The statistics behind every verdict: t quantiles, the alpha split, and the verdict rules."""
 
 from __future__ import annotations
 
@@ -28,14 +28,6 @@ def test_t_quantile_inverts_the_cdf(p: float, df: int) -> None:
 
 def test_t_quantile_is_symmetric() -> None:
     assert stats.t_quantile(0.025, 6) == pytest.approx(-stats.t_quantile(0.975, 6))
-
-
-def test_holm_steps_down_and_stops_at_first_failure() -> None:
-    # alpha/3 = 0.0167, alpha/2 = 0.025, alpha/1 = 0.05
-    assert stats.holm_rejections([0.01, 0.02, 0.04]) == [True, True, True]
-    assert stats.holm_rejections([0.01, 0.03, 0.04]) == [True, False, False]
-    assert stats.holm_rejections([0.02, 0.001, 0.5]) == [True, True, False]
-    assert stats.holm_rejections([]) == []
 
 
 def test_paired_summary_of_a_constant_ratio() -> None:
@@ -87,17 +79,6 @@ def test_difference_inside_the_margin_is_never_better() -> None:
     assert v.verdict == "equivalent"
 
 
-def test_holm_is_applied_across_metrics() -> None:
-    # Each metric alone just passes at 5% but not at 5%/3.
-    a, _ = _noisy(1.0, 6, 0.0, 5)
-    borderline = [x * 1.2 for x in a]
-    single = stats.beyond_margin_p_value(stats.paired_log_ratios(a, borderline), math.log(1.05))
-    assert single == 0.0  # no noise: certain
-    p = [0.03, 0.03, 0.03]
-    assert stats.holm_rejections(p) == [False, False, False]
-    assert stats.holm_rejections([0.03]) == [True]
-
-
 def test_false_alarm_rate_of_aa_runs_is_controlled() -> None:
     # 400 simulated A/A runs with 5 metrics of 6 pairs: how often is anything better/worse?
     rng = random.Random(7)
@@ -131,5 +112,16 @@ def test_rounds_to_resolve_grows_with_noise() -> None:
     quiet = stats.PairedSummary(n=6, mean=0.0, sd=0.03)
     loud = stats.PairedSummary(n=6, mean=0.0, sd=0.06)
     m = math.log(1.05)
-    q, lo = stats.rounds_to_resolve(quiet, m), stats.rounds_to_resolve(loud, m)
+    q = stats.sequential_rounds_to_resolve(quiet, m, 0.05)
+    lo = stats.sequential_rounds_to_resolve(loud, m, 0.05)
     assert q is not None and lo is not None and lo > q
+
+
+def test_the_alpha_is_split_across_metrics() -> None:
+    # A slowdown one metric alone calls worse is inconclusive among five (alpha / 5 each).
+    a, b = _noisy(0.85, 10, 0.08, 1)
+    (alone,) = stats.judge([(a, b, True, 0.05)])
+    among = stats.judge([(a, b, True, 0.05)] * 5)
+    assert alone.verdict == "worse"
+    assert all(v.verdict == "inconclusive" for v in among)
+    assert among[0].ci_ratio[1] > alone.ci_ratio[1]

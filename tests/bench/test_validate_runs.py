@@ -65,8 +65,10 @@ def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None)
     proc = _validate(tmp_path, "--calibrate", "--age", "--budget", "20", *SMALL)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["schema_version"] == 1 and report["calibrate"] is True
+    assert report["schema_version"] == 2 and report["calibrate"] is True
     assert report["rounds"] == 6 and report["order"][:4] == ["A", "B", "B", "A"]
+    # An A/A calibration is a fixed design: its noise floors are fixed-n figures.
+    assert report["stopping"]["reason"] == "max rounds" and report["stopping"]["looks"] == [6]
     assert {m["verdict"] for m in report["metrics"]} <= {"equivalent", "inconclusive"}
     for m in report["metrics"]:
         assert len(m["a"]) == len(m["b"]) == 6
@@ -90,14 +92,19 @@ def test_planted_slowdown_is_found_worse(tmp_path: Path, root_tools: None) -> No
     # directory. On this kernel the penalty is in the directory's steady state (creates into
     # the holes deletes left), not in creates into a growing directory, which stay within
     # +-10%: the test asserts where it is and that the run as a whole is called worse.
-    # 10 pairs: the refill phase is short and its noise per pair was 7-18% here; at 6 pairs the
-    # Holm-corrected test then missed a 25% slowdown once in three runs.
+    # 10 pairs, fixed (--max-rounds 10): the refill phase is short and its noise per pair was
+    # 7-18% on a quiet machine, 50-80% under a load of 10; the anytime-valid intervals are about
+    # 1.5 times a t interval's width, so under load it is the creates per CPU-second (noise
+    # 5-8% per pair) that settle it: 20-30% fewer with 64 KiB directory blocks in every run
+    # of scripts/bench_validate.py. The test asserts the run is worse, and on nothing better.
     proc = _validate(tmp_path, "--mkfs-options", "-n size=64k", "--budget", "100",
-                     "--rounds", "10", *CREATE_HEAVY)
+                     "--rounds", "10", "--max-rounds", "10", *CREATE_HEAVY)
     report = json.loads(proc.stdout)
     assert report["workload"]["directory_entries"] == 60000, report["workload"]
-    refill = next(m for m in report["metrics"] if m["name"] == "refill_creates_per_s")
-    assert refill["verdict"] == "worse" and refill["ci"][1] < 0.95, refill
+    assert report["rounds"] == 10 and report["stopping"]["reason"] == "max rounds"
+    worse = [m for m in report["metrics"] if m["verdict"] == "worse"]
+    assert worse and all(m["ci"][1] < 0.95 for m in worse), report["metrics"]
+    assert not [m for m in report["metrics"] if m["verdict"] == "better"], report["metrics"]
     assert report["verdict"] == "worse"
     assert proc.returncode == 5
     assert report["b"]["mkfs_options"] == ["-n", "size=64k"] and report["a"]["mkfs_options"] == []

@@ -41,6 +41,29 @@ async def _settle(pilot: Pilot[Any]) -> None:
 SnapCompare = Callable[..., bool]
 
 
+async def _laid_out(pilot: Pilot[Any]) -> None:
+    """Until every plot has its size and the screen stops moving, then the verdict scrolled to
+    the top: the plots mount one by one, and a scroll made earlier stops wherever layout was."""
+    from textual_plotext import PlotextPlot
+
+    screen = pilot.app.screen
+    body = screen.query_one("#validate-body")
+
+    async def settled() -> None:
+        last = None
+        for _ in range(100):
+            await pilot.pause()
+            plots = list(screen.query(PlotextPlot))
+            now = (body.virtual_size, body.scroll_y, [p.size for p in plots])
+            if plots and all(p.size.height > 0 for p in plots) and now == last:
+                return
+            last = now
+
+    await settled()
+    screen.query_one("#verdict").scroll_visible(top=True, animate=False, immediate=True)
+    await settled()
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_devices(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
     # The cursor on the misaligned partition: its badge and its facts show.
@@ -83,3 +106,44 @@ def test_workload_out_of_the_fields(snap_compare: SnapCompare, make_app: AppFact
     # escape: no field has focus, so the footer offers ? and q again, and enter to go back.
     app = make_app(device="vg0-data", workload=EXAMPLE, start="workload")
     assert snap_compare(app, press=["escape"], terminal_size=(80, 24), run_before=_settle)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_validate_targets_with_their_verdicts(snap_compare: SnapCompare, make_app: AppFactory,
+                                              size: tuple[int, int],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fixture host as if live, the kernel not asked about loop bindings (deterministic):
+    # the target list open, each device with the guard's verdict.
+    from advisor.bench import guard
+
+    monkeypatch.setattr(guard, "live_links", lambda inventory: guard.Links())
+    app = make_app(device="vg0-data", workload=EXAMPLE, start="validate")
+    app.state.inventory.live = True
+    for device in app.state.inventory.devices:
+        device.usage.probed = True
+
+    async def open_targets(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        pilot.app.screen.query_one("#target").focus()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=open_targets)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_validate_report(snap_compare: SnapCompare, make_app: AppFactory,
+                         size: tuple[int, int]) -> None:
+    # A judged report: margins with their origin, pairs that would resolve the inconclusive
+    # metrics, the device named, plots over whole rounds.
+    from tests.tui.test_validate import report_with_rounds
+
+    app = make_app(device="vg0-data", workload=EXAMPLE, start="validate")
+
+    async def show(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        screen: Any = pilot.app.screen
+        screen.show_report(report_with_rounds(6))
+        await _laid_out(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=show)

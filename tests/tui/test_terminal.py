@@ -331,3 +331,90 @@ def test_the_linux_console_gets_only_characters_its_font_has(
     outside = {c for s in seen for c in s if c not in font}
     assert not outside, sorted(outside)
     _keys(tmux, "Escape", "q")
+
+
+BRAILLE = re.compile("[\u2800-\u28ff]")
+LEGEND = re.compile(r"[AB]+ (A defaults|B proposal)")
+
+
+def _plot_rows(screen: str) -> str:
+    """The plots' rows (y axis ticks), without their legends."""
+    return "\n".join(LEGEND.sub("", line) for line in screen.splitlines() if "┤" in line)
+
+
+@pytest.mark.parametrize("env", ["colour", "NO_COLOR=1", "TERM=linux"])
+def test_plot_series_differ_without_colour(tmux: Callable[..., str],
+                                           shared_dumps: dict[str, Path], tmp_path: Path,
+                                           env: str) -> None:
+    """A and B per round: in colour two braille lines; with NO_COLOR (where both would be the
+    same grey) and on the Linux console (no braille in its font) each round is the letter of
+    its side, the legend says which is which, and nothing outside cp437 is drawn there."""
+    from tests.tui.test_validate import report_with_rounds
+
+    report = tmp_path / "report.json"
+    report.write_text(report_with_rounds(6).model_dump_json())
+    term = env if env.startswith("TERM=") else "TERM=xterm-256color"
+    extra = [env] if env.startswith("NO_COLOR") else []
+    tmux("new-session", "-d", "-s", "advisor", "-x", "120", "-y", "70", "-c", str(REPO),
+         "env", "-u", "COLUMNS", "-u", "LINES", "-u", "NO_COLOR", term, "COLORTERM=truecolor",
+         *extra, str(REPO / ".venv" / "bin" / "python"), "-m", "tests.tui.show_report",
+         str(shared_dumps["simple-nvme"]), str(report))
+    screen = _wait_for(lambda: tmux("capture-pane", "-p", "-t", "advisor"),
+                       lambda s: "round" in s and "B proposal" in s, "the plots")
+    rows = _plot_rows(screen)
+    assert "A defaults" in screen and "B proposal" in screen
+    if env == "colour":
+        assert BRAILLE.search(rows), screen
+    else:
+        assert not BRAILLE.search(screen), screen
+        assert rows.count("A") >= 6 and rows.count("B") >= 6, screen  # a letter per round
+    if env == "TERM=linux":
+        font = set(bytes(range(256)).decode("cp437"))
+        assert not {c for c in screen if c not in font}, screen
+    # Whole rounds under the plots.
+    axis = next((line for line in screen.splitlines() if re.search(r"^\s*1\s+2\s", line)), screen)
+    assert not re.search(r"\d\.\d", axis), axis
+    _keys(tmux, "q")
+
+
+def test_a_refused_target_says_why_and_cannot_start(tmux: Callable[..., str],
+                                                    tmp_path: Path) -> None:
+    """The live TUI, F5, the target list: a loop device holding ext4 is listed as refused with
+    the guard's words (no "ERASED", no box to type into, no "run as root"); ctrl+r on it says
+    it cannot be used, and its ext4 is still there."""
+    from tests.conftest import loop_device, sh
+
+    require_root_tools("losetup", "mkfs.ext4", "blkid")
+    with loop_device(tmp_path / "ext4.img", 1 << 30) as dev:
+        sh("mkfs.ext4", "-q", dev)
+        name = Path(dev).name
+        tmux("new-session", "-d", "-s", "advisor", "-x", "160", "-y", "45",
+             _live_tui(tmp_path))
+        screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
+        _wait_for(screen, lambda s: "STATE" in s, "the device list")
+        _keys(tmux, "F5")
+        _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
+        _keys(tmux, "Tab")
+        refusal = f"refused: {name} cannot be used for the run"
+        for attempt in range(3):  # under load, type-to-find in the list can miss a key
+            _keys(tmux, "Enter")  # the target list, open
+            _wait_for(screen, lambda s: "refused, " in s, "the open target list")
+            tmux("send-keys", "-t", "advisor", "-l", name)  # type to find it
+            time.sleep(1.0)
+            _keys(tmux, "Enter")
+            try:
+                shown = _wait_for(screen, lambda s: refusal in s, "the refusal", 10)
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
+                if "Dismiss menu" in screen():
+                    _keys(tmux, "Escape")  # still open: close it and try again
+        assert f"{name} (1 GiB): refused, libblkid finds existing data on" in shown, shown
+        assert "ext4" in shown and "ERASED" not in shown.split("Command plan")[0], shown
+        assert "Type its name" not in shown and "run as root" not in shown
+        _keys(tmux, "C-r")
+        said = _wait_for(screen, lambda s: "choose another target" in s, "the notice")
+        assert "box" not in said, said
+        _keys(tmux, "C-q")
+        assert sh("blkid", "-o", "value", "-s", "TYPE", dev).stdout.strip() == "ext4"

@@ -1,0 +1,51 @@
+"""What the allocation rules share (issue 15): whether the answers describe large files written
+sequentially (swalloc, allocsize, largeio), and the size of an extent size hint (extszinherit,
+cowextsize)."""
+
+from __future__ import annotations
+
+from advisor.engine.context import Context, round_up
+from advisor.models.units import format_size
+
+
+def large_sequential(ctx: Context, min_file_size: int) -> tuple[bool, str]:
+    """(True, how the answers say so) when files are streamed start to end and their median
+    size is at least `min_file_size`; else (False, why the default stays)."""
+    w = ctx.workload
+    if w.write_pattern is None:
+        return False, "how files are written is not answered (write_pattern)"
+    if w.write_pattern != "sequential":
+        return False, (f"files are written {w.write_pattern}ly, not streamed start to end: "
+                       "fixed large allocations would pad the files written in place and "
+                       "fragment free space for the small ones"
+                       if w.write_pattern == "random" else
+                       "the load is mixed (write_pattern = mixed): what helps the streamed "
+                       "files pads and fragments the others")
+    if w.median_file_size is None:
+        return False, "files are streamed, but their size is not answered (median_file_size)"
+    if w.median_file_size < min_file_size:
+        return False, (f"files are streamed, but a median file of "
+                       f"{format_size(w.median_file_size)} is under "
+                       f"{format_size(min_file_size)}: small files gain nothing and keep the "
+                       "padding")
+    return True, (f"files streamed start to end (write_pattern = sequential), median "
+                  f"{format_size(w.median_file_size)}")
+
+
+def hint_bytes(ctx: Context, hint: int) -> int:
+    """An extent size hint for this filesystem: `hint`, rounded up to the stripe unit when there
+    is one, and to the block size."""
+    stripe = ctx.stripe()
+    if stripe is not None:
+        hint = round_up(hint, stripe[0])
+    return round_up(hint, ctx.geometry.block_size)
+
+
+def hint_too_large(ctx: Context, hint: int) -> str | None:
+    """Why a hint of `hint` bytes cannot be set here (the kernel wants at most half an AG), or
+    None when it can."""
+    half = ctx.geometry.agsize_bytes // 2
+    if hint > half:
+        return (f"a {format_size(hint)} hint is over half an allocation group "
+                f"({format_size(half)}), more than the kernel takes")
+    return None

@@ -1,0 +1,51 @@
+"""Copy-on-write extent size hint for reflinked files written in place (issue 15)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from advisor.engine.allocation import hint_bytes, hint_too_large
+from advisor.engine.context import Change, Context, Outcome
+from advisor.engine.registry import decider
+from advisor.models.base import Model
+from advisor.models.units import ByteSize, format_size
+
+
+class CowExtentSizeHintParams(Model):
+    """The copy-on-write hint for cloned files."""
+
+    hint: ByteSize = Field(gt=0)
+    """The hint (the kernel's own is 32 blocks); rounded like the extent size hint."""
+
+
+def reflink_off(ctx: Context) -> str | None:
+    """Why the filesystem will have no reflink, or None when it will."""
+    chosen = ctx.chosen.get("-m features")
+    if chosen and any("reflink=0" in o for o in chosen.options):
+        return "the feature set the target kernel needs has reflink off"
+    if chosen is None and ctx.geometry.features.get("reflink") == 0:
+        return "this mkfs.xfs makes no reflink by default"
+    return None
+
+
+@decider(CowExtentSizeHintParams)
+def cow_extent_size_hint(ctx: Context, params: CowExtentSizeHintParams) -> Outcome:
+    w = ctx.workload
+    if not w.reflink_clones:
+        return Outcome(keep_reason="no reflink clones written in place (reflink_clones "
+                       + ("= false)" if w.reflink_clones is False else "not answered)"))
+    off = reflink_off(ctx)
+    if off:
+        return Outcome(keep_reason=f"{off}: there is no copy-on-write to hint")
+    hint = hint_bytes(ctx, params.hint)
+    too_large = hint_too_large(ctx, hint)
+    if too_large:
+        return Outcome(keep_reason=too_large)
+    blocks = hint // ctx.geometry.block_size
+    return Outcome(change=Change(
+        f"cowextsize={blocks}", ["-d", f"cowextsize={blocks}"],
+        f"reflink clones written in place (reflink_clones): each write into a shared block "
+        f"copies it, into copy-on-write extents of the hint's size; a {format_size(hint)} hint "
+        f"({blocks} blocks, the kernel's own is 32) keeps clones rewritten in runs, several at "
+        "once, in extents that large instead of 128 KiB pieces (scattered single-block writes "
+        "make one extent each either way)"))

@@ -410,7 +410,7 @@ def test_a_refused_target_says_why_and_cannot_start(tmux: Callable[..., str],
                     raise
                 if "Dismiss menu" in screen():
                     _keys(tmux, "Escape")  # still open: close it and try again
-        assert f"{name} (1 GiB): refused, libblkid finds existing data on" in shown, shown
+        assert f"{name} (1 GiB): refused, it holds data: ext4" in shown, shown
         assert "ext4" in shown and "ERASED" not in shown.split("Command plan")[0], shown
         assert "Type its name" not in shown and "run as root" not in shown
         _keys(tmux, "C-r")

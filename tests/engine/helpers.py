@@ -8,7 +8,7 @@ from advisor.models.device import Device, Fact, StripeGeometry
 from advisor.models.environment import Environment
 from advisor.system.versions import lts_configs
 
-GiB, TiB = 1 << 30, 1 << 40
+MiB, GiB, TiB = 1 << 20, 1 << 30, 1 << 40
 
 FACT_FIELDS = {"size_bytes", "rotational", "write_cache", "fua", "zoned", "discard_granularity",
                "logical_sector", "physical_sector", "min_io", "opt_io", "alignment_offset",

@@ -13,7 +13,7 @@ from advisor.engine.rules.log_size import LogSizeParams
 from advisor.models.device import Device, Fact, StripeGeometry, Usage
 from advisor.models.proposal import Decision, Proposal
 from advisor.models.workload import Workload
-from tests.engine.helpers import GiB, TiB, device, environment, md_stripe
+from tests.engine.helpers import GiB, MiB, TiB, device, environment, md_stripe
 
 KiB = 1 << 10
 
@@ -459,3 +459,18 @@ def test_older_mkfs_is_given_only_option_names_it_knows(book: RuleBook) -> None:
     p = run(book, SSD, check=False, xfsprogs="5.0.0", must_mount_on_kernel="rhel8")
     d = decision(p, "-m features")
     assert d.options == ["-m", "crc=1,finobt=1,reflink=1,rmapbt=0", "-i", "sparse=1"]
+
+
+@pytest.mark.parametrize("size", [400 * MiB, 512 * MiB, 513 * MiB, 600 * MiB, 1 * GiB])
+def test_more_ags_for_writers_each_still_hold_the_log(book: RuleBook, size: int) -> None:
+    """8 writers on a small SSD: the AGs proposed each hold the internal log, so the real dry
+    run takes the command (agcount=8 at 512 MiB was refused: "Log size must be at least
+    64MB", a bug exit); the count said is the one mkfs.xfs makes."""
+    p = run(book, device(size, rotational=False), concurrent_writers=8)
+    assert p.check is not None  # a refusal would have raised ProposalBug
+    d = decision(p, "-d agcount/agsize")
+    made = p.check.geometry.agcount
+    g = p.check.geometry
+    assert g.agsize_blocks * g.block_size > g.log_bytes
+    if d.changed:
+        assert f"{made} AGs" in d.reason, d.reason

@@ -58,21 +58,32 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
         return Outcome(keep_reason=f"a single spinning disk ({said_by}) cannot serve more "
                        "concurrency: more AGs only spread its seeks (LKML 2015, XFS on a single "
                        "spindle)")
-    target = min(params.target_agcount, multidisk_agcount(ctx.size))
+    multidisk = min(params.target_agcount, multidisk_agcount(ctx.size))
+    # The internal log lives inside one AG: an AG must be larger than it (mkfs.xfs refuses
+    # "Log size must be at least 64MB" otherwise; measured: agcount=8 fails at 512 MiB with the
+    # 64 MiB log, works from 513 MiB). A MiB more than the log leaves room for the AG headers.
+    log = ctx.geometry.log_bytes
+    holds_log = max(1, ctx.size // (log + MiB))
+    target = min(multidisk, holds_log)
     eventual = ctx.eventual_size
     if eventual:
         target = min(target, max(2, params.max_agcount_when_grown * ctx.size // eventual))
     if target <= default:
-        return Outcome(keep_reason=f"{who}; at {human_size(ctx.size)} mkfs.xfs itself makes "
-                       f"no more than {target} AGs even for multi-disk storage: the default "
+        limit = (f"no more than {target} AGs each larger than the {human_size(log)} log fit"
+                 if target == holds_log < multidisk else f"mkfs.xfs itself makes no more than "
+                 f"{target} AGs even for multi-disk storage")
+        return Outcome(keep_reason=f"{who}; at {human_size(ctx.size)} {limit}: the default "
                        f"{default} stays")
     storage = (f"storage of unknown kind ({said_by}): guide 2.1.2 says to ensure at least "
                f"{params.target_agcount} AGs when mkfs.xfs cannot detect it"
                if kind == "unknown" else f"{kind} storage ({said_by}) that mkfs.xfs sees as a "
                "single device")
-    why = (f"{who} on {storage} ({default} AGs by default): {target} AGs, as mkfs.xfs makes "
-           f"for multi-disk storage of {human_size(ctx.size)}, let that many allocations "
-           "proceed at once")
+    how_many = (f"{target} AGs, the most that each stay larger than the {human_size(log)} log"
+                if target == holds_log < multidisk else
+                f"{target} AGs, as mkfs.xfs makes for multi-disk storage of "
+                f"{human_size(ctx.size)}")
+    why = (f"{who} on {storage} ({default} AGs by default): {how_many}, let that many "
+           "allocations proceed at once")
     if ctx.env.xfsprogs_at_least(6, 8):
         return Outcome(change=Change(f"concurrency={target}", ["-d", f"concurrency={target}"],
                                      values={"concurrency": target}, reason=

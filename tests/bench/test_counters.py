@@ -61,10 +61,11 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
         str(tmp_path), ["create", "delete", "refill", "stat"], {"create": 2000})
 
 
-def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
-    shape = jobs.shape_for(Workload(largest_directory_entries=20_000, fsyncs_per_second=0,
-                                    median_file_size=4096, concurrent_writers=1),
-                           measure_seconds=1.0, fs_bytes=1 << 30)
+def _fio_round(loop: str, mnt: Path, work: Path, options: list[str], workload: Workload
+               ) -> tuple[jobs.Shape, str]:
+    """mkfs, mount with `options`, one fio round with the counters' snapshots taken in `work`;
+    the round's shape and fio's JSON output."""
+    shape = jobs.shape_for(workload, measure_seconds=1.0, fs_bytes=1 << 30)
     sh("mkfs.xfs", "-q", "-f", "-K", loop)
     work.mkdir()
     name = counters.kernel_name(loop)
@@ -75,6 +76,13 @@ def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str
                               capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr
         counters.take_snapshot(name, str(work), counters.END)
+    return shape, proc.stdout
+
+
+def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
+    shape, _ = _fio_round(loop, mnt, work, options, Workload(
+        largest_directory_entries=20_000, fsyncs_per_second=0, median_file_size=4096,
+        concurrent_writers=1))
     phases = jobs.phases(shape)
     assert all((work / f"counters.{p}").exists() for p in phases)  # fio took every snapshot
     return counters.mechanism_values(
@@ -164,20 +172,10 @@ def test_more_ags_leave_fewer_writers_sharing_one(tmp_path: Path, loop: str) -> 
 
 def _read_back(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
     """One round with an fsync phase (and so the read-back of each writer's file)."""
-    shape = jobs.shape_for(Workload(largest_directory_entries=2000, fsyncs_per_second=50,
-                                    median_file_size=4096, concurrent_writers=3),
-                           measure_seconds=1.0, fs_bytes=1 << 30)
-    sh("mkfs.xfs", "-q", "-f", "-K", loop)
-    work.mkdir()
-    name = counters.kernel_name(loop)
-    with mounted(loop, mnt, *options):
-        jobs.prepare(shape, str(mnt))
-        (work / "round.fio").write_text(jobs.jobfile(shape, str(mnt), counters_for=name))
-        proc = subprocess.run(["fio", "--output-format=json", "round.fio"], cwd=work,
-                              capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr
-        counters.take_snapshot(name, str(work), counters.END)
-    measured = jobs.parse_fio(proc.stdout, shape.metrics)
+    shape, output = _fio_round(loop, mnt, work, options, Workload(
+        largest_directory_entries=2000, fsyncs_per_second=50, median_file_size=4096,
+        concurrent_writers=3))
+    measured = jobs.parse_fio(output, shape.metrics)
     assert measured.operations["readback"] == 3  # one 4 KiB read per writer's file
     return counters.mechanism_values(str(work), jobs.phases(shape), measured.operations)
 

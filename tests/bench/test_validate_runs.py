@@ -103,7 +103,13 @@ def test_planted_slowdown_is_found_worse(tmp_path: Path, root_tools: None) -> No
     assert report["workload"]["directory_entries"] == 60000, report["workload"]
     assert report["rounds"] == 10 and report["stopping"]["reason"] == "max rounds"
     worse = [m for m in report["metrics"] if m["verdict"] == "worse"]
-    assert worse and all(m["ci"][1] < 0.95 for m in worse), report["metrics"]
+    assert worse, report["metrics"]
+    # Each "worse" is the verdict's own rule (the whole interval of B/A below 1/(1 + margin));
+    # a metric can be called worse by a few per cent when its margin is small (a calibrated
+    # floor of 3%), so the planted effect itself is asserted on the clearest one: well below 0.95.
+    for m in worse:
+        assert m["ci"][1] <= 1 / (1 + m["margin"]) + 1e-3, m
+    assert min(m["ci"][1] for m in worse) < 0.95, worse
     assert not [m for m in report["metrics"] if m["verdict"] == "better"], report["metrics"]
     assert report["verdict"] == "worse"
     assert proc.returncode == 5

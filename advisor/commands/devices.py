@@ -27,27 +27,71 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "built on it, with all its facts")
     p.add_argument("--no-probe", action="store_true",
                    help="do not ask libblkid and udev (sysfs and /proc only)")
+    p.add_argument("--fields", metavar="LIST",
+                   help="with --json: only these device fields (comma-separated JSON keys, e.g. "
+                   "size_bytes,rotational,min_io,opt_io), each still with its source; only what "
+                   "they need is read, as lsblk -o does. Identity and tree fields (name, path, "
+                   "kind, maj_min, parents, children, holders, notes...) are always given. "
+                   "`--fields help` lists the names")
 
 
 def run(args: argparse.Namespace) -> int:
     from advisor.inspect.devices import find_device, inspect_devices
     from advisor.system.sysroot import SysRoot
 
+    fields = parse_fields(args.fields, json=args.json)
+    if fields == frozenset({"help"}):
+        sys.stdout.write("\n".join(selectable_fields()) + "\n")
+        return 0
     root = SysRoot.open(getattr(args, "sysroot", None))
-    inv = inspect_devices(root, probe=not args.no_probe)
+    inv = inspect_devices(root, probe=not args.no_probe, fields=fields)
     if args.device:
         dev = find_device(inv, args.device)
         inv = subtree(inv, dev)
     if args.json:
+        include: dict[str, Any] | None = None
+        if fields is not None:
+            from advisor.inspect.devices import IDENTITY
+            include = {"schema_version": True, "sysroot": True, "live": True,
+                       "devices": {"__all__": set(IDENTITY | fields)}}
         # Bytes straight from the serializer: a SAN host's JSON is tens of MB, not worth a str copy.
         sys.stdout.flush()
-        sys.stdout.buffer.write(inv.__pydantic_serializer__.to_json(inv, indent=2) + b"\n")
+        sys.stdout.buffer.write(
+            inv.__pydantic_serializer__.to_json(inv, indent=2, include=include) + b"\n")
         sys.stdout.buffer.flush()
         return 0
     sys.stdout.write(render_tree(inv))
     if args.device:
         sys.stdout.write("\n" + render_details(inv.devices[0]))
     return 0
+
+
+def selectable_fields() -> list[str]:
+    """Device fields --fields can ask for: everything but the identity and tree fields, which
+    every device always has."""
+    from advisor.inspect.devices import IDENTITY
+
+    return [name for name in Device.model_fields if name not in IDENTITY]
+
+
+def parse_fields(text: str | None, *, json: bool) -> frozenset[str] | None:
+    """--fields LIST as a set of Device field names (None: all); BadInput (exit 2) for a name
+    that is not one, or without --json (the tree view has its own columns)."""
+    from advisor.errors import BadInput
+
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["help"]:
+        return frozenset(names)
+    if not json:
+        raise BadInput("--fields selects what --json writes: add --json")
+    known = selectable_fields()
+    unknown = [n for n in names if n not in known and n not in Device.model_fields]
+    if unknown or not names:
+        raise BadInput(f"--fields: unknown field {', '.join(unknown) or '(none given)'} "
+                       f"(known: {', '.join(known)})")
+    return frozenset(names)
 
 
 def subtree(inv: Inventory, top: Device) -> Inventory:

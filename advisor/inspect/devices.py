@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from advisor import SCHEMA_VERSION
 from advisor.errors import DeviceProblem
-from advisor.inspect import geometry, parsers
+from advisor.inspect import geometry, parallel, parsers
 from advisor.inspect.probes import Probes, can_probe, load_probes, probe_live
 from advisor.models.device import (
     Device,
@@ -147,6 +147,37 @@ _MD: list[_Spec] = [
 ]
 
 
+#: Device fields every scan fills, whatever was asked: who the device is and where it sits in the
+#: tree (lsblk reads these for any column set too), and the notes.
+IDENTITY = frozenset({"name", "display_name", "path", "maj_min", "kind", "dm_kind", "transport",
+                      "dm_name", "dm_uuid", "parents", "children", "holders", "notes"})
+#: Read whatever was asked: sizes and device numbers decide which devices are listed at all.
+_ALWAYS_READ = frozenset({"maj_min", "size_bytes", "dm_name", "dm_uuid"})
+#: Derived fields and the facts they are derived from.
+_DERIVED_FROM: dict[str, frozenset[str]] = {
+    "stripe": frozenset({"min_io", "opt_io", "physical_sector", "logical_sector", "md"}),
+    "storage_hint": frozenset({"model"}),
+    "discard_below": frozenset({"discard_max_bytes"}),
+}
+#: Fields the libblkid/udev probe fills or corrects: without them the probe is not run.
+_PROBED = frozenset({"usage", "model", "serial", "wwn"})
+
+
+def fields_needed(fields: frozenset[str] | None) -> frozenset[str] | None:
+    """What a scan that must fill `fields` (Device field names; None: all) has to read."""
+    if fields is None:
+        return None
+    needed = set(fields) | IDENTITY | _ALWAYS_READ
+    for name in fields:
+        needed |= _DERIVED_FROM.get(name, frozenset())
+    return frozenset(needed)
+
+
+def _wanted(specs: list[_Spec], needed: frozenset[str] | None) -> list[_Spec]:
+    """A new list (callers extend it) of the specs whose field is needed."""
+    return list(specs) if needed is None else [s for s in specs if s[0] in needed]
+
+
 def _identity(transport: str | None) -> list[_Spec]:
     """Where the kernel puts model, serial and WWID depends on the driver: asking only there
     saves thousands of failed opens on a SAN host."""
@@ -241,9 +272,11 @@ def _vanished(root: SysRoot, rel: str, name: str) -> DeviceProblem:
                          f"({root.path(rel)} is gone); run the command again")
 
 
-def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
+def _read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None
+                 ) -> list[dict[str, Any]]:
     """The facts of one /sys/block entry and its partitions, as Device field dicts (without the
-    tree, stripe and usage, which need every device). Empty when the device is skipped."""
+    tree, stripe and usage, which need every device). Empty when the device is skipped.
+    `needed`: the fields to read (fields_needed; None: all); the others keep their defaults."""
     base = f"sys/block/{name}"
     rd = _Reader(root)
     kind = _kind_of(name)
@@ -252,15 +285,16 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     if kind in ("disk", "rom"):
         link = root.readlink(base)
         transport = parsers.transport_from_link(link) if link else None
-    mq = root.listdir(f"{base}/mq")
-    specs = list(_COMMON)
+    want_mq = needed is None or not needed.isdisjoint(("hw_queues", "hw_queue_tags"))
+    mq = root.listdir(f"{base}/mq") if want_mq else []
+    specs = _wanted(_COMMON, needed)
     if mq:
         specs.append(("hw_queue_tags", f"mq/{mq[0]}/nr_tags", FactInt, parsers.parse_int, False))
     if kind in ("disk", "rom"):
-        specs.extend(_identity(transport))
+        specs.extend(_wanted(_identity(transport), needed))
     elif kind == "dm":
         specs.extend(_DM)
-    elif kind == "md":
+    elif kind == "md" and (needed is None or "md" in needed):
         specs.extend(_MD)
     facts = rd.batch(base, specs)
 
@@ -278,7 +312,7 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     }
     if mq:
         fields["hw_queues"] = _fact(FactInt, len(mq), SYSFS, f"{base}/mq", " ".join(mq), None)
-    else:
+    elif want_mq:
         fields["hw_queues"] = _fact(FactInt, None, SYSFS, f"{base}/mq", None,
                                     "no blk-mq hardware queues")
     if kind == "dm":
@@ -290,11 +324,12 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
             rd.notes.append(f"{base}/dm/name: missing")
         fields["dm_uuid"] = dm_uuid
         fields["dm_kind"] = parsers.dm_kind_from_uuid(dm_uuid) if dm_uuid else "other"
-    elif kind == "md":
+    elif kind == "md" and (needed is None or "md" in needed):
         fields["md"] = _md_info(base, *(facts.pop(spec[0]) for spec in _MD))
     fields.update(facts)
-    fields["storage_hint"] = _storage_hint(root, name, kind, link, transport,
-                                           fields["model"].value if "model" in fields else None)
+    if needed is None or "storage_hint" in needed:
+        fields["storage_hint"] = _storage_hint(
+            root, name, kind, link, transport, fields["model"].value if "model" in fields else None)
 
     # Hardware disks are built on nothing, and dm devices have no kernel partitions (kpartx makes
     # more dm devices): skipping those listings saves a syscall per path on a SAN host.
@@ -302,7 +337,7 @@ def _read_device(root: SysRoot, name: str) -> list[dict[str, Any]]:
     fields["parents"] = [] if hardware else root.listdir(f"{base}/slaves")
     holders = root.listdir(f"{base}/holders")
     fields["holders"] = holders
-    partitions = [_read_partition(root, name, entry, fields)
+    partitions = [_read_partition(root, name, entry, fields, needed)
                   for entry in ([] if kind == "dm" else root.listdir(base))
                   if entry.startswith(name) and entry != name
                   and root.exists(f"{base}/{entry}/partition")]
@@ -328,21 +363,20 @@ def _md_info(base: str, level: Fact[str], chunk: Fact[int], disks: Fact[int],
                   data_disks=data)
 
 
-def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, Any]
-                    ) -> dict[str, Any]:
+def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, Any],
+                    needed: frozenset[str] | None = None) -> dict[str, Any]:
     base = f"sys/block/{disk}/{name}"
     rd = _Reader(root)
-    facts = rd.batch(base, _PARTITION)
+    facts = rd.batch(base, _wanted(_PARTITION, needed))
     fields: dict[str, Any] = {
         "name": name, "display_name": name, "path": f"/dev/{name}", "kind": "part",
-        "maj_min": facts.pop("maj_min").value, "removable": disk_fields["removable"],
-        "transport": disk_fields.get("transport"), **facts,
-        "storage_hint": disk_fields["storage_hint"],
+        "maj_min": facts.pop("maj_min").value, "transport": disk_fields.get("transport"),
+        **facts,
     }
-    # A partition has no queue of its own: its limits are the whole disk's.
-    for attr, *_ in _QUEUE:
-        fields[attr] = disk_fields[attr]
-    for attr in ("hw_queues", "hw_queue_tags", "queue_depth"):
+    # A partition has no queue of its own: its limits are the whole disk's (and it is as
+    # removable, and on the same storage, as the disk).
+    for attr in (*(q[0] for q in _QUEUE), "removable", "storage_hint", "hw_queues",
+                 "hw_queue_tags", "queue_depth"):
         if attr in disk_fields:
             fields[attr] = disk_fields[attr]
     holders = root.listdir(f"{base}/holders")
@@ -447,7 +481,7 @@ def _below(root: SysRoot, dev: dict[str, Any], by_name: dict[str, dict[str, Any]
                           if isinstance(p.get("thin"), Fact) and p["thin"].value), None)
         if inherited is not None:
             out["thin"] = inherited
-    own = dev["discard_max_bytes"].value
+    own = dev["discard_max_bytes"].value if "discard_max_bytes" in dev else None
     if dev["kind"] == "dm" and own == 0:
         # The nearest devices below that take discards (a thin pool's own layers may not).
         below: list[tuple[int, str]] = []
@@ -499,6 +533,10 @@ def _usage(dev: dict[str, Any], table: str, mounts: dict[str, list[parsers.Mount
         swap=dev["name"] in swaps, signatures=signatures, probed=probed)
 
 
+def _no_usage() -> Usage:
+    return Usage(mountpoints=[], fstype=_NO_FSTYPE, signatures=[])
+
+
 def _mount_table(root: SysRoot) -> tuple[str, list[parsers.MountEntry]]:
     """The mount table and which file it came from: captures may hold either."""
     text = root.read("proc/self/mountinfo")
@@ -523,31 +561,40 @@ def _by_device(fields: list[dict[str, Any]], entries: list[parsers.MountEntry]
     return out
 
 
-def inspect_devices(root: SysRoot, *, probe: bool = True) -> Inventory:
+def inspect_devices(root: SysRoot, *, probe: bool = True,
+                    fields: frozenset[str] | None = None) -> Inventory:
     """Every block device under `root` (partitions included), parents before children.
 
     With `probe`, libblkid and udev are asked too: on the live system when running as root, or
-    from the probe file of a capture. Raises DeviceProblem when a device vanishes mid-scan."""
-    return inspect_with_probes(root, probe=probe)[0]
+    from the probe file of a capture. `fields`: only these Device fields are filled (and only
+    what they need is read; the tree and IDENTITY always are), the rest keep their defaults
+    (`devices --json --fields`, lsblk's -o). Raises DeviceProblem when a device vanishes
+    mid-scan."""
+    return inspect_with_probes(root, probe=probe, fields=fields)[0]
 
 
-def inspect_with_probes(root: SysRoot, *, probe: bool = True) -> tuple[Inventory, Probes]:
+def inspect_with_probes(root: SysRoot, *, probe: bool = True,
+                        fields: frozenset[str] | None = None) -> tuple[Inventory, Probes]:
     """inspect_devices, also returning the live-only probe results it used (for capture)."""
     # A scan allocates hundreds of thousands of small objects and frees none of them: the cyclic
     # collector would walk them again and again for nothing (a quarter of a SAN host's scan).
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _inspect(root, probe=probe)
+        return _inspect(root, probe=probe, needed=fields_needed(fields))
     finally:
         if paused:
             gc.enable()
 
 
-def _inspect(root: SysRoot, *, probe: bool) -> tuple[Inventory, Probes]:
-    fields: list[dict[str, Any]] = []
-    for name in root.listdir("sys/block"):
-        fields.extend(_read_device(root, name))
+def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None
+             ) -> tuple[Inventory, Probes]:
+    def want(name: str) -> bool:
+        return needed is None or name in needed
+
+    fields = parallel.read_all(root, root.listdir("sys/block"),
+                               lambda name: _read_device(root, name, needed),
+                               (FactInt, FactBool, FactStr), _fact)
     by_name = {f["name"]: f for f in fields}
     for f in fields:  # a holder/slave outside the inventory (excluded or empty) is not shown
         f["parents"] = [p for p in f["parents"] if p in by_name]
@@ -555,27 +602,35 @@ def _inspect(root: SysRoot, *, probe: bool) -> tuple[Inventory, Probes]:
         f["holders"] = [h for h in f["holders"] if h in by_name]
 
     probes = Probes()
-    if probe:
+    if probe and (needed is None or not needed.isdisjoint(_PROBED)):
         probes = probe_live([f["name"] for f in fields]) if can_probe(root) else load_probes(root)
-    table, entries = _mount_table(root)
-    mounts = _by_device(fields, entries)
-    swap_paths = set(parsers.parse_swaps(root.read("proc/swaps") or ""))
-    swaps = {f["name"] for f in fields if f["path"] in swap_paths
-             or f"/dev/{f['name']}" in swap_paths}
+    table: str = "none"
+    mounts: dict[str, list[parsers.MountEntry]] = {}
+    swaps: set[str] = set()
+    if want("usage"):
+        table, entries = _mount_table(root)
+        mounts = _by_device(fields, entries)
+        swap_paths = set(parsers.parse_swaps(root.read("proc/swaps") or ""))
+        swaps = {f["name"] for f in fields if f["path"] in swap_paths
+                 or f"/dev/{f['name']}" in swap_paths}
 
     devices: list[Device] = []
     for f in _topological(fields):
-        f["stripe"] = _stripe(f, by_name)
-        if f["kind"] == "dm":
+        if want("stripe"):
+            f["stripe"] = _stripe(f, by_name)
+        if f["kind"] == "dm" and want("storage_hint"):
             f["storage_hint"] = _inherited_hint(f, by_name)
-        f.update(_below(root, f, by_name))
-        f["usage"] = _usage(f, table, mounts, swaps, probes)
+        if want("thin") or want("discard_below"):
+            f.update(_below(root, f, by_name))
+        # Given even when not asked: a default Usage is deep-copied per device (a third of the
+        # time of a `--fields` scan of a SAN host).
+        f["usage"] = _usage(f, table, mounts, swaps, probes) if want("usage") else _no_usage()
         error = probes.errors.get(f["name"])
         if error:
             f["notes"] = [*f["notes"], f"libblkid: {error}"]
         udev = probes.udev.get(f["name"], {})
         for attr, key in (("model", "ID_MODEL"), ("serial", "ID_SERIAL_SHORT"), ("wwn", "ID_WWN")):
-            if key in udev:
+            if key in udev and want(attr):
                 f[attr] = FactStr(value=udev[key], source="udev",
                                                   path=f"udev:{key}", raw=udev[key], note=None)
         devices.append(Device(**f))

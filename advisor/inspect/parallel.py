@@ -1,0 +1,189 @@
+"""Reading a large host's /sys/block on two CPUs: this process and a forked child take pieces of
+the entries from a shared queue (a pipe) until none is left; the child sends its device dicts back
+over another pipe.
+
+Why: a SAN host has thousands of block devices and ~12-25 sysfs attributes each; the scan is
+system calls and small Python work in equal parts, and threads only fight over the GIL (two
+threads took twice as long as one). A child process halves the reading; its results cross the
+pipe with marshal (Facts as plain tuples), which costs a tenth of what it saves.
+
+When it is not used: few devices (a fork costs more than it saves), one usable CPU, a recording
+SysRoot (`capture` must see every path read), or other threads running (the TUI: forking a
+threaded process can copy a lock some other thread holds). Anything going wrong on the child's
+side other than a vanished device (which is an answer: the scan stops with DeviceProblem, as it
+does when reading alone) makes this process read that half itself, so the result never depends
+on the child. Ctrl-C or any exception here kills and reaps the child before it propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from advisor.errors import DeviceProblem
+from advisor.models.device import Fact, MdInfo
+from advisor.system.sysroot import SysRoot
+
+#: Below this many /sys/block entries one process reads them all: forking and merging cost
+#: ~10 ms, which a few hundred devices do not repay.
+MIN_ENTRIES = 512
+
+ReadOne = Callable[[str], list[dict[str, Any]]]
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def worth_forking(root: SysRoot, names: list[str]) -> bool:
+    return (len(names) >= MIN_ENTRIES and usable_cpus() >= 2 and root.recorded is None
+            and threading.active_count() == 1 and hasattr(os, "fork"))
+
+
+#: /sys/block entries per piece of work: small enough that neither process waits long for the
+#: other at the end, large enough that taking a piece (a 2-byte pipe read) costs nothing.
+CHUNK = 64
+
+
+def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
+             fact_classes: tuple[type[Fact[Any]], ...],
+             make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
+    """[*read_one(name) for name in names], in that order, on two CPUs when worth_forking.
+    `fact_classes`: every Fact class read_one builds (they cross the pipe as an index);
+    `make_fact(cls, value, source, path, raw, note)`: how this side builds one back.
+
+    The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
+    the next number until none is left, so a busy CPU or a slow child only means this process
+    does more of the pieces (all of them, if the child never runs)."""
+    if not worth_forking(root, names):
+        return [f for name in names for f in read_one(name)]
+    chunk = max(CHUNK, -(-len(names) // 30000))  # the numbers must fit in a pipe's 64 KiB
+    pieces = [names[i:i + chunk] for i in range(0, len(names), chunk)]
+    queue_r, queue_w = os.pipe()
+    os.write(queue_w, b"".join(i.to_bytes(2, "little") for i in range(len(pieces))))
+    os.close(queue_w)
+    out_r, out_w = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: read, send, exit without running anything of the parent's
+        _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, parent)
+    os.close(out_w)
+    done: dict[int, list[dict[str, Any]]] = {}
+    reaped = False
+    try:
+        for i in _take(queue_r):
+            done[i] = [f for name in pieces[i] for f in read_one(name)]
+        with os.fdopen(out_r, "rb") as pipe:
+            data = pipe.read()
+        os.waitpid(pid, 0)
+        reaped = True
+        done.update(_decode(data, fact_classes, make_fact))
+        for i, piece in enumerate(pieces):  # what a failed child took and did not send
+            if i not in done:
+                done[i] = [f for name in piece for f in read_one(name)]
+        return [f for i in range(len(pieces)) for f in done[i]]
+    finally:
+        os.close(queue_r)
+        if not reaped:
+            _kill(pid)
+
+
+def _take(queue: int) -> Iterator[int]:
+    """The numbers of the pieces to read, until the queue is empty (a read of two bytes from a
+    pipe is taken whole: the two processes never split one)."""
+    while True:
+        raw = os.read(queue, 2)
+        if len(raw) < 2:
+            return
+        yield int.from_bytes(raw, "little")
+
+
+def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: ReadOne,
+           fact_classes: tuple[type[Fact[Any]], ...], parent: int) -> None:
+    """Never returns: os._exit, so no atexit handler, buffered stdout or finally of the
+    parent's runs twice. Stops at the next piece when the parent is gone (killed by SIGTERM or
+    SIGHUP, which it does not catch): nothing would read what it sends."""
+    code = 1
+    try:
+        os.close(rfd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
+        payload: Any
+        done: list[tuple[int, list[dict[str, Any]]]] = []
+        try:
+            for i in _take(queue):
+                if os.getppid() != parent:
+                    return
+                done.append((i, [_encode(f, fact_classes) for name in pieces[i]
+                                 for f in read_one(name)]))
+            payload = ("ok", done)
+        except DeviceProblem as err:
+            payload = ("vanished", str(err))
+        data = marshal.dumps(payload)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(wfd, view):]
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> dict[str, Any]:
+    """A device dict with its Facts as (class index, value, source, path, raw, note) tuples and an
+    MdInfo as ("md", {field: tuple}): what marshal carries. TypeError for anything else that is
+    not plain data (then the parent reads this half itself)."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if isinstance(value, Fact):
+            out[key] = _fact_tuple(value, classes)
+        elif isinstance(value, MdInfo):
+            out[key] = ("md", {k: _fact_tuple(getattr(value, k), classes)
+                               for k in MdInfo.model_fields})
+        elif value is None or isinstance(value, (str, int, list)):
+            out[key] = value
+        else:
+            raise TypeError(f"{key}: {type(value).__name__} cannot cross the pipe")
+    return out
+
+
+def _fact_tuple(fact: Fact[Any], classes: tuple[type[Fact[Any]], ...]) -> tuple[Any, ...]:
+    d = fact.__dict__
+    return (classes.index(type(fact)), d["value"], d["source"], d["path"], d["raw"], d["note"])
+
+
+def _decode(data: bytes, classes: tuple[type[Fact[Any]], ...],
+            make_fact: Callable[..., Fact[Any]]) -> dict[int, list[dict[str, Any]]]:
+    """The child's device dicts by piece; empty when it sent nothing usable (it failed: the
+    caller reads its pieces); DeviceProblem when it saw a device vanish."""
+    try:
+        kind, body = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if kind == "vanished":
+        raise DeviceProblem(body)
+    if kind != "ok":
+        return {}
+    for _, devices in body:
+        for fields in devices:
+            for key, value in fields.items():
+                if type(value) is tuple:
+                    if value[0] == "md":
+                        fields[key] = MdInfo(**{k: make_fact(classes[t[0]], *t[1:])
+                                                for k, t in value[1].items()})
+                    else:
+                        fields[key] = make_fact(classes[value[0]], *value[1:])
+    return dict(body)

@@ -1,0 +1,237 @@
+"""The two-process scan of a large /sys/block (advisor.inspect.parallel): the same inventory as
+one process reads, both processes really share the work, and a child that fails, sees a device
+vanish or is left behind by Ctrl-C never changes the answer or outlives the scan."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.errors import DeviceProblem
+from advisor.inspect import parallel
+from advisor.inspect.devices import FactBool, FactInt, FactStr, _fact, inspect_devices
+from advisor.system.sysroot import SysRoot
+from tests.conftest import REPO, require
+
+CLASSES = (FactInt, FactBool, FactStr)
+
+
+def _generator() -> Any:
+    """scripts/bench_devices.py's SAN host generator (the benchmark's own tree)."""
+    spec = importlib.util.spec_from_file_location("bench_devices",
+                                                  REPO / "scripts" / "bench_devices.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def san(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """160 LUNs over 3 paths and their multipath devices: 640 entries, above MIN_ENTRIES."""
+    root = tmp_path_factory.mktemp("san")
+    assert _generator().generate(root, 160, 3) == 640 > parallel.MIN_ENTRIES
+    return root
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The pids of the children parallel.read_all forks during the test."""
+    pids: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(parallel.os, "fork", fork)
+    yield pids
+
+
+def _two_cpus() -> None:
+    require(parallel.usable_cpus() >= 2, "needs two CPUs")
+
+
+def test_two_processes_read_the_same_inventory_as_one(san: Path, forks: list[int],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _two_cpus()
+    together = inspect_devices(SysRoot.open(san))
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()  # forked, and reaped
+    monkeypatch.setattr(parallel, "MIN_ENTRIES", 10**9)
+    alone = inspect_devices(SysRoot.open(san))
+    assert len(forks) == 1
+    assert together.model_dump_json() == alone.model_dump_json()
+    assert len(together.devices) == 640
+    dm = together.get("mpath7")
+    # dm-* sort before sd*: a multipath device and its paths are in different pieces.
+    assert dm is not None and dm.parents == ["sdv", "sdw", "sdx"]
+
+
+def _pid_reader(delay: float = 0.0, fail: Callable[[str], None] | None = None
+                ) -> Callable[[str], list[dict[str, Any]]]:
+    parent = os.getpid()
+
+    def read_one(name: str) -> list[dict[str, Any]]:
+        if os.getpid() != parent and fail is not None:
+            fail(name)
+        time.sleep(delay)
+        return [{"name": name, "pid": os.getpid(),
+                 "size": _fact(FactInt, len(name), "sysfs", f"sys/block/{name}/size", "1", None)}]
+    return read_one
+
+
+NAMES = [f"sd{i:04d}" for i in range(700)]
+
+
+def _read(read_one: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    return parallel.read_all(SysRoot(Path("/")), NAMES, read_one, CLASSES, _fact)
+
+
+def test_both_processes_take_pieces_and_the_order_is_kept(forks: list[int]) -> None:
+    _two_cpus()
+    out = _read(_pid_reader(delay=0.001))
+    assert [d["name"] for d in out] == NAMES
+    assert {d["pid"] for d in out} == {os.getpid(), forks[0]}  # the child did some of the work
+    assert all(d["size"].value == 6 and d["size"].path.endswith("/size") for d in out)
+
+
+def test_a_failing_child_leaves_its_pieces_to_the_parent(forks: list[int]) -> None:
+    _two_cpus()
+
+    def boom(name: str) -> None:
+        raise RuntimeError("child broke")
+
+    out = _read(_pid_reader(delay=0.0005, fail=boom))
+    assert [d["name"] for d in out] == NAMES
+    assert {d["pid"] for d in out} == {os.getpid()}
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+
+
+def test_a_device_vanishing_in_the_child_is_the_scan_s_answer(forks: list[int]) -> None:
+    _two_cpus()
+
+    def vanish(name: str) -> None:
+        raise DeviceProblem(f"device {name} disappeared while it was being inspected")
+
+    with pytest.raises(DeviceProblem, match="disappeared while it was being inspected"):
+        _read(_pid_reader(delay=0.0005, fail=vanish))
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+
+
+def test_what_cannot_cross_the_pipe_is_read_by_the_parent(forks: list[int]) -> None:
+    _two_cpus()
+    parent = os.getpid()
+
+    def read_one(name: str) -> list[dict[str, Any]]:
+        time.sleep(0.0005)
+        return [{"name": name, "pid": os.getpid(), "odd": {1, 2}}]  # a set: not plain data
+
+    out = _read(read_one)
+    assert [d["name"] for d in out] == NAMES and {d["pid"] for d in out} == {parent}
+
+
+def test_ctrl_c_in_the_parent_kills_and_reaps_the_child(forks: list[int]) -> None:
+    _two_cpus()
+    parent = os.getpid()
+    seen = []
+
+    def read_one(name: str) -> list[dict[str, Any]]:
+        time.sleep(0.001)
+        if os.getpid() == parent:
+            seen.append(name)
+            if len(seen) == 100:
+                raise KeyboardInterrupt
+        return [{"name": name}]
+
+    with pytest.raises(KeyboardInterrupt):
+        _read(read_one)
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # nothing of ours left to reap
+
+
+def test_no_fork_with_threads_capture_or_few_devices(san: Path, forks: list[int]) -> None:
+    root = SysRoot.open(san)
+    names = root.listdir("sys/block")
+    _two_cpus()
+    assert parallel.worth_forking(root, names)
+    assert not parallel.worth_forking(root, names[:parallel.MIN_ENTRIES - 1])
+    recording = SysRoot.open(san)
+    recording.recorded = set()
+    assert not parallel.worth_forking(recording, names)  # capture must see every path read
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not parallel.worth_forking(root, names)  # the TUI: never fork with threads
+        inspect_devices(root)
+    finally:
+        stop.set()
+        thread.join()
+    assert forks == []
+
+
+#: A scan that takes a few seconds, run as its own process: prints the child's pid, then reads.
+SLOW_SCAN = """
+import os, sys, time
+from pathlib import Path
+from advisor.inspect import parallel
+from advisor.inspect.devices import FactBool, FactInt, FactStr, _fact
+from advisor.system.sysroot import SysRoot
+real = os.fork
+def fork():
+    pid = real()
+    if pid:
+        print(pid, flush=True)
+    return pid
+parallel.os.fork = fork
+def read_one(name):
+    time.sleep(0.002)
+    return [{"name": name}]
+parallel.read_all(SysRoot(Path("/")), [f"sd{i}" for i in range(3000)], read_one,
+                  (FactInt, FactBool, FactStr), _fact)
+print("finished", flush=True)
+"""
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie waiting for whoever adopted it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_killed_scan_leaves_no_child_reading(sig: str) -> None:
+    """SIGTERM or a dropped SSH session (SIGHUP) kill the parent outright; its child notices at
+    the next piece (64 entries, ~0.13 s here) instead of reading its share to the end (~3 s)."""
+    import signal
+    import subprocess
+    import sys
+
+    _two_cpus()
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_SCAN], stdout=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    try:
+        assert proc.stdout is not None
+        child = int(proc.stdout.readline())
+        time.sleep(0.3)
+        proc.send_signal(getattr(signal, sig))
+        assert proc.wait(timeout=10) == -getattr(signal, sig)
+        deadline = time.monotonic() + 1.5
+        while not _exited(child) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _exited(child)
+    finally:
+        proc.kill()
+        proc.wait()

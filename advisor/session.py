@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from advisor.errors import AdvisorError, BadInput
 from advisor.models.device import Device, Inventory
-from advisor.models.workload import Workload
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
+    from advisor.models.workload import Workload
 
 Progress = Callable[[int, int, str], None]
 Sample = Callable[[str, int, dict[str, float]], None]
@@ -89,14 +89,18 @@ class Session:
 
     # ---- devices ----
 
-    def inventory(self, *, refresh: bool = False) -> Inventory:
+    def inventory(self, *, refresh: bool = False, probe: bool = True,
+                  fields: frozenset[str] | None = None) -> Inventory:
         """Every block device, read once and kept until `refresh`. libblkid is asked on the live
-        system as root; a capture brings its own probe results."""
-        if self._inventory is None or (refresh and not self._fixed):
-            from advisor.inspect.devices import inspect_devices
+        system as root; a capture brings its own probe results. `probe` False (sysfs and /proc
+        only) or `fields` (only these Device fields, `devices --json --fields`) make a scan of
+        their own, which is not kept."""
+        from advisor.inspect.devices import inspect_devices
 
-            probe = not self.live or os.geteuid() == 0
-            self._inventory = inspect_devices(self.root, probe=probe)
+        if (not probe or fields is not None) and not self._fixed:
+            return inspect_devices(self.root, probe=probe, fields=fields)
+        if self._inventory is None or (refresh and not self._fixed):
+            self._inventory = inspect_devices(self.root)
         return self._inventory
 
     def device(self, name: str) -> Device:

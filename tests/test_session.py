@@ -103,3 +103,17 @@ def test_the_inventory_is_read_once_until_refreshed(shared_dumps: dict[str, Path
     assert session.inventory(refresh=True) is not first
     fixed = Session(inventory=first)
     assert fixed.inventory(refresh=True) is first and not fixed.follows_hotplug
+
+
+def test_a_partial_scan_is_its_own_and_leaves_the_kept_one(shared_dumps: dict[str, Path]) -> None:
+    """`devices --json --fields` and `--no-probe` go through the Session too, with scans of their
+    own: what the TUI and the proposal use is never a partial inventory."""
+    session = Session(str(shared_dumps["simple-lvm"]))
+    kept = session.inventory()
+    part = session.inventory(fields=frozenset({"rotational"}))
+    assert part is not kept and session.inventory() is kept
+    assert [d.name for d in part.devices] == [d.name for d in kept.devices]
+    assert all(d.write_cache.value is None for d in part.devices)  # not read
+    assert any(d.write_cache.value is not None for d in kept.devices)
+    bare = session.inventory(probe=False)
+    assert bare is not kept and session.inventory() is kept

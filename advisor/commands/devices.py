@@ -36,15 +36,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.inspect.devices import find_device, inspect_devices
-    from advisor.system.sysroot import SysRoot
+    from advisor.inspect.devices import find_device
+    from advisor.session import Session
 
     fields = parse_fields(args.fields, json=args.json)
     if fields == frozenset({"help"}):
         sys.stdout.write("\n".join(selectable_fields()) + "\n")
         return 0
-    root = SysRoot.open(getattr(args, "sysroot", None))
-    inv = inspect_devices(root, probe=not args.no_probe, fields=fields)
+    session = Session(getattr(args, "sysroot", None))
+    inv = session.inventory(probe=not args.no_probe, fields=fields)
     if args.device:
         dev = find_device(inv, args.device)
         inv = subtree(inv, dev)

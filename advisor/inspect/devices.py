@@ -603,7 +603,12 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None
 
     probes = Probes()
     if probe and (needed is None or not needed.isdisjoint(_PROBED)):
-        probes = probe_live([f["name"] for f in fields]) if can_probe(root) else load_probes(root)
+        # The one place that decides: libblkid and udev on the live system as root, a capture's
+        # own probe file for a captured tree, nothing on the live system otherwise.
+        if can_probe(root):
+            probes = probe_live([f["name"] for f in fields])
+        elif not root.live:
+            probes = load_probes(root)
     table: str = "none"
     mounts: dict[str, list[parsers.MountEntry]] = {}
     swaps: set[str] = set()

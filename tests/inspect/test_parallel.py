@@ -98,7 +98,7 @@ def _read(read_one: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any
 
 def test_both_processes_take_pieces_and_the_order_is_kept(forks: list[int]) -> None:
     _two_cpus()
-    out = _read(_pid_reader(delay=0.001))
+    out = _read(_pid_reader(delay=0.002))
     assert [d["name"] for d in out] == NAMES
     assert {d["pid"] for d in out} == {os.getpid(), forks[0]}  # the child did some of the work
     assert all(d["size"].value == 6 and d["size"].path.endswith("/size") for d in out)

@@ -89,29 +89,33 @@ def _naming(xfs_info: str) -> str:
 
 def test_planted_slowdown_is_found_worse(tmp_path: Path, root_tools: None) -> None:
     # The issue's planted difference: B = -n size=64k on a create-heavy workload in one large
-    # directory. On this kernel the penalty is in the directory's steady state (creates into
-    # the holes deletes left), not in creates into a growing directory, which stay within
-    # +-10%: the test asserts where it is and that the run as a whole is called worse.
-    # 10 pairs, fixed (--max-rounds 10): the refill phase is short and its noise per pair was
-    # 7-18% on a quiet machine, 50-80% under a load of 10; the anytime-valid intervals are about
-    # 1.5 times a t interval's width, so under load it is the creates per CPU-second (noise
-    # 5-8% per pair) that settle it: 20-30% fewer with 64 KiB directory blocks in every run
-    # of scripts/bench_validate.py. The test asserts the run is worse, and on nothing better.
+    # directory. 64 KiB directory blocks are a trade: every change to the directory costs more
+    # CPU (creates, deletes, creates into the holes deletes left), while lookups in a large
+    # directory get cheaper (the guide's reason for them). Five runs on a quiet machine
+    # (load 0.6): creates 0.74-0.76, deletes 0.82-0.84, refill 0.51-0.52, all "worse"; cold
+    # stats of the new files 1.22-1.34, "better" in 2 of 5 and "inconclusive" in 3. Under a
+    # load of 10 the refill noise per pair was 50-80%, and the creates per CPU-second (5-8%)
+    # settle it. 10 pairs, fixed (--max-rounds 10).
     proc = _validate(tmp_path, "--mkfs-options", "-n size=64k", "--budget", "100",
                      "--rounds", "10", "--max-rounds", "10", *CREATE_HEAVY)
     report = json.loads(proc.stdout)
     assert report["workload"]["directory_entries"] == 60000, report["workload"]
     assert report["rounds"] == 10 and report["stopping"]["reason"] == "max rounds"
-    worse = [m for m in report["metrics"] if m["verdict"] == "worse"]
+    by_name = {m["name"]: m for m in report["metrics"]}
+    changes = [by_name[n] for n in ("creates_per_s", "creates_per_cpu_s", "deletes_per_s",
+                                    "refill_creates_per_s")]
+    worse = [m for m in changes if m["verdict"] == "worse"]
     assert worse, report["metrics"]
-    # Each "worse" is the verdict's own rule (the whole interval of B/A below 1/(1 + margin));
-    # a metric can be called worse by a few per cent when its margin is small (a calibrated
-    # floor of 3%), so the planted effect itself is asserted on the clearest one: well below 0.95.
+    # Each "worse" is the verdict's own rule: the whole interval of B/A below 1/(1 + margin).
+    # (The old check, every worse metric's top below 0.95, failed in CI on a metric this rule had
+    # called worse.) The planted effect itself shows on the clearest one: well below 0.95.
     for m in worse:
         assert m["ci"][1] <= 1 / (1 + m["margin"]) + 1e-3, m
     assert min(m["ci"][1] for m in worse) < 0.95, worse
-    assert not [m for m in report["metrics"] if m["verdict"] == "better"], report["metrics"]
-    assert report["verdict"] == "worse"
+    assert not [m for m in changes if m["verdict"] == "better"], report["metrics"]
+    # The lookups' gain is real here; whatever the pairs allow, they are never called worse.
+    assert by_name["stats_per_s"]["verdict"] != "worse", by_name["stats_per_s"]
+    assert report["verdict"] == "worse"  # anything worse makes the run worse
     assert proc.returncode == 5
     assert report["b"]["mkfs_options"] == ["-n", "size=64k"] and report["a"]["mkfs_options"] == []
     # xfs_info proves each side was formatted as planned.

@@ -9,14 +9,14 @@ from advisor.models.bench import BenchEnvironment, SideConfig, Timing, Validatio
 from advisor.models.workload import Workload
 
 
-def _report(workload: Workload, slower: float) -> ValidationReport:
+def _report(workload: Workload, slower: float, faster_stats: float = 1.0) -> ValidationReport:
     plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B", mkfs_options=["-n", "size=64k"]),
                 workload=workload)
     shape = plan.shape
     wobble = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0]
+    factor = {"refill": slower, "stat": faster_stats}
     samples = {m.name: {"A": [1000.0 * w for w in wobble],
-                        "B": [1000.0 * w * (slower if m.job == "refill" else 1.0)
-                              for w in reversed(wobble)]}
+                        "B": [1000.0 * w * factor.get(m.job, 1.0) for w in reversed(wobble)]}
                for m in shape.metrics}
     env = BenchEnvironment(device="/dev/loop7", device_size_bytes=4 << 30,
                            loop_backing_file="/var/tmp/xfs-advisor-x/scratch.img",
@@ -39,7 +39,17 @@ def test_report_says_what_ran_and_what_was_found() -> None:
     assert "8 writer(s)" in text and "fsync'd 4 KiB writes" in text
     assert "1 MiB direct" not in text  # median file 64 KiB: no sequential phases
     assert "B = mkfs.xfs -n size=64k" in text
-    assert "Verdict: WORSE: B is worse than the defaults on refill_creates_per_s" in text
+    assert "Verdict: WORSE: B is worse than the defaults on refill_creates_per_s\n" in text
+
+
+def test_a_trade_is_said_in_the_verdict_line() -> None:
+    """64 KiB directory blocks measured here: creates into holes ~0.5x, cold stats ~1.3x. The
+    run's one word stays "worse" (exit 5), and its line names what got better too."""
+    report = _report(Workload(), slower=0.5, faster_stats=1.3)
+    assert report.verdict == "worse"
+    assert report.summary == ("B is worse than the defaults on refill_creates_per_s, and better "
+                              "on stats_per_s: a trade, weigh which the workload does more of")
+    assert "Verdict: WORSE: " + report.summary in render_text(report, with_plot=False)
 
 
 def test_table_keeps_titles_whole() -> None:

@@ -33,7 +33,7 @@ from advisor.errors import AdvisorError
 from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
 from advisor.session import Session
-from advisor.tui.messages import DevicesChanged, ProposalChanged
+from advisor.tui.messages import DevicesChanged, HotplugSeen, ProposalChanged
 
 if TYPE_CHECKING:
     from advisor.models.proposal import Proposal
@@ -367,14 +367,21 @@ class AdvisorApp(App[int]):
             source = "kernel" if os.geteuid() == 0 else "udev"
             monitor = pyudev.Monitor.from_netlink(context, source=source)
             monitor.filter_by("block")
-            self._observer = pyudev.MonitorObserver(
-                monitor, callback=lambda _device: self.call_from_thread(self._hotplug_seen))
+            self._observer = pyudev.MonitorObserver(monitor, callback=self._udev_event)
             self._observer.start()
         except Exception as err:  # no netlink (container, not root): the list just does not follow
             self.notify(f"not following hotplug: {err}", severity="warning")
             self._observer = None
 
-    def _hotplug_seen(self) -> None:
+    def _udev_event(self, _device: object) -> None:
+        """In the observer's thread: a message, never a wait. call_from_thread blocked this
+        thread until the app ran the call, so an event arriving while the app closed either
+        raised (CancelledError: a thread's traceback on the terminal being handed back) or
+        waited for ever. A closed app refuses the message; a closed loop raises RuntimeError."""
+        with contextlib.suppress(RuntimeError):
+            self.post_message(HotplugSeen())
+
+    def on_hotplug_seen(self, _message: HotplugSeen) -> None:
         # Events come in bursts (a disk and its partitions): read once when they settle.
         self.set_timer(0.3, self.reload_devices, name="hotplug")
 

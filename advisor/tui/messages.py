@@ -19,6 +19,10 @@ class DevicesChanged(Message, bubble=False):
     new inventory."""
 
 
+class HotplugSeen(Message, bubble=False):
+    """udev saw a block device come, go or change (posted from pyudev's observer thread)."""
+
+
 class RunProgressed(Message, bubble=False):
     """The validation run moved on (posted from the worker thread)."""
 

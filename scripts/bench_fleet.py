@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -25,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.fleet_hosts import TOOL, collect  # noqa: E402
-from tests.inspect.sysfs_builder import Dev, Part, write_tree  # noqa: E402
+from tests.inspect.sysfs_builder import Dev, Part, unpack_dumps, write_tree  # noqa: E402
 
 GiB, TiB, KiB = 1 << 30, 1 << 40, 1 << 10
 SAS = "pci0000:00/0000:00:02.0/host2/target2:0:0/2:0:0:0"
@@ -54,14 +53,7 @@ def _trees(work: Path) -> dict[str, Path]:
                 scheduler="[none] mq-deadline")]),
     }
     shared = REPO.parent / "shared" / "fixtures" / "sysfs-dumps"
-    for tarball in sorted(shared.glob("*.tar.xz")):
-        name = tarball.name.removesuffix(".tar.xz")
-        dest = work / name
-        dest.mkdir()
-        with tarfile.open(tarball) as tf:
-            tf.extractall(dest, filter="tar")
-        inner = [p for p in dest.iterdir() if p.is_dir()]
-        trees[name] = dest if (dest / "sys").is_dir() else inner[0]
+    trees.update(unpack_dumps(shared, work))
     return trees
 
 

@@ -11,11 +11,12 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.inspect.sysfs_builder import unpack_dumps
 
 STRICT = os.environ.get("XFS_ADVISOR_STRICT") == "1"
 REPO = Path(__file__).resolve().parent.parent
@@ -83,17 +84,6 @@ def shared_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     copied into the repo)."""
     src = SHARED / "fixtures" / "sysfs-dumps"
     require(src.is_dir(), f"{src} is missing (the shared/ folder beside the repo)")
-    out = tmp_path_factory.mktemp("sysfs-dumps")
-    dumps: dict[str, Path] = {}
-    for tarball in sorted(src.glob("*.tar.xz")):
-        name = tarball.name.removesuffix(".tar.xz")
-        dest = out / name
-        dest.mkdir()
-        with tarfile.open(tarball) as tf:
-            tf.extractall(dest, filter="tar")
-        # A tarball may hold one top folder or sys/ and proc/ directly.
-        inner = [p for p in dest.iterdir() if p.is_dir()]
-        root = dest if (dest / "sys").is_dir() else (inner[0] if len(inner) == 1 else dest)
-        dumps[name] = root
+    dumps = unpack_dumps(src, tmp_path_factory.mktemp("sysfs-dumps"))
     require(len(dumps) >= 3, f"{src} holds {len(dumps)} captures; the tests expect 3")
     return dumps

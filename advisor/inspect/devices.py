@@ -286,6 +286,7 @@ def _read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None
         link = root.readlink(base)
         transport = parsers.transport_from_link(link) if link else None
     want_mq = needed is None or not needed.isdisjoint(("hw_queues", "hw_queue_tags"))
+    want_md = kind == "md" and (needed is None or "md" in needed)
     mq = root.listdir(f"{base}/mq") if want_mq else []
     specs = _wanted(_COMMON, needed)
     if mq:
@@ -294,7 +295,7 @@ def _read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None
         specs.extend(_wanted(_identity(transport), needed))
     elif kind == "dm":
         specs.extend(_DM)
-    elif kind == "md" and (needed is None or "md" in needed):
+    elif want_md:
         specs.extend(_MD)
     facts = rd.batch(base, specs)
 
@@ -324,7 +325,7 @@ def _read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None
             rd.notes.append(f"{base}/dm/name: missing")
         fields["dm_uuid"] = dm_uuid
         fields["dm_kind"] = parsers.dm_kind_from_uuid(dm_uuid) if dm_uuid else "other"
-    elif kind == "md" and (needed is None or "md" in needed):
+    elif want_md:
         fields["md"] = _md_info(base, *(facts.pop(spec[0]) for spec in _MD))
     fields.update(facts)
     if needed is None or "storage_hint" in needed:

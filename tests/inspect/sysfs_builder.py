@@ -4,6 +4,7 @@ link into sys/devices/...), so hand-written hosts have known answers."""
 from __future__ import annotations
 
 import os
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,3 +121,18 @@ def write_tree(root: Path, devices: list[Dev], *, mountinfo: str = "", swaps: st
     _write(root / "proc" / "self" / "mountinfo", mountinfo.rstrip("\n"))
     (root / "proc" / "swaps").write_text(SWAPS_HEADER + swaps)
     return root
+
+
+def unpack_dumps(src: Path, out: Path) -> dict[str, Path]:
+    """The sysfs captures (*.tar.xz) in src unpacked under out, by name; each value is the
+    capture's root (a tarball may hold one top folder or sys/ and proc/ directly)."""
+    dumps: dict[str, Path] = {}
+    for tarball in sorted(src.glob("*.tar.xz")):
+        name = tarball.name.removesuffix(".tar.xz")
+        dest = out / name
+        dest.mkdir()
+        with tarfile.open(tarball) as tf:
+            tf.extractall(dest, filter="tar")
+        inner = [p for p in dest.iterdir() if p.is_dir()]
+        dumps[name] = dest if (dest / "sys").is_dir() else (inner[0] if len(inner) == 1 else dest)
+    return dumps

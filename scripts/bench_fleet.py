@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark `xfs-advisor fleet DIR` on many hosts: fixture hosts collected once with the Ansible
-role's own collect.sh (over hand-written trees and, when ../shared is there, the real captures),
+role's own collect.sh (over hand-written trees and the real captures of tests/data/sysfs-dumps),
 then replicated under other names (hard links: distinct folders, as fetched results are) up to
 --hosts. Runs the report with every CPU and with one, and for a tenth of the hosts, each in a
 fresh process; prints wall time, hosts/s, the largest process's peak RSS (getrusage of the
@@ -52,7 +52,7 @@ def _trees(work: Path) -> dict[str, Path]:
             Dev("nvme0n1", 1 * TiB, "259:0", devpath=NVME, rotational=0, fua=1, hw_queues=4,
                 scheduler="[none] mq-deadline")]),
     }
-    shared = REPO.parent / "shared" / "fixtures" / "sysfs-dumps"
+    shared = REPO / "tests" / "data" / "sysfs-dumps"
     trees.update(unpack_dumps(shared, work))
     return trees
 

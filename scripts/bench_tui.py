@@ -8,7 +8,7 @@
    with Textual's pilot, beside the engine's own time for the same proposal.
 
 Usage: .venv/bin/python scripts/bench_tui.py [--sysroot DIR] [--runs N]
-(default sysroot: the simple-nvme capture of ../shared/fixtures/sysfs-dumps, unpacked to a temp
+(default sysroot: the simple-nvme capture of tests/data/sysfs-dumps, unpacked to a temp
 folder).
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
-DUMP = REPO.parent / "shared" / "fixtures" / "sysfs-dumps" / "simple-nvme.tar.xz"
+DUMP = REPO / "tests" / "data" / "sysfs-dumps" / "simple-nvme.tar.xz"
 
 
 def unpack_default(into: Path) -> Path:

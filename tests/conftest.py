@@ -1,12 +1,18 @@
-"""Shared test fixtures.
+"""Shared test fixtures, and the test tiers.
 
-Tests that need root, loop devices or ../shared call `require(...)`: a skip on a developer's
+Tests that need root or loop devices call `require(...)`: a skip on a developer's
 machine, a failure under XFS_ADVISOR_STRICT=1 (which .ci/run sets), so CI always runs them.
 Every fixture that attaches or mounts something undoes it, even when the test fails.
+
+Tiers: every test is marked `root`, `fio` or `tmux` when it (or a fixture or helper of its module
+that it uses) asks for root tools, fio or tmux, so `-m "not root"` selects without them. The fast
+tier, `XFS_ADVISOR_TIER=fast ./bootstrap test -m "not slow"` (README, Development), also skips
+whatever asks for root, fio or tmux at run time, so no test of that kind can slip into it.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import shutil
@@ -19,8 +25,8 @@ import pytest
 from tests.inspect.sysfs_builder import unpack_dumps
 
 STRICT = os.environ.get("XFS_ADVISOR_STRICT") == "1"
+FAST = os.environ.get("XFS_ADVISOR_TIER") == "fast"
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
 DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -33,9 +39,65 @@ def require(condition: bool, reason: str) -> None:
 
 
 def require_root_tools(*tools: str) -> None:
+    if FAST:
+        pytest.skip("fast tier: needs root" + (f" and {', '.join(tools)}" if tools else ""))
     require(os.geteuid() == 0, "needs root")
     for t in tools:
         require(shutil.which(t) is not None or Path("/usr/sbin", t).exists(), f"needs {t}")
+
+
+def require_tmux() -> None:
+    if FAST:
+        pytest.skip("fast tier: needs tmux")
+    require(shutil.which("tmux") is not None, "needs tmux")
+
+
+# What marks a function as needing each tier marker: calls it makes, or fixtures it takes.
+_CALLS = {"root": {"require_root_tools", "loop_device", "mounted"}, "tmux": {"require_tmux"}}
+_FIXTURES = {"root": {"loop"}, "tmux": {"tmux"}}
+
+
+def _direct_marks(fn: ast.FunctionDef) -> set[str]:
+    marks = {m for m, names in _FIXTURES.items()
+             if names & {a.arg for a in fn.args.args + fn.args.kwonlyargs}}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            marks |= {m for m, names in _CALLS.items() if node.func.id in names}
+            if node.func.id == "require_root_tools" and any(
+                    isinstance(a, ast.Constant) and a.value == "fio" for a in node.args):
+                marks.add("fio")
+    return marks
+
+
+def _module_marks(path: Path) -> dict[str, set[str]]:
+    """Each function of a test module with the tier markers it needs, followed through the
+    module's own fixtures and helpers it names (a helper that calls require_root_tools marks
+    every test that calls the helper)."""
+    tree = ast.parse(path.read_text())
+    fns = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    uses = {name: {x.id for x in ast.walk(fn) if isinstance(x, ast.Name)}
+            | {a.arg for a in fn.args.args} for name, fn in fns.items()}
+    marks = {name: _direct_marks(fn) for name, fn in fns.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name in fns:
+            new = set().union(*(marks[u] for u in uses[name] if u in marks and u != name))
+            if not new <= marks[name]:
+                marks[name] |= new
+                changed = True
+    return marks
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    cache: dict[Path, dict[str, set[str]]] = {}
+    for item in items:
+        path = Path(str(item.fspath))
+        if path not in cache:
+            cache[path] = _module_marks(path)
+        name = getattr(item, "originalname", None) or item.name.split("[")[0]
+        for mark in sorted(cache[path].get(name, set())):
+            item.add_marker(getattr(pytest.mark, mark))
 
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -80,10 +142,8 @@ def loop(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def shared_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The real sysfs captures from ../shared/fixtures, unpacked once per run (read in place, never
-    copied into the repo)."""
-    src = SHARED / "fixtures" / "sysfs-dumps"
-    require(src.is_dir(), f"{src} is missing (the shared/ folder beside the repo)")
+    """The real sysfs captures of tests/data/sysfs-dumps, unpacked once per run."""
+    src = DATA / "sysfs-dumps"
     dumps = unpack_dumps(src, tmp_path_factory.mktemp("sysfs-dumps"))
     require(len(dumps) >= 3, f"{src} holds {len(dumps)} captures; the tests expect 3")
     return dumps

@@ -1,4 +1,4 @@
-"""Proposals for the disks of real captured machines (../shared/fixtures/sysfs-dumps), through
+"""Proposals for the disks of real captured machines (tests/data/sysfs-dumps), through
 the CLI with --sysroot: inspection, the engine and the dry run together."""
 
 from __future__ import annotations

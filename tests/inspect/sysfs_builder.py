@@ -4,7 +4,7 @@ link into sys/devices/...), so hand-written hosts have known answers."""
 from __future__ import annotations
 
 import os
-import tarfile
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,8 +131,9 @@ def unpack_dumps(src: Path, out: Path) -> dict[str, Path]:
         name = tarball.name.removesuffix(".tar.xz")
         dest = out / name
         dest.mkdir()
-        with tarfile.open(tarball) as tf:
-            tf.extractall(dest, filter="tar")
+        # GNU tar, not tarfile: Debian 12's Python 3.11.2 has no extraction filters, and tar
+        # itself strips leading slashes and refuses members that climb out with "..".
+        subprocess.run(["tar", "-xJf", str(tarball), "-C", str(dest)], check=True)
         inner = [p for p in dest.iterdir() if p.is_dir()]
         dumps[name] = dest if (dest / "sys").is_dir() else (inner[0] if len(inner) == 1 else dest)
     return dumps

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench.test_resources import force_clean
-from tests.conftest import REPO, require, require_root_tools
+from tests.conftest import REPO, require, require_root_tools, require_tmux
 
 XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
 
@@ -25,7 +25,7 @@ XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """A private tmux server (its own socket), killed afterwards whatever happens."""
-    require(shutil.which("tmux") is not None, "needs tmux")
+    require_tmux()
     require(XFS_ADVISOR.exists(), f"needs the installed {XFS_ADVISOR}")
     # One server per test, its socket in the test's own folder (removed with it).
     socket = str(tmp_path / "tmux.sock")

@@ -1,0 +1,223 @@
+"""The layers of ARCHITECTURE.md, enforced over every module of the package.
+
+Every import counts: at module level, deferred inside a function, and typing-only under
+`if TYPE_CHECKING:` (a typing-only edge is still a dependency a reader must follow, and the
+way circles hide). A module may import from its own component and from components in lower
+layers; components that share a layer are independent of one another. What breaks that today
+is listed below, each edge with the reason it is there and where it is to move; the test fails
+on an edge that is neither allowed nor listed, on a circle between modules that is not listed,
+and on a listed exception that no longer exists (so the list only shrinks).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import advisor
+
+ADVISOR = Path(advisor.__file__).parent
+
+#: Components from the top layer down; a component is `advisor.X` (a package or a module).
+#: Components in one tuple share a layer and may not import one another.
+LAYERS: list[tuple[str, ...]] = [
+    ("__main__",),
+    ("cli",),
+    ("commands",),
+    ("tui",),
+    ("session",),
+    ("fleet",),
+    ("audit", "bench", "advice", "profile"),
+    ("render",),
+    ("engine",),
+    ("answers", "inspect"),
+    ("system",),
+    ("models",),
+    ("errors", "advisor"),
+]
+
+#: (importer component, imported component): edges that break the layers today, with why.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("commands", "cli"): "notice() and build_parser() live in cli.py; they belong in a small "
+                         "module below the commands",
+    ("engine", "render"): "engine/decide.py merges option strings with render.mkfs.merge_options;"
+                          " argv building belongs in system/argv.py",
+    ("render", "audit"): "render/audit.py and render/fleet.py read the audit's shapes "
+                         "(audit/models.py), which belong in models/",
+    ("inspect", "audit"): "capture.py asks audit.host which host files a capture must copy",
+    ("audit", "session"): "typing only: audit takes a Session; a Protocol in models/ of what the "
+                          "audit needs of a session would end the circle",
+    ("fleet", "session"): "the fleet report builds a Session per host; the same Protocol",
+}
+
+#: Circles between modules that exist today (each module set with why), all to be broken.
+CIRCLES: dict[frozenset[str], str] = {
+    frozenset({"advisor.session", "advisor.audit"}): "see EXCEPTIONS (audit, session)",
+    frozenset({"advisor.bench.attribute", "advisor.bench.run", "advisor.bench.report"}):
+        "the report renders attribution, which runs through run.py: attribution's data shapes "
+        "belong in models/bench.py",
+}
+
+
+def _component(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ADVISOR.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(name: str, modules: set[str]) -> str | None:
+    """The package module an imported name lives in (the longest module prefix of it)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """Every advisor module a file imports, wherever the import statement stands."""
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            # `from X import y`: the module X.y when y is one, else X itself (the package's own
+            # __init__ that every submodule import runs is not counted as an edge).
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                     for a in node.names]
+        for name in names:
+            target = _resolve(name, modules) if name.startswith("advisor") else None
+            if target and target != me:
+                found.add(target)
+    return found
+
+
+def graph(root: Path = ADVISOR) -> dict[str, set[str]]:
+    files = {p: _module_name(p) for p in root.rglob("*.py")}
+    modules = set(files.values())
+    return {mod: imports_of(p, modules) for p, mod in files.items()}
+
+
+def layer_breaks(edges: dict[str, set[str]]) -> dict[tuple[str, str], set[str]]:
+    rank = {c: i for i, layer in enumerate(LAYERS) for c in layer}
+    bad: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for src, targets in edges.items():
+        for dst in targets:
+            a, b = _component(src), _component(dst)
+            if a == b:
+                continue
+            if a not in rank or b not in rank:
+                bad[(a, b)].add(f"{src} -> {dst} (component not in LAYERS)")
+            elif rank[a] >= rank[b]:  # same layer (siblings) or upward
+                bad[(a, b)].add(f"{src} -> {dst}")
+    return bad
+
+
+def circles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[frozenset[str]] = []
+    counter = 0
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                elif nxt in on:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                scc = set()
+                while True:
+                    m = stack.pop()
+                    on.discard(m)
+                    scc.add(m)
+                    if m == node:
+                        break
+                if len(scc) > 1:
+                    out.append(frozenset(scc))
+    return out
+
+
+def test_every_component_is_placed_in_a_layer() -> None:
+    components = {_component(m) for m in graph()}
+    placed = {c for layer in LAYERS for c in layer}
+    assert components <= placed, sorted(components - placed)
+
+
+def test_no_import_breaks_the_layers_beyond_the_listed_exceptions() -> None:
+    bad = layer_breaks(graph())
+    new = {k: sorted(v) for k, v in bad.items() if k not in EXCEPTIONS}
+    assert not new, f"imports against ARCHITECTURE.md's layers: {new}"
+    gone = set(EXCEPTIONS) - set(bad)
+    assert not gone, f"listed exceptions that no longer exist (remove them): {sorted(gone)}"
+
+
+def test_no_circle_beyond_the_listed_ones() -> None:
+    found = circles(graph())
+    new = [sorted(c) for c in found if not any(c <= listed for listed in CIRCLES)]
+    assert not new, f"import circles: {new}"
+    gone = [sorted(c) for c in CIRCLES if not any(c <= f for f in found)]
+    assert not gone, f"listed circles that no longer exist (remove them): {gone}"
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "advisor"
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+def test_the_scan_sees_deferred_typing_only_and_relative_imports(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {
+        "__init__.py": "",
+        "models/__init__.py": "",
+        "models/base.py": "def f():\n    from advisor.session import Session\n",
+        "session.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from advisor.tui import app\nfrom .models import base\n",
+        "tui/__init__.py": "",
+        "tui/app.py": "",
+    })
+    global ADVISOR
+    saved, ADVISOR = ADVISOR, root
+    try:
+        edges = graph(root)
+    finally:
+        ADVISOR = saved
+    assert edges["advisor.models.base"] == {"advisor.session"}  # deferred, upward
+    assert edges["advisor.session"] == {"advisor.tui.app", "advisor.models.base"}
+    bad = layer_breaks(edges)
+    assert ("models", "session") in bad and ("session", "tui") in bad
+    assert circles(edges) == [frozenset({"advisor.session", "advisor.models.base"})]

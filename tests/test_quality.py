@@ -14,7 +14,9 @@ def test_ruff_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_mypy_strict_is_clean(tmp_path: object) -> None:
+def test_mypy_strict_is_clean() -> None:
+    # The repository's own .mypy_cache (ignored by git): a run after a small change re-checks
+    # only what changed (about 3 s instead of 19 s); mypy keys its cache by file content.
     proc = subprocess.run([sys.executable, "-m", "mypy", "advisor", "--cache-dir",
-                           str(tmp_path)], cwd=REPO, capture_output=True, text=True)
+                           str(REPO / ".mypy_cache")], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

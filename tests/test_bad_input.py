@@ -426,7 +426,7 @@ def test_tool_output_that_is_not_utf8_is_read_with_replacement() -> None:
 
     result = run(["sh", "-c", r"printf '\377 out\n'; printf '\376 err\n' >&2; exit 3"],
                  check=False, timeout=10)
-    assert result.returncode == 3
+    assert result.returncode == 3, result.stderr
     assert result.stdout == "\ufffd out\n" and result.first_error_line() == "\ufffd err"
 
 

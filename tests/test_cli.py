@@ -33,13 +33,13 @@ def advisor(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_no_terminal_and_no_command_is_bad_input() -> None:
     proc = advisor()
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "no terminal" in proc.stderr
 
 
 def test_errors_are_json_under_json(tmp_path: object) -> None:
     proc = advisor("--json", "--sysroot", "/nonexistent-root", "devices")
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     doc = json.loads(proc.stderr)
     assert doc["error"]["kind"] == "bad-input" and doc["error"]["exit_code"] == 2
     assert proc.stdout == ""

@@ -93,7 +93,7 @@ def test_bad_workload_is_one_line_exit_2(tmp_path: Path, workload: str, needle: 
     path = tmp_path / f"answers{suffix}"
     path.write_text(workload)
     proc = cli("--device-file", HOST, "--workload", str(path))
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
@@ -102,7 +102,7 @@ def test_bad_workload_is_one_line_exit_2(tmp_path: Path, workload: str, needle: 
 
 def test_bad_flag_value_is_exit_2_as_json() -> None:
     proc = cold_cli("--json", "--device-file", HOST, "--concurrent-writers", "-3")
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     err = json.loads(proc.stderr)["error"]
     assert err["kind"] == "bad-input" and "concurrent_writers" in err["message"]
 
@@ -143,13 +143,13 @@ def test_explain_rule_and_unknown() -> None:
     proc = cli("explain", "dir-block-size")
     assert proc.returncode == 0 and "table 2.5" in proc.stdout and "when not" in proc.stdout
     proc = cli("explain", "warp-drive")
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert "unknown rule 'warp-drive'" in proc.stderr and "dir-block-size" in proc.stderr
 
 
 def test_rules_listing(book: RuleBook) -> None:
     proc = cli("rules", "--json")
-    assert proc.returncode == 0
+    assert proc.returncode == 0, proc.stderr
     assert {r["id"] for r in json.loads(proc.stdout)} == set(book.rules)
 
 
@@ -167,7 +167,7 @@ def test_committed_schemas_are_current(name: str) -> None:
 
 def test_schema_command() -> None:
     proc = cli("schema", "workload")
-    assert proc.returncode == 0
+    assert proc.returncode == 0, proc.stderr
     assert "largest_directory_entries" in json.loads(proc.stdout)["properties"]
     assert set(json.loads(cli("schema").stdout)) == set(SCHEMAS)
 

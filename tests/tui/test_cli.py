@@ -40,6 +40,6 @@ def test_unknown_device_and_bad_sysroot_are_one_line_errors(shared_dumps: dict[s
 def test_no_terminal_is_exit_2_without_a_traceback() -> None:
     done = subprocess.run([str(REPO / ".venv" / "bin" / "xfs-advisor"), "tui"],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
-    assert done.returncode == 2
+    assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("xfs-advisor: no terminal for the interactive advisor")
     assert len(done.stderr.splitlines()) == 1

@@ -140,6 +140,20 @@ def loop(tmp_path: Path) -> Iterator[str]:
         yield dev
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_state_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The run journal of every command the tests start lives in this run's temp folder, never
+    in the host's /run/xfs-advisor (where a real run's journal would be), so two test runs at
+    once never see each other's runs. A test that wants its own sets the variable again."""
+    saved = os.environ.get("XFS_ADVISOR_STATE_DIR")
+    os.environ["XFS_ADVISOR_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if saved is None:
+        os.environ.pop("XFS_ADVISOR_STATE_DIR", None)
+    else:
+        os.environ["XFS_ADVISOR_STATE_DIR"] = saved
+
+
 @pytest.fixture(scope="session")
 def shared_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The real sysfs captures of tests/data/sysfs-dumps, unpacked once per run."""

@@ -92,6 +92,26 @@ def scope_of(inv: Inventory) -> Scope:
     return Scope(by_name=by_name, under_system=under)
 
 
+def built_on(dev: Device, by_name: dict[str, Device]) -> list[Device]:
+    """Every device that formatting `dev` would destroy the ground of: its partitions and holders
+    and the loop devices bound over it (at any offset), and theirs, transitively, each once.
+    sysfs links only the first two; a loop device over a block device shows only in the
+    kernel's loop status (Usage.loops)."""
+    found: list[Device] = []
+    seen = {dev.name}
+    stack = [*dev.children, *dev.usage.loops]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        other = by_name.get(name)
+        if other is not None:
+            found.append(other)
+            stack.extend([*other.children, *other.usage.loops])
+    return found
+
+
 def _by_number(inv: Inventory, number: int) -> Device | None:
     want = dev_name(number)
     return next((d for d in inv.devices if d.maj_min == want), None)
@@ -146,11 +166,15 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
     if scope is None:
         scope = scope_of(inv)
     reasons: list[str] = []
-    below = inv.stacked(dev, "children", scope.by_name)
+    below = built_on(dev, scope.by_name)
     for mp in scope.under_system.get(dev.name, []):
         reasons.append(f"it is the device under {mp}")
     own = {o.kind: o for o in obstacles(dev) if o.blocks}
     reasons += [f"it {o.says}" for o in own.values()]
+    for under in [dev, *below]:
+        for name in under.usage.loops:
+            if under is not dev:  # the device's own loops are its `looped` obstacle
+                reasons.append(f"{name} is a loop device over {under.name}, which is built on it")
     for child in below:
         if child.usage.mountpoints:
             reasons.append(f"{child.name} on it is mounted on {', '.join(child.usage.mountpoints)}")

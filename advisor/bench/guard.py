@@ -11,6 +11,7 @@ st_rdev of the backing file) tells what it really writes to, so the guard follow
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 
 from advisor.errors import AdvisorError, DeviceProblem
@@ -18,22 +19,27 @@ from advisor.models.device import Device, Inventory
 from advisor.models.obstacles import obstacles, signature_text
 from advisor.models.units import human_size
 from advisor.system.loopdev import LoopStatus, dev_name, loop_status
+from advisor.system.openers import Openers, scan
 
 #: Mountpoints whose devices (and everything under them) are never scratch.
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
 #: Loop devices over loop devices over ...: deeper than this is refused, not followed.
 MAX_LOOP_DEPTH = 8
+#: Further looks at the processes holding a device open before they count (udev's probes).
+SETTLE_LOOKS = 10
 
 
 @dataclass(frozen=True)
 class Links:
     """Live facts the sysfs inventory cannot show: what each loop device is bound to (None: the
-    kernel could not be asked, with the reason in `errors`) and the (st_dev, st_ino) of every swap
-    file in /proc/swaps."""
+    kernel could not be asked, with the reason in `errors`), the (st_dev, st_ino) of every swap
+    file in /proc/swaps, and which processes hold a block device or a loop device's backing file
+    open (None: not scanned, as for a captured tree)."""
 
     loops: dict[str, LoopStatus | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     swap_files: frozenset[tuple[int, int]] = frozenset()
+    openers: Openers | None = None
 
 
 def live_links(inv: Inventory) -> Links:
@@ -48,7 +54,11 @@ def live_links(inv: Inventory) -> Links:
         except OSError as err:
             loops[d.name] = None
             errors[d.name] = err.strerror or str(err)
-    return Links(loops=loops, errors=errors, swap_files=_swap_files())
+    backing = frozenset((st.backing_dev, st.backing_ino) for st in loops.values()
+                        if st is not None and not st.on_block_device)
+    # This process is left out: it holds the device it is about to format (bench.hold).
+    return Links(loops=loops, errors=errors, swap_files=_swap_files(),
+                 openers=scan(backing, skip=frozenset({os.getpid()})))
 
 
 def _swap_files() -> frozenset[tuple[int, int]]:
@@ -153,6 +163,25 @@ def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int,
                        "being tested")
     if (status.backing_dev, status.backing_ino) in links.swap_files:
         reasons.append(f"its backing file ({status.file_name or '?'}) is in use as swap")
+    if links.openers is not None:
+        for opener in links.openers.files.get((status.backing_dev, status.backing_ino), []):
+            reasons.append(f"{opener.describe()} holds its backing file "
+                           f"({status.file_name or '?'}) open")
+    return reasons
+
+
+def _process_refusals(dev: Device, below: list[Device], openers: Openers) -> list[str]:
+    """Processes holding the device, or anything built on it, open without claiming it."""
+    reasons: list[str] = []
+    for d in [dev, *below]:
+        if d.maj_min is None:
+            continue
+        major, _, minor = d.maj_min.partition(":")
+        if not (major.isdigit() and minor.isdigit()):
+            continue
+        for opener in openers.devices.get(os.makedev(int(major), int(minor)), []):
+            reasons.append(f"{opener.describe()} holds it open" if d is dev else
+                           f"{opener.describe()} holds {d.name} open, which is built on it")
     return reasons
 
 
@@ -180,6 +209,8 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
             reasons.append(f"{child.name} on it is mounted on {', '.join(child.usage.mountpoints)}")
         if child.usage.swap:
             reasons.append(f"{child.name} on it is in use as swap (/proc/swaps)")
+    if links.openers is not None:
+        reasons += _process_refusals(dev, below, links.openers)
     if not dev.usage.probed:
         reasons.append(f"libblkid could not check it for existing data ({_unprobed_why(dev)})")
     elif dev.usage.signatures and "data" not in own:  # mounted or swap: listed all the same
@@ -205,8 +236,15 @@ def _unprobed_why(dev: Device) -> str:
 
 
 def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:
-    """Raise DeviceProblem naming every reason the device is not scratch."""
+    """Raise DeviceProblem naming every reason the device is not scratch. When the only reasons
+    are processes holding it open, the processes are looked at again for a moment first: udev
+    opens a device to probe it after every change (an umount, a wipefs) and lets go at once."""
     reasons = refusals(inv, dev, need_bytes)
+    for _ in range(SETTLE_LOOKS):
+        if not reasons or not all(r.startswith("pid ") for r in reasons):
+            break
+        time.sleep(0.1)
+        reasons = refusals(inv, dev, need_bytes)
     if reasons:
         raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))
 

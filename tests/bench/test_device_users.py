@@ -18,7 +18,7 @@ from advisor.bench import guard
 from advisor.bench.run import MIN_DEVICE_BYTES
 from advisor.inspect.devices import find_device, inspect_devices
 from advisor.system.sysroot import SysRoot
-from tests.bench.test_guard import GIB, attached, checksum, refused, validate
+from tests.bench.test_guard import GIB, attached, refused, validate
 from tests.conftest import REPO, mounted, require_root_tools, sh
 
 MIB = 1 << 20
@@ -71,3 +71,46 @@ def test_a_loop_at_an_offset_over_the_device_is_found(tmp_path: Path, root_tools
                 assert f"{xn} on it is mounted on {mnt}" in reasons, reasons
                 assert f"backs {wn}" in devices_line(v)
                 refused(backing, v, f"it is the backing of loop device {wn}")
+
+
+@contextlib.contextmanager
+def holding_open(path: Path | str, tmp_path: Path, name: str = "sleep") -> Iterator[int]:
+    """A process (named `name`: its comm) that holds `path` open read-write, as a VM or a
+    database holds a raw disk: no O_EXCL, so nothing in the kernel refuses a second opener."""
+    program = tmp_path / name
+    program.symlink_to("/bin/sleep")
+    with open(path, "r+b") as f:
+        proc = subprocess.Popen([str(program), "600"], stdin=f)
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_process_holding_the_device_open_is_found(tmp_path: Path, root_tools: None) -> None:
+    """Its command name is the process's own choice: shown escaped, never raw."""
+    backing = tmp_path / "raw.img"
+    with attached(backing, GIB) as dev, \
+            holding_open(dev, tmp_path, "vm\x1b[2J\x07") as pid:
+        proc = validate(dev, "--yes")
+        assert proc.returncode == 3, proc.stderr
+        assert f"pid {pid} (vm\\x1b[2J\\x07) holds it open" in proc.stderr, proc.stderr
+        assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+        refused(backing, dev, f"pid {pid}")
+
+
+def test_a_process_holding_the_backing_file_open_is_found(tmp_path: Path,
+                                                          root_tools: None) -> None:
+    backing = tmp_path / "db.img"
+    with attached(backing, GIB) as dev, holding_open(backing, tmp_path) as pid:
+        refused(backing, dev, f"pid {pid} (sleep) holds its backing file")
+
+
+def test_a_process_holding_a_loop_over_the_device_open_is_found(tmp_path: Path,
+                                                                root_tools: None) -> None:
+    backing = tmp_path / "under.img"
+    with attached(backing, GIB) as v, attached(Path(v), 0, "-o", str(MIB)) as w, \
+            holding_open(w, tmp_path) as pid:
+        refused(backing, v, f"pid {pid} (sleep) holds {os.path.basename(w)} open, which is "
+                "built on it")

@@ -18,6 +18,7 @@ from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.device import Device, Inventory
 from advisor.models.obstacles import obstacles, signature_text
 from advisor.models.units import human_size
+from advisor.system.blank import leftover_data
 from advisor.system.loopdev import LoopStatus, dev_name, loop_status
 from advisor.system.openers import Openers, scan
 
@@ -25,6 +26,8 @@ from advisor.system.openers import Openers, scan
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
 #: Loop devices over loop devices over ...: deeper than this is refused, not followed.
 MAX_LOOP_DEPTH = 8
+#: The flag that lets `validate --device` format a device holding data nothing recognizes.
+UNRECOGNIZED_FLAG = "--destroy-unrecognized-data"
 #: Further looks at the processes holding a device open before they count (udev's probes).
 SETTLE_LOOKS = 10
 
@@ -186,10 +189,14 @@ def _process_refusals(dev: Device, below: list[Device], openers: Openers) -> lis
 
 
 def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | None = None,
-             scope: Scope | None = None, _depth: int = 0) -> list[str]:
+             scope: Scope | None = None, unrecognized_ok: bool = False,
+             _depth: int = 0) -> list[str]:
     """Every reason not to format `dev` (empty: it is a usable scratch device). `links`: what
     loop devices are bound to; asked of the live kernel when not given and `inv` is live.
-    `scope`: scope_of(inv), when judging many devices of one inventory."""
+    `scope`: scope_of(inv), when judging many devices of one inventory. On the live system a
+    device nothing else stands in the way of is read where data lives (advisor.system.blank);
+    `unrecognized_ok`: the user said what is there may be destroyed, or it is the test
+    filesystem this tool made."""
     if links is None:
         links = live_links(inv) if inv.live else Links()
     if scope is None:
@@ -223,6 +230,14 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
                        f"{human_size(need_bytes)})")
     if dev.kind == "loop" and (inv.live or dev.name in links.loops):
         reasons += _loop_refusals(inv, dev, links, _depth, scope)
+    if inv.live and not reasons and not unrecognized_ok and _depth == 0 and size is not None:
+        try:
+            found = leftover_data(dev.path, size)
+        except OSError as err:
+            found = f"it cannot be read ({err.strerror})"
+        if found:
+            reasons.append(f"it is not blank, though no signature names what it holds: {found} "
+                           f"({UNRECOGNIZED_FLAG} formats it anyway)")
     return list(dict.fromkeys(reasons))
 
 
@@ -235,26 +250,30 @@ def _unprobed_why(dev: Device) -> str:
     return "run as root" if os.geteuid() != 0 else "it was not probed"
 
 
-def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:
+def check_scratch(inv: Inventory, dev: Device, need_bytes: int, *,
+                  unrecognized_ok: bool = False) -> None:
     """Raise DeviceProblem naming every reason the device is not scratch. When the only reasons
     are processes holding it open, the processes are looked at again for a moment first: udev
     opens a device to probe it after every change (an umount, a wipefs) and lets go at once."""
-    reasons = refusals(inv, dev, need_bytes)
+    reasons = refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
     for _ in range(SETTLE_LOOKS):
         if not reasons or not all(r.startswith("pid ") for r in reasons):
             break
         time.sleep(0.1)
-        reasons = refusals(inv, dev, need_bytes)
+        reasons = refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
     if reasons:
         raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))
 
 
 
-def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
+def check_now(path: str, need_bytes: int, *, ours: str | None = None,
+              unrecognized_ok: bool = False) -> Device:
     """The whole guard again, read afresh from the live system, right before a write: sysfs,
-    mountinfo, swaps, the loop bindings and a new libblkid probe of the device. `ours`: the UUID
-    of the XFS our own previous round made there; that one signature is expected, any other is
-    refused. Returns the device as it is now; raises DeviceProblem otherwise."""
+    mountinfo, swaps, the loop bindings, the processes, a new libblkid probe of the device and
+    its blank places. `ours`: the UUID of the XFS our own previous round made there; that one
+    signature (and its data) is expected, any other is refused. `unrecognized_ok`: the user
+    said data no signature names may be destroyed. Returns the device as it is now; raises
+    DeviceProblem otherwise."""
     from advisor.inspect.devices import find_device, inspect_devices
     from advisor.system.blkid import probe_signatures
     from advisor.system.superblock import read_xfs_uuid
@@ -270,9 +289,10 @@ def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
         if ours is not None and [s.value for s in signatures] == ["xfs"] and \
                 read_xfs_uuid(dev.path) == ours:
             signatures = []
+            unrecognized_ok = True
     except AdvisorError as err:
         raise DeviceProblem(f"refusing to format {path}: {err}") from None
     dev = dev.model_copy(update={"usage": dev.usage.model_copy(
         update={"signatures": signatures, "probed": True})})
-    check_scratch(inv, dev, need_bytes)
+    check_scratch(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
     return dev

@@ -39,6 +39,7 @@ from advisor.models.base import Model
 from advisor.models.device import Device
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
+from advisor.system.openers import shown as printable
 from advisor.system.runner import run
 from advisor.system.superblock import read_xfs_uuid
 from advisor.system.sysroot import SysRoot
@@ -299,12 +300,16 @@ def _loops() -> list[dict[str, str]]:
 
 
 def _loops_of(rec: LoopRecord) -> list[str]:
-    """Loop devices attached now over the backing file we made (by device and inode: a path can
-    be re-used, and a deleted file shows as "(deleted)")."""
+    """Loop devices attached now over the backing file we made, found by the file's identity
+    (device and inode: a path can be re-used, a deleted file shows as "(deleted)"), whatever
+    name losetup printed: a name can be wrong (re-bound in between), the binding cannot. While
+    the file is still there with that identity, every loop device over it is ours to detach;
+    once it is gone the inode number may name another file, and only the recorded device is."""
     backing = (str(rec.ino), dev_name(rec.dev))
+    ours = _identity(rec.backing) == (rec.dev, rec.ino)
     return [e["name"] for e in _loops() if e.get("name")
             and (e.get("back-ino"), e.get("back-maj:min")) == backing
-            and (not rec.device or e["name"] == rec.device)]
+            and (ours or (rec.device and e["name"] == rec.device))]
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -313,6 +318,28 @@ def _identity(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def check_bound(device: str, backing: str, identity: tuple[int, int]) -> None:
+    """DeviceProblem unless `device` is a loop device bound, from its start, to the file whose
+    (st_dev, st_ino) is `identity`."""
+    from advisor.system.loopdev import loop_status
+
+    shown = printable(device)
+    try:
+        status = loop_status(device) if device.startswith("/dev/") else None
+    except OSError as err:
+        raise DeviceProblem(f"refusing to use {shown}: the kernel cannot say what it is bound "
+                            f"to ({err.strerror})") from None
+    if status is None or status.on_block_device or status.offset or \
+            (status.backing_dev, status.backing_ino) != identity:
+        now = "nothing" if status is None else (
+            f"{status.file_name or '?'} (inode {status.backing_ino} on "
+            f"{dev_name(status.backing_dev)}, offset {status.offset})")
+        raise DeviceProblem(
+            f"refusing to use {shown}: losetup named it for {backing} (inode {identity[1]} on "
+            f"{dev_name(identity[0])}), but it is bound to {printable(now)}; nothing was "
+            "written to it")
 
 
 def without_test_filesystem(device: Device, left: dict[str, str]) -> Device:
@@ -720,9 +747,6 @@ class Resources:
         with signals_held():
             result = run(argv.losetup_attach(backing, direct_io=direct_io), check=False,
                          timeout=30)
-            if result.ok:
-                entry.device = result.stdout.strip()
-                self._save()
         if not result.ok:
             self.state.loops.remove(entry)
             self._save()
@@ -730,7 +754,25 @@ class Resources:
             if "could not find any free loop device" in line or "No such device" in line:
                 raise DeviceProblem(f"no free loop device: {line}")
             raise ToolProblem(f"losetup failed: {line}")
+        # The name losetup printed is only a name: another program may have re-bound that
+        # device in between. The kernel says what it is bound to; until it says our file, the
+        # name is not recorded (clean-up finds our device by the file's identity instead).
+        named = result.stdout.strip()
+        check_bound(named, backing, (st.st_dev, st.st_ino))
+        with signals_held():
+            entry.device = named
+            self._save()
         return entry.device
+
+    def check_loop(self, device: str) -> None:
+        """DeviceProblem unless `device` is still bound to the backing file this run made for
+        it (attach_loop): asked again once the device is held open, when it can no longer be
+        re-bound."""
+        for rec in self.state.loops:
+            if rec.device == device:
+                check_bound(device, rec.backing, (rec.dev, rec.ino))
+                return
+        raise DeviceProblem(f"refusing to use {printable(device)}: this run did not attach it")
 
     def mount(self, device: str, mountpoint: str, options: list[str]) -> None:
         mountpoint = os.path.realpath(mountpoint)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from advisor.bench import guard
 from advisor.bench.run import MIN_DEVICE_BYTES
 from advisor.inspect.devices import find_device, inspect_devices
 from advisor.system.sysroot import SysRoot
-from tests.bench.test_guard import GIB, attached, refused, validate
+from tests.bench.test_guard import GIB, attached, checksum, refused, validate
 from tests.conftest import REPO, mounted, require_root_tools, sh
 
 MIB = 1 << 20
@@ -114,3 +115,127 @@ def test_a_process_holding_a_loop_over_the_device_open_is_found(tmp_path: Path,
             holding_open(w, tmp_path) as pid:
         refused(backing, v, f"pid {pid} (sleep) holds {os.path.basename(w)} open, which is "
                 "built on it")
+
+
+def test_the_default_loop_device_is_used_only_when_bound_to_its_file(tmp_path: Path,
+                                                                    root_tools: None) -> None:
+    """losetup attaches the run's scratch.img but prints another loop device's name (what a
+    re-bind between its attach and its answer looks like): the run must notice before writing,
+    leave that device alone, and still detach its own loop device, found by its file."""
+    real = shutil.which("losetup") or "/usr/sbin/losetup"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    liar = bin_dir / "losetup"
+    liar.write_text("#!/bin/sh\n"
+                    'case " $* " in *" --show "*)\n'
+                    f'  {real} "$@" >/dev/null || exit $?\n'
+                    '  echo "$VICTIM"; exit 0;;\n'
+                    "esac\n"
+                    f'exec {real} "$@"\n')
+    liar.chmod(0o755)
+    victim_file = tmp_path / "victim.img"
+    loops = tmp_path / "loops"
+    loops.mkdir()
+    with attached(victim_file, GIB) as victim:
+        before = checksum(victim_file)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VICTIM": victim,
+               "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
+        env.pop("XFS_ADVISOR_DEBUG", None)
+        proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--loop-size",
+                               "1GiB", "--loop-dir", str(loops), "--mkfs-options", "-n size=8k"],
+                              capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+        assert proc.returncode == 3, proc.stderr
+        assert f"refusing to use {victim}" in proc.stderr and "bound to" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert checksum(victim_file) == before
+        listed = sh(real, "--list", "--noheadings", "--output", "BACK-FILE").stdout
+        assert str(loops) not in listed, listed
+        assert list(loops.iterdir()) == []
+
+
+def _zero(dev: str, offset: int, length: int) -> None:
+    with open(dev, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\0" * length)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _write(dev: str, offset: int, data: bytes) -> None:
+    with open(dev, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _filesystem_with_a_file(dev: str, tmp_path: Path, *mkfs: str) -> None:
+    sh(*mkfs, dev)
+    with mounted(dev, tmp_path / "m") as mnt:
+        (mnt / "payroll.txt").write_text("precious\n" * 1000)
+
+
+#: A GPT header as it starts (signature, revision 1.0, header size 92), the rest made up.
+GPT_HEADER = b"EFI PART\x00\x00\x01\x00\x5c\x00\x00\x00" + bytes(range(1, 77))
+
+
+def _ext4_primary_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.ext4", "-q", "-F")
+    _zero(dev, 1024, 1024)
+
+
+def _ext4_first_mib_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.ext4", "-q", "-F", "-b", "4096")
+    _zero(dev, 0, MIB)
+
+
+def _xfs_sector0_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.xfs", "-q", "-f")
+    _zero(dev, 0, 512)
+
+
+def _xfs_first_mib_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.xfs", "-q", "-f")
+    _zero(dev, 0, MIB)
+
+
+def _gpt_without_protective_mbr(dev: str, tmp_path: Path) -> None:
+    _write(dev, 512, GPT_HEADER)
+
+
+def _gpt_backup_header_only(dev: str, tmp_path: Path) -> None:
+    _write(dev, GIB - 512, GPT_HEADER)
+
+
+@pytest.mark.parametrize(("damage", "found"), [
+    (_ext4_primary_zeroed, "its first MiB is not empty"),
+    (_ext4_first_mib_zeroed, "an ext2/3/4 backup superblock at byte 134217728"),
+    (_xfs_sector0_zeroed, "its first MiB is not empty"),
+    (_xfs_first_mib_zeroed, f"an XFS secondary superblock at byte {GIB // 4}"),
+    (_gpt_without_protective_mbr, "its first MiB is not empty (non-zero bytes from byte 512)"),
+    (_gpt_backup_header_only, f"its last MiB is not empty (non-zero bytes at byte {GIB - 512}"),
+], ids=lambda v: v.__name__.strip("_") if callable(v) else "")
+def test_data_no_signature_names_is_refused(tmp_path: Path, root_tools: None,
+                                            damage: object, found: str) -> None:
+    """libblkid (and mkfs.xfs) see nothing on these; the bytes are there all the same."""
+    require_root_tools("mkfs.ext4", "wipefs")
+    backing = tmp_path / "damaged.img"
+    with attached(backing, GIB) as dev:
+        assert callable(damage)
+        damage(dev, tmp_path)
+        assert sh("wipefs", "--no-act", dev).stdout.strip() == ""  # nothing libblkid names
+        refused(backing, dev, found)
+
+
+def test_unrecognized_data_may_be_destroyed_when_the_user_says_so(tmp_path: Path,
+                                                                 root_tools: None) -> None:
+    """--destroy-unrecognized-data passes that one check (the run then asks for the device's
+    name, as for any device: answered wrong here, so nothing is written)."""
+    backing = tmp_path / "damaged.img"
+    with attached(backing, GIB) as dev:
+        _xfs_sector0_zeroed(dev, tmp_path)
+        before = checksum(backing)
+        proc = validate(dev, "--destroy-unrecognized-data", stdin="not-the-name\n")
+        assert proc.returncode == 2, proc.stderr
+        assert "not confirmed" in proc.stderr and "refusing" not in proc.stderr
+        assert checksum(backing) == before

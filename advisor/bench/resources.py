@@ -41,7 +41,7 @@ from advisor.system import argv
 from advisor.system.loopdev import dev_name
 from advisor.system.openers import shown as printable
 from advisor.system.runner import run
-from advisor.system.superblock import read_xfs_uuid
+from advisor.system.superblock import read_xfs_uuid, xfs_fingerprint
 from advisor.system.sysroot import SysRoot
 
 STATE_DIR_ENV = "XFS_ADVISOR_STATE_DIR"
@@ -114,7 +114,13 @@ class FilesystemRecord(_Record):
     source: str
     """Its major:minor."""
     uuid: str
-    """The filesystem's UUID (hex, from the superblock): proves it is still the one made."""
+    """The filesystem's UUID (hex, from the superblock): names the one made (a copy of it, or
+    the same filesystem written since, has it too)."""
+    fingerprint: str = ""
+    """advisor.system.superblock.xfs_fingerprint after the run's last unmount of it (empty
+    until then): equal now, nothing mounted it read-write or wrote to it since."""
+    mounted: bool = False
+    """The run had it mounted (or was about to): what happened to it since cannot be told."""
 
 
 class RunState(_Record):
@@ -452,16 +458,27 @@ def _remove_dir(proc: SysRoot, rec: PathRecord, log: list[str]) -> bool:
 
 
 def _note_filesystem(rec: FilesystemRecord, log: list[str]) -> dict[str, str]:
-    """A test filesystem stays (it is on the user's device); say so when it is still the one
-    made, and return {major:minor: uuid} for the guard of a run on that same device."""
+    """A test filesystem stays (it is on the user's device). Only one provably unchanged since
+    the run last unmounted it (same device, UUID and fingerprint; not mounted when the run died)
+    is the run's: said so, and returned as {major:minor: uuid} for the guard of a run on that
+    same device. One with the UUID but mounted or written since may hold anybody's data now:
+    said so, and left to the guard as data."""
     try:
         same = dev_name(os.stat(rec.device).st_rdev) == rec.source
     except OSError:
         return {}
     if not same or read_xfs_uuid(rec.device) != rec.uuid:
         return {}
-    log.append(f"{rec.device} holds its test filesystem (wipefs -a {rec.device} removes it)")
-    return {rec.source: rec.uuid}
+    if not rec.mounted and rec.fingerprint and xfs_fingerprint(rec.device) == rec.fingerprint:
+        log.append(f"{rec.device} holds the test filesystem it made, unchanged since "
+                   f"(wipefs -a {rec.device} removes it)")
+        return {rec.source: rec.uuid}
+    why = ("it was mounted when that run died" if rec.mounted or not rec.fingerprint
+           else "it was mounted or written since that run unmounted it")
+    log.append(f"{rec.device} holds an XFS with the UUID of the test filesystem it made, but "
+               f"{why}: what it holds now cannot be told from anybody's data, so it is "
+               f"treated as data (if nothing on it matters: wipefs -a {rec.device})")
+    return {}
 
 
 _R = TypeVar("_R", PathRecord, LoopRecord, MountRecord)
@@ -779,6 +796,9 @@ class Resources:
         entry = MountRecord(device=device, source=dev_name(os.stat(device).st_rdev),
                             mountpoint=mountpoint)
         self.state.mounts.append(entry)
+        for rec in self.state.filesystems:
+            if rec.device == device:
+                rec.mounted = True
         self._save()
         with signals_held():
             result = run(argv.mount(device, mountpoint, options), check=False, timeout=60)
@@ -802,6 +822,8 @@ class Resources:
                 if gone:
                     self.state.mounts.remove(entry)
                     self._save()
+            if gone:
+                self._unmounted(entry.device)
             if not gone:
                 raise ToolProblem(f"cannot unmount {mountpoint}: {'; '.join(log)}")
 
@@ -813,6 +835,17 @@ class Resources:
         uuid = read_xfs_uuid(device)
         if uuid is None:
             return
+        # Not fingerprinted yet: the mount comes next, and a run that dies before its first
+        # unmount leaves a filesystem nobody can vouch for.
         self.state.filesystems = [FilesystemRecord(
-            device=device, source=dev_name(os.stat(device).st_rdev), uuid=uuid)]
+            device=device, source=dev_name(os.stat(device).st_rdev), uuid=uuid, mounted=True)]
         self._save()
+
+    def _unmounted(self, device: str) -> None:
+        """The test filesystem on `device` was just unmounted by this run: what it is now is
+        what this run left."""
+        for rec in self.state.filesystems:
+            if rec.device == device:
+                rec.fingerprint = xfs_fingerprint(device) or ""
+                rec.mounted = False
+                self._save()

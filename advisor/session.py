@@ -197,7 +197,10 @@ class Session:
         inventory = inventory or self.inventory()
         links = live_links(inventory) if inventory.live else Links()
         scope = scope_of(inventory)
-        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links, scope=scope))
+        # Not read device by device (1,024 free LUNs would be 2 GiB read): the device chosen
+        # from the list goes through scratch_refusals, which reads it.
+        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links, scope=scope,
+                             read_data=False))
                 for d in sorted(inventory.devices, key=lambda d: natural_key(d.name))]
 
     def check_scratch(self, name: str, left: dict[str, str] | None = None, *,

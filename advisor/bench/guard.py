@@ -190,13 +190,14 @@ def _process_refusals(dev: Device, below: list[Device], openers: Openers) -> lis
 
 def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | None = None,
              scope: Scope | None = None, unrecognized_ok: bool = False,
-             _depth: int = 0) -> list[str]:
+             read_data: bool = True, _depth: int = 0) -> list[str]:
     """Every reason not to format `dev` (empty: it is a usable scratch device). `links`: what
     loop devices are bound to; asked of the live kernel when not given and `inv` is live.
     `scope`: scope_of(inv), when judging many devices of one inventory. On the live system a
     device nothing else stands in the way of is read where data lives (advisor.system.blank);
     `unrecognized_ok`: the user said what is there may be destroyed, or it is the test
-    filesystem this tool made."""
+    filesystem this tool made. `read_data` False: not read (a list of every device of a large
+    host; the one chosen is judged again with it)."""
     if links is None:
         links = live_links(inv) if inv.live else Links()
     if scope is None:
@@ -230,7 +231,8 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
                        f"{human_size(need_bytes)})")
     if dev.kind == "loop" and (inv.live or dev.name in links.loops):
         reasons += _loop_refusals(inv, dev, links, _depth, scope)
-    if inv.live and not reasons and not unrecognized_ok and _depth == 0 and size is not None:
+    if inv.live and read_data and not reasons and not unrecognized_ok and _depth == 0 \
+            and size is not None:
         try:
             found = leftover_data(dev.path, size)
         except OSError as err:

@@ -239,3 +239,23 @@ def test_unrecognized_data_may_be_destroyed_when_the_user_says_so(tmp_path: Path
         assert proc.returncode == 2, proc.stderr
         assert "not confirmed" in proc.stderr and "refusing" not in proc.stderr
         assert checksum(backing) == before
+
+
+def test_a_partition_of_a_loop_over_the_device_is_found(tmp_path: Path,
+                                                        root_tools: None) -> None:
+    """W (with partition scanning) is bound over V at offset 1 MiB and holds a partition table;
+    W's first partition holds a mounted XFS."""
+    from tests.bench.test_guard import _write_mbr
+
+    backing = tmp_path / "v.img"
+    with attached(backing, GIB) as v, attached(Path(v), 0, "-P", "-o", str(MIB)) as w:
+        _write_mbr(w, (GIB - MIB) // 512)
+        sh("blockdev", "--flushbufs", w)
+        sh("partx", "-a", w, check=False)  # the kernel does not always rescan on its own
+        part = f"{w}p1"
+        assert Path(part).exists()
+        sh("mkfs.xfs", "-q", part)
+        with mounted(part, tmp_path / "m") as mnt:
+            sh("sync")
+            with frozen(mnt):
+                refused(backing, v, f"{os.path.basename(part)} on it is mounted on {mnt}")

@@ -178,8 +178,9 @@ class Session:
 
         if not self.live:
             return ["a captured tree: only the live system's devices can be formatted"]
-        return refusals(self.inventory(), without_test_filesystem(device, left or {}),
-                        MIN_DEVICE_BYTES)
+        judged = without_test_filesystem(device, left or {})
+        return refusals(self.inventory(), judged, MIN_DEVICE_BYTES,
+                        unrecognized_ok=judged is not device)
 
     def scratch_verdicts(self, inventory: Inventory | None = None
                          ) -> list[tuple[Device, list[str]]]:
@@ -196,12 +197,17 @@ class Session:
         inventory = inventory or self.inventory()
         links = live_links(inventory) if inventory.live else Links()
         scope = scope_of(inventory)
-        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links, scope=scope))
+        # Not read device by device (1,024 free LUNs would be 2 GiB read): the device chosen
+        # from the list goes through scratch_refusals, which reads it.
+        return [(d, refusals(inventory, d, MIN_DEVICE_BYTES, links=links, scope=scope,
+                             read_data=False))
                 for d in sorted(inventory.devices, key=lambda d: natural_key(d.name))]
 
-    def check_scratch(self, name: str, left: dict[str, str] | None = None) -> Device:
+    def check_scratch(self, name: str, left: dict[str, str] | None = None, *,
+                      unrecognized_ok: bool = False) -> Device:
         """The device called `name`, read afresh and through the guard; DeviceProblem naming
-        every reason otherwise."""
+        every reason otherwise. `unrecognized_ok`: data no signature names may be destroyed
+        (validate --destroy-unrecognized-data)."""
         from advisor.bench.guard import check_scratch
         from advisor.bench.resources import without_test_filesystem
         from advisor.bench.run import MIN_DEVICE_BYTES
@@ -209,7 +215,9 @@ class Session:
         self.require_live("validation")
         inventory = self.inventory(refresh=True)
         device = self.device(name)
-        check_scratch(inventory, without_test_filesystem(device, left or {}), MIN_DEVICE_BYTES)
+        judged = without_test_filesystem(device, left or {})
+        check_scratch(inventory, judged, MIN_DEVICE_BYTES,
+                      unrecognized_ok=unrecognized_ok or judged is not device)
         return device
 
     @staticmethod

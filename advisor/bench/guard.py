@@ -11,29 +11,38 @@ st_rdev of the backing file) tells what it really writes to, so the guard follow
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 
 from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.device import Device, Inventory
 from advisor.models.obstacles import obstacles, signature_text
 from advisor.models.units import human_size
+from advisor.system.blank import leftover_data
 from advisor.system.loopdev import LoopStatus, dev_name, loop_status
+from advisor.system.openers import Openers, scan
 
 #: Mountpoints whose devices (and everything under them) are never scratch.
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
 #: Loop devices over loop devices over ...: deeper than this is refused, not followed.
 MAX_LOOP_DEPTH = 8
+#: The flag that lets `validate --device` format a device holding data nothing recognizes.
+UNRECOGNIZED_FLAG = "--destroy-unrecognized-data"
+#: Further looks at the processes holding a device open before they count (udev's probes).
+SETTLE_LOOKS = 10
 
 
 @dataclass(frozen=True)
 class Links:
     """Live facts the sysfs inventory cannot show: what each loop device is bound to (None: the
-    kernel could not be asked, with the reason in `errors`) and the (st_dev, st_ino) of every swap
-    file in /proc/swaps."""
+    kernel could not be asked, with the reason in `errors`), the (st_dev, st_ino) of every swap
+    file in /proc/swaps, and which processes hold a block device or a loop device's backing file
+    open (None: not scanned, as for a captured tree)."""
 
     loops: dict[str, LoopStatus | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     swap_files: frozenset[tuple[int, int]] = frozenset()
+    openers: Openers | None = None
 
 
 def live_links(inv: Inventory) -> Links:
@@ -48,7 +57,11 @@ def live_links(inv: Inventory) -> Links:
         except OSError as err:
             loops[d.name] = None
             errors[d.name] = err.strerror or str(err)
-    return Links(loops=loops, errors=errors, swap_files=_swap_files())
+    backing = frozenset((st.backing_dev, st.backing_ino) for st in loops.values()
+                        if st is not None and not st.on_block_device)
+    # This process is left out: it holds the device it is about to format (bench.hold).
+    return Links(loops=loops, errors=errors, swap_files=_swap_files(),
+                 openers=scan(backing, skip=frozenset({os.getpid()})))
 
 
 def _swap_files() -> frozenset[tuple[int, int]]:
@@ -92,6 +105,26 @@ def scope_of(inv: Inventory) -> Scope:
     return Scope(by_name=by_name, under_system=under)
 
 
+def built_on(dev: Device, by_name: dict[str, Device]) -> list[Device]:
+    """Every device that formatting `dev` would destroy the ground of: its partitions and holders
+    and the loop devices bound over it (at any offset), and theirs, transitively, each once.
+    sysfs links only the first two; a loop device over a block device shows only in the
+    kernel's loop status (Usage.loops)."""
+    found: list[Device] = []
+    seen = {dev.name}
+    stack = [*dev.children, *dev.usage.loops]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        other = by_name.get(name)
+        if other is not None:
+            found.append(other)
+            stack.extend([*other.children, *other.usage.loops])
+    return found
+
+
 def _by_number(inv: Inventory, number: int) -> Device | None:
     want = dev_name(number)
     return next((d for d in inv.devices if d.maj_min == want), None)
@@ -133,29 +166,59 @@ def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int,
                        "being tested")
     if (status.backing_dev, status.backing_ino) in links.swap_files:
         reasons.append(f"its backing file ({status.file_name or '?'}) is in use as swap")
+    if links.openers is not None:
+        for opener in links.openers.files.get((status.backing_dev, status.backing_ino), []):
+            reasons.append(f"{opener.describe()} holds its backing file "
+                           f"({status.file_name or '?'}) open")
+    return reasons
+
+
+def _process_refusals(dev: Device, below: list[Device], openers: Openers) -> list[str]:
+    """Processes holding the device, or anything built on it, open without claiming it."""
+    reasons: list[str] = []
+    for d in [dev, *below]:
+        if d.maj_min is None:
+            continue
+        major, _, minor = d.maj_min.partition(":")
+        if not (major.isdigit() and minor.isdigit()):
+            continue
+        for opener in openers.devices.get(os.makedev(int(major), int(minor)), []):
+            reasons.append(f"{opener.describe()} holds it open" if d is dev else
+                           f"{opener.describe()} holds {d.name} open, which is built on it")
     return reasons
 
 
 def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | None = None,
-             scope: Scope | None = None, _depth: int = 0) -> list[str]:
+             scope: Scope | None = None, unrecognized_ok: bool = False,
+             read_data: bool = True, _depth: int = 0) -> list[str]:
     """Every reason not to format `dev` (empty: it is a usable scratch device). `links`: what
     loop devices are bound to; asked of the live kernel when not given and `inv` is live.
-    `scope`: scope_of(inv), when judging many devices of one inventory."""
+    `scope`: scope_of(inv), when judging many devices of one inventory. On the live system a
+    device nothing else stands in the way of is read where data lives (advisor.system.blank);
+    `unrecognized_ok`: the user said what is there may be destroyed, or it is the test
+    filesystem this tool made. `read_data` False: not read (a list of every device of a large
+    host; the one chosen is judged again with it)."""
     if links is None:
         links = live_links(inv) if inv.live else Links()
     if scope is None:
         scope = scope_of(inv)
     reasons: list[str] = []
-    below = inv.stacked(dev, "children", scope.by_name)
+    below = built_on(dev, scope.by_name)
     for mp in scope.under_system.get(dev.name, []):
         reasons.append(f"it is the device under {mp}")
     own = {o.kind: o for o in obstacles(dev) if o.blocks}
     reasons += [f"it {o.says}" for o in own.values()]
+    for under in [dev, *below]:
+        for name in under.usage.loops:
+            if under is not dev:  # the device's own loops are its `looped` obstacle
+                reasons.append(f"{name} is a loop device over {under.name}, which is built on it")
     for child in below:
         if child.usage.mountpoints:
             reasons.append(f"{child.name} on it is mounted on {', '.join(child.usage.mountpoints)}")
         if child.usage.swap:
             reasons.append(f"{child.name} on it is in use as swap (/proc/swaps)")
+    if links.openers is not None:
+        reasons += _process_refusals(dev, below, links.openers)
     if not dev.usage.probed:
         reasons.append(f"libblkid could not check it for existing data ({_unprobed_why(dev)})")
     elif dev.usage.signatures and "data" not in own:  # mounted or swap: listed all the same
@@ -168,6 +231,15 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
                        f"{human_size(need_bytes)})")
     if dev.kind == "loop" and (inv.live or dev.name in links.loops):
         reasons += _loop_refusals(inv, dev, links, _depth, scope)
+    if inv.live and read_data and not reasons and not unrecognized_ok and _depth == 0 \
+            and size is not None:
+        try:
+            found = leftover_data(dev.path, size)
+        except OSError as err:
+            found = f"it cannot be read ({err.strerror})"
+        if found:
+            reasons.append(f"it is not blank, though no signature names what it holds: {found} "
+                           f"({UNRECOGNIZED_FLAG} formats it anyway)")
     return list(dict.fromkeys(reasons))
 
 
@@ -180,19 +252,30 @@ def _unprobed_why(dev: Device) -> str:
     return "run as root" if os.geteuid() != 0 else "it was not probed"
 
 
-def check_scratch(inv: Inventory, dev: Device, need_bytes: int) -> None:
-    """Raise DeviceProblem naming every reason the device is not scratch."""
-    reasons = refusals(inv, dev, need_bytes)
+def check_scratch(inv: Inventory, dev: Device, need_bytes: int, *,
+                  unrecognized_ok: bool = False) -> None:
+    """Raise DeviceProblem naming every reason the device is not scratch. When the only reasons
+    are processes holding it open, the processes are looked at again for a moment first: udev
+    opens a device to probe it after every change (an umount, a wipefs) and lets go at once."""
+    reasons = refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
+    for _ in range(SETTLE_LOOKS):
+        if not reasons or not all(r.startswith("pid ") for r in reasons):
+            break
+        time.sleep(0.1)
+        reasons = refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
     if reasons:
         raise DeviceProblem(f"refusing to format {dev.path}: " + "; ".join(reasons))
 
 
 
-def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
+def check_now(path: str, need_bytes: int, *, ours: str | None = None,
+              unrecognized_ok: bool = False) -> Device:
     """The whole guard again, read afresh from the live system, right before a write: sysfs,
-    mountinfo, swaps, the loop bindings and a new libblkid probe of the device. `ours`: the UUID
-    of the XFS our own previous round made there; that one signature is expected, any other is
-    refused. Returns the device as it is now; raises DeviceProblem otherwise."""
+    mountinfo, swaps, the loop bindings, the processes, a new libblkid probe of the device and
+    its blank places. `ours`: the UUID of the XFS our own previous round made there; that one
+    signature (and its data) is expected, any other is refused. `unrecognized_ok`: the user
+    said data no signature names may be destroyed. Returns the device as it is now; raises
+    DeviceProblem otherwise."""
     from advisor.inspect.devices import find_device, inspect_devices
     from advisor.system.blkid import probe_signatures
     from advisor.system.superblock import read_xfs_uuid
@@ -208,9 +291,10 @@ def check_now(path: str, need_bytes: int, *, ours: str | None = None) -> Device:
         if ours is not None and [s.value for s in signatures] == ["xfs"] and \
                 read_xfs_uuid(dev.path) == ours:
             signatures = []
+            unrecognized_ok = True
     except AdvisorError as err:
         raise DeviceProblem(f"refusing to format {path}: {err}") from None
     dev = dev.model_copy(update={"usage": dev.usage.model_copy(
         update={"signatures": signatures, "probed": True})})
-    check_scratch(inv, dev, need_bytes)
+    check_scratch(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
     return dev

@@ -39,8 +39,9 @@ from advisor.models.base import Model
 from advisor.models.device import Device
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
+from advisor.system.openers import shown as printable
 from advisor.system.runner import run
-from advisor.system.superblock import read_xfs_uuid
+from advisor.system.superblock import read_xfs_uuid, xfs_fingerprint
 from advisor.system.sysroot import SysRoot
 
 STATE_DIR_ENV = "XFS_ADVISOR_STATE_DIR"
@@ -113,7 +114,13 @@ class FilesystemRecord(_Record):
     source: str
     """Its major:minor."""
     uuid: str
-    """The filesystem's UUID (hex, from the superblock): proves it is still the one made."""
+    """The filesystem's UUID (hex, from the superblock): names the one made (a copy of it, or
+    the same filesystem written since, has it too)."""
+    fingerprint: str = ""
+    """advisor.system.superblock.xfs_fingerprint after the run's last unmount of it (empty
+    until then): equal now, nothing mounted it read-write or wrote to it since."""
+    mounted: bool = False
+    """The run had it mounted (or was about to): what happened to it since cannot be told."""
 
 
 class RunState(_Record):
@@ -299,12 +306,16 @@ def _loops() -> list[dict[str, str]]:
 
 
 def _loops_of(rec: LoopRecord) -> list[str]:
-    """Loop devices attached now over the backing file we made (by device and inode: a path can
-    be re-used, and a deleted file shows as "(deleted)")."""
+    """Loop devices attached now over the backing file we made, found by the file's identity
+    (device and inode: a path can be re-used, a deleted file shows as "(deleted)"), whatever
+    name losetup printed: a name can be wrong (re-bound in between), the binding cannot. While
+    the file is still there with that identity, every loop device over it is ours to detach;
+    once it is gone the inode number may name another file, and only the recorded device is."""
     backing = (str(rec.ino), dev_name(rec.dev))
+    ours = _identity(rec.backing) == (rec.dev, rec.ino)
     return [e["name"] for e in _loops() if e.get("name")
             and (e.get("back-ino"), e.get("back-maj:min")) == backing
-            and (not rec.device or e["name"] == rec.device)]
+            and (ours or (rec.device and e["name"] == rec.device))]
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -313,6 +324,28 @@ def _identity(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def check_bound(device: str, backing: str, identity: tuple[int, int]) -> None:
+    """DeviceProblem unless `device` is a loop device bound, from its start, to the file whose
+    (st_dev, st_ino) is `identity`."""
+    from advisor.system.loopdev import loop_status
+
+    shown = printable(device)
+    try:
+        status = loop_status(device) if device.startswith("/dev/") else None
+    except OSError as err:
+        raise DeviceProblem(f"refusing to use {shown}: the kernel cannot say what it is bound "
+                            f"to ({err.strerror})") from None
+    if status is None or status.on_block_device or status.offset or \
+            (status.backing_dev, status.backing_ino) != identity:
+        now = "nothing" if status is None else (
+            f"{status.file_name or '?'} (inode {status.backing_ino} on "
+            f"{dev_name(status.backing_dev)}, offset {status.offset})")
+        raise DeviceProblem(
+            f"refusing to use {shown}: losetup named it for {backing} (inode {identity[1]} on "
+            f"{dev_name(identity[0])}), but it is bound to {printable(now)}; nothing was "
+            "written to it")
 
 
 def without_test_filesystem(device: Device, left: dict[str, str]) -> Device:
@@ -425,16 +458,27 @@ def _remove_dir(proc: SysRoot, rec: PathRecord, log: list[str]) -> bool:
 
 
 def _note_filesystem(rec: FilesystemRecord, log: list[str]) -> dict[str, str]:
-    """A test filesystem stays (it is on the user's device); say so when it is still the one
-    made, and return {major:minor: uuid} for the guard of a run on that same device."""
+    """A test filesystem stays (it is on the user's device). Only one provably unchanged since
+    the run last unmounted it (same device, UUID and fingerprint; not mounted when the run died)
+    is the run's: said so, and returned as {major:minor: uuid} for the guard of a run on that
+    same device. One with the UUID but mounted or written since may hold anybody's data now:
+    said so, and left to the guard as data."""
     try:
         same = dev_name(os.stat(rec.device).st_rdev) == rec.source
     except OSError:
         return {}
     if not same or read_xfs_uuid(rec.device) != rec.uuid:
         return {}
-    log.append(f"{rec.device} holds its test filesystem (wipefs -a {rec.device} removes it)")
-    return {rec.source: rec.uuid}
+    if not rec.mounted and rec.fingerprint and xfs_fingerprint(rec.device) == rec.fingerprint:
+        log.append(f"{rec.device} holds the test filesystem it made, unchanged since "
+                   f"(wipefs -a {rec.device} removes it)")
+        return {rec.source: rec.uuid}
+    why = ("it was mounted when that run died" if rec.mounted or not rec.fingerprint
+           else "it was mounted or written since that run unmounted it")
+    log.append(f"{rec.device} holds an XFS with the UUID of the test filesystem it made, but "
+               f"{why}: what it holds now cannot be told from anybody's data, so it is "
+               f"treated as data (if nothing on it matters: wipefs -a {rec.device})")
+    return {}
 
 
 _R = TypeVar("_R", PathRecord, LoopRecord, MountRecord)
@@ -720,9 +764,6 @@ class Resources:
         with signals_held():
             result = run(argv.losetup_attach(backing, direct_io=direct_io), check=False,
                          timeout=30)
-            if result.ok:
-                entry.device = result.stdout.strip()
-                self._save()
         if not result.ok:
             self.state.loops.remove(entry)
             self._save()
@@ -730,13 +771,34 @@ class Resources:
             if "could not find any free loop device" in line or "No such device" in line:
                 raise DeviceProblem(f"no free loop device: {line}")
             raise ToolProblem(f"losetup failed: {line}")
+        # The name losetup printed is only a name: another program may have re-bound that
+        # device in between. The kernel says what it is bound to; until it says our file, the
+        # name is not recorded (clean-up finds our device by the file's identity instead).
+        named = result.stdout.strip()
+        check_bound(named, backing, (st.st_dev, st.st_ino))
+        with signals_held():
+            entry.device = named
+            self._save()
         return entry.device
+
+    def check_loop(self, device: str) -> None:
+        """DeviceProblem unless `device` is still bound to the backing file this run made for
+        it (attach_loop): asked again once the device is held open, when it can no longer be
+        re-bound."""
+        for rec in self.state.loops:
+            if rec.device == device:
+                check_bound(device, rec.backing, (rec.dev, rec.ino))
+                return
+        raise DeviceProblem(f"refusing to use {printable(device)}: this run did not attach it")
 
     def mount(self, device: str, mountpoint: str, options: list[str]) -> None:
         mountpoint = os.path.realpath(mountpoint)
         entry = MountRecord(device=device, source=dev_name(os.stat(device).st_rdev),
                             mountpoint=mountpoint)
         self.state.mounts.append(entry)
+        for rec in self.state.filesystems:
+            if rec.device == device:
+                rec.mounted = True
         self._save()
         with signals_held():
             result = run(argv.mount(device, mountpoint, options), check=False, timeout=60)
@@ -760,6 +822,8 @@ class Resources:
                 if gone:
                     self.state.mounts.remove(entry)
                     self._save()
+            if gone:
+                self._unmounted(entry.device)
             if not gone:
                 raise ToolProblem(f"cannot unmount {mountpoint}: {'; '.join(log)}")
 
@@ -771,6 +835,17 @@ class Resources:
         uuid = read_xfs_uuid(device)
         if uuid is None:
             return
+        # Not fingerprinted yet: the mount comes next, and a run that dies before its first
+        # unmount leaves a filesystem nobody can vouch for.
         self.state.filesystems = [FilesystemRecord(
-            device=device, source=dev_name(os.stat(device).st_rdev), uuid=uuid)]
+            device=device, source=dev_name(os.stat(device).st_rdev), uuid=uuid, mounted=True)]
         self._save()
+
+    def _unmounted(self, device: str) -> None:
+        """The test filesystem on `device` was just unmounted by this run: what it is now is
+        what this run left."""
+        for rec in self.state.filesystems:
+            if rec.device == device:
+                rec.fingerprint = xfs_fingerprint(device) or ""
+                rec.mounted = False
+                self._save()

@@ -133,6 +133,9 @@ class Plan:
     """(rule id, claim): what rules say their options do to the counters, checked after."""
     age: bool = False
     calibrate: bool = False
+    destroy_unrecognized: bool = False
+    """validate --destroy-unrecognized-data: the scratch device may hold data no signature
+    names (advisor.system.blank), and the user said it may be destroyed."""
     budget_seconds: float = DEFAULT_BUDGET
     max_pairs: int | None = None
     """Most pairs the run may add (None: MAX_PAIRS; `pairs`: a fixed design). An A/A calibration
@@ -366,6 +369,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         # Closed before Resources undoes anything: our own loop device detaches only when free.
         if hold is None:
             hold = held.enter_context(DeviceHold(device))
+            if backing is not None:  # held open now: it cannot be re-bound any more
+                res.check_loop(device)
+                hold.verify()
         else:
             held.callback(hold.close)
         # The one XFS the guard may find before the first mkfs: a killed run's, on this device.
@@ -397,7 +403,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                              f"pair {index + 1}/{max(plan.pairs, done + 2)}, side {label}")
                 step += 1
                 mkfs_options = side.mkfs_options
-                ours = _format(hold, side, mkfs_options, ours)
+                ours = _format(hold, side, mkfs_options, ours,
+                               unrecognized_ok=plan.destroy_unrecognized)
                 res.made_filesystem(device)
                 res.mount(device, mnt, side.mount_options)
                 if plan.age:
@@ -496,12 +503,13 @@ def _open(samples: dict[str, dict[str, list[float]]],
     return still
 
 
-def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | None) -> str | None:
+def _format(hold: DeviceHold, side: SideConfig, options: list[str], ours: str | None, *,
+            unrecognized_ok: bool = False) -> str | None:
     """mkfs.xfs for one side, behind the guard: the device must still be the one checked and
     confirmed, and pass every check again now (holding nothing but the XFS our previous round
     made, UUID `ours`). Returns the UUID of the new filesystem."""
     hold.verify()
-    check_now(hold.path, MIN_DEVICE_BYTES, ours=ours)
+    check_now(hold.path, MIN_DEVICE_BYTES, ours=ours, unrecognized_ok=unrecognized_ok)
     hold.release()  # mkfs.xfs opens the device O_EXCL itself
     made = run(argv.mkfs_xfs(hold.path, options, force=True, no_discard=True),
                check=False, timeout=300)

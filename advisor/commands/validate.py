@@ -73,6 +73,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "each with --rounds and --budget) to say which option moved what")
     p.add_argument("--yes", action="store_true",
                    help="with --device: do not ask to type the device name")
+    p.add_argument("--destroy-unrecognized-data", action="store_true",
+                   help="with --device: format it even though it is not blank where "
+                   "filesystems, partition tables and their backups live, while no signature "
+                   "names what is there (a damaged filesystem libblkid and mkfs.xfs do not "
+                   "see: it may be someone's data). Recognized data, mounts and users are "
+                   "refused all the same")
     add_workload_flags(p, suppress=True)
 
 
@@ -177,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
     if device_arg:
         from advisor.bench.hold import DeviceHold
 
-        device = session.check_scratch(device_arg, recovered.test_filesystems)
+        device = session.check_scratch(device_arg, recovered.test_filesystems,
+                                       unrecognized_ok=args.destroy_unrecognized_data)
+        plan.destroy_unrecognized = args.destroy_unrecognized_data
         plan.device, plan.device_bytes = device.path, int(device.size_bytes.value or 0)
         if shown is not None:
             plan.b, plan.not_applied = session.fit_to_scratch(shown, device, plan.device_bytes)

@@ -43,7 +43,7 @@ def example_device(example: RuleExample) -> Device:
                                         raw=f"TYPE={d.signature}")] \
         if d.signature else []
     usage = Usage(mountpoints=[d.mounted_on] if d.mounted_on else [], swap=d.swap,
-                  signatures=signatures, probed=True,
+                  signatures=signatures, probed=True, loops=list(d.loops),
                   fstype=Fact(value=d.signature, source="blkid") if d.signature else Fact())
     return Device(name=name if kind == "part" else "sdx", display_name=name,
                   path=f"/dev/{name}", kind=kind, dm_kind=dm_kind, stripe=stripe,

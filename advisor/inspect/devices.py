@@ -517,7 +517,7 @@ _NO_FSTYPE = FactStr()
 
 
 def _usage(dev: dict[str, Any], table: str, mounts: dict[str, list[parsers.MountEntry]],
-           swaps: set[str], probes: Probes) -> Usage:
+           swaps: set[str], probes: Probes, loops: dict[str, list[str]]) -> Usage:
     entries = mounts.get(dev["name"], [])
     fstype: Fact[str] = _NO_FSTYPE
     if entries:
@@ -531,7 +531,38 @@ def _usage(dev: dict[str, Any], table: str, mounts: dict[str, list[parsers.Mount
     probed = probes.probed and dev["name"] in probes.signatures
     return Usage(
         mountpoints=[e.mountpoint for e in entries], fstype=fstype,
-        swap=dev["name"] in swaps, signatures=signatures, probed=probed)
+        swap=dev["name"] in swaps, signatures=signatures, probed=probed,
+        loops=loops.get(dev["name"], []))
+
+
+def _loops_over(root: SysRoot, fields: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Device name -> the loop devices bound over it. On the live system the kernel says what
+    each loop device is bound to (LOOP_GET_STATUS64: the backing's device number, whatever path
+    it was opened by), falling back to the backing path when the device cannot be opened (not
+    root); a capture has only that path (`/dev/NAME`)."""
+    from advisor.system.loopdev import dev_name, loop_status
+
+    by_devno = {f["maj_min"]: f["name"] for f in fields if f["maj_min"]}
+    by_path = {f["path"]: f["name"] for f in fields}
+    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields})
+    found: dict[str, list[str]] = {}
+    for f in fields:
+        if f["kind"] != "loop":
+            continue
+        under: str | None = None
+        if root.live:
+            try:
+                status = loop_status(f"/dev/{f['name']}")
+            except OSError:
+                status = None
+            if status is not None and status.on_block_device:
+                under = by_devno.get(dev_name(status.backing_rdev))
+        if under is None:
+            backing = (root.read(f"sys/block/{f['name']}/loop/backing_file") or "").strip()
+            under = by_path.get(backing)
+        if under is not None and under != f["name"]:
+            found.setdefault(under, []).append(f["name"])
+    return found
 
 
 def _no_usage() -> Usage:
@@ -613,7 +644,9 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None
     table: str = "none"
     mounts: dict[str, list[parsers.MountEntry]] = {}
     swaps: set[str] = set()
+    loops: dict[str, list[str]] = {}
     if want("usage"):
+        loops = _loops_over(root, fields)
         table, entries = _mount_table(root)
         mounts = _by_device(fields, entries)
         swap_paths = set(parsers.parse_swaps(root.read("proc/swaps") or ""))
@@ -630,7 +663,8 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None
             f.update(_below(root, f, by_name))
         # Given even when not asked: a default Usage is deep-copied per device (a third of the
         # time of a `--fields` scan of a SAN host).
-        f["usage"] = _usage(f, table, mounts, swaps, probes) if want("usage") else _no_usage()
+        f["usage"] = (_usage(f, table, mounts, swaps, probes, loops) if want("usage")
+                      else _no_usage())
         error = probes.errors.get(f["name"])
         if error:
             f["notes"] = [*f["notes"], f"libblkid: {error}"]

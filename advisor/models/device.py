@@ -86,6 +86,10 @@ class Usage(Model):
     only)."""
     probed: bool = False
     """True when libblkid was asked (live system as root), so an empty `signatures` means empty."""
+    loops: list[str] = Field(default_factory=list)
+    """Loop devices bound over this device, at any offset (the kernel's loop status on the live
+    system; loop/backing_file in a capture). The kernel records no holder for them and loop
+    does not claim its backing exclusively: formatting this device destroys what they hold."""
 
 
 class Device(Model):

@@ -15,12 +15,12 @@ from typing import Literal
 
 from advisor.models.device import Device
 
-ObstacleKind = Literal["mounted", "swap", "held", "partitions", "data", "read-only", "zoned",
-                       "misaligned"]
+ObstacleKind = Literal["mounted", "swap", "held", "looped", "partitions", "data", "read-only",
+                       "zoned", "misaligned"]
 
 #: Every kind, in the order `obstacles` reports them.
-OBSTACLE_KINDS: tuple[ObstacleKind, ...] = ("mounted", "swap", "held", "partitions", "data",
-                                            "read-only", "zoned", "misaligned")
+OBSTACLE_KINDS: tuple[ObstacleKind, ...] = ("mounted", "swap", "held", "looped", "partitions",
+                                            "data", "read-only", "zoned", "misaligned")
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,11 @@ def obstacles(device: Device) -> list[Obstacle]:
         found.append(Obstacle("held", True, "held by " + ",".join(device.holders),
                               f"is held by {held} (LVM, md, dm-crypt or multipath use it)",
                               "format that device instead"))
+    if usage.loops:
+        found.append(Obstacle("looped", True, "backs " + ",".join(usage.loops),
+                              f"is the backing of loop device {', '.join(usage.loops)}",
+                              "detach the loop device first (losetup -d): formatting destroys "
+                              "what it holds, at whatever offset it starts"))
     parts = partitions(device)
     if parts:
         found.append(Obstacle("partitions", True, "has " + ",".join(parts),

@@ -52,6 +52,8 @@ class ExampleDevice(Model):
     """In use as swap (/proc/swaps)."""
     held_by: list[str] = Field(default_factory=list)
     """Devices built on the whole disk (LVM, md, dm-crypt, multipath: holders/)."""
+    loops: list[str] = Field(default_factory=list)
+    """Loop devices bound over the disk (the kernel's loop status: no holders/ entry)."""
     signature: str | None = None
     """A filesystem libblkid finds on it (`ext4`)."""
     read_only: bool | None = None

@@ -427,10 +427,16 @@ def test_signals_held_raise_when_the_block_ends() -> None:
     assert held
 
 
-# ---- item 10: a SIGKILLed --device run is recovered by the next --device run ----
+# ---- a SIGKILLed --device run: recovered by the next run, its filesystem forgiven only when
+# provably unchanged ----
 
-def test_killed_device_run_is_recovered_by_the_next_device_run(tmp_path: Path,
-                                                                root_tools: None) -> None:
+def test_killed_device_run_is_recovered_and_user_data_written_since_is_kept(
+        tmp_path: Path, root_tools: None) -> None:
+    """The dead run's test filesystem was mounted when it died; the user then mounted it and
+    wrote payroll.txt. The next run unmounts what the dead run left, but formats nothing: the
+    UUID is the dead run's, the content is the user's, and the recovery line says so."""
+    from advisor.system.superblock import read_xfs_uuid
+
     backing = tmp_path / "scratch.img"
     with attached(backing, GIB) as dev, cleaned(tmp_path):
         with running(tmp_path, "--device", dev, "--yes") as first:
@@ -438,18 +444,61 @@ def test_killed_device_run_is_recovered_by_the_next_device_run(tmp_path: Path,
             os.killpg(first.pid, signal.SIGKILL)
             first.wait(timeout=30)
         assert any(dev in line for line in leftovers(str(tmp_path)))  # its mount is left
+        with mounted(dev, tmp_path / "user") as mnt:
+            (mnt / "payroll.txt").write_text("precious\n")
+        uuid = read_xfs_uuid(dev)
         with running(tmp_path, "--device", dev, "--yes") as second:
-            _wait_for_our_mount(tmp_path, second)  # past recovery, the guard and mkfs
-            os.killpg(second.pid, signal.SIGTERM)
-            _, err = second.communicate(timeout=60)
-        assert second.returncode == 130, err
+            _, err = second.communicate(timeout=120)
+        assert second.returncode == 3, err
         assert f"recovered: a dead run (pid {first.pid}) left: unmounted" in err, err
-        assert f"{dev} holds its test filesystem" in err
-        assert "refusing" not in err
+        assert "treated as data" in err and "holds the test filesystem it made" not in err
+        assert "refusing to format" in err and "holds data: xfs" in err, err
+        assert read_xfs_uuid(dev) == uuid
+        with mounted(dev, tmp_path / "user", "ro") as mnt:
+            assert (mnt / "payroll.txt").read_text() == "precious\n"
         assert [line for line in leftovers(str(tmp_path)) if not line.startswith(dev)] == []
-        assert is_attached(dev)  # the test's device, still attached
         assert list((tmp_path / "work").iterdir()) == []
         assert list((tmp_path / "state").iterdir()) == []
+
+
+@contextlib.contextmanager
+def _dead_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev: str) -> Iterator[None]:
+    """A run, in this process, that made a test filesystem on `dev`, mounted it, wrote to it and
+    unmounted it, then died (its state file left as a SIGKILL leaves it)."""
+    monkeypatch.setenv(resources.STATE_DIR_ENV, str(tmp_path / "state"))
+    res = resources.Resources().__enter__()
+    sh("mkfs.xfs", "-q", "-f", dev)
+    res.made_filesystem(dev)
+    mnt = tmp_path / "ours"
+    mnt.mkdir()
+    res.mount(dev, str(mnt), [])
+    (mnt / "round.dat").write_bytes(b"x" * 65536)
+    res.umount(str(mnt))
+    resources._active.discard(str(res.path))  # dead: recovery may read its state file
+    os.close(res._dir_fd)
+    yield
+
+
+def test_a_dead_runs_unchanged_test_filesystem_is_forgiven(tmp_path: Path, root_tools: None,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    with attached(tmp_path / "fs.img", GIB) as dev, _dead_run(tmp_path, monkeypatch, dev):
+        found = resources.recover_leftovers()
+        source = f"{os.major(os.stat(dev).st_rdev)}:{os.minor(os.stat(dev).st_rdev)}"
+        from advisor.system.superblock import read_xfs_uuid
+        assert found.test_filesystems == {source: read_xfs_uuid(dev)}
+        assert f"{dev} holds the test filesystem it made, unchanged since" in found.done[0]
+
+
+def test_a_dead_runs_test_filesystem_written_since_is_not_forgiven(
+        tmp_path: Path, root_tools: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    with attached(tmp_path / "fs.img", GIB) as dev, _dead_run(tmp_path, monkeypatch, dev):
+        with mounted(dev, tmp_path / "user") as mnt:
+            (mnt / "payroll.txt").write_text("precious\n")
+        found = resources.recover_leftovers()
+        assert found.test_filesystems == {}
+        assert "it was mounted or written since that run unmounted it" in found.done[0]
+        assert "treated as data" in found.done[0]
 
 
 def test_recovery_refuses_nothing_when_there_is_no_state_folder(tmp_path: Path,

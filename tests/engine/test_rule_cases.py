@@ -342,7 +342,8 @@ def test_kernel_compat_merges_with_inode_size(book: RuleBook) -> None:
     assert len(i_args) == 1 and "size=1024" in i_args[0] and "sparse=1" in i_args[0]
 
 
-DEVICE_RULES = ("device-mounted", "device-swap", "device-held", "device-partitions",
+DEVICE_RULES = ("device-mounted", "device-swap", "device-held", "device-looped",
+                "device-partitions",
                 "device-holds-data", "device-read-only", "device-zoned", "device-misaligned",
                 "flush-cost", "nonvolatile-cache", "discard-passdown", "stack-alignment")
 
@@ -357,6 +358,8 @@ DEVICE_RULES = ("device-mounted", "device-swap", "device-held", "device-partitio
     ({"usage": Usage(signatures=[Fact[str](value="ext4", source="blkid", raw="TYPE=ext4")],
                      probed=True)}, "device-holds-data", "sdx holds data: ext4 (TYPE=ext4)"),
     ({"holders": ["dm-3"], "children": ["dm-3"]}, "device-held", "sdx is held by dm-3"),
+    ({"usage": Usage(loops=["loop7"])}, "device-looped",
+     "sdx is the backing of loop device loop7"),
     ({"children": ["sdx1", "sdx2"]}, "device-partitions", "sdx has partitions (sdx1, sdx2)"),
     ({"read_only": True}, "device-read-only", "sdx is read-only"),
 ])

@@ -25,6 +25,7 @@ CASES: list[tuple[dict[str, Any], str]] = [
     ({"usage": Usage(mountpoints=["/srv", "/srv2"], probed=True)}, "mounted"),
     ({"usage": Usage(swap=True, probed=True)}, "swap"),
     ({"holders": ["dm-0"], "children": ["dm-0"]}, "held"),
+    ({"usage": Usage(loops=["loop7"], probed=True)}, "looped"),
     ({"children": ["sdx1", "sdx2"]}, "partitions"),
     ({"usage": Usage(signatures=[EXT4], probed=True)}, "data"),
     ({"read_only": True}, "read-only"),

@@ -1,0 +1,261 @@
+"""Every user of a device, found before the guard calls it free, on real loop devices: loop devices
+bound over it at any offset (and what is built on those), processes holding it or its backing file
+open, data libblkid cannot name. Each victim is a loop device over a file whose checksum must not
+change."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from advisor.bench import guard
+from advisor.bench.run import MIN_DEVICE_BYTES
+from advisor.inspect.devices import find_device, inspect_devices
+from advisor.system.sysroot import SysRoot
+from tests.bench.test_guard import GIB, attached, checksum, refused, validate
+from tests.conftest import REPO, mounted, require_root_tools, sh
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def root_tools() -> None:
+    require_root_tools("losetup", "mkfs.xfs", "fio", "xfs_freeze")
+
+
+@contextlib.contextmanager
+def frozen(mnt: Path) -> Iterator[None]:
+    """XFS frozen writes nothing, so any change to its backing file is the guard's fault."""
+    sh("xfs_freeze", "-f", str(mnt))
+    try:
+        yield
+    finally:
+        sh("xfs_freeze", "-u", str(mnt), check=False)
+
+
+def devices_line(dev: str) -> str:
+    """The `devices` tree's line for `dev`."""
+    proc = subprocess.run([sys.executable, "-m", "advisor", "devices"], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    name = os.path.basename(dev)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.split() and
+             ln.split()[0].lstrip("├└─│ ") == name]
+    assert lines, proc.stdout
+    return lines[0]
+
+
+def test_a_loop_at_an_offset_over_the_device_is_found(tmp_path: Path, root_tools: None) -> None:
+    """V is the backing of W (a loop device at offset 1 MiB), W of X; X holds a mounted XFS. The
+    kernel shows no holder for either: only the loop status says W and X write to V."""
+    backing = tmp_path / "r1.img"
+    with attached(backing, GIB) as v, \
+            attached(Path(v), 0, "-o", str(MIB)) as w, \
+            attached(Path(w), 0) as x:
+        sh("mkfs.xfs", "-q", x)
+        with mounted(x, tmp_path / "m") as mnt:
+            (mnt / "payroll.txt").write_text("precious\n")
+            sh("sync")
+            with frozen(mnt):
+                inv = inspect_devices(SysRoot(), probe=True)
+                reasons = guard.refusals(inv, find_device(inv, v), MIN_DEVICE_BYTES)
+                wn, xn = os.path.basename(w), os.path.basename(x)
+                assert f"it is the backing of loop device {wn}" in reasons, reasons
+                assert f"{xn} is a loop device over {wn}, which is built on it" in reasons
+                assert f"{xn} on it is mounted on {mnt}" in reasons, reasons
+                assert f"backs {wn}" in devices_line(v)
+                refused(backing, v, f"it is the backing of loop device {wn}")
+
+
+@contextlib.contextmanager
+def holding_open(path: Path | str, tmp_path: Path, name: str = "sleep") -> Iterator[int]:
+    """A process (named `name`: its comm) that holds `path` open read-write, as a VM or a
+    database holds a raw disk: no O_EXCL, so nothing in the kernel refuses a second opener."""
+    program = tmp_path / name
+    program.symlink_to("/bin/sleep")
+    with open(path, "r+b") as f:
+        proc = subprocess.Popen([str(program), "600"], stdin=f)
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_process_holding_the_device_open_is_found(tmp_path: Path, root_tools: None) -> None:
+    """Its command name is the process's own choice: shown escaped, never raw."""
+    backing = tmp_path / "raw.img"
+    with attached(backing, GIB) as dev, \
+            holding_open(dev, tmp_path, "vm\x1b[2J\x07") as pid:
+        proc = validate(dev, "--yes")
+        assert proc.returncode == 3, proc.stderr
+        assert f"pid {pid} (vm\\x1b[2J\\x07) holds it open" in proc.stderr, proc.stderr
+        assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+        refused(backing, dev, f"pid {pid}")
+
+
+def test_a_process_holding_the_backing_file_open_is_found(tmp_path: Path,
+                                                          root_tools: None) -> None:
+    backing = tmp_path / "db.img"
+    with attached(backing, GIB) as dev, holding_open(backing, tmp_path) as pid:
+        refused(backing, dev, f"pid {pid} (sleep) holds its backing file")
+
+
+def test_a_process_holding_a_loop_over_the_device_open_is_found(tmp_path: Path,
+                                                                root_tools: None) -> None:
+    backing = tmp_path / "under.img"
+    with attached(backing, GIB) as v, attached(Path(v), 0, "-o", str(MIB)) as w, \
+            holding_open(w, tmp_path) as pid:
+        refused(backing, v, f"pid {pid} (sleep) holds {os.path.basename(w)} open, which is "
+                "built on it")
+
+
+def test_the_default_loop_device_is_used_only_when_bound_to_its_file(tmp_path: Path,
+                                                                    root_tools: None) -> None:
+    """losetup attaches the run's scratch.img but prints another loop device's name (what a
+    re-bind between its attach and its answer looks like): the run must notice before writing,
+    leave that device alone, and still detach its own loop device, found by its file."""
+    real = shutil.which("losetup") or "/usr/sbin/losetup"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    liar = bin_dir / "losetup"
+    liar.write_text("#!/bin/sh\n"
+                    'case " $* " in *" --show "*)\n'
+                    f'  {real} "$@" >/dev/null || exit $?\n'
+                    '  echo "$VICTIM"; exit 0;;\n'
+                    "esac\n"
+                    f'exec {real} "$@"\n')
+    liar.chmod(0o755)
+    victim_file = tmp_path / "victim.img"
+    loops = tmp_path / "loops"
+    loops.mkdir()
+    with attached(victim_file, GIB) as victim:
+        before = checksum(victim_file)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VICTIM": victim,
+               "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
+        env.pop("XFS_ADVISOR_DEBUG", None)
+        proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--loop-size",
+                               "1GiB", "--loop-dir", str(loops), "--mkfs-options", "-n size=8k"],
+                              capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+        assert proc.returncode == 3, proc.stderr
+        assert f"refusing to use {victim}" in proc.stderr and "bound to" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert checksum(victim_file) == before
+        listed = sh(real, "--list", "--noheadings", "--output", "BACK-FILE").stdout
+        assert str(loops) not in listed, listed
+        assert list(loops.iterdir()) == []
+
+
+def _zero(dev: str, offset: int, length: int) -> None:
+    with open(dev, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\0" * length)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _write(dev: str, offset: int, data: bytes) -> None:
+    with open(dev, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _filesystem_with_a_file(dev: str, tmp_path: Path, *mkfs: str) -> None:
+    sh(*mkfs, dev)
+    with mounted(dev, tmp_path / "m") as mnt:
+        (mnt / "payroll.txt").write_text("precious\n" * 1000)
+
+
+#: A GPT header as it starts (signature, revision 1.0, header size 92), the rest made up.
+GPT_HEADER = b"EFI PART\x00\x00\x01\x00\x5c\x00\x00\x00" + bytes(range(1, 77))
+
+
+def _ext4_primary_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.ext4", "-q", "-F")
+    _zero(dev, 1024, 1024)
+
+
+def _ext4_first_mib_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.ext4", "-q", "-F", "-b", "4096")
+    _zero(dev, 0, MIB)
+
+
+def _xfs_sector0_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.xfs", "-q", "-f")
+    _zero(dev, 0, 512)
+
+
+def _xfs_first_mib_zeroed(dev: str, tmp_path: Path) -> None:
+    _filesystem_with_a_file(dev, tmp_path, "mkfs.xfs", "-q", "-f")
+    _zero(dev, 0, MIB)
+
+
+def _gpt_without_protective_mbr(dev: str, tmp_path: Path) -> None:
+    _write(dev, 512, GPT_HEADER)
+
+
+def _gpt_backup_header_only(dev: str, tmp_path: Path) -> None:
+    _write(dev, GIB - 512, GPT_HEADER)
+
+
+@pytest.mark.parametrize(("damage", "found"), [
+    (_ext4_primary_zeroed, "its first MiB is not empty"),
+    (_ext4_first_mib_zeroed, "an ext2/3/4 backup superblock at byte 134217728"),
+    (_xfs_sector0_zeroed, "its first MiB is not empty"),
+    (_xfs_first_mib_zeroed, f"an XFS secondary superblock at byte {GIB // 4}"),
+    (_gpt_without_protective_mbr, "its first MiB is not empty (non-zero bytes from byte 512)"),
+    (_gpt_backup_header_only, f"its last MiB is not empty (non-zero bytes at byte {GIB - 512}"),
+], ids=lambda v: v.__name__.strip("_") if callable(v) else "")
+def test_data_no_signature_names_is_refused(tmp_path: Path, root_tools: None,
+                                            damage: object, found: str) -> None:
+    """libblkid (and mkfs.xfs) see nothing on these; the bytes are there all the same."""
+    require_root_tools("mkfs.ext4", "wipefs")
+    backing = tmp_path / "damaged.img"
+    with attached(backing, GIB) as dev:
+        assert callable(damage)
+        damage(dev, tmp_path)
+        assert sh("wipefs", "--no-act", dev).stdout.strip() == ""  # nothing libblkid names
+        refused(backing, dev, found)
+
+
+def test_unrecognized_data_may_be_destroyed_when_the_user_says_so(tmp_path: Path,
+                                                                 root_tools: None) -> None:
+    """--destroy-unrecognized-data passes that one check (the run then asks for the device's
+    name, as for any device: answered wrong here, so nothing is written)."""
+    backing = tmp_path / "damaged.img"
+    with attached(backing, GIB) as dev:
+        _xfs_sector0_zeroed(dev, tmp_path)
+        before = checksum(backing)
+        proc = validate(dev, "--destroy-unrecognized-data", stdin="not-the-name\n")
+        assert proc.returncode == 2, proc.stderr
+        assert "not confirmed" in proc.stderr and "refusing" not in proc.stderr
+        assert checksum(backing) == before
+
+
+def test_a_partition_of_a_loop_over_the_device_is_found(tmp_path: Path,
+                                                        root_tools: None) -> None:
+    """W (with partition scanning) is bound over V at offset 1 MiB and holds a partition table;
+    W's first partition holds a mounted XFS."""
+    from tests.bench.test_guard import _write_mbr
+
+    backing = tmp_path / "v.img"
+    with attached(backing, GIB) as v, attached(Path(v), 0, "-P", "-o", str(MIB)) as w:
+        _write_mbr(w, (GIB - MIB) // 512)
+        sh("blockdev", "--flushbufs", w)
+        sh("partx", "-a", w, check=False)  # the kernel does not always rescan on its own
+        part = f"{w}p1"
+        assert Path(part).exists()
+        sh("mkfs.xfs", "-q", part)
+        with mounted(part, tmp_path / "m") as mnt:
+            sh("sync")
+            with frozen(mnt):
+                refused(backing, v, f"{os.path.basename(part)} on it is mounted on {mnt}")

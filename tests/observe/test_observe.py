@@ -41,11 +41,13 @@ def _which(tool: str) -> bool:
 
 
 @pytest.fixture
-def xfs(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A freshly made XFS on a loop device, mounted: (device, mount point)."""
+def xfs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path]]:
+    """A freshly made XFS on a loop device, mounted: (device, mount point). Indirect
+    parametrization gives extra mkfs.xfs options."""
     require_root_tools("losetup", "mkfs.xfs", "mount")
+    options: list[str] = list(getattr(request, "param", ()))
     with loop_device(tmp_path / "fs.img", FS_BYTES) as dev:
-        sh("mkfs.xfs", "-q", "-f", dev)
+        sh("mkfs.xfs", "-q", "-f", *options, dev)
         with mounted(dev, tmp_path / "mnt") as mnt:
             yield dev, mnt
 
@@ -126,9 +128,12 @@ def test_idle_filesystem_makes_no_finding_and_validates(xfs: tuple[str, Path]) -
 
 
 @pytest.mark.root
+@pytest.mark.parametrize("xfs", [("-d", "agcount=4"), ("-d", "agcount=2")], indirect=True,
+                         ids=["4-AGs", "2-AGs"])
 def test_writers_at_a_known_fsync_rate(xfs: tuple[str, Path], tmp_path: Path) -> None:
     """Three writers at 40 fsyncs a second each: the fsync rate within 10% of what they did in
-    the observed window, three concurrent metadata writers, and measured answers written."""
+    the observed window, three concurrent metadata writers, and measured answers written. On
+    2 AGs they are more writers than AGs (ag-concurrency); on 4, not."""
     require(have_perf(), "needs perf with xfs tracepoints")
     _, mnt = xfs
     until = time.time() + 30
@@ -155,6 +160,8 @@ def test_writers_at_a_known_fsync_rate(xfs: tuple[str, Path], tmp_path: Path) ->
     fsyncs = rate(fs, "fsyncs")
     assert abs(fsyncs["evidence"]["delta"] - truth) <= 0.1 * truth, (fsyncs, truth)
     assert doc["answers"]["concurrent_writers"] == 3
+    agcount = fs["geometry"]["agcount"]
+    assert ("ag-concurrency" in rules(fs)) == (agcount < 3), (agcount, fs["findings"])
     assert doc["answers"]["writer_activity"] == "metadata"
     text = workload.read_text()
     assert "concurrent_writers = 3  # measured by xfs-advisor observe" in text

@@ -40,6 +40,22 @@ class Answers(Protocol):
     def merged_into(self, workload: Workload) -> Workload: ...
 
 
+_MEASURED_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=.*#\s*measured by xfs-advisor (\w+)\s*$")
+
+
+def measured_in(text: str) -> dict[str, str]:
+    """answer -> the command that measured it (`observe`, `profile`), from the marks
+    --write-workload leaves on a TOML workload file's top-level lines."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if _TABLE.match(line):
+            break
+        m = _MEASURED_LINE.match(line)
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
 def _toml_value(key: str, value: object) -> str:
     if isinstance(value, str):
         return json.dumps(value)

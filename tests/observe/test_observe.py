@@ -24,11 +24,10 @@ import pytest
 from advisor.commands.schema import schema_text
 from advisor.observe.tracepoints import device_filter
 from tests.conftest import loop_device, mounted, require, require_root_tools, sh
+from tests.observe.conftest import FS_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 ADVISOR = [sys.executable, "-m", "advisor"]
-#: mkfs.xfs refuses filesystems under 300 MiB.
-FS_BYTES = 512 << 20
 
 
 def have_perf() -> bool:
@@ -38,18 +37,6 @@ def have_perf() -> bool:
 
 def _which(tool: str) -> bool:
     return any(Path(d, tool).exists() for d in os.environ.get("PATH", "").split(":"))
-
-
-@pytest.fixture
-def xfs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path]]:
-    """A freshly made XFS on a loop device, mounted: (device, mount point). Indirect
-    parametrization gives extra mkfs.xfs options."""
-    require_root_tools("losetup", "mkfs.xfs", "mount")
-    options: list[str] = list(getattr(request, "param", ()))
-    with loop_device(tmp_path / "fs.img", FS_BYTES) as dev:
-        sh("mkfs.xfs", "-q", "-f", *options, dev)
-        with mounted(dev, tmp_path / "mnt") as mnt:
-            yield dev, mnt
 
 
 @contextlib.contextmanager

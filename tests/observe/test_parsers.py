@@ -7,10 +7,12 @@ import argparse
 
 import pytest
 
+from advisor.bench.report import measured_line
 from advisor.commands.observe import duration
 from advisor.errors import BadInput
 from advisor.observe.counters import deltas, parse_block_stat, parse_xfs_stats
 from advisor.observe.tracepoints import device_filter, parse_samples, parse_totals
+from advisor.profile.workload_file import measured_in
 
 #: /sys/fs/xfs/loop0/stats/stats of a kernel 6.18 filesystem, trimmed.
 STATS = """extent_alloc 10 20 3 4
@@ -83,3 +85,17 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         duration(text)
+
+
+def test_measured_marks_and_the_report_line() -> None:
+    text = ('# mine\nlargest_directory_entries = 5000\n'
+            'concurrent_writers = 2  # measured by xfs-advisor observe\n'
+            'median_file_size = "4KiB"  # measured by xfs-advisor profile\n'
+            'fsyncs_per_second = 40.0  # measured by xfs-advisor observe\n'
+            '[storage]\nkind = "ssd"  # measured by xfs-advisor observe\n')
+    measured = measured_in(text)
+    assert measured == {"concurrent_writers": "observe", "median_file_size": "profile",
+                        "fsyncs_per_second": "observe"}
+    assert measured_line(measured) == (
+        "answers measured by xfs-advisor observe: concurrent_writers, fsyncs_per_second; "
+        "answers measured by xfs-advisor profile: median_file_size")

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import EXIT_OK, BadInput
+
+if TYPE_CHECKING:
+    from advisor.models.observe import Recording
 
 #: Longest observation accepted (a day): perf's sleep and the report stay sane.
 MAX_SECONDS = 86_400.0
@@ -43,9 +46,49 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="how long to watch: 10s (default), 500ms, 2m, 1h")
     p.add_argument("--counters-only", action="store_true",
                    help="do not run perf: read the counters only (no tracepoint overhead)")
+    p.add_argument("--record", metavar="FILE", default=None,
+                   help="also save the raw readings to FILE (JSON), for --replay anywhere")
+    p.add_argument("--replay", metavar="FILE", default=None,
+                   help="report a recording made with --record instead of watching")
     p.add_argument("--write-workload", metavar="FILE", default=None,
                    help="merge the measured answers (fsyncs per second, concurrent writers, "
                    "writer activity) into FILE (TOML or JSON; created if missing)")
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Refusals before anything is watched: --sysroot, a replay with watch options, and output
+    files that could never be written (a FIFO, a device, a folder)."""
+    from advisor.system.files import write_target
+
+    if getattr(args, "sysroot", None):
+        raise BadInput("observe watches the live system and does not read --sysroot (record "
+                       "with --record FILE, replay with --replay FILE)")
+    if args.replay and (args.paths or args.record or args.counters_only):
+        raise BadInput("--replay reports a recording: it takes no MOUNTPOINT, --record or "
+                       "--counters-only")
+    for path, what in ((args.write_workload, "workload file"), (args.record, "recording")):
+        if path:
+            write_target(path, what)
+
+
+def load_recording(path: str) -> Recording:
+    """A recording file, checked: BadInput in one line for anything else."""
+    import json
+
+    from pydantic import ValidationError
+
+    from advisor.models.observe import Recording
+    from advisor.system.files import read_text
+
+    text = read_text(path, "recording")
+    try:
+        return Recording.model_validate(json.loads(text))
+    except (ValueError, ValidationError) as err:
+        first = str(err).splitlines()
+        detail = (f"{err.errors()[0]['loc']}: {err.errors()[0]['msg']}"
+                  if isinstance(err, ValidationError) and err.errors() else first[0] if first
+                  else "")
+        raise BadInput(f"{path} is not an observe recording ({detail[:120]})") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,35 +96,41 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from advisor.cli import notice
-    from advisor.observe.observation import Observer, resolve
+    from advisor.observe.observation import Observer, document_from, resolve
     from advisor.observe.report import render_text
-    from advisor.system.files import write_target
+    from advisor.system.files import write_text_atomically
     from advisor.system.sysroot import SysRoot
 
-    if getattr(args, "sysroot", None):
-        raise BadInput("observe watches the live system and does not read --sysroot")
-    if args.write_workload:
-        write_target(args.write_workload, "workload file")
-    root = SysRoot()
-    targets = resolve(args.paths, root)
+    _check_args(args)
+    if args.replay:
+        recording = load_recording(args.replay)
+    else:
+        root = SysRoot()
+        targets = resolve(args.paths, root)
 
-    def begun() -> None:
-        how = ("counters and tracepoints" if observer.tracing.method == "perf-stat"
-               else "counters only")
-        notice(f"observing {len(targets)} XFS filesystem(s) for {args.seconds:g} s ({how})",
-               args.json)
+        def begun() -> None:
+            how = ("counters and tracepoints" if observer.tracing.method == "perf-stat"
+                   else "counters only")
+            notice(f"observing {len(targets)} XFS filesystem(s) for {args.seconds:g} s ({how})",
+                   args.json)
 
-    observer = Observer(targets, args.seconds, tracing=not args.counters_only, root=root,
-                        started=begun)
-    try:
-        doc = observer.run()
-    finally:
-        observer.stop()
+        observer = Observer(targets, args.seconds, tracing=not args.counters_only, root=root,
+                            started=begun)
+        try:
+            recording = observer.run()
+        finally:
+            observer.stop()
+        if args.record:
+            write_text_atomically(args.record, json.dumps(recording.model_dump(mode="json"),
+                                                          indent=1) + "\n", "recording")
+    doc = document_from(recording)
     if args.json:
         print(json.dumps(doc.model_dump(mode="json"), indent=2))
     else:
         sys.stdout.write(render_text(doc))
     sys.stdout.flush()
+    if args.record:
+        notice(f"recorded the readings to {args.record}", args.json)
     if args.write_workload:
         from advisor.profile.workload_file import write_measured_answers
 

@@ -188,3 +188,71 @@ class ObserveDocument(Model):
     """One entry per filesystem watched."""
     answers: ObservedAnswers
     """Workload answers measured (from the busiest filesystem when several were watched)."""
+
+
+class RecordedReading(Model):
+    """Both counter files of one filesystem at one moment, parsed."""
+
+    xfs: dict[str, int]
+    """The per-mount XFS statistics, by `line.field`."""
+    block: dict[str, int]
+    """The block device's statistics, by field."""
+    at: float
+    """Monotonic seconds when read (only differences mean anything)."""
+    wall: float
+    """UTC seconds since the epoch when read."""
+
+
+class RecordedThread(Model):
+    """A thread recorded allocating transactions."""
+
+    command: str
+    """Its command name (untrusted text)."""
+    tid: int = Field(ge=0)
+    """Its thread id."""
+    transactions: int = Field(ge=0)
+    """Transactions recorded."""
+    kernel_thread: bool
+    """A kernel thread (PF_KTHREAD), as /proc said at the time."""
+
+
+class RecordedFilesystem(Model):
+    """What was read from one filesystem: every figure of the report is derived from this."""
+
+    mountpoint: str
+    """Where it was mounted."""
+    device: str
+    """Its kernel device name."""
+    maj_min: str = Field(pattern=r"^\d+:\d+$")
+    """Its block device number."""
+    mount_options: str = ""
+    """Its filesystem options from mountinfo (logbsize...)."""
+    xfs_info: str | None = None
+    """What xfs_info printed (null when it failed)."""
+    before: RecordedReading
+    """The counters at the start."""
+    after: RecordedReading
+    """The counters at the end."""
+    tracepoints: dict[str, int] | None = None
+    """Tracepoint counts (null without tracepoints)."""
+    threads: list[RecordedThread] | None = None
+    """Threads that allocated transactions (null without tracepoints)."""
+    writer_seconds: float | None = None
+    """Seconds over which threads were recorded."""
+
+
+class Recording(Model):
+    """What `observe --record FILE` saves and `observe --replay FILE` reads: the raw readings,
+    so that a replay derives rates and findings anywhere, with the rules of the replaying
+    version."""
+
+    format: Literal["xfs-advisor observe recording"] = "xfs-advisor observe recording"
+    """Marks the file for what it is."""
+    schema_version: int = SCHEMA_VERSION
+    """Version of this document's shape."""
+    seconds: float = Field(gt=0)
+    """Length of the observation asked for."""
+    tracing: Tracing
+    """Tracepoint access at the time."""
+    filesystems: list[RecordedFilesystem] = Field(min_length=1)
+    """One entry per filesystem watched."""

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from advisor.errors import BadInput, DeviceProblem
+from advisor.errors import AdvisorError, BadInput, DeviceProblem
 from advisor.inspect.parsers import MountEntry, parse_mountinfo
 from advisor.models.observe import (
     Evidence,
@@ -25,6 +25,10 @@ from advisor.models.observe import (
     ObservedFilesystem,
     ObserveDocument,
     Rate,
+    RecordedFilesystem,
+    RecordedReading,
+    RecordedThread,
+    Recording,
     Tracing,
     Writer,
 )
@@ -130,21 +134,26 @@ def resolve(paths: list[str], root: SysRoot) -> list[Target]:
     return targets
 
 
-def read_geometry(target: Target) -> Geometry | None:
-    """xfs_info's geometry of the mounted filesystem (None when it cannot be read)."""
+def xfs_info_text(target: Target) -> str | None:
+    """What xfs_info prints for the mounted filesystem (None when it fails)."""
     result = run(argv.xfs_info(target.mountpoint), check=False, timeout=30)
-    if not result.ok:
+    return result.stdout if result.ok else None
+
+
+def geometry_from(xfs_info: str | None, mount_options: str) -> Geometry | None:
+    """The geometry in xfs_info's text (None when there is none to read)."""
+    if not xfs_info:
         return None
     try:
-        g = parse_mkfs_output(result.stdout)
-    except Exception:
+        g = parse_mkfs_output(xfs_info)
+    except AdvisorError:  # the findings that need it are skipped, not the run
         return None
-    logbsize = re.search(r"(?:^|,)logbsize=(\d+)k(?:,|$)", _super_options(target.entry))
+    logbsize = re.search(r"(?:^|,)logbsize=(\d+)k(?:,|$)", mount_options)
     return Geometry(
         block_size=g.block_size, agcount=g.agcount, inode_size=g.inode_size,
         directory_block_size=g.naming_block_size, log_bytes=g.log_blocks * g.block_size,
         log_stripe_unit_bytes=g.log_sunit_blocks * g.block_size,
-        external_log=re.search(r"^log\s+=internal", result.stdout, re.M) is None,
+        external_log=re.search(r"^log\s+=internal", xfs_info, re.M) is None,
         logbsize=int(logbsize.group(1)) * 1024 if logbsize else None)
 
 
@@ -154,24 +163,15 @@ def _super_options(entry: MountEntry) -> str:
     return fields[-1] if fields else ""
 
 
-@dataclass
-class Reading:
-    """Both counter files of one filesystem at one moment."""
-
-    xfs: dict[str, int]
-    block: dict[str, int]
-    at: float
-    wall: float = 0.0
-
-
-def read_counters(root: SysRoot, target: Target) -> Reading | None:
+def read_counters(root: SysRoot, target: Target) -> RecordedReading | None:
     """Both counter files now; None when the filesystem is no longer there."""
     xfs_text = root.read(target.stats_path)
     block_text = root.read(target.block_stat_path)
     at, wall = time.monotonic(), time.time()
     if xfs_text is None or block_text is None:
         return None
-    return Reading(ctr.parse_xfs_stats(xfs_text), ctr.parse_block_stat(block_text), at, wall)
+    return RecordedReading(xfs=ctr.parse_xfs_stats(xfs_text),
+                           block=ctr.parse_block_stat(block_text), at=at, wall=wall)
 
 
 def _still_mounted(root: SysRoot, target: Target) -> bool:
@@ -197,8 +197,9 @@ class Observer:
                                else list(tp.NEEDS_TRACEPOINTS))
         self.countings: list[tp.Counting] = []
 
-    def run(self) -> ObserveDocument:
-        geometries = {t.maj_min: read_geometry(t) for t in self.targets}
+    def run(self) -> Recording:
+        """Watch for the interval and return what was read."""
+        infos = {t.maj_min: xfs_info_text(t) for t in self.targets}
         try:
             if self.tracing.method == "perf-stat":
                 for target in self.targets:
@@ -224,27 +225,30 @@ class Observer:
                 after = {t.maj_min: read_counters(self.root, t) for t in self.targets}
         finally:
             self.stop()
-        observed: list[ObservedFilesystem] = []
+        recorded: list[RecordedFilesystem] = []
         for target in self.targets:
             end = after[target.maj_min]
             if end is None or not _still_mounted(self.root, target):
                 raise DeviceProblem(f"{target.mountpoint} was unmounted during the observation")
             mine = next((c for c in self.countings if c.maj_min == target.maj_min), None)
-            observed.append(_observed(target, geometries[target.maj_min],
-                                      before[target.maj_min], end, mine, self.seconds))
-        first = min(r.wall for r in before.values())
-        started = datetime.datetime.fromtimestamp(first, datetime.UTC)
-        return ObserveDocument(started=started.isoformat(timespec="milliseconds")
-                               .replace("+00:00", "Z"),
-                               seconds=self.seconds, tracing=self.tracing,
-                               filesystems=observed, answers=_answers(observed))
+            threads = None if mine is None else [
+                RecordedThread(command=command, tid=tid, transactions=n,
+                               kernel_thread=tp.is_kernel_thread(tid, command))
+                for (command, tid), n in mine.samples.items()]
+            recorded.append(RecordedFilesystem(
+                mountpoint=target.mountpoint, device=target.name, maj_min=target.maj_min,
+                mount_options=_super_options(target.entry), xfs_info=infos[target.maj_min],
+                before=before[target.maj_min], after=end,
+                tracepoints=None if mine is None else mine.totals, threads=threads,
+                writer_seconds=None if mine is None else mine.writer_seconds))
+        return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
 
     def _begun(self) -> None:
         if self.started is not None:
             self.started()
 
-    def _read_all(self) -> dict[str, Reading]:
-        readings: dict[str, Reading] = {}
+    def _read_all(self) -> dict[str, RecordedReading]:
+        readings: dict[str, RecordedReading] = {}
         for target in self.targets:
             reading = read_counters(self.root, target)
             if reading is None:
@@ -259,7 +263,18 @@ class Observer:
             counting.stop()
 
 
-def _evidence(source: str, counter: str, start: Reading, end: Reading,
+def document_from(recording: Recording) -> ObserveDocument:
+    """The report of a recording: rates, writers, forms, findings and answers."""
+    observed = [_observed(fs, recording.seconds) for fs in recording.filesystems]
+    first = min(fs.before.wall for fs in recording.filesystems)
+    started = datetime.datetime.fromtimestamp(first, datetime.UTC)
+    return ObserveDocument(started=started.isoformat(timespec="milliseconds")
+                           .replace("+00:00", "Z"),
+                           seconds=recording.seconds, tracing=recording.tracing,
+                           filesystems=observed, answers=_answers(observed))
+
+
+def _evidence(source: str, counter: str, start: RecordedReading, end: RecordedReading,
               traced: dict[str, int], seconds: float, interval: float) -> Evidence | None:
     if source == "tracepoint":
         if counter not in traced:
@@ -276,10 +291,10 @@ def _evidence(source: str, counter: str, start: Reading, end: Reading,
                     delta=last - first if last >= first else last, seconds=interval)
 
 
-def _observed(target: Target, geometry: Geometry | None, start: Reading, end: Reading,
-              counting: tp.Counting | None, seconds: float) -> ObservedFilesystem:
+def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesystem:
+    start, end = recorded.before, recorded.after
     interval = max(end.at - start.at, 1e-6)
-    traced = counting.totals if counting else {}
+    traced = recorded.tracepoints or {}
     rates: list[Rate] = []
     for name, (source, counter, label) in RATES.items():
         ev = _evidence(source, counter, start, end, traced, seconds, interval)
@@ -303,18 +318,19 @@ def _observed(target: Target, geometry: Geometry | None, start: Reading, end: Re
     writers: list[Writer] = []
     forms: Forms | None = None
     concurrent: int | None = None
-    if counting is not None:
-        writers = sorted((Writer(command=command, tid=tid, transactions=n,
-                                 kernel_thread=tp.is_kernel_thread(tid, command))
-                          for (command, tid), n in counting.samples.items()),
+    if recorded.threads is not None:
+        writers = sorted((Writer(command=t.command, tid=t.tid, transactions=t.transactions,
+                                 kernel_thread=t.kernel_thread) for t in recorded.threads),
                          key=lambda w: -w.transactions)
         concurrent = sum(1 for w in writers if not w.kernel_thread)
+    if recorded.tracepoints is not None:
         forms = _forms(traced)
-    fs = ObservedFilesystem(mountpoint=target.mountpoint, device=target.name,
-                            maj_min=target.maj_min, geometry=geometry, seconds=interval,
-                            rates=rates, counters=moved, writers=writers,
+    fs = ObservedFilesystem(mountpoint=recorded.mountpoint, device=recorded.device,
+                            maj_min=recorded.maj_min,
+                            geometry=geometry_from(recorded.xfs_info, recorded.mount_options),
+                            seconds=interval, rates=rates, counters=moved, writers=writers,
                             concurrent_writers=concurrent, forms=forms,
-                            writer_seconds=counting.writer_seconds if counting else None)
+                            writer_seconds=recorded.writer_seconds)
     fs.findings = findings_for(fs)
     return fs
 

@@ -133,9 +133,12 @@ class Counting:
         flt = device_filter(self.maj_min)
         self.writer_seconds = min(self.seconds, WRITER_SECONDS)
         self._folder = tempfile.mkdtemp(prefix="xfs-advisor-observe-")
-        self._procs.append(Background(argv.perf_stat(list(EVENTS), flt, self.seconds)))
+        # perf record first, and perf stat once it records: perf stat's window is the one
+        # the counters are read around, so it must start last, just before they are read.
         self._procs.append(Background(argv.perf_record(WRITER_EVENT, flt, self._data,
                                                        self.writer_seconds)))
+        self.wait_counting()
+        self._procs.insert(0, Background(argv.perf_stat(list(EVENTS), flt, self.seconds)))
 
     def wait_counting(self, timeout: float = 30.0) -> bool:
         """Return once both perf processes count: perf forks its workload first, opens the

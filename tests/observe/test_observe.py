@@ -278,3 +278,37 @@ def test_without_perf_it_falls_back_to_the_counters(xfs: tuple[str, Path],
     assert "tracepoints: not counted (perf is not installed" in out
     assert "how many processes changed metadata at once (ag-concurrency)" in out
     assert "findings: none" in out
+
+
+@pytest.mark.root
+def test_record_then_replay_anywhere_gives_the_same_report(xfs: tuple[str, Path],
+                                                           tmp_path: Path) -> None:
+    """The recording holds the raw readings; replayed (no filesystem, no perf needed) it gives
+    the same document, findings included."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    recording = tmp_path / "seen.json"
+    code, live, err = observe_while(mnt, XATTRS, str(mnt / "tagged"),
+                                    extra=("--record", str(recording)))
+    assert code == 0, err
+    assert "inode-size" in rules(live["filesystems"][0])
+    replay = subprocess.run([*ADVISOR, "observe", "--json", "--replay", str(recording)],
+                            capture_output=True, text=True, cwd=REPO,
+                            env={**os.environ, "PATH": "/nonexistent"})
+    assert replay.returncode == 0, replay.stderr
+    assert json.loads(replay.stdout) == live
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("{", "is not an observe recording"),
+    ('{"format": "something else", "seconds": 1}', "is not an observe recording (('format',)"),
+    ('{"seconds": 1, "tracing": {"method": "none"}, "filesystems": []}',
+     "is not an observe recording (('filesystems',)"),
+])
+def test_bad_recordings_are_one_line(tmp_path: Path, content: str, needle: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    proc = subprocess.run([*ADVISOR, "observe", "--replay", str(bad)], capture_output=True,
+                          text=True, cwd=REPO)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr

@@ -70,6 +70,10 @@ BYTE_RATES: dict[str, tuple[str, str, str, int]] = {
 }
 
 
+#: Seconds between two checks that the watched filesystems are still mounted.
+UNMOUNT_CHECK = 0.5
+
+
 @dataclass(frozen=True)
 class Target:
     """A mounted XFS filesystem to watch."""
@@ -212,7 +216,7 @@ class Observer:
                 self._begun()
                 # The counters' window ends with perf's sleep, not with perf's own teardown.
                 begun = min(r.at for r in before.values())
-                time.sleep(max(0.0, self.seconds - (time.monotonic() - begun)))
+                self._wait_until(begun + self.seconds)
                 after = {t.maj_min: read_counters(self.root, t) for t in self.targets}
                 for counting in self.countings:
                     counting.wait_done()
@@ -221,7 +225,7 @@ class Observer:
             else:
                 before = self._read_all()
                 self._begun()
-                time.sleep(self.seconds)
+                self._wait_until(min(r.at for r in before.values()) + self.seconds)
                 after = {t.maj_min: read_counters(self.root, t) for t in self.targets}
         finally:
             self.stop()
@@ -242,6 +246,16 @@ class Observer:
                 tracepoints=None if mine is None else mine.totals, threads=threads,
                 writer_seconds=None if mine is None else mine.writer_seconds))
         return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
+
+    def _wait_until(self, deadline: float) -> None:
+        """Sleep until `deadline` (monotonic), checking every UNMOUNT_CHECK seconds that each
+        filesystem is still there: one unmounted ends the observation at once."""
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, UNMOUNT_CHECK))
+            for target in self.targets:
+                if self.root.read(target.stats_path) is None:
+                    raise DeviceProblem(f"{target.mountpoint} was unmounted during the "
+                                        "observation")
 
     def _begun(self) -> None:
         if self.started is not None:

@@ -58,3 +58,22 @@ def test_no_geometry_no_findings() -> None:
     fs = ObservedFilesystem(mountpoint="/m", device="loop0", maj_min="7:0", seconds=1.0,
                             rates=[])
     assert findings_for(fs) == []
+
+
+def test_text_from_the_system_is_escaped() -> None:
+    """A mount point and a thread name are untrusted: no escape sequence or line break of
+    theirs reaches the terminal."""
+    from advisor.models.observe import ObservedAnswers, ObserveDocument, Tracing, Writer
+    from advisor.observe.report import render_text
+
+    fs = figures(writers=1, creates=10)
+    fs.mountpoint = "/mnt/\x1b[2Jx\nfake finding"
+    fs.writers = [Writer(command="evil\x1b]0;title\x07\n[log-size] fake", tid=7,
+                         transactions=10)]
+    doc = ObserveDocument(started="2026-01-01T00:00:00.000Z", seconds=2.0,
+                          tracing=Tracing(method="perf-stat"), filesystems=[fs],
+                          answers=ObservedAnswers())
+    text = render_text(doc)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\n[log-size] fake" not in text and "\nfake finding" not in text
+    assert "evil\\x1b]0;title\\x07\\n[log-size] fake[7]" in text

@@ -11,7 +11,9 @@ the job twice without observe and once with `observe --for 1h` started first (th
 once observe says it is observing; observe is then ended with SIGINT, the way a person stops
 it). The report gives files per second, the overhead of each round (1 - observed /
 unobserved) and, as the noise floor measured in the same run, the difference between the two
-unobserved runs (goal: overhead under 2%, which only a host quieter than that floor can show).
+unobserved runs (goal: overhead under 2%, which only a host quieter than that floor can show),
+and the job's CPU time per file (user + system, from wait4), where the tracepoints' cost is
+paid and which the host's other load disturbs less.
 Rounds rotate which run goes first, so that a drift of the host's load hits all alike.
 
 Processes are timed here directly, not through advisor.system.runner: the script measures
@@ -76,9 +78,20 @@ def scratch_xfs(parent: Path) -> Iterator[Path]:
             subprocess.run(["losetup", "-d", dev], check=False)
 
 
+#: CPU seconds (user + system) of the last job, its processes and their children: the
+#: tracepoints' cost is paid in the writers' own system time, which the host's other load
+#: disturbs far less than it disturbs wall time.
+last_cpu: list[float] = [0.0]
+
+
 def run_job(jobfile: Path) -> float:
     started = time.perf_counter()
-    subprocess.run(["fio", "--output=/dev/null", str(jobfile)], check=True)
+    proc = subprocess.Popen(["fio", "--output=/dev/null", str(jobfile)])
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"fio failed with status {proc.returncode}")
+    last_cpu[0] = usage.ru_utime + usage.ru_stime
     return time.perf_counter() - started
 
 
@@ -118,6 +131,7 @@ def main() -> int:
         plain: list[float] = []
         again: list[float] = []
         watched: list[float] = []
+        cpu: dict[str, list[float]] = {"plain": [], "again": [], "watched": []}
         runs = ("plain", "watched", "again")
         for i in range(args.rounds):
             for which in runs[i % 3:] + runs[:i % 3]:
@@ -125,10 +139,13 @@ def main() -> int:
                     watched.append(files / observed_job(jobfile, mnt, args.counters_only))
                 else:
                     (plain if which == "plain" else again).append(files / run_job(jobfile))
+                cpu[which].append(1e6 * last_cpu[0] / files)
             print(f"round {i + 1}: unobserved {plain[-1]:,.0f} and {again[-1]:,.0f} files/s, "
                   f"observed {watched[-1]:,.0f} files/s, overhead "
                   f"{1 - 2 * watched[-1] / (plain[-1] + again[-1]):+.1%}, noise "
-                  f"{1 - again[-1] / plain[-1]:+.1%}", flush=True)
+                  f"{1 - again[-1] / plain[-1]:+.1%}; CPU per file "
+                  f"{cpu['plain'][-1]:.0f}/{cpu['again'][-1]:.0f} us unobserved, "
+                  f"{cpu['watched'][-1]:.0f} us observed", flush=True)
     overheads = [1 - 2 * w / (p + a) for p, a, w in zip(plain, again, watched, strict=True)]
     noise = [1 - a / p for p, a in zip(plain, again, strict=True)]
     mode = "counters only" if args.counters_only else "counters and tracepoints"
@@ -139,6 +156,11 @@ def main() -> int:
           + ", ".join(f"{o:+.1%}" for o in overheads) + "); goal under 2%")
     print(f"  noise (unobserved vs unobserved) median {statistics.median(noise):+.1%}, "
           f"spread {min(noise):+.1%} to {max(noise):+.1%}")
+    base = statistics.median(cpu["plain"] + cpu["again"])
+    print(f"  the job's CPU time per file: unobserved median {base:.0f} us, observed median "
+          f"{statistics.median(cpu['watched']):.0f} us "
+          f"({statistics.median(cpu['watched']) / base - 1:+.1%}); unobserved runs against each "
+          f"other {statistics.median(cpu['again']) / statistics.median(cpu['plain']) - 1:+.1%}")
     return 0
 
 

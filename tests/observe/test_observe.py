@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -315,3 +316,26 @@ def test_bad_recordings_are_one_line(tmp_path: Path, content: str, needle: str) 
                           text=True, cwd=REPO)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr
+
+
+@pytest.mark.root
+def test_not_root_falls_back_to_the_counters_and_says_why(tmp_path: Path) -> None:
+    """As nobody, perf may not count kernel tracepoints (kernel.perf_event_paranoid): the
+    counters alone, and the reason in the report. Mounted where nobody can reach it."""
+    require_root_tools("losetup", "mkfs.xfs", "mount", "runuser")
+    paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    require(paranoid >= 1, "kernel.perf_event_paranoid lets anyone count tracepoints here")
+    with loop_device(tmp_path / "fs.img", FS_BYTES) as dev, \
+            tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o755)
+        sh("mkfs.xfs", "-q", "-f", dev)
+        with mounted(dev, Path(folder, "mnt")) as mnt:
+            proc = subprocess.run(["runuser", "-u", "nobody", "--", *ADVISOR, "observe",
+                                   "--for", "500ms", str(mnt)],
+                                  capture_output=True, text=True, cwd=REPO)
+    require(Path(tempfile.gettempdir()).stat().st_mode & 0o005 == 0o005,
+            "the temporary folder is not reachable by nobody")
+    assert proc.returncode == 0, proc.stderr
+    assert ("tracepoints: not counted (perf cannot count xfs tracepoints" in proc.stdout
+            and "(not root; kernel.perf_event_paranoid=" in proc.stdout), proc.stdout
+    assert "how many processes changed metadata at once (ag-concurrency)" in proc.stdout

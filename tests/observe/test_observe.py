@@ -339,3 +339,24 @@ def test_not_root_falls_back_to_the_counters_and_says_why(tmp_path: Path) -> Non
     assert ("tracepoints: not counted (perf cannot count xfs tracepoints" in proc.stdout
             and "(not root; kernel.perf_event_paranoid=" in proc.stdout), proc.stdout
     assert "how many processes changed metadata at once (ag-concurrency)" in proc.stdout
+
+
+@pytest.mark.root
+def test_two_filesystems_each_with_its_own_figures(xfs: tuple[str, Path],
+                                                   tmp_path: Path) -> None:
+    """Files created on one of two watched filesystems count there only: the tracepoint filter
+    and the per-mount statistics keep them apart."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, busy = xfs
+    with loop_device(tmp_path / "quiet.img", FS_BYTES) as dev:
+        sh("mkfs.xfs", "-q", "-f", dev)
+        with mounted(dev, tmp_path / "quiet") as quiet:
+            code, doc, err = observe_while(busy, DIRECTORY, str(busy / "big"),
+                                           str(busy / "small"), extra=(str(quiet),))
+    assert code == 0, err
+    by_mount = {fs["mountpoint"]: fs for fs in doc["filesystems"]}
+    assert set(by_mount) == {str(busy), str(quiet)}
+    assert rate(by_mount[str(busy)], "creates")["evidence"]["delta"] == 3007
+    assert rate(by_mount[str(quiet)], "creates")["evidence"]["delta"] == 0
+    assert by_mount[str(quiet)]["forms"]["largest_directory_form"] is None
+    assert by_mount[str(quiet)]["findings"] == []

@@ -132,13 +132,15 @@ class Counting:
     def start(self) -> None:
         flt = device_filter(self.maj_min)
         self.writer_seconds = min(self.seconds, WRITER_SECONDS)
-        self._folder = tempfile.mkdtemp(prefix="xfs-advisor-observe-")
+        remove_stale_folders()
+        self._folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
         # perf record first, and perf stat once it records: perf stat's window is the one
         # the counters are read around, so it must start last, just before they are read.
-        self._procs.append(Background(argv.perf_record(WRITER_EVENT, flt, self._data,
-                                                       self.writer_seconds)))
+        self._procs.append(Background(_dies_with_us(
+            argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds))))
         self.wait_counting()
-        self._procs.insert(0, Background(argv.perf_stat(list(EVENTS), flt, self.seconds)))
+        self._procs.insert(0, Background(_dies_with_us(
+            argv.perf_stat(list(EVENTS), flt, self.seconds))))
 
     def wait_counting(self, timeout: float = 30.0) -> bool:
         """Return once both perf processes count: perf forks its workload first, opens the
@@ -186,6 +188,30 @@ class Counting:
     @property
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
+
+
+FOLDER_PREFIX = "xfs-advisor-observe-"
+
+
+def remove_stale_folders() -> None:
+    """Remove the perf record folders of observations killed outright (SIGKILL leaves them):
+    each is named after its process, removed once that process is gone."""
+    parent = tempfile.gettempdir()
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix(FOLDER_PREFIX).partition("-")[0]
+        if name.startswith(FOLDER_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _dies_with_us(command: list[str]) -> list[str]:
+    """The command under `setpriv --pdeathsig KILL` when setpriv is there: killed outright
+    (SIGKILL, the OOM killer), the advisor takes perf with it instead of leaving it counting
+    until its sleep ends."""
+    return [*argv.setpriv_pdeathsig(), *command] if which("setpriv") else command
 
 
 def _alive(pid: int) -> bool:

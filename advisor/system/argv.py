@@ -85,6 +85,11 @@ def perf_stat(events: Sequence[str], device_filter: str, seconds: float) -> list
     return [*cmd, "--", "sleep", f"{seconds:g}"]
 
 
+def setpriv_pdeathsig() -> list[str]:
+    """The prefix that has the kernel kill a command when the advisor dies (util-linux)."""
+    return ["setpriv", "--pdeathsig", "KILL", "--"]
+
+
 def perf_record(event: str, device_filter: str, output: str, seconds: float) -> list[str]:
     """`perf record` of one tracepoint on every CPU (each hit is a record: perf ignores a
     sample period on tracepoints), for as long as `sleep SECONDS` runs."""

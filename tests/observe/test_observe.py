@@ -360,3 +360,28 @@ def test_two_filesystems_each_with_its_own_figures(xfs: tuple[str, Path],
     assert rate(by_mount[str(quiet)], "creates")["evidence"]["delta"] == 0
     assert by_mount[str(quiet)]["forms"]["largest_directory_form"] is None
     assert by_mount[str(quiet)]["findings"] == []
+
+
+@pytest.mark.root
+def test_sigkill_takes_perf_with_it(xfs: tuple[str, Path], tmp_path: Path) -> None:
+    """Killed outright, the advisor cannot stop perf itself: the kernel does (parent-death
+    signal), instead of perf counting on until its hour-long sleep ends. The perf record
+    folder it leaves is removed by the next observation."""
+    require(have_perf() and _which("setpriv"), "needs perf and setpriv")
+    dev, mnt = xfs
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    with observing("--for", "1h", str(mnt), env=env) as proc:
+        assert perf_processes_for(dev)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while perf_processes_for(dev) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert perf_processes_for(dev) == []
+    assert len(list(scratch.iterdir())) == 1
+    with observing("--for", "100ms", str(mnt), env=env) as proc:
+        code, _, err = finish(proc)
+    assert code == 0, err
+    assert list(scratch.iterdir()) == []

@@ -76,7 +76,8 @@ def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     if converted:
         evidence.append(Evidence(source="tracepoint", counter="xfs:xfs_dir2_leaf_to_node",
                                  delta=converted, seconds=seconds))
-    grew = f"{converted:,} directories grew into node form and " if converted else ""
+    grew = (f"{converted:,} director{'y' if converted == 1 else 'ies'} grew into node form "
+            "and " if converted else "")
     return Finding(rule="dir-block-size", message=(
         f"{grew}{adds:,} entries were added to node-form directories (more entries than one "
         f"{_size(g.directory_block_size)} directory block indexes): the guide keeps 4 KiB "

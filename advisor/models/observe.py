@@ -147,8 +147,9 @@ class ObservedFilesystem(Model):
     """Seconds, from the start, over which transactions were recorded per thread (at most 10:
     each is a record); null without tracepoints."""
     concurrent_writers: int | None = None
-    """User threads that allocated transactions in the first `writer_seconds` (null without
-    tracepoints)."""
+    """User threads changing metadata at once: the median, over the seconds of the first
+    `writer_seconds` with any transaction, of the threads that allocated one in that second
+    (null without tracepoints)."""
     forms: Forms | None = None
     """Directory and attribute forms reached (null without tracepoints)."""
     findings: list[Finding] = Field(default_factory=list)
@@ -162,7 +163,7 @@ class ObservedAnswers(Model):
     fsyncs_per_second: float | None = None
     """fsync and fdatasync calls per second (tracepoints xfs_file_fsync + xfs_dir_fsync)."""
     concurrent_writers: int | None = None
-    """User threads that allocated transactions during the observation."""
+    """User threads changing metadata at once (see the filesystem's `concurrent_writers`)."""
     writer_activity: WriterActivity | None = None
     """metadata (creates, removes, attribute sets), data (writes) or both."""
 
@@ -239,6 +240,8 @@ class RecordedFilesystem(Model):
     """Threads that allocated transactions (null without tracepoints)."""
     writer_seconds: float | None = None
     """Seconds over which threads were recorded."""
+    writers_per_second: list[int] | None = None
+    """User threads that allocated a transaction in each second of that recording."""
 
 
 class Recording(Model):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -238,13 +239,16 @@ class Observer:
             threads = None if mine is None else [
                 RecordedThread(command=command, tid=tid, transactions=n,
                                kernel_thread=tp.is_kernel_thread(tid, command))
-                for (command, tid), n in mine.samples.items()]
+                for (command, tid), n in tp.per_thread(mine.samples).items()]
+            kernel = {t.tid for t in threads or () if t.kernel_thread}
+            active = None if mine is None else tp.active_per_second(mine.samples, kernel)
             recorded.append(RecordedFilesystem(
                 mountpoint=target.mountpoint, device=target.name, maj_min=target.maj_min,
                 mount_options=_super_options(target.entry), xfs_info=infos[target.maj_min],
                 before=before[target.maj_min], after=end,
                 tracepoints=None if mine is None else mine.totals, threads=threads,
-                writer_seconds=None if mine is None else mine.writer_seconds))
+                writer_seconds=None if mine is None else mine.writer_seconds,
+                writers_per_second=active))
         return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
 
     def _wait_until(self, deadline: float) -> None:
@@ -336,7 +340,10 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
         writers = sorted((Writer(command=t.command, tid=t.tid, transactions=t.transactions,
                                  kernel_thread=t.kernel_thread) for t in recorded.threads),
                          key=lambda w: -w.transactions)
-        concurrent = sum(1 for w in writers if not w.kernel_thread)
+        busy = [n for n in recorded.writers_per_second or () if n]
+        concurrent = (int(statistics.median(busy) + 0.5) if busy
+                      else sum(1 for w in writers if not w.kernel_thread)
+                      if recorded.writers_per_second is None else 0)
     if recorded.tracepoints is not None:
         forms = _forms(traced)
     fs = ObservedFilesystem(mountpoint=recorded.mountpoint, device=recorded.device,

@@ -87,16 +87,49 @@ def parse_totals(text: str) -> dict[str, int]:
     return counts
 
 
-def parse_samples(text: str) -> dict[tuple[str, int], int]:
-    """(command, thread id) -> samples, from `perf script --fields comm,tid` (a command name may
-    hold spaces: the thread id is the last word)."""
-    found: dict[tuple[str, int], int] = {}
+@dataclass(frozen=True)
+class Sample:
+    """One recorded transaction: who allocated it, and when (seconds, perf's clock)."""
+
+    command: str
+    tid: int
+    time: float
+
+
+def parse_samples(text: str) -> list[Sample]:
+    """The samples of `perf script --fields comm,tid,time` (`  python3 30279  3060.567913: `).
+    A command name may hold spaces: the thread id and the time are the last two words."""
+    found: list[Sample] = []
     for line in text.splitlines():
-        command, _, tid = line.strip().rpartition(" ")
-        if tid.isdigit():
-            key = (command.strip(), int(tid))
-            found[key] = found.get(key, 0) + 1
+        rest, _, stamp = line.strip().removesuffix(":").rpartition(" ")
+        command, _, tid = rest.strip().rpartition(" ")
+        try:
+            found.append(Sample(command.strip(), int(tid), float(stamp)))
+        except ValueError:
+            continue
     return found
+
+
+def per_thread(samples: list[Sample]) -> dict[tuple[str, int], int]:
+    """(command, thread id) -> transactions."""
+    counts: dict[tuple[str, int], int] = {}
+    for s in samples:
+        counts[(s.command, s.tid)] = counts.get((s.command, s.tid), 0) + 1
+    return counts
+
+
+def active_per_second(samples: list[Sample], excluded: set[int]) -> list[int]:
+    """For each second from the first sample on, how many distinct threads (not `excluded`:
+    kernel threads) allocated a transaction in it."""
+    if not samples:
+        return []
+    start = min(s.time for s in samples)
+    seconds: dict[int, set[int]] = {}
+    for s in samples:
+        if s.tid not in excluded:
+            seconds.setdefault(int(s.time - start), set()).add(s.tid)
+    last = max(int(s.time - start) for s in samples)
+    return [len(seconds.get(i, ())) for i in range(last + 1)]
 
 
 def is_kernel_thread(tid: int, command: str) -> bool:
@@ -118,7 +151,7 @@ class Counting:
     maj_min: str
     seconds: float
     totals: dict[str, int] = field(default_factory=dict)
-    samples: dict[tuple[str, int], int] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
     writer_seconds: float = WRITER_SECONDS
     _procs: list[Background] = field(default_factory=list)
     _folder: str | None = None

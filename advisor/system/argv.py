@@ -98,8 +98,8 @@ def perf_record(event: str, device_filter: str, output: str, seconds: float) -> 
 
 
 def perf_script_threads(data: str) -> list[str]:
-    """The command name and thread id of each sample in a perf.data file."""
-    return ["perf", "script", "--input", data, "--fields", "comm,tid"]
+    """The command name, thread id and time of each sample in a perf.data file."""
+    return ["perf", "script", "--input", data, "--fields", "comm,tid,time"]
 
 
 def fio(jobfile: str, *, output_format: str = "json") -> list[str]:

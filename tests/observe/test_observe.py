@@ -386,3 +386,41 @@ def test_sigkill_takes_perf_with_it(xfs: tuple[str, Path], tmp_path: Path) -> No
         code, _, err = finish(proc)
     assert code == 0, err
     assert list(scratch.iterdir()) == []
+
+
+WAVES = """
+import os, subprocess, sys, time
+folder = sys.argv[1]
+writer = '''
+import os, sys, time
+folder, until = sys.argv[1], float(sys.argv[2])
+os.makedirs(folder)
+i = 0
+while time.time() < until:
+    fd = os.open(f"{folder}/f{i}", os.O_CREAT | os.O_WRONLY)
+    os.fsync(fd)
+    os.close(fd)
+    i += 1
+    time.sleep(0.02)
+'''
+for wave in range(3):
+    until = time.time() + 2
+    pair = [subprocess.Popen([sys.executable, "-c", writer, f"{folder}/w{wave}-{n}", str(until)])
+            for n in range(2)]
+    for p in pair:
+        p.wait()
+"""
+
+
+@pytest.mark.root
+def test_writers_at_once_not_writers_in_all(xfs: tuple[str, Path]) -> None:
+    """Three waves of two writers, one wave after the other: six threads changed metadata,
+    two at once, and two is the answer."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    code, doc, err = observe_while(mnt, WAVES, str(mnt / "waves"), seconds="8s")
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    assert len([w for w in fs["writers"] if not w["kernel_thread"]]) == 6
+    assert fs["concurrent_writers"] == 2
+    assert doc["answers"]["concurrent_writers"] == 2

@@ -11,7 +11,13 @@ from advisor.bench.report import measured_line
 from advisor.commands.observe import duration
 from advisor.errors import BadInput
 from advisor.observe.counters import deltas, parse_block_stat, parse_xfs_stats
-from advisor.observe.tracepoints import device_filter, parse_samples, parse_totals
+from advisor.observe.tracepoints import (
+    active_per_second,
+    device_filter,
+    parse_samples,
+    parse_totals,
+    per_thread,
+)
 from advisor.profile.workload_file import measured_in
 
 #: /sys/fs/xfs/loop0/stats/stats of a kernel 6.18 filesystem, trimmed.
@@ -64,10 +70,13 @@ def test_perf_totals_and_samples() -> None:
                           "<not counted>,,xfs:xfs_log_force,0,0.00,,\n"
                           "3,,cycles,1,100.00,,\n")
     assert totals == {"xfs:xfs_file_fsync": 500}
-    samples = parse_samples("         python3 30279 \n  my tool-v2 12 \n  my tool-v2 12\n"
-                            "kworker/1:1-xfs    41 \n")
-    assert samples == {("python3", 30279): 1, ("my tool-v2", 12): 2,
-                       ("kworker/1:1-xfs", 41): 1}
+    samples = parse_samples(" kworker/0:1-eve  6815  3060.562788: \n"
+                            "         python3 19729  3060.567913: \n"
+                            "  my tool-v2 12  3061.2: \n  my tool-v2 12  3062.9: \n"
+                            "python3 19730  3062.95: \ngarbage\n")
+    assert per_thread(samples) == {("kworker/0:1-eve", 6815): 1, ("python3", 19729): 1,
+                                   ("my tool-v2", 12): 2, ("python3", 19730): 1}
+    assert active_per_second(samples, {6815}) == [2, 0, 2]  # seconds from 3060.56
 
 
 def test_device_filter_is_the_kernels_dev_t() -> None:

@@ -26,12 +26,12 @@ from advisor.errors import ToolProblem
 from advisor.system import argv
 from advisor.system.runner import Background, Result, run, which
 
-#: Tracepoint -> what one count means. All have a `dev` field to filter on.
+#: Tracepoint -> what one count means. All have a `dev` field to filter on. Transactions are
+#: not among them: the statistics count them (trans), and each counted event costs the writer.
 EVENTS: dict[str, str] = {
     "xfs:xfs_file_fsync": "fsync/fdatasync calls on files",
     "xfs:xfs_dir_fsync": "fsync calls on directories",
     "xfs:xfs_log_grant_sleep": "sleeps waiting for log space",
-    "xfs:xfs_trans_alloc": "transactions allocated",
     "xfs:xfs_attr_sf_add": "attributes added inline (in the inode)",
     "xfs:xfs_attr_sf_to_leaf": "attribute forks moved out of the inode",
     "xfs:xfs_attr_leaf_to_node": "attribute forks grown past one leaf block",

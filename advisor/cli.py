@@ -24,7 +24,7 @@ from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
 
 #: Subcommand modules, in the order `--help` lists them.
 COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile",
-            "audit", "fleet", "tui", "completion", "manpage")
+            "observe", "audit", "fleet", "tui", "completion", "manpage")
 
 
 class Parser(argparse.ArgumentParser):

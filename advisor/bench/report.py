@@ -215,6 +215,16 @@ def unclaimed(report: ValidationReport) -> list[str]:
             if not any(o.label.startswith(c) or c.startswith(o.label) for c in checked)]
 
 
+def measured_line(measured: dict[str, str]) -> str:
+    """Which answers were measured, by which command: `answers measured by xfs-advisor
+    observe: concurrent_writers, fsyncs_per_second`."""
+    by: dict[str, list[str]] = {}
+    for answer, tool in sorted(measured.items()):
+        by.setdefault(tool, []).append(answer)
+    return "; ".join(f"answers measured by xfs-advisor {tool}: {', '.join(answers)}"
+                     for tool, answers in sorted(by.items()))
+
+
 def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     env = report.environment
     out = [
@@ -222,6 +232,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
         *["  " + line for line in what_ran(report)],
         f"  {pairs_line(report)}",
         f"  each side: {workload_line(report.workload)}",
+        *([f"  {measured_line(report.measured_answers)}"] if report.measured_answers else []),
         f"  device {env.device} ({env.device_size_bytes >> 20} MiB), kernel {env.kernel}, "
         f"xfsprogs {env.xfsprogs}, {env.fio}",
         *([f"  {report.calibration.summary}"] if report.calibration else []),

@@ -1,4 +1,5 @@
-"""`xfs-advisor schema [workload|rule|output|audit]`: the JSON Schemas of the contracts."""
+"""`xfs-advisor schema [NAME]`: the JSON Schemas of the contracts (workload, rule, output,
+audit, fleet, observe)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import argparse
 import json
 from typing import Any
 
-SCHEMAS = ("workload", "rule", "output", "audit", "fleet")
+SCHEMAS = ("workload", "rule", "output", "audit", "fleet", "observe")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("schema", parents=[common],
                        help="print the JSON Schema of the workload answers, a rule file, the "
-                       "--json output, the audit --json or the fleet --json output")
+                       "--json output, or the --json of audit, fleet or observe")
     p.add_argument("name", nargs="?", choices=SCHEMAS,
                    help="which schema (default: all of them, keyed by name)")
 
@@ -22,15 +23,17 @@ def schema_of(name: str) -> dict[str, Any]:
 
     from advisor.audit.models import AuditDocument
     from advisor.models.fleet import FleetDocument
+    from advisor.models.observe import ObserveDocument
     from advisor.models.proposal import ProposalDocument
     from advisor.models.rule import Rule
     from advisor.models.workload import Workload
 
     models: dict[str, type[BaseModel]] = {"workload": Workload, "rule": Rule,
                                           "output": ProposalDocument, "audit": AuditDocument,
-                                          "fleet": FleetDocument}
+                                          "fleet": FleetDocument, "observe": ObserveDocument}
     schema: dict[str, Any] = models[name].model_json_schema(
-        mode="validation" if name not in ("output", "audit", "fleet") else "serialization")
+        mode="validation" if name not in ("output", "audit", "fleet", "observe")
+        else "serialization")
     return schema
 
 

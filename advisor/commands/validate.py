@@ -214,7 +214,19 @@ def run(args: argparse.Namespace) -> int:
                                         recovered=recovered)
         if args.attribute:
             _attribute(session, plan, report, progress, say, None)
+    report.measured_answers = _measured_answers(getattr(args, "workload", None))
     return _print(report, as_json, say)
+
+
+def _measured_answers(path: str | None) -> dict[str, str]:
+    """The answers of the workload file marked as measured (observe, profile); a JSON file
+    carries no marks."""
+    if not path:
+        return {}
+    from advisor.profile.workload_file import measured_in
+    from advisor.system.files import read_text
+
+    return measured_in(read_text(path, "workload file"))
 
 
 def _print(report: Any, as_json: bool, say: Any) -> int:

@@ -307,6 +307,9 @@ class ValidationReport(Model):
     """The order sides ran in, e.g. A B B A A B..."""
     workload: dict[str, object] = Field(default_factory=dict)
     """The fio workload shape derived from the answers (file counts, writers, sizes, seconds)."""
+    measured_answers: dict[str, str] = Field(default_factory=dict)
+    """Answers of the workload file that a command measured rather than a person gave: answer
+    -> `observe` or `profile` (from the file's `# measured by xfs-advisor ...` marks)."""
     metrics: list[MetricResult]
     """One entry per metric."""
     mechanism_checks: list[MechanismCheck] = Field(default_factory=list)

@@ -75,6 +75,33 @@ def xfs_spaceman(mountpoint: str, command: str) -> list[str]:
     return ["xfs_spaceman", "-c", command, mountpoint]
 
 
+def perf_stat(events: Sequence[str], device_filter: str, seconds: float) -> list[str]:
+    """`perf stat` counting tracepoints in the kernel on every CPU, each filtered to one
+    filesystem (`dev == 0x...`), for as long as `sleep SECONDS` runs: perf ends on its own
+    even if the advisor is killed outright, and the events close with it. CSV on stderr."""
+    cmd = ["perf", "stat", "--all-cpus", "--field-separator", ","]
+    for event in events:
+        cmd += ["--event", event, "--filter", device_filter]
+    return [*cmd, "--", "sleep", f"{seconds:g}"]
+
+
+def setpriv_pdeathsig() -> list[str]:
+    """The prefix that has the kernel kill a command when the advisor dies (util-linux)."""
+    return ["setpriv", "--pdeathsig", "KILL", "--"]
+
+
+def perf_record(event: str, device_filter: str, output: str, seconds: float) -> list[str]:
+    """`perf record` of one tracepoint on every CPU (each hit is a record: perf ignores a
+    sample period on tracepoints), for as long as `sleep SECONDS` runs."""
+    return ["perf", "record", "--quiet", "--all-cpus", "--event", event, "--filter",
+            device_filter, "--output", output, "--", "sleep", f"{seconds:g}"]
+
+
+def perf_script_threads(data: str) -> list[str]:
+    """The command name, thread id and time of each sample in a perf.data file."""
+    return ["perf", "script", "--input", data, "--fields", "comm,tid,time"]
+
+
 def fio(jobfile: str, *, output_format: str = "json") -> list[str]:
     return ["fio", f"--output-format={output_format}", jobfile]
 

@@ -4,9 +4,11 @@ stderr captured for the error message. Built on `sh`."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -159,3 +161,52 @@ def run(
     if check and not result.ok:
         raise ToolProblem(f"{argv[0]} failed: {result.first_error_line()}")
     return result
+
+
+class Background:
+    """A command running beside the advisor (`perf stat` during an observation), in a process
+    group of its own: the terminal's Ctrl-C does not reach it; stop() ends the whole group
+    (SIGINT, then SIGKILL if it lingers), so nothing is left running."""
+
+    def __init__(self, argv: list[str]) -> None:
+        exe = which(argv[0])
+        if exe is None:
+            raise ToolProblem(f"{argv[0]} not found")
+        self.argv = argv
+        with signals_deferred():
+            self._proc = _spawn(sh.Command(exe), argv, None, None, True)
+
+    @property
+    def pid(self) -> int:
+        return int(self._proc.pid)
+
+    def running(self) -> bool:
+        return bool(self._proc.is_alive())
+
+    def wait(self, timeout: float) -> Result:
+        """Its result once it exits; after `timeout` seconds it is stopped first."""
+        done = threading.Event()
+
+        def wait() -> None:
+            self._proc.wait()
+            done.set()
+
+        waiter = threading.Thread(target=wait, daemon=True)
+        waiter.start()
+        if not done.wait(timeout):
+            self.stop()
+        waiter.join()
+        return Result(argv=tuple(self.argv), returncode=int(self._proc.exit_code),
+                      stdout=_text(self._proc.stdout), stderr=_text(self._proc.stderr))
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGINT to its process group (perf stat prints its counts and ends its workload), then
+        SIGKILL after `grace` seconds."""
+        for signum, wait in ((signal.SIGINT, grace), (signal.SIGKILL, grace)):
+            if not self.running():
+                return
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signum)
+            deadline = time.monotonic() + wait
+            while self.running() and time.monotonic() < deadline:
+                time.sleep(0.02)

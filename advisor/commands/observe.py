@@ -1,0 +1,143 @@
+"""`xfs-advisor observe [MOUNTPOINT ...]`: watch live XFS filesystems read-only for a while and
+relate what the kernel counts to their geometry and to the guide's rules."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import TYPE_CHECKING, Any
+
+from advisor.errors import EXIT_OK, BadInput
+
+if TYPE_CHECKING:
+    from advisor.models.observe import Recording
+
+#: Longest observation accepted (a day): perf's sleep and the report stay sane.
+MAX_SECONDS = 86_400.0
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """`10`, `10s`, `500ms`, `2m`, `1h` -> seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 10s, 2m or 500ms, got "
+                                         f"{text[:40]!r}")
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if not 0.1 <= seconds <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError("must be between 100ms and 24h")
+    return seconds
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "observe", parents=[common],
+        help="watch mounted XFS filesystems for a while: rates, writers, findings, answers",
+        description="Read the per-mount XFS statistics and the block device's statistics at "
+        "both ends of DURATION, count xfs tracepoints in the kernel with perf stat meanwhile "
+        "(fsyncs, log space waits, metadata writers, directory and attribute forms), and report "
+        "rates with the counters behind them and findings relating them to the filesystem's "
+        "geometry and to the guide's rules. Read-only: it changes no setting. Without perf it "
+        "uses the counters alone and says what it cannot tell.")
+    p.add_argument("paths", nargs="*", metavar="MOUNTPOINT",
+                   help="a path on each XFS filesystem to watch (default: every mounted XFS)")
+    p.add_argument("--for", dest="seconds", type=duration, default=10.0, metavar="DURATION",
+                   help="how long to watch: 10s (default), 500ms, 2m, 1h")
+    p.add_argument("--counters-only", action="store_true",
+                   help="do not run perf: read the counters only (no tracepoint overhead)")
+    p.add_argument("--record", metavar="FILE", default=None,
+                   help="also save the raw readings to FILE (JSON), for --replay anywhere")
+    p.add_argument("--replay", metavar="FILE", default=None,
+                   help="report a recording made with --record instead of watching")
+    p.add_argument("--write-workload", metavar="FILE", default=None,
+                   help="merge the measured answers (fsyncs per second, concurrent writers, "
+                   "writer activity) into FILE (TOML or JSON; created if missing)")
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Refusals before anything is watched: --sysroot, a replay with watch options, and output
+    files that could never be written (a FIFO, a device, a folder)."""
+    from advisor.system.files import write_target
+
+    if getattr(args, "sysroot", None):
+        raise BadInput("observe watches the live system and does not read --sysroot (record "
+                       "with --record FILE, replay with --replay FILE)")
+    if args.replay and (args.paths or args.record or args.counters_only):
+        raise BadInput("--replay reports a recording: it takes no MOUNTPOINT, --record or "
+                       "--counters-only")
+    for path, what in ((args.write_workload, "workload file"), (args.record, "recording")):
+        if path:
+            write_target(path, what)
+
+
+def load_recording(path: str) -> Recording:
+    """A recording file, checked: BadInput in one line for anything else."""
+    import json
+
+    from pydantic import ValidationError
+
+    from advisor.models.observe import Recording
+    from advisor.system.files import read_text
+
+    text = read_text(path, "recording")
+    try:
+        return Recording.model_validate(json.loads(text))
+    except (ValueError, ValidationError) as err:
+        first = str(err).splitlines()
+        detail = (f"{err.errors()[0]['loc']}: {err.errors()[0]['msg']}"
+                  if isinstance(err, ValidationError) and err.errors() else first[0] if first
+                  else "")
+        raise BadInput(f"{path} is not an observe recording ({detail[:120]})") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from advisor.cli import notice
+    from advisor.observe.observation import Observer, document_from, resolve
+    from advisor.observe.report import render_text
+    from advisor.system.files import write_text_atomically
+    from advisor.system.sysroot import SysRoot
+
+    _check_args(args)
+    if args.replay:
+        recording = load_recording(args.replay)
+    else:
+        root = SysRoot()
+        targets = resolve(args.paths, root)
+
+        def begun() -> None:
+            how = ("counters and tracepoints" if observer.tracing.method == "perf-stat"
+                   else "counters only")
+            notice(f"observing {len(targets)} XFS filesystem(s) for {args.seconds:g} s ({how})",
+                   args.json)
+
+        observer = Observer(targets, args.seconds, tracing=not args.counters_only, root=root,
+                            started=begun)
+        try:
+            recording = observer.run()
+        finally:
+            observer.stop()
+        if args.record:
+            write_text_atomically(args.record, json.dumps(recording.model_dump(mode="json"),
+                                                          indent=1) + "\n", "recording")
+    doc = document_from(recording)
+    if args.json:
+        print(json.dumps(doc.model_dump(mode="json"), indent=2))
+    else:
+        sys.stdout.write(render_text(doc))
+    sys.stdout.flush()
+    if args.record:
+        notice(f"recorded the readings to {args.record}", args.json)
+    if args.write_workload:
+        from advisor.profile.workload_file import write_measured_answers
+
+        if not doc.answers.model_dump(exclude_none=True):
+            raise BadInput(f"nothing measured to write to {args.write_workload}: the "
+                           "filesystems were idle")
+        _, kept = write_measured_answers(args.write_workload, doc.answers, tool="observe")
+        note = "" if kept else " (rewritten from the answers: its comments could not be kept)"
+        notice(f"wrote the measured answers to {args.write_workload}{note}", args.json)
+    return EXIT_OK

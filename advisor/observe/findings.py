@@ -1,0 +1,139 @@
+"""Findings: a figure the observation measured, related to the filesystem's geometry and to the
+guide's rule about it. Each carries the counters it rests on. On an idle filesystem none holds:
+every finding needs its counter to have moved during the interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from advisor.models.observe import Evidence, Finding, Geometry, ObservedFilesystem
+from advisor.models.units import format_size, human_size
+
+#: The kernel's log buffer size when the mount sets no logbsize (32 KiB; xfs(5)).
+DEFAULT_LOGBSIZE = 32 * 1024
+#: Log writes per second below which their size says nothing about the workload.
+BUSY_LOG_WRITES = 10.0
+#: fsync calls per second from which a workload is bound by log write latency.
+FSYNC_HEAVY = 10.0
+
+
+def _ev(fs: ObservedFilesystem, *names: str) -> list[Evidence]:
+    return [r.evidence for name in names for r in fs.rates if r.name == name]
+
+
+def _delta(fs: ObservedFilesystem, name: str) -> int:
+    return next((r.evidence.delta for r in fs.rates if r.name == name), 0)
+
+
+def _per_second(fs: ObservedFilesystem, name: str) -> float:
+    return next((r.per_second for r in fs.rates if r.name == name), 0.0)
+
+
+def _size(n: int) -> str:
+    return format_size(n).replace("KiB", " KiB").replace("MiB", " MiB").replace("GiB", " GiB")
+
+
+def log_space(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
+    """Writers slept for log space: the log is full of changes not yet written back."""
+    waits = _delta(fs, "log_space_waits")
+    if not waits:
+        return None
+    who = (f"{fs.concurrent_writers} concurrent metadata writers" if fs.concurrent_writers
+           else "this metadata load")
+    return Finding(rule="log-size", message=(
+        f"writers waited for log space {waits:,} times ({_per_second(fs, 'log_space_waits'):,.1f}"
+        f"/s): the {_size(g.log_bytes)} log is small for {who} (log-size: a larger log "
+        "needs a new mkfs, or an external log)"),
+        evidence=_ev(fs, "log_space_waits", "log_reservations"))
+
+
+def attribute_spills(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
+    """Attribute forks moved out of the inode: every later read of them costs an extra block."""
+    if fs.forms is None or not fs.forms.attribute_spills:
+        return None
+    spills, sets = fs.forms.attribute_spills, max(_delta(fs, "xattr_sets"), 1)
+    share = 100 * spills / max(sets, spills)
+    evidence = [*_ev(fs, "xattr_sets"),
+                Evidence(source="tracepoint", counter="xfs:xfs_attr_sf_to_leaf", delta=spills,
+                         seconds=fs.seconds if not fs.rates else fs.rates[0].evidence.seconds)]
+    return Finding(rule="inode-size", message=(
+        f"{spills:,} of {sets:,} setxattr calls ({share:.0f}%) moved the attributes out of the "
+        f"{g.inode_size}-byte inode into an attribute block (inode-size: a larger inode, "
+        "-i size=1024 or 2048, keeps more inline; a name or value over 254 bytes never stays "
+        "inline)"), evidence=evidence)
+
+
+def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
+    """A directory reached node form: past what one directory block's leaf can index."""
+    if fs.forms is None or fs.forms.largest_directory_form != "node":
+        return None
+    adds = fs.forms.directory_adds.get("node", 0)
+    converted = fs.forms.directory_conversions.get("leaf->node", 0)
+    seconds = fs.rates[0].evidence.seconds if fs.rates else fs.seconds
+    evidence = [Evidence(source="tracepoint", counter="xfs:xfs_dir2_node_addname", delta=adds,
+                         seconds=seconds)]
+    if converted:
+        evidence.append(Evidence(source="tracepoint", counter="xfs:xfs_dir2_leaf_to_node",
+                                 delta=converted, seconds=seconds))
+    grew = (f"{converted:,} director{'y' if converted == 1 else 'ies'} grew into node form "
+            "and " if converted else "")
+    return Finding(rule="dir-block-size", message=(
+        f"{grew}{adds:,} entries were added to node-form directories (more entries than one "
+        f"{_size(g.directory_block_size)} directory block indexes): the guide keeps 4 KiB "
+        "blocks up to 100,000-200,000 entries read-heavy, 1-2 million write-heavy; measure the "
+        "largest directory (xfs-advisor profile) before choosing -n size (dir-block-size)"),
+        evidence=evidence)
+
+
+def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
+    """More threads changed metadata than there are allocation groups."""
+    writers = fs.concurrent_writers or 0
+    creates = _delta(fs, "creates") + _delta(fs, "removes") + _delta(fs, "xattr_sets")
+    if writers <= g.agcount or not creates:
+        return None
+    return Finding(rule="ag-concurrency", message=(
+        f"{writers} threads changed metadata during the interval on {g.agcount} allocation "
+        f"groups: creates, removes and attribute sets from more writers than AGs wait for each "
+        "other's AG locks (ag-concurrency: agcount is set by mkfs)"),
+        evidence=_ev(fs, "transactions", "creates", "removes", "xattr_sets"))
+
+
+def log_stripe_padding(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
+    """fsync-heavy work on a log with a stripe unit: each forced write is padded to it."""
+    fsyncs = _per_second(fs, "fsyncs") or _per_second(fs, "log_forces")
+    if g.log_stripe_unit_bytes <= g.block_size or fsyncs < FSYNC_HEAVY:
+        return None
+    return Finding(rule="log-stripe-unit", message=(
+        f"{fsyncs:,.0f} fsyncs or log forces a second on a log with a "
+        f"{_size(g.log_stripe_unit_bytes)} stripe unit: each forced log write is padded to it "
+        "(log-stripe-unit: for fsync-bound work -l sunit=1b, or su=the block size, writes the "
+        "log without padding)"), evidence=_ev(fs, "fsyncs", "log_forces", "log_writes",
+                                              "log_bytes"))
+
+
+def full_log_buffers(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
+    """Log buffers written full: larger ones would need fewer log writes."""
+    writes, per_second = _delta(fs, "log_writes"), _per_second(fs, "log_writes")
+    logbsize = g.logbsize or DEFAULT_LOGBSIZE
+    if not writes or per_second < BUSY_LOG_WRITES or logbsize >= 256 * 1024:
+        return None
+    average = _per_second(fs, "log_bytes") / per_second
+    if average < 0.9 * logbsize:
+        return None
+    return Finding(rule="logbsize", message=(
+        f"{per_second:,.0f} log writes a second averaging {human_size(average)}, full "
+        f"{_size(logbsize)} log buffers: logbsize=256k writes the same changes in fewer, larger "
+        "log writes (logbsize)"), evidence=_ev(fs, "log_writes", "log_bytes"))
+
+
+CHECKS: tuple[Callable[[ObservedFilesystem, Geometry], Finding | None], ...] = (
+    log_space, attribute_spills, directory_form, ag_contention, log_stripe_padding,
+    full_log_buffers)
+
+
+def findings_for(fs: ObservedFilesystem) -> list[Finding]:
+    """Every finding the figures support (none without the geometry to relate them to)."""
+    if fs.geometry is None:
+        return []
+    return [f for check in CHECKS if (f := check(fs, fs.geometry)) is not None]

@@ -1,0 +1,84 @@
+"""The text report of an observation: per filesystem, its geometry, the rates with the counter
+behind each, the metadata writers, the directory and attribute forms, and the findings. Text
+from the system (mount points, command names) is escaped before it reaches the terminal."""
+
+from __future__ import annotations
+
+from advisor.models.observe import ObservedFilesystem, ObserveDocument
+from advisor.models.units import human_size
+from advisor.profile.report import printable
+
+#: Writers listed by name (the rest are counted).
+TOP_WRITERS = 8
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def _filesystem(fs: ObservedFilesystem) -> list[str]:
+    lines = [f"{printable(fs.mountpoint)} ({printable(fs.device)}, {fs.maj_min}), "
+             f"{fs.seconds:.1f} s"]
+    g = fs.geometry
+    if g is not None:
+        log = "external" if g.external_log else "internal"
+        lines.append(f"  geometry: {g.agcount} AGs, {g.inode_size}-byte inodes, "
+                     f"{human_size(g.directory_block_size)} directory blocks, "
+                     f"{human_size(g.log_bytes)} {log} log"
+                     + (f" (stripe unit {human_size(g.log_stripe_unit_bytes)})"
+                        if g.log_stripe_unit_bytes > g.block_size else ""))
+    else:
+        lines.append("  geometry: xfs_info could not read it (findings skipped)")
+    lines.append("  rates (per second; counter: delta over seconds):")
+    width = max((len(r.label) for r in fs.rates), default=0)
+    for r in fs.rates:
+        if not r.evidence.delta:
+            continue
+        value = human_size(r.per_second) + "/s" if r.name.endswith("bytes") else _rate(
+            r.per_second)
+        lines.append(f"    {r.label:<{width}}  {value:>12}   {r.evidence.counter}: "
+                     f"{r.evidence.delta:,} over {r.evidence.seconds:.2f} s")
+    if all(not r.evidence.delta for r in fs.rates):
+        lines.append("    (idle: no counter moved)")
+    if fs.concurrent_writers is not None:
+        users = [w for w in fs.writers if not w.kernel_thread]
+        shown = ", ".join(f"{printable(w.command)}[{w.tid}] {w.transactions:,}"
+                          for w in users[:TOP_WRITERS])
+        more = f" and {len(users) - TOP_WRITERS} more" if len(users) > TOP_WRITERS else ""
+        lines.append(f"  metadata writers: {fs.concurrent_writers}"
+                     + (f" (transactions: {shown}{more})" if shown else ""))
+    if fs.forms is not None and (fs.forms.largest_directory_form
+                                 or fs.forms.attribute_sets_inline or fs.forms.attribute_spills):
+        f = fs.forms
+        adds = ", ".join(f"{form} {n:,}" for form, n in f.directory_adds.items() if n)
+        if adds:
+            lines.append(f"  directory entries added by form: {adds}")
+        if f.attribute_sets_inline or f.attribute_spills:
+            lines.append(f"  attributes: {f.attribute_sets_inline:,} added inline, "
+                         f"{f.attribute_spills:,} forks moved out of the inode")
+    if fs.findings:
+        lines.append("  findings:")
+        for finding in fs.findings:
+            lines.append(f"    [{finding.rule}] {finding.message}")
+    else:
+        lines.append("  findings: none")
+    return lines
+
+
+def render_text(doc: ObserveDocument) -> str:
+    lines = [f"observed {len(doc.filesystems)} XFS filesystem(s) for {doc.seconds:g} s from "
+             f"{doc.started}"]
+    if doc.tracing.method == "none":
+        lines.append(f"tracepoints: not counted ({printable(doc.tracing.reason or '')}); "
+                     "without them it cannot tell:")
+        lines += [f"  - {item}" for item in doc.tracing.findings_not_made]
+    else:
+        lines.append("tracepoints: counted in the kernel by perf stat")
+    for fs in doc.filesystems:
+        lines.append("")
+        lines += _filesystem(fs)
+    answers = doc.answers.model_dump(exclude_none=True)
+    if answers:
+        lines.append("")
+        lines.append("measured answers: " + ", ".join(f"{k} = {v}" for k, v in answers.items()))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,282 @@
+"""xfs tracepoints counted in the kernel by `perf stat`, never streamed.
+
+Why perf stat: each tracepoint is a counter the kernel increments in place (no event record is
+written, copied or read), `--filter 'dev == N'` keeps one filesystem's events, and the counters
+belong to the perf process: they close when it exits, whatever ends it. perf runs `sleep SECONDS`
+as its workload, so it ends on its own even if the advisor is killed with SIGKILL; nothing is
+left enabled in tracefs (tracefs triggers or BPF programs would outlive a killed advisor).
+
+Two perf processes run: `perf stat` counts every event on all CPUs (the totals), and `perf
+record` records xfs_trans_alloc (thread id and name) for the first WRITER_SECONDS to tell who
+changed metadata: perf samples every hit of a tracepoint (it ignores a sample period there), so
+that part is a stream, kept short. (`perf stat --all-cpus --per-thread` would count per thread,
+but it enumerates /proc's threads at start and fails outright on a busy host when one exits
+meanwhile.)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from advisor.errors import ToolProblem
+from advisor.system import argv
+from advisor.system.runner import Background, Result, run, which
+
+#: Tracepoint -> what one count means. All have a `dev` field to filter on. Transactions are
+#: not among them: the statistics count them (trans), and each counted event costs the writer.
+EVENTS: dict[str, str] = {
+    "xfs:xfs_file_fsync": "fsync/fdatasync calls on files",
+    "xfs:xfs_dir_fsync": "fsync calls on directories",
+    "xfs:xfs_log_grant_sleep": "sleeps waiting for log space",
+    "xfs:xfs_attr_sf_add": "attributes added inline (in the inode)",
+    "xfs:xfs_attr_sf_to_leaf": "attribute forks moved out of the inode",
+    "xfs:xfs_attr_leaf_to_node": "attribute forks grown past one leaf block",
+    "xfs:xfs_dir2_sf_addname": "entries added to shortform directories",
+    "xfs:xfs_dir2_block_addname": "entries added to block directories",
+    "xfs:xfs_dir2_leaf_addname": "entries added to leaf directories",
+    "xfs:xfs_dir2_node_addname": "entries added to node directories",
+    "xfs:xfs_dir2_sf_to_block": "directories converted shortform -> block",
+    "xfs:xfs_dir2_block_to_leaf": "directories converted block -> leaf",
+    "xfs:xfs_dir2_leaf_to_node": "directories converted leaf -> node",
+}
+WRITER_EVENT = "xfs:xfs_trans_alloc"
+#: Seconds, from the start, over which transactions are recorded per thread (the record file
+#: grows with every transaction: about 50 bytes each).
+WRITER_SECONDS = 10.0
+
+#: What the findings lose without tracepoints.
+NEEDS_TRACEPOINTS = (
+    "fsyncs per second (the counters only give log forces, which fsync shares with others)",
+    "how many processes changed metadata at once (ag-concurrency)",
+    "how many setxattr calls pushed attributes out of the inode (inode-size)",
+    "the form the largest directories reached (dir-block-size)",
+)
+
+_PF_KTHREAD = 0x00200000
+
+
+def device_filter(maj_min: str) -> str:
+    """The tracepoint filter for one device: the kernel's dev_t is MAJOR << 20 | MINOR."""
+    major, minor = (int(x) for x in maj_min.split(":"))
+    return f"dev == {hex(major << 20 | minor)}"
+
+
+def unavailable_reason() -> str | None:
+    """Why tracepoints cannot be counted here (None: they can): a second-long probe of perf on
+    one event with nothing to count."""
+    if which("perf") is None:
+        return "perf is not installed (Debian: apt install linux-perf)"
+    result = run(argv.perf_stat(["xfs:xfs_log_force"], "dev == 0", 0), check=False, timeout=30)
+    if not result.ok:
+        return (f"perf cannot count xfs tracepoints: {result.first_error_line()}"
+                f"{environment_hint()}")
+    return None
+
+
+def parse_totals(text: str) -> dict[str, int]:
+    """event -> count from `perf stat -x,` output (counts that perf could not take are left out)."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.split(",")
+        if len(fields) >= 3 and fields[2] in EVENTS and fields[0].isdigit():
+            counts[fields[2]] = counts.get(fields[2], 0) + int(fields[0])
+    return counts
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One recorded transaction: who allocated it, and when (seconds, perf's clock)."""
+
+    command: str
+    tid: int
+    time: float
+
+
+def parse_samples(text: str) -> list[Sample]:
+    """The samples of `perf script --fields comm,tid,time` (`  python3 30279  3060.567913: `).
+    A command name may hold spaces: the thread id and the time are the last two words."""
+    found: list[Sample] = []
+    for line in text.splitlines():
+        rest, _, stamp = line.strip().removesuffix(":").rpartition(" ")
+        command, _, tid = rest.strip().rpartition(" ")
+        try:
+            found.append(Sample(command.strip(), int(tid), float(stamp)))
+        except ValueError:
+            continue
+    return found
+
+
+def per_thread(samples: list[Sample]) -> dict[tuple[str, int], int]:
+    """(command, thread id) -> transactions."""
+    counts: dict[tuple[str, int], int] = {}
+    for s in samples:
+        counts[(s.command, s.tid)] = counts.get((s.command, s.tid), 0) + 1
+    return counts
+
+
+def active_per_second(samples: list[Sample], excluded: set[int]) -> list[int]:
+    """For each second from the first sample on, how many distinct threads (not `excluded`:
+    kernel threads) allocated a transaction in it."""
+    if not samples:
+        return []
+    start = min(s.time for s in samples)
+    seconds: dict[int, set[int]] = {}
+    for s in samples:
+        if s.tid not in excluded:
+            seconds.setdefault(int(s.time - start), set()).add(s.tid)
+    last = max(int(s.time - start) for s in samples)
+    return [len(seconds.get(i, ())) for i in range(last + 1)]
+
+
+def is_kernel_thread(tid: int, command: str) -> bool:
+    """A kernel thread (kworker, xfsaild...): the PF_KTHREAD flag of /proc/TID/stat, or, for
+    one gone since, a name only kernel threads carry."""
+    try:
+        with open(f"/proc/{tid}/stat", encoding="utf-8", errors="replace") as f:
+            stat = f.read()
+        flags = int(stat.rpartition(")")[2].split()[6])
+        return bool(flags & _PF_KTHREAD)
+    except (OSError, ValueError, IndexError):
+        return command.startswith(("kworker/", "xfsaild/", "xfs-"))
+
+
+@dataclass
+class Counting:
+    """The perf processes counting one filesystem's tracepoints for the observation."""
+
+    maj_min: str
+    seconds: float
+    totals: dict[str, int] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
+    writer_seconds: float = WRITER_SECONDS
+    _procs: list[Background] = field(default_factory=list)
+    _folder: str | None = None
+    _results: list[Result] = field(default_factory=list)
+
+    @property
+    def _data(self) -> str:
+        assert self._folder is not None
+        return os.path.join(self._folder, "writers.data")
+
+    def start(self) -> None:
+        flt = device_filter(self.maj_min)
+        self.writer_seconds = min(self.seconds, WRITER_SECONDS)
+        remove_stale_folders()
+        self._folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
+        # perf record first, and perf stat once it records: perf stat's window is the one
+        # the counters are read around, so it must start last, just before they are read.
+        self._procs.append(Background(_dies_with_us(
+            argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds))))
+        self.wait_counting()
+        self._procs.insert(0, Background(_dies_with_us(
+            argv.perf_stat(list(EVENTS), flt, self.seconds))))
+
+    def wait_counting(self, timeout: float = 30.0) -> bool:
+        """Return once both perf processes count: perf forks its workload first, opens the
+        counters, then lets the child exec `sleep` (the counters are enabled on that exec), so
+        a child named sleep means counting has begun. False when that was not seen in time
+        (perf failed; finish() says why)."""
+        deadline = time.monotonic() + timeout
+        pending = [p.pid for p in self._procs]
+        while pending and time.monotonic() < deadline:
+            pending = [pid for pid in pending if not _child_named(pid, "sleep")
+                       and _alive(pid)]
+            if pending:
+                time.sleep(0.005)
+        return not pending
+
+    def wait_done(self) -> None:
+        """Wait for both to end (they stop with their sleep)."""
+        self._results = [p.wait(self.seconds + 30) for p in self._procs]
+
+    def collect(self) -> None:
+        """Read what they counted and sampled; ToolProblem when perf failed."""
+        try:
+            for result in self._results:
+                if not result.ok:
+                    raise ToolProblem(f"{' '.join(result.argv[:2])} failed: "
+                                      f"{result.first_error_line()}")
+            self.totals = parse_totals(self._results[0].stderr)
+            script = run(argv.perf_script_threads(self._data), check=True,
+                         timeout=60 + self.seconds)
+            self.samples = parse_samples(script.stdout)
+        finally:
+            self._remove_data()
+
+    def stop(self) -> None:
+        """End both now (Ctrl-C, an error): nothing stays running, no file stays behind."""
+        for proc in self._procs:
+            proc.stop()
+        self._remove_data()
+
+    def _remove_data(self) -> None:
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+
+FOLDER_PREFIX = "xfs-advisor-observe-"
+
+
+def remove_stale_folders() -> None:
+    """Remove the perf record folders of observations killed outright (SIGKILL leaves them):
+    each is named after its process, removed once that process is gone."""
+    parent = tempfile.gettempdir()
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix(FOLDER_PREFIX).partition("-")[0]
+        if name.startswith(FOLDER_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _dies_with_us(command: list[str]) -> list[str]:
+    """The command under `setpriv --pdeathsig KILL` when setpriv is there: killed outright
+    (SIGKILL, the OOM killer), the advisor takes perf with it instead of leaving it counting
+    until its sleep ends."""
+    return [*argv.setpriv_pdeathsig(), *command] if which("setpriv") else command
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _child_named(pid: int, name: str) -> bool:
+    """A child of `pid` runs a program called `name` (/proc/PID/task/PID/children)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            children = f.read().split()
+    except OSError:
+        return False
+    for child in children:
+        try:
+            with open(f"/proc/{child}/comm", encoding="utf-8", errors="replace") as f:
+                if f.read().strip() == name:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def environment_hint() -> str:
+    """Why perf may be refused (for the fallback's reason line)."""
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as f:
+            level = f.read().strip()
+    except OSError:
+        return ""
+    return "" if os.geteuid() == 0 else f" (not root; kernel.perf_event_paranoid={level})"

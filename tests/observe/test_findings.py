@@ -1,0 +1,79 @@
+"""Findings from hand-written figures, for the conditions a loop device cannot produce in a
+test's seconds: writers sleeping for log space (the log fills only when metadata writeback
+lags, and a loop device over a file writes back too fast), a log stripe unit under an
+fsync-heavy load (a RAID's geometry), full log buffers. Each is checked to hold on the figure
+and not below it."""
+
+from __future__ import annotations
+
+from advisor.models.observe import Evidence, Geometry, ObservedFilesystem, Rate
+from advisor.observe.findings import findings_for
+
+GEOMETRY = Geometry(block_size=4096, agcount=4, inode_size=512, directory_block_size=4096,
+                    log_bytes=64 << 20, log_stripe_unit_bytes=0)
+
+
+def figures(geometry: Geometry = GEOMETRY, writers: int | None = None,
+            **deltas: int) -> ObservedFilesystem:
+    rates = [Rate(name=name, label=name, per_second=delta / 2.0,
+                  evidence=Evidence(source="xfs-stats", counter=name, before=0, after=delta,
+                                    delta=delta, seconds=2.0))
+             for name, delta in deltas.items()]
+    fs = ObservedFilesystem(mountpoint="/m", device="loop0", maj_min="7:0", geometry=geometry,
+                            seconds=2.0, rates=rates, concurrent_writers=writers)
+    fs.findings = findings_for(fs)
+    return fs
+
+
+def test_log_space_waits_name_the_log_size_and_the_writers() -> None:
+    fs = figures(writers=48, log_space_waits=2400, log_reservations=90000)
+    (finding,) = fs.findings
+    assert finding.rule == "log-size"
+    assert finding.message.startswith("writers waited for log space 2,400 times (1,200.0/s): "
+                                      "the 64 MiB log is small for 48 concurrent metadata "
+                                      "writers")
+    assert [e.counter for e in finding.evidence] == ["log_space_waits", "log_reservations"]
+    assert figures(writers=48, log_space_waits=0, log_reservations=90000).findings == []
+
+
+def test_log_stripe_unit_under_fsyncs() -> None:
+    striped = GEOMETRY.model_copy(update={"log_stripe_unit_bytes": 256 << 10})
+    (finding,) = figures(striped, fsyncs=400, log_forces=400, log_writes=400).findings
+    assert finding.rule == "log-stripe-unit" and "256 KiB stripe unit" in finding.message
+    assert figures(striped, fsyncs=10, log_forces=10).findings == []  # 5/s: not fsync-heavy
+    assert figures(GEOMETRY, fsyncs=400, log_forces=400).findings == []  # no stripe unit
+
+
+def test_full_log_buffers_suggest_a_larger_logbsize() -> None:
+    full = figures(log_writes=200, log_bytes=200 * 64)
+    assert full.findings == []  # 64-byte writes: far from full
+    fs = figures(log_writes=200, log_bytes=200 * 32 * 1024)
+    (finding,) = fs.findings
+    assert finding.rule == "logbsize" and "full 32 KiB log buffers" in finding.message
+    bigger = GEOMETRY.model_copy(update={"logbsize": 256 << 10})
+    assert figures(bigger, log_writes=200, log_bytes=200 * 256 * 1024).findings == []
+
+
+def test_no_geometry_no_findings() -> None:
+    fs = ObservedFilesystem(mountpoint="/m", device="loop0", maj_min="7:0", seconds=1.0,
+                            rates=[])
+    assert findings_for(fs) == []
+
+
+def test_text_from_the_system_is_escaped() -> None:
+    """A mount point and a thread name are untrusted: no escape sequence or line break of
+    theirs reaches the terminal."""
+    from advisor.models.observe import ObservedAnswers, ObserveDocument, Tracing, Writer
+    from advisor.observe.report import render_text
+
+    fs = figures(writers=1, creates=10)
+    fs.mountpoint = "/mnt/\x1b[2Jx\nfake finding"
+    fs.writers = [Writer(command="evil\x1b]0;title\x07\n[log-size] fake", tid=7,
+                         transactions=10)]
+    doc = ObserveDocument(started="2026-01-01T00:00:00.000Z", seconds=2.0,
+                          tracing=Tracing(method="perf-stat"), filesystems=[fs],
+                          answers=ObservedAnswers())
+    text = render_text(doc)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\n[log-size] fake" not in text and "\nfake finding" not in text
+    assert "evil\\x1b]0;title\\x07\\n[log-size] fake[7]" in text

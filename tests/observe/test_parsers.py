@@ -1,0 +1,110 @@
+"""The counter and perf parsers on captured text: field names from fs/xfs/xfs_stats.h, counts
+from perf's CSV, thread names that hold spaces and dashes, and bad text refused in one line."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from advisor.bench.report import measured_line
+from advisor.commands.observe import duration
+from advisor.errors import BadInput
+from advisor.observe.counters import deltas, parse_block_stat, parse_xfs_stats
+from advisor.observe.tracepoints import (
+    active_per_second,
+    device_filter,
+    parse_samples,
+    parse_totals,
+    per_thread,
+)
+from advisor.profile.workload_file import measured_in
+
+#: /sys/fs/xfs/loop0/stats/stats of a kernel 6.18 filesystem, trimmed.
+STATS = """extent_alloc 10 20 3 4
+dir 1505 2000 12 7
+trans 0 1505 3
+log 1505 3010 0 1507 1508
+push_ail 1505 42 0 0 0 0 0 0 0 0
+attr 9 50 0 1
+xpc 0 150500 4096
+vnodes 12 0 0 0 0 0 0 0
+future_line 7 8
+"""
+
+
+def test_xfs_stats_fields_by_name() -> None:
+    values = parse_xfs_stats(STATS)
+    assert values["log.force"] == 1507 and values["log.force_sleep"] == 1508
+    assert values["push_ail.sleep_logspace"] == 42
+    assert values["dir.create"] == 2000 and values["attr.set"] == 50
+    assert values["xpc.write_bytes"] == 150500
+    assert values["future_line.1"] == 8  # an unknown line is kept, by position
+
+
+def test_deltas_skip_levels_and_survive_a_cleared_counter() -> None:
+    before = parse_xfs_stats(STATS)
+    after = dict(before, **{"log.force": 1600, "dir.create": 5, "vnodes.active": 99})
+    moved = deltas(before, after)
+    assert moved["log.force"] == 93
+    assert moved["dir.create"] == 5  # cleared through stats_clear, then 5 more
+    assert "vnodes.active" not in moved
+
+
+@pytest.mark.parametrize("text", ["", "log 1 2 x", "hello world"])
+def test_not_a_stats_file(text: str) -> None:
+    with pytest.raises(BadInput, match="not an XFS statistics file"):
+        parse_xfs_stats(text)
+
+
+def test_block_stat() -> None:
+    stat = parse_block_stat("  1574 0 3148 10 3011 0 15052 200 0 400 210 0 0 0 0 3012 5")
+    assert stat["write_ios"] == 3011 and stat["write_sectors"] == 15052
+    assert stat["flush_ios"] == 3012
+    with pytest.raises(BadInput):
+        parse_block_stat("1 2 3")
+
+
+def test_perf_totals_and_samples() -> None:
+    totals = parse_totals("500,,xfs:xfs_file_fsync,1586615159,100.00,,\n"
+                          "<not counted>,,xfs:xfs_log_force,0,0.00,,\n"
+                          "3,,cycles,1,100.00,,\n")
+    assert totals == {"xfs:xfs_file_fsync": 500}
+    samples = parse_samples(" kworker/0:1-eve  6815  3060.562788: \n"
+                            "         python3 19729  3060.567913: \n"
+                            "  my tool-v2 12  3061.2: \n  my tool-v2 12  3062.9: \n"
+                            "python3 19730  3062.95: \ngarbage\n")
+    assert per_thread(samples) == {("kworker/0:1-eve", 6815): 1, ("python3", 19729): 1,
+                                   ("my tool-v2", 12): 2, ("python3", 19730): 1}
+    assert active_per_second(samples, {6815}) == [2, 0, 2]  # seconds from 3060.56
+
+
+def test_device_filter_is_the_kernels_dev_t() -> None:
+    assert device_filter("7:0") == "dev == 0x700000"
+    assert device_filter("259:3") == "dev == 0x10300003"
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("10", 10.0), ("500ms", 0.5), ("2m", 120.0),
+                                               ("1h", 3600.0)])
+def test_durations(text: str, seconds: float) -> None:
+    assert duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0", "-1s", "1d", "25h", "soon"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        duration(text)
+
+
+def test_measured_marks_and_the_report_line() -> None:
+    text = ('# mine\nlargest_directory_entries = 5000\n'
+            'concurrent_writers = 2  # measured by xfs-advisor observe\n'
+            'median_file_size = "4KiB"  # measured by xfs-advisor profile\n'
+            'fsyncs_per_second = 40.0  # measured by xfs-advisor observe\n'
+            '[storage]\nkind = "ssd"  # measured by xfs-advisor observe\n')
+    measured = measured_in(text)
+    assert measured == {"concurrent_writers": "observe", "median_file_size": "profile",
+                        "fsyncs_per_second": "observe"}
+    assert measured_line(measured) == (
+        "answers measured by xfs-advisor observe: concurrent_writers, fsyncs_per_second; "
+        "answers measured by xfs-advisor profile: median_file_size")

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tui",),
     ("session",),
     ("fleet",),
+    ("observe",),
     ("audit", "bench", "advice", "profile"),
     ("render",),
     ("engine",),

@@ -39,11 +39,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help='side B mount options, e.g. "logbsize=256k,noatime"')
     p.add_argument("--calibrate", action="store_true",
                    help="A/A run (B = A): measure the noise floor and store it")
-    p.add_argument("--rounds", metavar="N", type=int, default=6,
-                   help="pairs of rounds before the first look at the verdicts (at least 6; "
-                   "default 6); then ABBA blocks (two pairs) are added until every metric is "
-                   "resolved, --max-rounds or the budget. --rounds N --max-rounds N is a fixed "
-                   "design of N pairs. Odd numbers are rounded up to whole ABBA blocks")
+    p.add_argument("--rounds", metavar="N", type=int, default=4,
+                   help="pairs of rounds before the first look at the verdicts (at least 4; "
+                   "default 4); then ABBA blocks (two pairs) are added until every changed "
+                   "option's primary metric (its mechanism) is decided, --max-rounds or the "
+                   "budget. --rounds N --max-rounds N is a fixed design of N pairs. Odd numbers "
+                   "are rounded up to whole ABBA blocks")
     p.add_argument("--max-rounds", metavar="N", type=int, default=None,
                    help="most pairs the run may have (default 200: the budget decides)")
     p.add_argument("--continue", dest="continue_from", metavar="REPORT", default=None,
@@ -52,9 +53,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "up to --max-rounds pairs in all, default what the report says would "
                    "likely resolve its open metrics")
     p.add_argument("--budget", metavar="SECONDS", type=float, default=None,
-                   help="wall-time budget (default 240): the workload is scaled so that "
-                   "--rounds pairs take about half of it, and no ABBA block is started that "
-                   "would likely overrun it")
+                   help="wall-time budget, set-up and clean-up included (default 80): the "
+                   "workload is scaled so that --rounds pairs take about half of it, and no ABBA "
+                   "block is started that would likely overrun it")
     p.add_argument("--age", action="store_true",
                    help="fragment free space the same seeded way on both sides before measuring")
     p.add_argument("--no-direct-io", dest="direct_io", action="store_false",

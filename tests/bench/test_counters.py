@@ -5,7 +5,6 @@ the log several times less often for the same directory work, as the logbsize ru
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from advisor.bench import counters, jobs
@@ -62,21 +61,30 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
 
 
 def _fio_round(loop: str, mnt: Path, work: Path, options: list[str], workload: Workload
-               ) -> tuple[jobs.Shape, str]:
-    """mkfs, mount with `options`, one fio round with the counters' snapshots taken in `work`;
-    the round's shape and fio's JSON output."""
+               ) -> tuple[jobs.Shape, jobs.RoundResult]:
+    """mkfs, mount with `options`, one side of a round as validate runs it (the directory
+    changes, the unmount and mount for cold stats, the rest) with the counters' snapshots taken
+    in `work`; the round's shape and what fio measured."""
+    from advisor.bench.run import _round
+
     shape = jobs.shape_for(workload, measure_seconds=1.0, fs_bytes=1 << 30)
     sh("mkfs.xfs", "-q", "-f", "-K", loop)
     work.mkdir()
     name = counters.kernel_name(loop)
+    paths = {}
+    for part in ("changes", "rest"):
+        paths[part] = str(work / f"{part}.fio")
+        Path(paths[part]).write_text(jobs.jobfile(shape, str(mnt), counters_for=name,
+                                                  part=part))
     with mounted(loop, mnt, *options):
         jobs.prepare(shape, str(mnt))
-        (work / "round.fio").write_text(jobs.jobfile(shape, str(mnt), counters_for=name))
-        proc = subprocess.run(["fio", "--output-format=json", "round.fio"], cwd=work,
-                              capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr
-        counters.take_snapshot(name, str(work), counters.END)
-    return shape, proc.stdout
+
+        def remount() -> None:
+            sh("umount", str(mnt))
+            sh("mount", *(["-o", ",".join(options)] if options else []), loop, str(mnt))
+
+        measured = _round("A", shape, paths, str(work), 300.0, name, remount)
+    return shape, measured
 
 
 def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
@@ -84,7 +92,7 @@ def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str
         largest_directory_entries=20_000, fsyncs_per_second=0, median_file_size=4096,
         concurrent_writers=1))
     phases = jobs.phases(shape)
-    assert all((work / f"counters.{p}").exists() for p in phases)  # fio took every snapshot
+    assert all((work / f"counters.{p}").exists() for p in phases)  # every snapshot was taken
     return counters.mechanism_values(
         str(work), phases, {"create": shape.directory_entries, "delete": shape.churn_entries,
                             "refill": shape.churn_entries})
@@ -172,10 +180,9 @@ def test_more_ags_leave_fewer_writers_sharing_one(tmp_path: Path, loop: str) -> 
 
 def _read_back(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
     """One round with an fsync phase (and so the read-back of each writer's file)."""
-    shape, output = _fio_round(loop, mnt, work, options, Workload(
+    shape, measured = _fio_round(loop, mnt, work, options, Workload(
         largest_directory_entries=2000, fsyncs_per_second=50, median_file_size=4096,
         concurrent_writers=3))
-    measured = jobs.parse_fio(output, shape.metrics)
     assert measured.operations["readback"] == 3  # one 4 KiB read per writer's file
     return counters.mechanism_values(str(work), jobs.phases(shape), measured.operations)
 

@@ -247,6 +247,21 @@ class Plan:
         return lines
 
 
+def loop_room(folder: str, wanted: int) -> int:
+    """The largest loop device (whole GiB, at most `wanted` bytes) whose backing file fits in
+    `folder`'s filesystem with its headroom to spare (advisor.commands.validate's check)."""
+    path = os.path.abspath(folder)
+    while not os.path.lexists(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 0
+    free = st.f_bavail * st.f_frsize
+    headroom = max(1 << 30, st.f_blocks * st.f_frsize // 20)
+    return max(0, min(wanted, free - headroom)) >> 30 << 30
+
+
 def check_host(*, need_loop: bool) -> None:
     """One clear error before anything is made: tools present, root."""
     for tool in REQUIRED_TOOLS:

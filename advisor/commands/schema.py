@@ -1,4 +1,5 @@
-"""`xfs-advisor schema [workload|rule|output|audit]`: the JSON Schemas of the contracts."""
+"""`xfs-advisor schema [workload|rule|output|audit|fleet|validate]`: the JSON Schemas of the
+contracts."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import argparse
 import json
 from typing import Any
 
-SCHEMAS = ("workload", "rule", "output", "audit", "fleet")
+SCHEMAS = ("workload", "rule", "output", "audit", "fleet", "validate")
+#: Documents the tool writes (serialization schemas); the others are read (validation).
+WRITTEN = ("output", "audit", "fleet", "validate")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("schema", parents=[common],
                        help="print the JSON Schema of the workload answers, a rule file, the "
-                       "--json output, the audit --json or the fleet --json output")
+                       "--json output, the audit --json, the fleet --json or the validate --json "
+                       "report")
     p.add_argument("name", nargs="?", choices=SCHEMAS,
                    help="which schema (default: all of them, keyed by name)")
 
@@ -21,6 +25,7 @@ def schema_of(name: str) -> dict[str, Any]:
     from pydantic import BaseModel
 
     from advisor.audit.models import AuditDocument
+    from advisor.models.bench import ValidationReport
     from advisor.models.fleet import FleetDocument
     from advisor.models.proposal import ProposalDocument
     from advisor.models.rule import Rule
@@ -28,9 +33,9 @@ def schema_of(name: str) -> dict[str, Any]:
 
     models: dict[str, type[BaseModel]] = {"workload": Workload, "rule": Rule,
                                           "output": ProposalDocument, "audit": AuditDocument,
-                                          "fleet": FleetDocument}
+                                          "fleet": FleetDocument, "validate": ValidationReport}
     schema: dict[str, Any] = models[name].model_json_schema(
-        mode="validation" if name not in ("output", "audit", "fleet") else "serialization")
+        mode="serialization" if name in WRITTEN else "validation")
     return schema
 
 

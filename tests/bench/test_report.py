@@ -3,8 +3,13 @@ keeps every metric's title whole at 80 columns' worth of title."""
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
+
 from advisor.bench.report import render_text, table, workload_line
 from advisor.bench.run import Plan, judge
+from advisor.commands.schema import schema_text
 from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
 
@@ -70,3 +75,10 @@ def test_workload_line_without_data_phases_or_answer() -> None:
                           "fsync_phase": False, "sequential_phases": False})
     assert line == ("20,000 files created in one directory; 2,000 of them deleted, as many "
                     "created into the holes and statted cold")
+
+
+def test_the_report_is_valid_under_its_published_schema() -> None:
+    report = _report(Workload(), slower=0.5, faster_stats=1.3)
+    doc = json.loads(report.model_dump_json())
+    jsonschema.validate(doc, json.loads(schema_text("validate")))
+    assert doc["metrics"][1]["primary_for"] == ["-n size=64k"]

@@ -77,6 +77,9 @@ def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None)
     age = report["age"]  # both sides aged the same seeded way, fragmentation reported
     assert age["files_written"] > 100
     assert int(age["freesp_summary"]["total_free_extents"]) > 50
+    # The JSON report is saved by default (next to the calibration file), its path said.
+    [saved] = list((tmp_path / "reports").glob("validate-*.json"))
+    assert json.loads(saved.read_text())["rounds"] == 4 and str(saved) in proc.stderr
     stored = json.loads((tmp_path / "calibration.json").read_text())
     (cal,) = stored.values()
     assert set(cal["metrics"]) == {m["name"] for m in report["metrics"]}

@@ -123,7 +123,8 @@ def tool(case: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     else:
         # The planted change: its primary metric moved the way the change does (less CPU-time
         # efficiency per create; fewer log writes per directory operation).
-        want = {"creates_per_cpu_s": "worse", "log_writes_per_1k_dirops": "better"}
+        want = {"creates_per_cpu_s": "worse", "dirops_per_cpu_s": "worse",
+                "log_writes_per_1k_dirops": "better"}
         got = [m["verdict"] for m in primary if m["name"] in want]
         decision = ("correct" if got and all(v == want[m["name"]] for m, v in zip(
             [m for m in primary if m["name"] in want], got, strict=True)) else

@@ -65,7 +65,8 @@ class Metric:
     job: str
     """fio job name prefix whose jobs this metric sums."""
     kind: str
-    """`iops`, `iops_per_cpu` (iops over the job's CPU share) or `bw`."""
+    """`iops`, `iops_per_cpu` (iops over the job's CPU share), `dirops_per_cpu` (the operations
+    of the directory phases over their CPU seconds) or `bw`."""
 
 
 METRICS: tuple[Metric, ...] = (
@@ -75,6 +76,11 @@ METRICS: tuple[Metric, ...] = (
     # CPU-bound, and this stays meaningful when other processes compete for the CPU.
     Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
            "iops_per_cpu"),
+    # Every directory change (creates, deletes, creates into the holes) per CPU-second of fio's
+    # threads: the CPU cost per modification the guide weighs against larger directory blocks,
+    # over all three phases (64 KiB blocks: refill creates cost about twice the CPU).
+    Metric("dirops_per_cpu_s", "dir changes per CPU-second", "ops/cpu-s", True,
+           "create", "dirops_per_cpu"),
     Metric("deletes_per_s", "deletes, every tenth file", "files/s", True, "delete", "iops"),
     # The steady state of a spool or cache: new files fill the holes deletes left.
     Metric("refill_creates_per_s", "creates into the holes left", "files/s", True, "refill",
@@ -293,6 +299,20 @@ def _io_runtime(job: dict[str, object]) -> float:
     return best
 
 
+def _ops_per_cpu_second(jobs: list[dict[str, object]]) -> float:
+    """Operations of these fio jobs over the CPU seconds their threads used (usr + sys share of
+    each job's runtime)."""
+    ops = cpu = 0.0
+    for job in jobs:
+        for direction in ("read", "write"):
+            d = job.get(direction)
+            if isinstance(d, dict):
+                ops += float(d.get("total_ios", 0) or 0)
+        share = float(str(job.get("usr_cpu", 0))) + float(str(job.get("sys_cpu", 0)))
+        cpu += share / 100.0 * float(str(job.get("job_runtime", 0) or 0)) / 1000.0
+    return ops / cpu if cpu > 0 else 0.0
+
+
 def parse_fio(text: str, metrics: tuple[Metric, ...] = METRICS) -> RoundResult:
     """Metric values from `fio --output-format=json`; ToolProblem when a job failed or is absent."""
     start = text.find("{")
@@ -318,6 +338,12 @@ def parse_fio(text: str, metrics: tuple[Metric, ...] = METRICS) -> RoundResult:
         jobs = phases.get(metric.job)
         if not jobs:
             raise ToolProblem(f"fio gave no result for the {metric.job} phase")
+        if metric.kind == "dirops_per_cpu":
+            total = _ops_per_cpu_second([j for p in CHANGE_PHASES for j in phases.get(p, [])])
+            if not math.isfinite(total) or total <= 0:
+                raise ToolProblem("fio measured no CPU time in the directory phases")
+            values[metric.name] = total
+            continue
         total = 0.0
         for job in jobs:
             rate = 0.0

@@ -67,7 +67,7 @@ def test_plan_rounds_to_whole_abba_blocks_and_calibration_is_fixed() -> None:
 def test_stopping_rule() -> None:
     plan = _plan(budget_seconds=100)
     # No rule claims a counter for noatime in this plan: its primary metric is the fallback.
-    assert [(p.option, p.name) for p in primaries(plan)] == [("noatime", "creates_per_cpu_s")]
+    assert [(p.option, p.name) for p in primaries(plan)] == [("noatime", "dirops_per_cpu_s")]
     clear = _samples(plan, 8, 0.5, 0.01)
     noisy = _samples(plan, 8, 1.0, 0.3)
     assert _look(plan, clear, 2) is None  # no look before the minimum
@@ -89,7 +89,7 @@ def test_the_run_stops_when_the_primary_metric_is_decided_whatever_the_others() 
     samples = _samples(plan, 6, 1.0, 0.4, seed=5)  # every secondary metric hopelessly noisy
     rng = random.Random(9)
     a = [1000 * math.exp(rng.gauss(0, 0.01)) for _ in range(6)]
-    samples["creates_per_cpu_s"] = {"A": a, "B": [x * 0.75 for x in a]}
+    samples["dirops_per_cpu_s"] = {"A": a, "B": [x * 0.75 for x in a]}
     assert _look(plan, samples, 6) == "resolved"
 
 

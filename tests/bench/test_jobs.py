@@ -134,13 +134,17 @@ def _fio_json(jobs_out: list[dict[str, object]]) -> str:
 
 
 def test_parse_sums_concurrent_writers_and_reads_past_fio_chatter() -> None:
-    doc = [{"jobname": "create", "write": {"iops": 1000.0, "runtime": 2000},
-            "usr_cpu": 10.0, "sys_cpu": 40.0},
+    doc = [{"jobname": "create", "write": {"iops": 1000.0, "runtime": 2000, "total_ios": 2000},
+            "usr_cpu": 10.0, "sys_cpu": 40.0, "job_runtime": 2000},
+           {"jobname": "delete", "read": {"iops": 500.0, "runtime": 400, "total_ios": 200},
+            "usr_cpu": 50.0, "sys_cpu": 50.0, "job_runtime": 400},
            {"jobname": "seqwrite.0", "write": {"bw_bytes": 100 << 20, "runtime": 500}},
            {"jobname": "seqwrite.1", "write": {"bw_bytes": 50 << 20, "runtime": 700}}]
     metrics = tuple(m for m in jobs.METRICS if m.job in ("create", "seqwrite"))
     result = jobs.parse_fio(_fio_json(doc), metrics)
+    # Directory changes per CPU-second: 2,200 operations over 1.0 + 0.4 CPU-seconds.
     assert result.values == {"creates_per_s": 1000.0, "creates_per_cpu_s": 2000.0,
+                             "dirops_per_cpu_s": pytest.approx(2200 / 1.4),
                              "seq_write_mib_s": 150.0}
     assert result.measuring_seconds == pytest.approx(2.7)
 

@@ -46,7 +46,7 @@ def test_report_says_what_ran_and_what_was_found() -> None:
     assert "B = mkfs.xfs -n size=64k" in text
     # The line leads with the option's primary metric (no rule claims a counter for -n size=:
     # CPU time per create), then throughput as its consequence.
-    assert "Verdict: WORSE: -n size=64k: file creates per CPU-second B/A" in text
+    assert "Verdict: WORSE: -n size=64k: dir changes per CPU-second B/A" in text
     assert "Throughput: worse on refill_creates_per_s (0.70x)" in text
 
 
@@ -64,7 +64,7 @@ def test_a_trade_is_said_in_the_verdict_line() -> None:
 def test_table_keeps_titles_whole() -> None:
     report = _report(Workload(), slower=1.0)
     rows = table(report).splitlines()[2:]
-    assert len(rows) == len(report.metrics) == 8
+    assert len(rows) == len(report.metrics) == 9
     for m, row in zip(report.metrics, rows, strict=True):
         assert row.startswith(f"{m.title} ({m.unit})"), row
 
@@ -81,4 +81,4 @@ def test_the_report_is_valid_under_its_published_schema() -> None:
     report = _report(Workload(), slower=0.5, faster_stats=1.3)
     doc = json.loads(report.model_dump_json())
     jsonschema.validate(doc, json.loads(schema_text("validate")))
-    assert doc["metrics"][1]["primary_for"] == ["-n size=64k"]
+    assert doc["metrics"][2]["primary_for"] == ["-n size=64k"]

@@ -105,8 +105,8 @@ def test_planted_change_runs_as_planned_and_is_judged_by_its_primary_metric(
     by_name = {m["name"]: m for m in report["metrics"]}
     primary = [m for m in report["metrics"] + report["mechanisms"] if m["primary_for"]]
     assert [(m["name"], m["primary_for"]) for m in primary] == [
-        ("creates_per_cpu_s", ["-n size=64k"])]
-    assert report["summary"].startswith("-n size=64k: file creates per CPU-second B/A")
+        ("dirops_per_cpu_s", ["-n size=64k"])]
+    assert report["summary"].startswith("-n size=64k: dir changes per CPU-second B/A")
     assert (proc.returncode == 5) == (report["verdict"] == "worse")
     for m in report["metrics"]:
         assert len(m["a"]) == len(m["b"]) == 4
@@ -114,7 +114,7 @@ def test_planted_change_runs_as_planned_and_is_judged_by_its_primary_metric(
         if m["verdict"] in ("better", "worse"):  # a direction needs an interval clear of 1
             assert m["ci"][0] > 1 or m["ci"][1] < 1, m
             assert m["decided_after"] and m["decided_after"] <= 4
-    assert by_name["creates_per_cpu_s"]["verdict"] in ("worse", "inconclusive")
+    assert by_name["dirops_per_cpu_s"]["verdict"] in ("worse", "inconclusive")
     # Counters per directory operation were measured on both sides of every pair.
     work = {m["name"]: m for m in report["mechanisms"]}
     assert len(work["log_kib_per_1k_dirops"]["a"]) == 4

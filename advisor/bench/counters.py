@@ -213,6 +213,7 @@ def judge_none_on_b(samples: dict[str, dict[str, list[float]]], judged: set[str]
             geo_mean_a=round(geo_a, 3), geo_mean_b=0.0, ci=[0.0, 0.0], margin=0.0, noise=0.0,
             verdict="better" if 2.0 ** (1 - n) <= 0.05 else "inconclusive",
             decided_after=SIGN_TEST_PAIRS if n >= SIGN_TEST_PAIRS else None,
+            rounds_to_resolve=SIGN_TEST_PAIRS if n < SIGN_TEST_PAIRS else None,
             primary_for=list((primary or {}).get(m.name, []))))
     return results
 

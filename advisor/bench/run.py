@@ -339,7 +339,8 @@ def _pairs_time(pairs: int, seconds_per_pair: float | None) -> str:
     return f"~{pairs} more pairs{took}"
 
 
-def _primary_phrase(m: MetricResult, checks: list[MechanismCheck]) -> str:
+def _primary_phrase(m: MetricResult, checks: list[MechanismCheck],
+                    seconds_per_pair: float | None = None) -> str:
     """One option's primary metric in words, led by what it did per operation:
     `logbsize=256k: 7.1x fewer log writes per 1k directory ops (mechanism seen, decided after 4
     pairs)`."""
@@ -347,8 +348,10 @@ def _primary_phrase(m: MetricResult, checks: list[MechanismCheck]) -> str:
     seen = next((c.seen for c in checks if c.counter == m.name), None)
     lo, hi = m.ci
     if m.verdict == "inconclusive":
+        more = (f" ({_pairs_time(m.rounds_to_resolve - len(m.a), seconds_per_pair)} would "
+                "likely decide it)" if m.rounds_to_resolve else "")
         return (f"{who}: {m.title} B/A {m.ratio:.3f} {_ci_text(m.ci)}, not decided after "
-                f"{len(m.a)} pairs")
+                f"{len(m.a)} pairs{more}")
     when = f"decided after {m.decided_after} pairs" if m.decided_after else "decided"
     how = f"mechanism {seen}, {when}" if seen else f"{m.verdict}, {when}"
     if m.higher_is_better:
@@ -379,7 +382,8 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
             return f"A/A run reported a difference on {', '.join(bad)}: the set-up is too noisy"
         return "A/A run: no false difference; noise floors stored for later runs"
     mechanisms, checks = mechanisms or [], checks or []
-    lead = [_primary_phrase(m, checks) for m in [*mechanisms, *metrics] if m.primary_for]
+    lead = [_primary_phrase(m, checks, seconds_per_pair) for m in [*mechanisms, *metrics]
+            if m.primary_for]
     lead += [f"{c.option}: {c.counter} not measured (zero in some round on both sides or "
              "missing)" for c in checks if c.seen == "not measured"]
     rest = [m for m in metrics if not m.primary_for]

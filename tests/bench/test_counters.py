@@ -146,6 +146,12 @@ def test_a_figure_b_never_did_is_less_work_by_the_sign_test() -> None:
     six = {"transactions_per_file_read": {"A": [0.5] * 6, "B": [0.0] * 6}}
     (m,) = counters.judge_none_on_b(six, set())
     assert (m.ratio, m.ci, m.verdict, m.geo_mean_a) == (0.0, [0.0, 0.0], "better", 0.5)
+    assert m.decided_after == 6
+    four = {"transactions_per_file_read": {"A": [0.5] * 4, "B": [0.0] * 4}}
+    (early,) = counters.judge_none_on_b(four, set(), {"transactions_per_file_read": ["noatime"]})
+    # 4 pairs cannot show it (2^-3 > 0.05): undecided, with the pairs that would decide it.
+    assert early.verdict == "inconclusive" and early.rounds_to_resolve == 6
+    assert early.primary_for == ["noatime"]
     four = {"transactions_per_file_read": {"A": [1.0] * 4, "B": [0.0] * 4}}
     assert counters.judge_none_on_b(four, set())[0].verdict == "inconclusive"  # p = 1/8
     mixed = {"transactions_per_file_read": {"A": [1.0, 0.0] * 3, "B": [0.0] * 6}}

@@ -244,6 +244,25 @@ class Session:
             physical_sector=Fact(value=512, source="plan"))
         return fit(side, lambda options: rejection(stand_in, options))
 
+    def fit_loop(self, plan: Plan, shown: SideConfig, target_bytes: int, *,
+                 grow: bool = True) -> None:
+        """B = `shown` (the proposal for a device of `target_bytes`) as a loop device can run it,
+        for `validate --for DEV` and the TUI's loop run alike: options the loop device cannot
+        take are left out and named (plan.not_applied); with `grow`, a loop device as large as
+        that device (or as the loop folder has room for) is used when it leaves out fewer."""
+        from advisor.bench.run import loop_room
+
+        plan.proposed = shown
+        plan.b, plan.not_applied = self.fit_to_scratch(shown, None, plan.device_bytes)
+        if not plan.not_applied or not grow:
+            return
+        room = loop_room(plan.loop_dir, target_bytes)
+        if room <= plan.device_bytes:
+            return
+        ran, left = self.fit_to_scratch(shown, None, room)
+        if len(left) < len(plan.not_applied):
+            plan.device_bytes, plan.b, plan.not_applied = room, ran, left
+
     def loop_side(self, workload: Workload) -> Callable[[str], SideConfig]:
         """For a loop run: B decided from the loop device's own facts, once it is attached."""
 

@@ -1,162 +1,330 @@
 #!/usr/bin/env python3
-"""How honest and how fast is `xfs-advisor validate`? (root, loop devices, many minutes)
+"""Does `xfs-advisor validate` decide, and how fast, beside the tests people run by hand? (root,
+loop devices, many minutes; run it on a busy machine: that is the condition it is for)
 
-1. A/A with the adaptive stopping rule, N times (default 10): `validate --mount-options ""`
-   (B = A, both the defaults) with the embedded example workload and the default --rounds,
-   --max-rounds and --budget, so that the run adds ABBA blocks and looks at its verdicts after
-   each, exactly as a real run does. An A/A run must never call a metric better or worse;
-   prints how many runs did (goal: at most 1 in 10), and how many pairs each ran and why it
-   stopped.
-2. One default run (`validate`, the embedded example workload on the loop default): its wall
-   time and the share of it spent measuring (`--skip-default` to leave it out).
-3. The issue's planted difference, B = `-n size=64k` on a write-heavy workload with 50,000
-   entries in one directory, default settings (rounds, budget, margins), M times (default 10,
-   `--planted-runs`): how many came out `worse` on at least one metric (goal: all), with every
-   metric's ratio, interval and verdict, the pairs run and why it stopped.
+Interleaved in one period, per repetition and case, the three methods on the same planted
+effects:
+- the tool: `validate --json` with the case's options and workload at its default settings
+  (rounds, budget, margins); its decision is each option's pre-declared primary metric (the
+  mechanism counter its rule names, else CPU time per directory create), and for the fsync case
+  also its throughput verdict on fsync'd writes;
+- Welch: a hand-made Welch t-test on unpaired fio runs (RUNS per side, A and B alternating,
+  each a fresh mkfs, mount, one fio job of the case's operation, umount), two-sided at 0.05; for
+  the no-effect cases "correct" needs equivalence within +-5% shown (two one-sided Welch tests);
+- trimmed mean: seed 002's method on the same runs (5 per side, drop the highest and lowest,
+  compare the means of the middle three, call a difference beyond 5%).
 
-Each run uses a fresh temporary calibration file, so the margins are the default 5% (no stored
-A/A floors). Load on the machine makes noise; the error control must hold anyway.
+Cases: `-n size=64k` on a 50,000-entry create-heavy directory (truth: creates worse),
+`logbsize=256k` against the default on an fsync-heavy workload (truth: fewer log writes per
+directory operation; the fsync rate is lower here), a no-effect change (`-i maxpct=5`) and A/A.
+Prints correct / wrong / undecided per method and case, time to verdict, correct decisions per
+10 minutes, and the machine's load. Then (unless --default-runs 0) the embedded default
+(`validate` with no arguments) N times: wall time to its decided verdict.
 
-    sudo .venv/bin/python scripts/bench_validate.py [--runs 10] [--planted-runs 10] [--json]
+    sudo .venv/bin/python scripts/bench_validate.py [--reps 3] [--default-runs 5] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-SMALL = ("--largest-directory-entries", "5000", "--concurrent-writers", "1",
-         "--fsyncs-per-second", "0", "--median-file-size", "4KiB")
+sys.path.insert(0, str(REPO))
+
+from advisor.bench.stats import t_cdf  # noqa: E402
+
+RUNS = 5
+CREATE_HEAVY = ("--largest-directory-entries", "50000", "--concurrent-writers", "1",
+                "--fsyncs-per-second", "0", "--median-file-size", "4KiB")
+FSYNC_HEAVY = ("--largest-directory-entries", "5000", "--concurrent-writers", "4",
+               "--fsyncs-per-second", "2000", "--median-file-size", "4KiB")
+CREATE_JOB = """[global]
+thread
+fallocate=none
+[create]
+directory={mnt}/big
+ioengine=filecreate
+filesize=4k
+nrfiles={files}
+openfiles=1
+file_service_type=sequential
+filename_format=msg.$filenum.host.example.org
+create_on_open=1
+"""
+FSYNC_JOB = """[global]
+thread
+ioengine=psync
+fallocate=none
+group_reporting=1
+[syncwrite]
+directory={mnt}
+rw=write
+bs=4k
+fsync=1
+size=16m
+numjobs=4
+time_based=1
+runtime=2s
+"""
+#: case: (validate options, workload, hand mkfs options, hand mount options, fio job, files,
+#: truth): truth "worse"/"fewer" or "none".
+CASES: dict[str, dict[str, Any]] = {
+    "n-size-64k": {"args": ("--mkfs-options", "-n size=64k", *CREATE_HEAVY),
+                   "mkfs": ["-n", "size=64k"], "mount": [], "job": CREATE_JOB, "files": 50000,
+                   "truth": "worse"},
+    "logbsize-256k": {"args": ("--mount-options", "logbsize=256k", *FSYNC_HEAVY),
+                      "mkfs": [], "mount": ["logbsize=256k"], "job": FSYNC_JOB, "files": 0,
+                      "truth": "worse"},
+    "no-effect": {"args": ("--mkfs-options", "-i maxpct=5", *CREATE_HEAVY),
+                  "mkfs": ["-i", "maxpct=5"], "mount": [], "job": CREATE_JOB, "files": 50000,
+                  "truth": "none"},
+    "a-a": {"args": ("--mount-options", "", *CREATE_HEAVY), "mkfs": [], "mount": [],
+            "job": CREATE_JOB, "files": 50000, "truth": "none"},
+}
 
 
-def validate(*args: str, env: dict[str, str]) -> tuple[Any, float, int, str]:
+def sh(*argv: str) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+# ---- the tool ------------------------------------------------------------------------------
+
+def tool(case: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--json", *args],
+    proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--json", *case["args"]],
                           capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
     wall = time.monotonic() - started
     try:
-        report = json.loads(proc.stdout) if proc.stdout.strip() else {}
+        report = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        report = {}
-    last_line = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
-    return report, wall, proc.returncode, last_line
+        return {"decision": "failed", "wall_s": round(wall, 1),
+                "error": proc.stderr.strip().splitlines()[-1:] or ["?"]}
+    figures = report["metrics"] + report["mechanisms"]
+    primary = [m for m in figures if m["primary_for"]]
+    words = {m["verdict"] for m in primary}
+    if case["truth"] == "none":
+        decision = ("wrong" if words & {"better", "worse"} else
+                    "correct" if words == {"equivalent"} else "undecided")
+    else:
+        # The planted change: its primary metric moved the way the change does (less CPU-time
+        # efficiency per create; fewer log writes per directory operation).
+        want = {"creates_per_cpu_s": "worse", "dirops_per_cpu_s": "worse",
+                "log_writes_per_1k_dirops": "better"}
+        got = [m["verdict"] for m in primary if m["name"] in want]
+        decision = ("correct" if got and all(v == want[m["name"]] for m, v in zip(
+            [m for m in primary if m["name"] in want], got, strict=True)) else
+            "wrong" if any(v in ("better", "worse") for v in got) else "undecided")
+    by_name = {m["name"]: m for m in figures}
+    fsync = by_name.get("fsync_writes_per_s")
+    return {"decision": decision, "wall_s": round(wall, 1), "pairs": report["rounds"],
+            "stopped": report["stopping"]["reason"],
+            "primary": {m["name"]: [m["ratio"], m["ci"], m["verdict"], m["decided_after"]]
+                        for m in primary},
+            "fsync_verdict": fsync["verdict"] if fsync else None,
+            "fsync_ratio": fsync["ratio"] if fsync else None,
+            "load": report["environment"].get("load_average"), "summary": report["summary"]}
 
 
-def _stopped(report: Any) -> str:
-    st = report.get("stopping") or {} if isinstance(report, dict) else {}
-    return f"{report.get('rounds')} pairs, {st.get('reason')}" if isinstance(report, dict) \
-        else "no report"
+# ---- by hand: unpaired fio runs ------------------------------------------------------------
 
+def hand_runs(case: dict[str, Any], folder: str) -> tuple[list[float], list[float], float]:
+    """RUNS fio runs per side, alternating A and B, each on a fresh filesystem."""
+    img = os.path.join(folder, "hand.img")
+    mnt = os.path.join(folder, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    sh("fallocate", "-l", "4G", img)
+    dev = sh("losetup", "-f", "--show", "--direct-io=on", img).strip()
+    job = os.path.join(folder, "hand.fio")
+    Path(job).write_text(case["job"].format(mnt=mnt, files=case["files"]), encoding="utf-8")
+    a: list[float] = []
+    b: list[float] = []
+    started = time.monotonic()
+    try:
+        for i in range(2 * RUNS):
+            side_b = i % 2 == 1
+            sh("mkfs.xfs", "-q", "-f", "-K", *(case["mkfs"] if side_b else []), dev)
+            mount = ["mount"] + (["-o", ",".join(case["mount"])]
+                                 if side_b and case["mount"] else [])
+            sh(*mount, dev, mnt)
+            try:
+                if case["files"]:
+                    os.mkdir(os.path.join(mnt, "big"))
+                out = sh("fio", "--output-format=json", job)
+            finally:
+                sh("umount", mnt)
+            doc = json.loads(out[out.find("{"):])
+            iops = sum(j["write"]["iops"] + j["read"]["iops"] for j in doc["jobs"])
+            (b if side_b else a).append(iops)
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True, check=False)
+        subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
+        os.unlink(img)
+    return a, b, time.monotonic() - started
+
+
+def welch(a: Sequence[float], b: Sequence[float], shift: float = 0.0) -> tuple[float, float]:
+    """Welch's t of mean(b) - mean(a) - shift, and its degrees of freedom."""
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    se = math.sqrt(va + vb) or 1e-12
+    df = (va + vb) ** 2 / ((va * va) / (len(a) - 1) + (vb * vb) / (len(b) - 1) or 1e-12)
+    return (statistics.mean(b) - statistics.mean(a) - shift) / se, df
+
+
+def welch_decision(a: list[float], b: list[float], truth: str) -> str:
+    t, df = welch(a, b)
+    p = 2 * (1 - t_cdf(abs(t), df))
+    if truth == "none":
+        if p < 0.05:
+            return "wrong"
+        m = 0.05 * statistics.mean(a)  # TOST: both one-sided tests at 0.05 show |diff| < 5%
+        lo_t, lo_df = welch(a, b, -m)
+        hi_t, hi_df = welch(a, b, m)
+        equivalent = (1 - t_cdf(lo_t, lo_df)) < 0.05 and t_cdf(hi_t, hi_df) < 0.05
+        return "correct" if equivalent else "undecided"
+    if p >= 0.05:
+        return "undecided"
+    return "correct" if t < 0 else "wrong"  # the planted cases are slower on B
+
+
+def trimmed_decision(a: list[float], b: list[float], truth: str) -> str:
+    def trimmed(x: list[float]) -> float:
+        return statistics.mean(sorted(x)[1:-1])
+
+    ratio = trimmed(b) / trimmed(a)
+    called = abs(ratio - 1) > 0.05
+    if truth == "none":
+        return "wrong" if called else "correct"
+    return ("correct" if ratio < 1 else "wrong") if called else "undecided"
+
+
+# ---- the comparison ------------------------------------------------------------------------
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--runs", type=int, default=10, help="A/A runs (default 10)")
-    p.add_argument("--planted-runs", type=int, default=10, help="-n size=64k runs (default 10)")
-    p.add_argument("--budget", type=float, default=None,
-                   help="--budget for every run (default: validate's own)")
-    p.add_argument("--skip-default", action="store_true", help="skip the timed default run")
-    p.add_argument("--aa-small", action="store_true",
-                   help="A/A on a small directory-only workload (5,000 entries, one writer): "
-                   "cheap pairs, so that a 100 s budget holds several looks")
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    p.add_argument("--reps", type=int, default=3, help="repetitions of every case (default 3)")
+    p.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
+    p.add_argument("--default-runs", type=int, default=5,
+                   help="runs of the embedded default afterwards (default 5)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args()
     if os.geteuid() != 0:
-        print("bench_validate: needs root (validate makes loop devices)", file=sys.stderr)
+        print("bench_validate: needs root (loop devices, mkfs, mount)", file=sys.stderr)
         return 2
-
-    budget = ["--budget", str(args.budget)] if args.budget else []
-    figures: dict[str, Any] = {}
-    runs = []
-    for i in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="bench-validate-") as tmp:
+    rows: list[dict[str, Any]] = []
+    folder = os.environ.get("TMPDIR") or "/var/tmp"
+    for rep in range(args.reps):
+        for name in args.cases.split(","):
+            case = CASES[name]
+            with tempfile.TemporaryDirectory(prefix="bench-validate-", dir=folder) as tmp:
+                env = {**os.environ,
+                       "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
+                       "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state")), "TMPDIR": tmp}
+                order = ("tool", "hand") if rep % 2 == 0 else ("hand", "tool")
+                for method in order:
+                    before = load()
+                    if method == "tool":
+                        got = tool(case, env)
+                        rows.append({"rep": rep, "case": name, "method": "tool",
+                                     "load_before": before, **got})
+                    else:
+                        a, b, wall = hand_runs(case, tmp)
+                        for label, decide in (("welch", welch_decision),
+                                              ("trimmed-mean", trimmed_decision)):
+                            rows.append({"rep": rep, "case": name, "method": label,
+                                         "decision": decide(a, b, case["truth"]),
+                                         "wall_s": round(wall, 1), "load_before": before,
+                                         "ratio": round(statistics.mean(b)
+                                                        / statistics.mean(a), 3)})
+                    print(json.dumps(rows[-1] if method == "tool" else rows[-2:]),
+                          file=sys.stderr, flush=True)
+    defaults = []
+    for _ in range(args.default_runs):
+        with tempfile.TemporaryDirectory(prefix="bench-validate-", dir=folder) as tmp:
             env = {**os.environ, "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
-                   "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state"))}
-            report, wall, code, err = validate("--mount-options", "", *budget,
-                                               *(SMALL if args.aa_small else ()), env=env)
-        metrics = report.get("metrics", []) if isinstance(report, dict) else []
-        alarms = [m["name"] for m in metrics if m["verdict"] in ("better", "worse")]
-        verdicts = {m["name"]: m["verdict"] for m in metrics}
-        runs.append({"run": i + 1, "exit": code, "wall_s": round(wall, 1),
-                     "pairs": report.get("rounds") if isinstance(report, dict) else None,
-                     "looks": (report.get("stopping") or {}).get("looks")
-                     if isinstance(report, dict) else None,
-                     "stopped": (report.get("stopping") or {}).get("reason")
-                     if isinstance(report, dict) else None,
-                     "false_alarms": alarms, "verdicts": verdicts,
-                     "error": err if code not in (0, 5) else ""})
-        print(f"A/A run {i + 1}/{args.runs}: {wall:.0f} s, exit {code}, {_stopped(report)}, "
-              f"looks at {runs[-1]['looks']}, "
-              f"false better/worse: {alarms or 'none'}; verdicts {verdicts}", file=sys.stderr,
-              flush=True)
-    false_runs = sum(1 for r in runs if r["false_alarms"])
-    failed = sum(1 for r in runs if r["exit"] not in (0, 5))
-    figures.update({
-        "aa_runs": args.runs,
-        "aa_runs_with_false_alarm": false_runs,
-        "aa_runs_failed": failed,
-        "aa_runs_detail": runs,
-    })
-    if not args.skip_default:
-        with tempfile.TemporaryDirectory(prefix="bench-validate-") as tmp:
-            env = {**os.environ, "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
-                   "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state"))}
-            report, wall, code, err = validate(*budget, env=env)
-        timing = report.get("timing", {}) if isinstance(report, dict) else {}
-        figures.update({
-            "default_run_exit": code,
-            "default_run_wall_s": round(wall, 1),
-            "default_run_verdict": report.get("verdict"),
-            "default_run_stopped": _stopped(report),
-            "default_run_measuring_share": timing.get("measuring_share"),
-            "default_run_error": err if code not in (0, 5) else "",
-        })
-    planted_runs = []
-    for i in range(args.planted_runs):
-        with tempfile.TemporaryDirectory(prefix="bench-validate-") as tmp:
-            env = {**os.environ, "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
-                   "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state"))}
-            report, wall, code, err = validate(
-                "--mkfs-options", "-n size=64k", *budget,
-                "--largest-directory-entries", "50000", "--concurrent-writers", "1",
-                "--fsyncs-per-second", "0", "--median-file-size", "4KiB", env=env)
-        metrics = report.get("metrics", []) if isinstance(report, dict) else []
-        worse = [m["name"] for m in metrics if m["verdict"] == "worse"]
-        planted_runs.append({"run": i + 1, "exit": code, "wall_s": round(wall, 1),
-                             "stopped": _stopped(report), "worse": worse,
-                             "metrics": {m["name"]: [m["ratio"], m["ci"], m["verdict"]]
-                                         for m in metrics},
-                             "error": err if code not in (0, 5) else ""})
-        print(f"planted run {i + 1}/{args.planted_runs}: {wall:.0f} s, exit {code}, "
-              f"{_stopped(report)}, worse on: {worse or 'nothing'}; "
-              + "; ".join(f"{m['name']} {m['ratio']} [{m['ci'][0]}, {m['ci'][1]}] "
-                          f"{m['verdict']}" for m in metrics), file=sys.stderr, flush=True)
-    figures.update({"planted_runs": args.planted_runs,
-                    "planted_runs_worse": sum(1 for r in planted_runs if r["worse"]),
-                    "planted_runs_detail": planted_runs})
+                   "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state")), "TMPDIR": tmp}
+            before = load()
+            started = time.monotonic()
+            proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--json"],
+                                  capture_output=True, text=True, cwd=REPO, env=env,
+                                  timeout=900)
+            wall = time.monotonic() - started
+            try:
+                report = json.loads(proc.stdout)
+            except json.JSONDecodeError:
+                report = {}
+            primary = [m for m in report.get("metrics", []) + report.get("mechanisms", [])
+                       if m["primary_for"]]
+            defaults.append({"wall_s": round(wall, 1), "load_before": before,
+                             "pairs": report.get("rounds"),
+                             "stopped": (report.get("stopping") or {}).get("reason"),
+                             "primary": {m["name"]: [m["verdict"], m["decided_after"]]
+                                         for m in primary},
+                             "decided": bool(primary) and all(
+                                 m["verdict"] != "inconclusive" for m in primary)})
+            print(json.dumps(defaults[-1]), file=sys.stderr, flush=True)
+    summary = summarise(rows, defaults)
     if args.json:
-        print(json.dumps(figures, indent=2))
+        print(json.dumps({"rows": rows, "defaults": defaults, "summary": summary}, indent=2))
     else:
-        print(f"A/A runs with a false better/worse: {false_runs} of {args.runs} (goal: at most "
-              f"1 in 10); runs that failed: {failed}; pairs run: "
-              f"{[r['pairs'] for r in runs]}; stopped: {[r['stopped'] for r in runs]}")
-        if not args.skip_default:
-            print(f"default run: {figures['default_run_wall_s']} s to the verdict "
-                  f"({figures['default_run_verdict']}; {figures['default_run_stopped']}), "
-                  f"{(figures['default_run_measuring_share'] or 0) * 100:.0f}% of the rounds' "
-                  "time measuring")
-        print(f"planted -n size=64k, 50,000 entries, default settings: worse on some metric in "
-              f"{figures['planted_runs_worse']} of {args.planted_runs} runs (goal: all); "
-              f"wall seconds {[r['wall_s'] for r in planted_runs]}; stopped "
-              f"{[r['stopped'] for r in planted_runs]}")
+        for line in summary:
+            print(line)
     return 0
+
+
+def summarise(rows: list[dict[str, Any]], defaults: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for method in ("tool", "welch", "trimmed-mean"):
+        mine = [r for r in rows if r["method"] == method]
+        if not mine:
+            continue
+        for case in CASES:
+            here = [r for r in mine if r["case"] == case]
+            if not here:
+                continue
+            count = {d: sum(r["decision"] == d for r in here) for d in
+                     ("correct", "wrong", "undecided", "failed")}
+            walls = [r["wall_s"] for r in here]
+            lines.append(f"{method:<13} {case:<14} correct {count['correct']}/{len(here)}, "
+                         f"wrong {count['wrong']}, undecided {count['undecided']}"
+                         + (f", failed {count['failed']}" if count["failed"] else "")
+                         + f"; time to verdict median {statistics.median(walls):.0f} s "
+                         f"({min(walls):.0f}-{max(walls):.0f}); load "
+                         f"{min(r['load_before'] for r in here):.1f}-"
+                         f"{max(r['load_before'] for r in here):.1f}")
+        planted = [r for r in mine if CASES[r["case"]]["truth"] != "none"]
+        if planted:
+            correct = sum(r["decision"] == "correct" for r in planted)
+            seconds = sum(r["wall_s"] for r in planted)
+            lines.append(f"{method:<13} planted: {correct} correct in {seconds:.0f} s = "
+                         f"{600 * correct / seconds:.1f} correct decisions per 10 minutes")
+    fsync = [r for r in rows if r["method"] == "tool" and r["case"] == "logbsize-256k"]
+    if fsync:
+        lines.append("tool          logbsize-256k throughput (fsync'd writes): "
+                     + ", ".join(f"{r.get('fsync_verdict')} {r.get('fsync_ratio')}"
+                                 for r in fsync))
+    if defaults:
+        walls = [d["wall_s"] for d in defaults]
+        lines.append(f"embedded default: decided {sum(d['decided'] for d in defaults)}/"
+                     f"{len(defaults)}; wall median {statistics.median(walls):.0f} s "
+                     f"({min(walls):.0f}-{max(walls):.0f}); pairs "
+                     f"{[d['pairs'] for d in defaults]}; load before "
+                     f"{[d['load_before'] for d in defaults]}")
+    return lines
 
 
 if __name__ == "__main__":

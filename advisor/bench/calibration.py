@@ -154,8 +154,9 @@ class CalibrationStore:
         floors = {name: n.floor for name, n in cal.metrics.items()}
         return floors, CalibrationUse(
             source="measured", **base,
-            summary=f"margins: noise floors of an A/A run on {key} ({pairs} pairs, "
-                    f"{cal.measured_at}, {age:.1f} days ago{unknown}) from {file}")
+            summary=f"noise floors of an A/A run on {key} ({pairs} pairs, {cal.measured_at}, "
+                    f"{age:.1f} days ago{unknown}) from {file}, shown beside the metrics; margins "
+                    f"stay {stats.DEFAULT_MARGIN:.0%} (noise already widens the intervals)")
 
     def floors(self, key: str) -> dict[str, float]:
         """Metric name -> noise floor (fraction) for this kind of device; empty if never
@@ -171,11 +172,12 @@ class CalibrationStore:
             metrics[name] = MetricNoise(floor=_stored(stats.noise_floor(a, b), MAX_STORED_FLOOR),
                                         sd=_stored(summary.sd, MAX_STORED_SD), rounds=summary.n)
         everything = self._load()
-        earlier = everything[key].metrics if key in everything else {}
         recorded = {k: (versions or {}).get(k) for k in VERSIONS}
+        # This run's metrics only: an earlier run's, kept under this run's date and versions,
+        # would pass for measured now (an fsync floor from another kernel came back so).
         everything[key] = Calibration(device_key=key,
                                       measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                                      metrics={**earlier, **metrics}, **recorded)
+                                      metrics=metrics, **recorded)
         try:
             Path(os.path.realpath(self.path)).parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:

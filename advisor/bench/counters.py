@@ -187,12 +187,17 @@ def writers_in_busiest_ag(device: str, mountpoint: str, writers: int) -> dict[st
     return {"writers_in_busiest_ag": float(max(ags.values()))}
 
 
-def judge_none_on_b(samples: dict[str, dict[str, list[float]]],
-                    judged: set[str]) -> list[MetricResult]:
+#: Pairs after which an exact sign test can show "every pair lower on B" (2^(1-n) <= 0.05).
+SIGN_TEST_PAIRS = 6
+
+
+def judge_none_on_b(samples: dict[str, dict[str, list[float]]], judged: set[str],
+                    primary: dict[str, list[str]] | None = None) -> list[MetricResult]:
     """Figures B did none of in every round while A did some in every round (noatime: no atime
     transactions at all), which have no log-ratio to judge: B/A is 0 exactly, and the direction
-    is an exact sign test (every one of n pairs lower on B: two-sided p = 2^(1-n), 0.03 at the
-    minimum 6 pairs), so "less work" (`better`) from 6 pairs on. `judged`: names already judged."""
+    is an exact sign test (every one of n pairs lower on B: two-sided p = 2^(1-n), 0.03 at 6
+    pairs), so "less work" (`better`) from 6 pairs on. `judged`: names already judged;
+    `primary`: name -> the options it is the primary metric of."""
     results = []
     for m in MECHANISMS:
         side = samples.get(m.name)
@@ -206,7 +211,10 @@ def judge_none_on_b(samples: dict[str, dict[str, list[float]]],
             name=m.name, title=m.title, unit=m.unit, higher_is_better=False,
             a=[round(x, 3) for x in side["A"]], b=[0.0] * n, ratio=0.0,
             geo_mean_a=round(geo_a, 3), geo_mean_b=0.0, ci=[0.0, 0.0], margin=0.0, noise=0.0,
-            verdict="better" if 2.0 ** (1 - n) <= 0.05 else "inconclusive"))
+            verdict="better" if 2.0 ** (1 - n) <= 0.05 else "inconclusive",
+            decided_after=SIGN_TEST_PAIRS if n >= SIGN_TEST_PAIRS else None,
+            rounds_to_resolve=SIGN_TEST_PAIRS if n < SIGN_TEST_PAIRS else None,
+            primary_for=list((primary or {}).get(m.name, []))))
     return results
 
 

@@ -16,9 +16,12 @@ Measured with fio 3.33 (Debian 12):
 - filedelete deletes in creation order only (random file service is quadratic), so the
   delete job names its files `msg.<k>0...` (`$filenum` then a 0): files 10, 20, 30, ...; for
   k = 0 that is `msg.00...`, which the create job never makes: `prepare` creates it first.
-- The stat phase is cold: fio runs `sync; drop_caches` before it (`exec_prerun`), so lookups
-  read the directory and inodes from the device, the case the guide's lookup tables measure.
-  Statting files just created would time the dentry cache, not XFS.
+- The stat phase is cold for the test filesystem only: a round runs fio twice, the directory
+  changes (`jobfile(..., part="changes")`), then, after `sync`, the run unmounts and mounts the
+  test filesystem again (which drops its dentries, inodes and pages, and nothing of the host's),
+  then the rest from the cold stats on (`part="rest"`). So lookups read the directory and
+  inodes from the device, the case the guide's lookup tables measure; statting files just
+  created would time the dentry cache, not XFS.
 - Data phases are time-based with one file per writer, each writer in its own directory.
 """
 
@@ -32,7 +35,6 @@ from dataclasses import asdict, dataclass, field
 from advisor.bench import counters
 from advisor.errors import ToolProblem
 from advisor.models.workload import Workload
-from advisor.system import argv
 
 #: Directory operations per second a loop device on this class of machine reaches; only used to
 #: size the directory so that its phases take about the time given (the count is then fixed).
@@ -45,10 +47,9 @@ OPS_PER_ENTRY = 1 + CHURN_SHARE * 4
 DEFAULT_DIRECTORY_ENTRIES = 20_000
 MIN_DIRECTORY_ENTRIES = 2_000
 NAME = "msg.{}.host.example.org"
-#: Run by fio before the stat phase: the sync and drop caches every round starts with (joined by
-#: `&&`, not `;`: fio's option parser cuts at `;`).
-#: Before the cold stat phase: everything written so far on disk, then the caches dropped.
-DROP_CACHES_LINE = f"{argv.shell_line(argv.sync())} && {argv.shell_line(argv.drop_caches())}"
+#: The phases of the first fio run of a round; the rest run after the test filesystem is mounted
+#: again (cold).
+CHANGE_PHASES = ("create", "delete", "refill")
 MAX_WRITERS = 16
 LARGE_DIRECTORY_FLOOR = 30_000
 SEQUENTIAL_FROM = 1 << 20
@@ -64,7 +65,8 @@ class Metric:
     job: str
     """fio job name prefix whose jobs this metric sums."""
     kind: str
-    """`iops`, `iops_per_cpu` (iops over the job's CPU share) or `bw`."""
+    """`iops`, `iops_per_cpu` (iops over the job's CPU share), `dirops_per_cpu` (the operations
+    of the directory phases over their CPU seconds) or `bw`."""
 
 
 METRICS: tuple[Metric, ...] = (
@@ -74,6 +76,11 @@ METRICS: tuple[Metric, ...] = (
     # CPU-bound, and this stays meaningful when other processes compete for the CPU.
     Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
            "iops_per_cpu"),
+    # Every directory change (creates, deletes, creates into the holes) per CPU-second of fio's
+    # threads: the CPU cost per modification the guide weighs against larger directory blocks,
+    # over all three phases (64 KiB blocks: refill creates cost about twice the CPU).
+    Metric("dirops_per_cpu_s", "dir changes per CPU-second", "ops/cpu-s", True,
+           "create", "dirops_per_cpu"),
     Metric("deletes_per_s", "deletes, every tenth file", "files/s", True, "delete", "iops"),
     # The steady state of a spool or cache: new files fill the holes deletes left.
     Metric("refill_creates_per_s", "creates into the holes left", "files/s", True, "refill",
@@ -196,9 +203,13 @@ def _prerun(counters_for: str | None, phase: str, first: str | None = None) -> l
     return [f'exec_prerun=sh -c "{" && ".join(steps)}"'] if steps else []
 
 
-def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None) -> str:
-    """The fio job file of one round. `counters_for`: the device's kernel name, to snapshot its
-    XFS and block counters before each phase (fio runs in the run's folder)."""
+def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None,
+            part: str = "changes") -> str:
+    """One of the two fio job files of a round: `changes` (create, delete, refill) or `rest`
+    (the cold stats, then the data phases), run after the test filesystem is mounted again.
+    `counters_for`: the device's kernel name, to snapshot its XFS and block counters before each
+    phase (fio runs in the run's folder); the snapshot before the stats is the run's own, taken
+    after `sync` and before the unmount (XFS's per-mount counters start again at the mount)."""
     t = f"{round(shape.phase_seconds * 1000)}ms"
     lines = [
         "[global]",
@@ -208,12 +219,12 @@ def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None) -> s
         "",
     ]
 
-    def files(name: str, engine: str, count: int, name_format: str, first: str | None = None
+    def files(name: str, engine: str, count: int, name_format: str, snapshot: bool = True
               ) -> None:
         lines.extend([
             f"[{name}]",
             "stonewall",
-            *_prerun(counters_for, name, first),
+            *_prerun(counters_for if snapshot else None, name),
             f"directory={mountpoint}/big",
             f"ioengine={engine}",
             "filesize=4k",
@@ -228,10 +239,12 @@ def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None) -> s
         ])
 
     refill = "new.$filenum.host.example.org"
-    files("create", "filecreate", shape.directory_entries, NAME.format("$filenum"))
-    files("delete", "filedelete", shape.churn_entries, NAME.format("$filenum0"))
-    files("refill", "filecreate", shape.churn_entries, refill)
-    files("stat", "filestat", shape.churn_entries, refill, DROP_CACHES_LINE)
+    if part == "changes":
+        files("create", "filecreate", shape.directory_entries, NAME.format("$filenum"))
+        files("delete", "filedelete", shape.churn_entries, NAME.format("$filenum0"))
+        files("refill", "filecreate", shape.churn_entries, refill)
+        return "\n".join(lines)
+    files("stat", "filestat", shape.churn_entries, refill, snapshot=False)
 
     def data(name: str, extra: list[str]) -> None:
         for i in range(shape.writers):
@@ -286,6 +299,20 @@ def _io_runtime(job: dict[str, object]) -> float:
     return best
 
 
+def _ops_per_cpu_second(jobs: list[dict[str, object]]) -> float:
+    """Operations of these fio jobs over the CPU seconds their threads used (usr + sys share of
+    each job's runtime)."""
+    ops = cpu = 0.0
+    for job in jobs:
+        for direction in ("read", "write"):
+            d = job.get(direction)
+            if isinstance(d, dict):
+                ops += float(d.get("total_ios", 0) or 0)
+        share = float(str(job.get("usr_cpu", 0))) + float(str(job.get("sys_cpu", 0)))
+        cpu += share / 100.0 * float(str(job.get("job_runtime", 0) or 0)) / 1000.0
+    return ops / cpu if cpu > 0 else 0.0
+
+
 def parse_fio(text: str, metrics: tuple[Metric, ...] = METRICS) -> RoundResult:
     """Metric values from `fio --output-format=json`; ToolProblem when a job failed or is absent."""
     start = text.find("{")
@@ -311,6 +338,12 @@ def parse_fio(text: str, metrics: tuple[Metric, ...] = METRICS) -> RoundResult:
         jobs = phases.get(metric.job)
         if not jobs:
             raise ToolProblem(f"fio gave no result for the {metric.job} phase")
+        if metric.kind == "dirops_per_cpu":
+            total = _ops_per_cpu_second([j for p in CHANGE_PHASES for j in phases.get(p, [])])
+            if not math.isfinite(total) or total <= 0:
+                raise ToolProblem("fio measured no CPU time in the directory phases")
+            values[metric.name] = total
+            continue
         total = 0.0
         for job in jobs:
             rate = 0.0

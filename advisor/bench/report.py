@@ -24,10 +24,26 @@ def _side(label: str, mkfs: list[str], mount: list[str], source: str) -> str:
 
 
 def _verdict_note(m: MetricResult) -> str:
+    first = " (primary)" if m.primary_for else ""
     if m.verdict != "inconclusive":
-        return m.verdict
+        when = f" after {m.decided_after} pairs" if m.decided_after else ""
+        return f"{m.verdict}{when}{first}"
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
-    return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve)"
+    return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve){first}"
+
+
+def _hi(x: float) -> str:
+    """An interval's upper end; one it does not have yet (too few pairs) as `inf`."""
+    return "inf" if x > 1e6 else f"{x:.3f}"
+
+
+def load_line(report: ValidationReport) -> str | None:
+    """The machine's load during the run, beside the verdict."""
+    load = report.environment.load_average
+    if len(load) != 3:
+        return None
+    return (f"Load average (1 min) during the run: {load[0]:.1f} at the start, {load[1]:.1f} at "
+            f"most, {load[2]:.1f} at the end, on {report.environment.cpu_count or '?'} CPUs")
 
 
 def allows(verdicts: Sequence[str]) -> str:
@@ -103,7 +119,7 @@ def table(report: ValidationReport) -> str:
         lines.append(
             f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} "
             f"{_num(_geo(m, 'B')):>11} {m.ratio:>6.3f} "
-            f"{f'[{m.ci[0]:.3f}, {m.ci[1]:.3f}]':>15} {f'+-{m.margin * 100:.0f}%':>7}  "
+            f"{f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15} {f'+-{m.margin * 100:.0f}%':>7}  "
             f"{_verdict_note(m)}")
     return "\n".join(lines)
 
@@ -123,9 +139,10 @@ def mechanism_table(report: ValidationReport) -> str:
     lines = [head, "-" * len(head)]
     for m in report.mechanisms:
         title = f"{m.title} ({m.unit})"
+        first = f" (primary for {', '.join(m.primary_for)})" if m.primary_for else ""
         lines.append(f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} {_num(_geo(m, 'B')):>11} "
-                     f"{m.ratio:>6.3f} {f'[{m.ci[0]:.3f}, {m.ci[1]:.3f}]':>15}  "
-                     f"{_WORK[m.verdict]}")
+                     f"{m.ratio:>6.3f} {f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15}  "
+                     f"{_WORK[m.verdict]}{first}")
     return "\n".join(lines)
 
 
@@ -244,7 +261,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
         out += [mechanism_table(report)]
         out += [f"  not shown: {line}" for line in report.mechanisms_not_shown]
         for c in report.mechanism_checks:
-            interval = f" (B/A {c.ratio:.3f}, [{c.ci[0]:.3f}, {c.ci[1]:.3f}])" \
+            interval = f" (B/A {c.ratio:.3f}, [{c.ci[0]:.3f}, {_hi(c.ci[1])}])" \
                 if c.ratio is not None and c.ci else ""
             out.append(f"  {c.option}: rule {c.rule} says {c.expect} {c.counter}: "
                        f"mechanism {c.seen}{interval}")
@@ -264,6 +281,9 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
         out.append(f"Recovered: {line}")
     out += stopping_lines(report)
     out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")
+    load = load_line(report)
+    if load:
+        out.append(load)
     attributed = attribution_lines(report)
     if attributed:
         out += ["", *attributed]
@@ -303,8 +323,11 @@ def render_markdown(report: ValidationReport) -> str:
                 *[f"- {o}: no rule names a counter that shows its mechanism"
                   for o in unclaimed(report)]]
     out += ["", *stopping_lines(report)]
-    out += ["", f"**Verdict: {report.verdict}.** {report.summary}", "", "```", plot(report),
-            "```"]
+    out += ["", f"**Verdict: {report.verdict}.** {report.summary}"]
+    load = load_line(report)
+    if load:
+        out += ["", load]
+    out += ["", "```", plot(report), "```"]
     if report.attribution_skipped:
         out += ["", f"Attribution not run: {report.attribution_skipped}"]
     elif report.attribution is not None:

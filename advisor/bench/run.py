@@ -1,9 +1,11 @@
 """One A/B validation run: the plan (fixed before anything is measured), the rounds in ABBA order,
 and the report with a verdict per metric.
 
-Each side of each round: `mkfs.xfs -f -K`, mount, (age), sync and drop caches, fio, `xfs_info`
-(first time per side), umount. Everything created is recorded by advisor.bench.resources and
-removed on every path out of here."""
+Each side of each round: `mkfs.xfs -f -K`, mount, (age), sync, fio (the directory changes),
+sync, umount and mount again (cold caches for the test filesystem only: nothing of the host's
+page cache is dropped and no setting changed), fio (cold stats, data phases), `xfs_info` (first
+time per side), umount. Everything created is recorded by advisor.bench.resources and removed on
+every path out of here."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.bench import counters, jobs, stats
-from advisor.bench.calibration import CalibrationStore, margin_for
+from advisor.bench.calibration import CalibrationStore
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
@@ -34,6 +36,7 @@ from advisor.models.bench import (
     AgeReport,
     BenchEnvironment,
     CalibrationUse,
+    MechanismCheck,
     MetricResult,
     NotApplied,
     SideConfig,
@@ -50,31 +53,49 @@ from advisor.system.loopdev import dev_name
 from advisor.system.runner import run, which
 from advisor.system.superblock import read_xfs_uuid
 
-MIN_PAIRS = 6
+#: Fewest pairs before the first look (two ABBA blocks): the confidence sequences are valid at
+#: any number of pairs; a primary count with 1-3% noise and a several-fold change is decided at
+#: 3 or 4 pairs (a figure B does none of, by a sign test, at 6).
+MIN_PAIRS = 4
 #: Most pairs a run may have: beyond this no verdict changes (stats.MAX_SUGGESTED_ROUNDS), and the
 #: plan, the samples and the time would grow without purpose.
 MAX_PAIRS = 200
 #: Longest wall-time budget, seconds (a day): the workload is scaled to it.
 MAX_BUDGET = 86400.0
-DEFAULT_PAIRS = 6
+DEFAULT_PAIRS = 4
 DEFAULT_LOOP_SIZE = 4 << 30
 MIN_DEVICE_BYTES = 1 << 30
-#: Default wall-time budget of a run, seconds; the share below is what fio gets. A cap, not the
-#: run's length: the adaptive rounds stop as soon as every metric is resolved. At 100 s a
-#: 50,000-entry directory left room for only the 6 minimum pairs on this loaded machine (about
-#: 14 s a pair), too few for the anytime-valid intervals to settle a 20-30% slowdown.
-DEFAULT_BUDGET = 240.0
-SIDE_OVERHEAD = 1.5
+#: Default wall-time budget of a run, seconds, set-up and clean-up included: a cap (no ABBA block
+#: is started that would likely overrun it), not the run's length: the adaptive rounds stop as
+#: soon as every primary metric (each changed option's mechanism) is decided. The workload is
+#: scaled so that the minimum pairs take about half of it.
+DEFAULT_BUDGET = 80.0
+#: Seconds kept back at the end of the budget for the last umount, the loop device's detach and
+#: the judging.
+TEARDOWN_SECONDS = 3.0
+#: Seconds a side costs besides fio's measured time: mkfs, mount, two syncs, the unmount and
+#: mount for cold caches, umount, two fio start-ups and fio's ~0.3 s per phase (measured on the
+#: loop default at load 10: 4 to 5 s).
+SIDE_OVERHEAD = 4.0
 METADATA_OVERHEAD = 0.3
 AGE_SEED = 20140501
 AGE_FILL = 0.10
-REQUIRED_TOOLS = ("mkfs.xfs", "mount", "umount", "losetup", "fio", "xfs_info", "sysctl")
+REQUIRED_TOOLS = ("mkfs.xfs", "mount", "umount", "losetup", "fio", "xfs_info")
 
-#: Family-wise error of the verdicts (each metric's confidence sequence gets ALPHA / metrics).
+#: Error of the verdicts: each primary metric at ALPHA on its own; the secondary metrics at
+#: ALPHA / (their number) each, the timing metrics and the counters as two families.
 ALPHA = 0.05
 METHOD = ("anytime-valid confidence sequences on the mean log-ratio B/A (Lai 1976; the "
-          "sequential t-test of Perez-Ortiz et al. 2024), alpha 0.05 split evenly over the "
-          "metrics: valid at every look, whenever the run stops")
+          "sequential t-test of Perez-Ortiz et al. 2024), kept as their running intersection: "
+          "each option's pre-declared primary metric at alpha 0.05, the secondary metrics at "
+          "0.05 split evenly over them (Bonferroni); direction tested against B/A = 1, the "
+          "margin used for 'equivalent' only; valid at every look, whenever the run stops")
+#: What a run does to the machine outside its own device and folder, said in the plan and kept
+#: in the report.
+HOST_EFFECTS = ("the host: no system setting is changed and no cache outside the test "
+                "filesystem is dropped (cold reads come from unmounting and mounting the test "
+                "filesystem); fio uses CPU and the storage under the loop file or the scratch "
+                "device while it runs")
 
 Progress = Callable[[int, int, str], None]
 #: `on_sample(side, round_index, values)`: one side's metric values of one round (round_index
@@ -207,20 +228,41 @@ class Plan:
                 lines += [f"#   not applied: {n.option}: {n.reason}" for n in self.not_applied]
             lines.append(argv.shell_line(argv.mkfs_xfs(device, side.mkfs_options, force=True,
                                                        no_discard=True)))
-            lines.append(argv.shell_line(argv.mount(device, mountpoint, side.mount_options)))
+            mount = argv.shell_line(argv.mount(device, mountpoint, side.mount_options))
+            lines.append(mount)
+            lines.append(argv.shell_line(argv.sync()))
+            lines.append(argv.shell_line(argv.fio("changes.fio")) + "   # directory changes")
             lines.append(argv.shell_line(argv.sync()) + "; "
-                         + argv.shell_line(argv.drop_caches()))
-            lines.append(argv.shell_line(argv.fio("round.fio"))
-                         + "   # drops caches again before its cold stat phase")
+                         + argv.shell_line(argv.umount(mountpoint)) + "; " + mount
+                         + "   # cold caches for the test filesystem only")
+            lines.append(argv.shell_line(argv.fio("rest.fio"))
+                         + "   # cold stats, then the data phases")
             lines.append(argv.shell_line(argv.xfs_info(mountpoint)))
             lines.append(argv.shell_line(argv.umount(mountpoint)))
         if self.fixed:
             lines.append(f"# {self.pairs} pairs in the order {' '.join(self.order)}")
         else:
             lines.append(f"# at least {self.pairs} pairs in the order {' '.join(self.order)}, "
-                         f"then ABBA blocks until every metric is resolved (at most "
-                         f"{self.most_pairs} pairs or {self.budget_seconds:.0f} s)")
+                         f"then ABBA blocks until every option's primary metric is decided "
+                         f"(at most {self.most_pairs} pairs or {self.budget_seconds:.0f} s in "
+                         "all)")
+        lines.append(f"# {HOST_EFFECTS}")
         return lines
+
+
+def loop_room(folder: str, wanted: int) -> int:
+    """The largest loop device (whole GiB, at most `wanted` bytes) whose backing file fits in
+    `folder`'s filesystem with its headroom to spare (advisor.commands.validate's check)."""
+    path = os.path.abspath(folder)
+    while not os.path.lexists(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 0
+    free = st.f_bavail * st.f_frsize
+    headroom = max(1 << 30, st.f_blocks * st.f_frsize // 20)
+    return max(0, min(wanted, free - headroom)) >> 30 << 30
 
 
 def check_host(*, need_loop: bool) -> None:
@@ -233,7 +275,7 @@ def check_host(*, need_loop: bool) -> None:
                               f"{'fio' if tool == 'fio' else 'xfsprogs util-linux procps'})")
     if os.geteuid() != 0:
         raise DeviceProblem(
-            "validate needs root: it makes filesystems, mounts them and drops caches")
+            "validate needs root: it makes filesystems and mounts them")
 
 
 def _parse_freesp(text: str) -> dict[str, str]:
@@ -284,29 +326,95 @@ def _environment(plan: Plan, device: str, backing: str | None) -> BenchEnvironme
         direct_io=plan.direct_io if backing else None,
         cpu_count=os.cpu_count(),
         note=note,
+        host_effects=HOST_EFFECTS,
     )
 
 
-def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult]) -> str:
+def _ci_text(ci: list[float]) -> str:
+    """`[0.103, 0.171]`; an end the interval does not have yet as `inf`."""
+    hi = "inf" if ci[1] > 1e6 else f"{ci[1]:.3f}"
+    return f"[{ci[0]:.3f}, {hi}]"
+
+
+def _pairs_time(pairs: int, seconds_per_pair: float | None) -> str:
+    """`~12 more pairs (~90 s here)`."""
+    took = f" (~{pairs * seconds_per_pair:.0f} s here)" if seconds_per_pair else ""
+    return f"~{pairs} more pairs{took}"
+
+
+def _primary_phrase(m: MetricResult, checks: list[MechanismCheck],
+                    seconds_per_pair: float | None = None) -> str:
+    """One option's primary metric in words, led by what it did per operation:
+    `logbsize=256k: 7.1x fewer log writes per 1k directory ops (mechanism seen, decided after 4
+    pairs)`."""
+    who = ", ".join(m.primary_for)
+    seen = next((c.seen for c in checks if c.counter == m.name), None)
+    lo, hi = m.ci
+    if m.verdict == "inconclusive":
+        more = (f" ({_pairs_time(m.rounds_to_resolve - len(m.a), seconds_per_pair)} would "
+                "likely decide it)" if m.rounds_to_resolve else "")
+        return (f"{who}: {m.title} B/A {m.ratio:.3f} {_ci_text(m.ci)}, not decided after "
+                f"{len(m.a)} pairs{more}")
+    when = f"decided after {m.decided_after} pairs" if m.decided_after else "decided"
+    how = f"mechanism {seen}, {when}" if seen else f"{m.verdict}, {when}"
+    if m.higher_is_better:
+        return f"{who}: {m.title} B/A {m.ratio:.3f} [{lo:.3f}, {hi:.3f}] ({how})"
+    if m.ratio == 0.0:
+        return f"{who}: no {m.title} at all (A: {_geo_text(m.geo_mean_a)}) ({how})"
+    if m.verdict == "equivalent":
+        return f"{who}: the same {m.title} within {m.margin * 100:.0f}% ({how})"
+    size = f"{1 / m.ratio:.1f}x fewer" if m.ratio < 1 else f"{m.ratio:.2f}x more"
+    return f"{who}: {size} {m.title} [B/A {lo:.3f}, {hi:.3f}] ({how})"
+
+
+def _geo_text(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
+
+
+def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
+             mechanisms: list[MetricResult] | None = None,
+             checks: list[MechanismCheck] | None = None,
+             seconds_per_pair: float | None = None) -> str:
+    """The verdict line: each changed option's primary metric first (what it did per
+    operation), then the timing metrics as its consequence (decided, no slowdown beyond the
+    margin, or undecided with the pairs and time that would settle it), then the costs the
+    counters found."""
     if calibrate:
         bad = [m.name for m in metrics if m.verdict in ("better", "worse")]
         if bad:
             return f"A/A run reported a difference on {', '.join(bad)}: the set-up is too noisy"
         return "A/A run: no false difference; noise floors stored for later runs"
-    named = {v: [m.name for m in metrics if m.verdict == v]
+    mechanisms, checks = mechanisms or [], checks or []
+    lead = [_primary_phrase(m, checks, seconds_per_pair) for m in [*mechanisms, *metrics]
+            if m.primary_for]
+    lead += [f"{c.option}: {c.counter} not measured (zero in some round on both sides or "
+             "missing)" for c in checks if c.seen == "not measured"]
+    rest = [m for m in metrics if not m.primary_for]
+    named = {v: [m for m in rest if m.verdict == v]
              for v in ("better", "worse", "equivalent", "inconclusive")}
-    if verdict == "worse":
-        worse = f"B is worse than the defaults on {', '.join(named['worse'])}"
-        if named["better"]:  # a trade (64 KiB directory blocks: slower creates, faster lookups)
-            return (f"{worse}, and better on {', '.join(named['better'])}: a trade, weigh "
-                    "which the workload does more of")
-        return worse
-    if verdict == "better":
-        return f"B is better on {', '.join(named['better'])} and worse on nothing measured"
-    if verdict == "equivalent":
-        return "no meaningful difference: every metric is inside its margin"
-    return (f"inconclusive on {', '.join(named['inconclusive'])}: more rounds or a quieter "
-            "machine are needed (see rounds_to_resolve)")
+    said = []
+    for v in ("worse", "better"):
+        if named[v]:
+            said.append(f"{v} on " + ", ".join(f"{m.name} ({m.ratio:.2f}x)" for m in named[v]))
+    if named["equivalent"]:
+        said.append("no difference beyond +-5% shown on "
+                    + ", ".join(m.name for m in named["equivalent"]))
+    if named["inconclusive"]:
+        needs = [m.rounds_to_resolve - len(m.a) for m in named["inconclusive"]
+                 if m.rounds_to_resolve]
+        more = (_pairs_time(max(needs), seconds_per_pair) + " would likely settle "
+                + ("them" if len(needs) > 1 else "it")) if needs \
+            else f"more than {stats.MAX_SUGGESTED_ROUNDS} pairs would be needed"
+        said.append(f"undecided on {', '.join(m.name for m in named['inconclusive'])} ({more})")
+    if named["worse"] and named["better"]:
+        said.append("a trade: weigh which the workload does more of")
+    costs = [f"{m.title} up {m.ratio:.2f}x [{m.ci[0]:.2f}, {m.ci[1]:.2f}]" for m in mechanisms
+             if not m.primary_for and m.verdict == "worse"]
+    text = "; ".join(lead)
+    text += (". " if text else "") + "Throughput: " + ("; ".join(said) or "nothing else measured")
+    if costs:
+        text += ". Costs the counters found: " + "; ".join(costs)
+    return text
 
 
 def execute(plan: Plan, *, progress: Progress | None = None,
@@ -332,6 +440,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     confidence sequence (advisor.bench.stats): the run stops when all are resolved, at
     `plan.max_pairs`, when another block would overrun the budget, or when `stop()` says so
     (checked between blocks once the minimum ran: the report says `cancelled`)."""
+    started = time.monotonic()  # the budget counts the set-up and the clean-up too
+    loads = [_load()]
     plan.a, plan.b = checked_side(plan.a), checked_side(plan.b)
     check_host(need_loop=plan.device is None)
     if recovered is None:
@@ -383,17 +493,20 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         env = _environment(plan, device, backing)
         floors, calibration = _calibration(plan, env, store)
         margins = _margins(plan, shape, floors)
-        claimed = {c.counter for c in counters.check_claims(plan.claims, plan.a, plan.b, [])}
+        primary = primaries(plan)
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
-        jobpath = os.path.join(work, "round.fio")
         counted = counters.kernel_name(device)
-        Path(jobpath).write_text(jobs.jobfile(shape, mnt, counters_for=counted),
-                                 encoding="utf-8")
+        jobpaths = {}
+        for part in ("changes", "rest"):
+            jobpaths[part] = os.path.join(work, f"{part}.fio")
+            Path(jobpaths[part]).write_text(jobs.jobfile(shape, mnt, counters_for=counted,
+                                                         part=part), encoding="utf-8")
         fio_timeout = 120 + 20 * shape.phase_seconds + shape.directory_entries / 500
-        started = time.monotonic()
+        blocks: list[float] = []
         step = 0
         while reason is None:
+            block_started = time.monotonic()
             for i, label in enumerate(abba_order(2)):  # one ABBA block: two pairs
                 side = plan.a if label == "A" else plan.b
                 index = done + i // 2
@@ -416,15 +529,13 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                                                freesp_summary=_parse_freesp(freesp.stdout))
                 jobs.prepare(shape, mnt)
                 run(argv.sync(), timeout=300)
-                run(argv.drop_caches(), timeout=60)
                 for old in Path(work).glob("counters.*"):  # a missed snapshot must not be reused
                     old.unlink()
-                # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
-                result = run(argv.fio(jobpath), check=False, timeout=fio_timeout, cwd=work)
-                if not result.ok:
-                    raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
-                measured = jobs.parse_fio(result.stdout, shape.metrics)
-                counters.take_snapshot(counted, work, counters.END)
+                def remount(options: list[str] = side.mount_options) -> None:
+                    res.umount(mnt)
+                    res.mount(device, mnt, options)
+
+                measured = _round(label, shape, jobpaths, work, fio_timeout, counted, remount)
                 work_done = counters.mechanism_values(
                     work, jobs.phases(shape),
                     {"create": float(shape.directory_entries),
@@ -445,9 +556,13 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 res.umount(mnt)
                 hold.claim()
             done += 2
-            reason = _after_block(plan, done, first, looks, samples, mechanisms, margins,
-                                  claimed, shape, time.monotonic() - started, stop)
+            blocks.append(time.monotonic() - block_started)
+            loads.append(_load())
+            reason = _after_block(plan, done, first, looks, samples, mechanisms, primary,
+                                  time.monotonic() - started, max(blocks), stop)
         wall = time.monotonic() - started
+        loads.append(_load())
+        env.load_average = [round(loads[0], 2), round(max(loads), 2), round(loads[-1], 2)]
         if progress:
             progress(step, step, "judging")
     report = judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
@@ -457,30 +572,100 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                                  if wall else 0.0),
                    recovered=recovered.done, store=store, mechanisms=mechanisms,
                    calibrated=(floors, calibration), margins=margins,
-                   stopping=(reason, looks, first))
+                   stopping=(reason, looks, first),
+                   seconds_per_pair=max(blocks) / 2 if blocks else None)
     if plan.device:
         report.device_left = (f"{plan.device} now holds the test filesystem of the last round: "
                               f"`wipefs -a {plan.device}` removes it before any other use")
     return report
 
 
+def _load() -> float:
+    """The machine's 1-minute load average (0 where the system has none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
+
+
+def _round(label: str, shape: jobs.Shape, jobpaths: dict[str, str], work: str,
+           timeout: float, counted: str, remount: Callable[[], None]) -> jobs.RoundResult:
+    """One side's fio runs: the directory changes, then `sync`, the counters' snapshot before the
+    stats, the test filesystem unmounted and mounted again (`remount`: its caches are then cold,
+    and only its own), then the cold stats and the data phases."""
+    results = []
+    for part in ("changes", "rest"):
+        if part == "rest":
+            run(argv.sync(), timeout=300)
+            counters.take_snapshot(counted, work, "stat")
+            remount()
+        # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
+        result = run(argv.fio(jobpaths[part]), check=False, timeout=timeout, cwd=work)
+        if not result.ok:
+            raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
+        wanted = tuple(m for m in shape.metrics
+                       if (m.job in jobs.CHANGE_PHASES) == (part == "changes"))
+        results.append(jobs.parse_fio(result.stdout, wanted))
+    counters.take_snapshot(counted, work, counters.END)
+    return jobs.RoundResult(
+        values={**results[0].values, **results[1].values},
+        measuring_seconds=results[0].measuring_seconds + results[1].measuring_seconds,
+        operations={**results[0].operations, **results[1].operations})
+
+
+@dataclass(frozen=True)
+class Primary:
+    """An option of B and the figure pre-declared to decide it (its mechanism)."""
+
+    option: str
+    """B's option (`logbsize=256k`, `-d agcount=8`), or `B = A` for a run without any."""
+    name: str
+    """A counter (advisor.bench.counters) or a timing metric (advisor.bench.jobs)."""
+    rule: str | None = None
+    """The rule whose claim names the counter (None: the fallback, CPU time per operation)."""
+
+
+#: The primary metric of an option no rule names a counter for: directory changes per
+#: CPU-second of fio's threads (CPU time per directory operation), which other processes' load
+#: moves far less than wall-clock rates (creates per CPU-second: 1.001, CV 2.4%, with two busy
+#: loops on one side only, where the wall-clock fsync rate fell to 0.215).
+FALLBACK_PRIMARY = "dirops_per_cpu_s"
+
+
+def primaries(plan: Plan) -> list[Primary]:
+    """Per option of B that A lacks (su and sw as one): the counter its rule's claim names,
+    else FALLBACK_PRIMARY; one `B = A` entry when nothing differs. Decided before any pair, from
+    the plan alone."""
+    from advisor.bench.attribute import options
+
+    found = []
+    for o in options(plan.a, plan.b):
+        claims = [(rule, c) for rule, c in plan.claims if o.label.startswith(c.option)]
+        if claims:
+            found += [Primary(o.label, c.counter, rule) for rule, c in claims[:1]]
+        else:
+            found.append(Primary(o.label, FALLBACK_PRIMARY))
+    return found or [Primary("B = A", FALLBACK_PRIMARY)]
+
+
 def _after_block(plan: Plan, done: int, first: int, looks: list[int],
                  samples: dict[str, dict[str, list[float]]],
-                 mechanisms: dict[str, dict[str, list[float]]], margins: dict[str, float],
-                 claimed: set[str], shape: jobs.Shape, elapsed: float,
+                 mechanisms: dict[str, dict[str, list[float]]], primary: list[Primary],
+                 elapsed: float, slowest_block: float,
                  stop: Callable[[], bool] | None) -> StopReason | None:
-    """The stopping rule, after each ABBA block: None to run another block. Looks only from the
-    minimum on (a fixed design looks once, at its end); every look is on confidence sequences,
-    valid however often they are looked at."""
+    """The stopping rule, after each ABBA block from the minimum pairs on (fewer decide
+    nothing): None to run another block. Stops when every primary metric is decided, at the
+    most pairs, or when another block as slow as the slowest so far would overrun the budget
+    (counted from the start, set-up and clean-up included). Every look is on confidence
+    sequences, valid however often they are looked at and whenever the run stops."""
     if done < plan.pairs:
         return None
     looks.append(done)
-    if not plan.fixed and not _open(samples, mechanisms, margins, claimed, shape):
+    if not plan.fixed and not _open(samples, mechanisms, primary):
         return "resolved"
     if done >= plan.most_pairs:
         return "max rounds"
-    blocks = max(1, (done - first) // 2)
-    if elapsed + elapsed / blocks > plan.budget_seconds:
+    if elapsed + slowest_block + TEARDOWN_SECONDS > plan.budget_seconds:
         return "budget"
     if stop is not None and stop():
         return "cancelled"
@@ -488,18 +673,23 @@ def _after_block(plan: Plan, done: int, first: int, looks: list[int],
 
 
 def _open(samples: dict[str, dict[str, list[float]]],
-          mechanisms: dict[str, dict[str, list[float]]], margins: dict[str, float],
-          claimed: set[str], shape: jobs.Shape) -> list[str]:
-    """What is still unresolved: metrics whose interval allows more than one verdict, and
-    counters a rule makes a claim about whose interval neither excludes 1 nor is inside the
-    margin."""
-    rows = [(samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margins[m.name])
-            for m in shape.metrics]
-    still = [m.name for m, v in zip(shape.metrics, stats.judge(rows), strict=True)
-             if v.verdict == "inconclusive"]
-    for m in _judge_mechanisms(mechanisms):
-        if m.name in claimed and m.verdict == "inconclusive" and m.ci[0] <= 1.0 <= m.ci[1]:
-            still.append(m.name)
+          mechanisms: dict[str, dict[str, list[float]]], primary: list[Primary]) -> list[str]:
+    """The primary metrics not decided yet (neither a direction nor equivalence shown)."""
+    names = {p.name for p in primary}
+    judged = {m.name: m for m in _judge_mechanisms(mechanisms, {n: [] for n in names})}
+    still = []
+    for name in sorted(names):
+        if name in judged:
+            if judged[name].verdict == "inconclusive":
+                still.append(name)
+        elif name in samples and len(samples[name]["A"]) >= 2:
+            metric = next(m for m in jobs.METRICS if m.name == name)
+            v = stats.judge_one(samples[name]["A"], samples[name]["B"], metric.higher_is_better,
+                                stats.DEFAULT_MARGIN, alpha=ALPHA, g=stats.PRIMARY_PRIOR)
+            if v.verdict == "inconclusive":
+                still.append(name)
+        else:
+            still.append(name)  # no figure yet (a counter zero in some round): not decided
     return still
 
 
@@ -542,12 +732,15 @@ def _calibration(plan: Plan, env: BenchEnvironment,
 
 
 def _margins(plan: Plan, shape: jobs.Shape, floors: dict[str, float]) -> dict[str, float]:
-    """Each metric's margin (a fraction), fixed before the first pair (a continued run keeps the
-    earlier run's)."""
+    """Each metric's margin (a fraction: what `equivalent` allows), fixed before the first pair
+    (a continued run keeps the earlier run's). Not the calibrated noise floor: noise already
+    widens the intervals, and a floor measured under load (74-525% once) would call a large
+    slowdown equivalent; the floors are shown beside the metrics instead."""
+    del floors
     if plan.prior is not None:
         return {m.name: plan.prior.margins.get(m.name, stats.DEFAULT_MARGIN)
                 for m in shape.metrics}
-    return {m.name: margin_for(floors.get(m.name))[0] for m in shape.metrics}
+    return {m.name: stats.DEFAULT_MARGIN for m in shape.metrics}
 
 
 def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict[str, str],
@@ -556,24 +749,34 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
           mechanisms: dict[str, dict[str, list[float]]] | None = None,
           calibrated: tuple[dict[str, float], CalibrationUse] | None = None,
           margins: dict[str, float] | None = None,
-          stopping: tuple[StopReason, list[int], int] | None = None) -> ValidationReport:
+          stopping: tuple[StopReason, list[int], int] | None = None,
+          seconds_per_pair: float | None = None) -> ValidationReport:
     """Verdicts from the samples (pure apart from reading/writing the calibration store).
-    `mechanisms`: work-per-operation samples (advisor.bench.counters), judged on their own.
+    `mechanisms`: work-per-operation samples (advisor.bench.counters). Each option's primary
+    metric (primaries(plan)) is judged at the full ALPHA on its own; the other timing metrics
+    and the other counters as two families at ALPHA each (Bonferroni within).
     `calibrated`, `margins`: as execute decided them before the first pair (default: read
-    now); `stopping`: (why the run stopped, the pair counts it looked at, pairs it continued)."""
+    now); `stopping`: (why the run stopped, the pair counts it looked at, pairs it continued);
+    `seconds_per_pair`: what a pair cost here, for what the open figures would take."""
     floors, calibration = calibrated or _calibration(plan, env, store)
     margins = margins or _margins(plan, shape, floors)
-    rows, capped = [], {}
-    for m in shape.metrics:
-        capped[m.name] = margin_for(floors.get(m.name))[1]
-        rows.append((samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better,
-                     margins[m.name]))
-    verdicts = stats.judge(rows)
+    primary = [] if plan.calibrate else primaries(plan)
+    firsts = {p.name for p in primary}
+    rows = [(samples[m.name]["A"], samples[m.name]["B"], m.higher_is_better, margins[m.name])
+            for m in shape.metrics]
+    second = [r for m, r in zip(shape.metrics, rows, strict=True) if m.name not in firsts]
+    secondary = iter(stats.judge(second, alpha=ALPHA))
     metrics = []
-    for m, (a_samples, b_samples, _, _), v in zip(shape.metrics, rows, verdicts, strict=True):
+    for m, (a_samples, b_samples, hib, margin) in zip(shape.metrics, rows, strict=True):
+        if m.name in firsts:
+            v = stats.judge_one(a_samples, b_samples, hib, margin, alpha=ALPHA,
+                                g=stats.PRIMARY_PRIOR)
+        else:
+            v = next(secondary)
         metrics.append(_result(
             m.name, m.title, m.unit, m.higher_is_better, a_samples, b_samples, v,
-            calibrated_floor=floors.get(m.name), margin_capped=capped[m.name]))
+            calibrated_floor=floors.get(m.name),
+            primary_for=[p.option for p in primary if p.name == m.name]))
     verdict = stats.overall([m.verdict for m in metrics])
     calibration_file = None
     if store is not None:
@@ -583,7 +786,8 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
                                                "fio": env.fio}
             store.save(device_key(env), {m.name: (samples[m.name]["A"], samples[m.name]["B"])
                                          for m in shape.metrics}, versions)
-    judged = _judge_mechanisms(mechanisms or {})
+    judged = _judge_mechanisms(mechanisms or {}, {
+        n: [p.option for p in primary if p.name == n] for n in firsts})
     checks = counters.check_claims(plan.claims, plan.a, plan.b, judged)
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
@@ -594,11 +798,13 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
         a=a, b=b, proposed=plan.proposed, proposed_for=plan.proposed_for,
         not_applied=plan.not_applied, calibrate=plan.calibrate, rounds=pairs,
         order=abba_order(pairs), workload=shape.as_dict(), metrics=metrics, verdict=verdict,
-        summary=_summary(verdict, plan.calibrate, metrics), age=age, timing=timing,
+        summary=_summary(verdict, plan.calibrate, metrics, judged, checks, seconds_per_pair),
+        age=age, timing=timing,
         environment=env, recovered=recovered, calibration_file=calibration_file,
         calibration=calibration, mechanisms=judged, mechanism_checks=checks,
         stopping=_stopping(plan, reason, looks, first, pairs, metrics,
-                           [m for m in judged if m.name in claimed]),
+                           [m for m in judged if m.name in claimed or m.primary_for],
+                           seconds_per_pair),
         mechanisms_not_shown=[f"{m.title}: zero in some round (the device or the filesystem "
                               "did none of it), so no ratio" for m in counters.MECHANISMS
                               if m.name in (mechanisms or {})
@@ -606,7 +812,7 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
 
 
 _REASONS: dict[str, str] = {
-    "resolved": "every metric resolved",
+    "resolved": "every option's primary metric decided",
     "budget": "the budget ran out",
     "max rounds": "the most pairs allowed ran",
     "cancelled": "stopped by request",
@@ -614,18 +820,19 @@ _REASONS: dict[str, str] = {
 
 
 def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pairs: int,
-              metrics: list[MetricResult], counted: list[MetricResult]) -> Stopping:
-    """How many pairs ran, why it stopped, and what is still open."""
+              metrics: list[MetricResult], counted: list[MetricResult],
+              seconds_per_pair: float | None = None) -> Stopping:
+    """How many pairs ran, why it stopped, and what is still open (with what it would take)."""
     open_ = []
     for m in [*metrics, *counted]:
-        if m.verdict != "inconclusive" or (m in counted and not m.ci[0] <= 1.0 <= m.ci[1]):
+        if m.verdict != "inconclusive":
             continue
         could = allows(list(m.still_possible))
-        more = (f"; ~{m.rounds_to_resolve - pairs} more pairs would likely resolve it"
-                if m.rounds_to_resolve else f"; more than {stats.MAX_SUGGESTED_ROUNDS} pairs "
-                "in all would be needed")
-        open_.append(f"{m.name}: could still be {could} (B/A {m.ci[0]:.3f} to "
-                     f"{m.ci[1]:.3f} against +-{m.margin * 100:.0f}%){more}")
+        more = (f"; {_pairs_time(m.rounds_to_resolve - pairs, seconds_per_pair)} would likely "
+                "resolve it" if m.rounds_to_resolve
+                else f"; more than {stats.MAX_SUGGESTED_ROUNDS} pairs in all would be needed")
+        open_.append(f"{m.name}: could still be {could} (B/A {_ci_text(m.ci)} against "
+                     f"+-{m.margin * 100:.0f}%){more}")
     if plan.fixed and reason == "max rounds":
         why = (f"{pairs} pairs, fixed in advance"
                + (" (an A/A calibration is a fixed design)" if plan.calibrate else ""))
@@ -640,13 +847,17 @@ def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pair
     return Stopping(reason=reason, summary=why, min_rounds=plan.pairs,
                     max_rounds=plan.most_pairs, budget_seconds=plan.budget_seconds,
                     looks=looks, continued_from=first or None, open=open_,
-                    alpha=ALPHA, method=METHOD)
+                    alpha=ALPHA, method=METHOD,
+                    seconds_per_pair=round(seconds_per_pair, 1) if seconds_per_pair else None)
 
 
-def _judge_mechanisms(samples: dict[str, dict[str, list[float]]]) -> list[MetricResult]:
+def _judge_mechanisms(samples: dict[str, dict[str, list[float]]],
+                      primary: dict[str, list[str]] | None = None) -> list[MetricResult]:
     """The counters' figures as metrics (lower is less work), with the performance metrics'
-    statistics and default margin, in a Holm family of their own. A figure that was zero in
-    some round (no log write at all) has no ratio and is left out."""
+    statistics and default margin: a primary one (`primary`: name -> the options it decides)
+    at the full ALPHA on its own, the others in a Bonferroni family of their own. A figure that
+    was zero in some round (no log write at all) has no ratio and is left out."""
+    primary = primary or {}
     rows, kept = [], []
     for m in counters.MECHANISMS:
         side = samples.get(m.name)
@@ -656,15 +867,20 @@ def _judge_mechanisms(samples: dict[str, dict[str, list[float]]]) -> list[Metric
             continue
         kept.append(m)
         rows.append((side["A"], side["B"], False, stats.DEFAULT_MARGIN))
+    second = iter(stats.judge([r for m, r in zip(kept, rows, strict=True)
+                               if m.name not in primary], alpha=ALPHA))
     results = []
-    for m, (a, b, _, _), v in zip(kept, rows, stats.judge(rows), strict=True):
-        results.append(_result(m.name, m.title, m.unit, False, a, b, v))
-    return results + counters.judge_none_on_b(samples, {m.name for m in kept})
+    for m, (a, b, _, margin) in zip(kept, rows, strict=True):
+        v = (stats.judge_one(a, b, False, margin, alpha=ALPHA, g=stats.PRIMARY_PRIOR)
+             if m.name in primary else next(second))
+        results.append(_result(m.name, m.title, m.unit, False, a, b, v,
+                               primary_for=primary.get(m.name, [])))
+    return results + counters.judge_none_on_b(samples, {m.name for m in kept}, primary)
 
 
 def _result(name: str, title: str, unit: str, higher_is_better: bool, a: list[float],
             b: list[float], v: stats.MetricVerdict, *, calibrated_floor: float | None = None,
-            margin_capped: bool = False) -> MetricResult:
+            primary_for: list[str] | None = None) -> MetricResult:
     """One judged figure as the report keeps it (rounded; noise 0 when a single pair)."""
     return MetricResult(
         name=name, title=title, unit=unit, higher_is_better=higher_is_better,
@@ -676,7 +892,8 @@ def _result(name: str, title: str, unit: str, higher_is_better: bool, a: list[fl
         noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,
         verdict=v.verdict, rounds_to_resolve=v.rounds_needed,
         still_possible=list(v.still_possible),
-        calibrated_floor=calibrated_floor, margin_capped=margin_capped)
+        calibrated_floor=calibrated_floor, primary_for=list(primary_for or []),
+        decided_after=v.decided_after)
 
 
 def device_key(env: BenchEnvironment) -> str:

@@ -1,5 +1,5 @@
 """`xfs-advisor schema [NAME]`: the JSON Schemas of the contracts (workload, rule, output,
-audit, fleet, observe)."""
+audit, fleet, observe, validate)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import argparse
 import json
 from typing import Any
 
-SCHEMAS = ("workload", "rule", "output", "audit", "fleet", "observe")
+SCHEMAS = ("workload", "rule", "output", "audit", "fleet", "observe", "validate")
+#: Documents the tool writes (serialization schemas); the others are read (validation).
+WRITTEN = ("output", "audit", "fleet", "observe", "validate")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("schema", parents=[common],
                        help="print the JSON Schema of the workload answers, a rule file, the "
-                       "--json output, or the --json of audit, fleet or observe")
+                       "--json output, or the --json of audit, fleet, observe or validate")
     p.add_argument("name", nargs="?", choices=SCHEMAS,
                    help="which schema (default: all of them, keyed by name)")
 
@@ -22,6 +24,7 @@ def schema_of(name: str) -> dict[str, Any]:
     from pydantic import BaseModel
 
     from advisor.audit.models import AuditDocument
+    from advisor.models.bench import ValidationReport
     from advisor.models.fleet import FleetDocument
     from advisor.models.observe import ObserveDocument
     from advisor.models.proposal import ProposalDocument
@@ -30,10 +33,10 @@ def schema_of(name: str) -> dict[str, Any]:
 
     models: dict[str, type[BaseModel]] = {"workload": Workload, "rule": Rule,
                                           "output": ProposalDocument, "audit": AuditDocument,
-                                          "fleet": FleetDocument, "observe": ObserveDocument}
+                                          "fleet": FleetDocument, "observe": ObserveDocument,
+                                          "validate": ValidationReport}
     schema: dict[str, Any] = models[name].model_json_schema(
-        mode="validation" if name not in ("output", "audit", "fleet", "observe")
-        else "serialization")
+        mode="serialization" if name in WRITTEN else "validation")
     return schema
 
 

@@ -39,11 +39,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help='side B mount options, e.g. "logbsize=256k,noatime"')
     p.add_argument("--calibrate", action="store_true",
                    help="A/A run (B = A): measure the noise floor and store it")
-    p.add_argument("--rounds", metavar="N", type=int, default=6,
-                   help="pairs of rounds before the first look at the verdicts (at least 6; "
-                   "default 6); then ABBA blocks (two pairs) are added until every metric is "
-                   "resolved, --max-rounds or the budget. --rounds N --max-rounds N is a fixed "
-                   "design of N pairs. Odd numbers are rounded up to whole ABBA blocks")
+    p.add_argument("--rounds", metavar="N", type=int, default=4,
+                   help="pairs of rounds before the first look at the verdicts (at least 4; "
+                   "default 4); then ABBA blocks (two pairs) are added until every changed "
+                   "option's primary metric (its mechanism) is decided, --max-rounds or the "
+                   "budget. --rounds N --max-rounds N is a fixed design of N pairs. Odd numbers "
+                   "are rounded up to whole ABBA blocks")
     p.add_argument("--max-rounds", metavar="N", type=int, default=None,
                    help="most pairs the run may have (default 200: the budget decides)")
     p.add_argument("--continue", dest="continue_from", metavar="REPORT", default=None,
@@ -52,9 +53,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "up to --max-rounds pairs in all, default what the report says would "
                    "likely resolve its open metrics")
     p.add_argument("--budget", metavar="SECONDS", type=float, default=None,
-                   help="wall-time budget (default 240): the workload is scaled so that "
-                   "--rounds pairs take about half of it, and no ABBA block is started that "
-                   "would likely overrun it")
+                   help="wall-time budget, set-up and clean-up included (default 80): the "
+                   "workload is scaled so that --rounds pairs take about half of it, and no ABBA "
+                   "block is started that would likely overrun it")
     p.add_argument("--age", action="store_true",
                    help="fragment free space the same seeded way on both sides before measuring")
     p.add_argument("--no-direct-io", dest="direct_io", action="store_false",
@@ -71,6 +72,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="when B differs from A in several options and a metric or counter "
                    "differs: one more A/B run per option (A against A plus that option alone, "
                    "each with --rounds and --budget) to say which option moved what")
+    p.add_argument("--report", metavar="FILE", default=None,
+                   help="where the JSON report is saved (default: reports/validate-TIME.json "
+                   "next to the calibration file); `--continue FILE` goes on from it")
     p.add_argument("--yes", action="store_true",
                    help="with --device: do not ask to type the device name")
     p.add_argument("--destroy-unrecognized-data", action="store_true",
@@ -204,9 +208,8 @@ def run(args: argparse.Namespace) -> int:
                 _attribute(session, plan, report, progress, say, hold)
     else:
         if shown is not None:
-            plan.b, plan.not_applied = session.fit_to_scratch(shown, None, plan.device_bytes)
-            if plan.not_applied and args.loop_size is None:
-                _grow_loop_for(plan, shown, session, target.size_bytes.value or 0)
+            session.fit_loop(plan, shown, target.size_bytes.value or 0,
+                             grow=args.loop_size is None)
             for line in _not_applied_lines(plan):
                 say(line)
         resolve = None if b is not None or shown is not None else session.loop_side(workload)
@@ -215,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         if args.attribute:
             _attribute(session, plan, report, progress, say, None)
     report.measured_answers = _measured_answers(getattr(args, "workload", None))
-    return _print(report, as_json, say)
+    return _print(report, as_json, say, args)
 
 
 def _measured_answers(path: str | None) -> dict[str, str]:
@@ -229,9 +232,39 @@ def _measured_answers(path: str | None) -> dict[str, str]:
     return measured_in(read_text(path, "workload file"))
 
 
-def _print(report: Any, as_json: bool, say: Any) -> int:
+def report_path(args: argparse.Namespace) -> Any:
+    """Where the run's JSON report is saved: --report, else a new file in `reports/` next to the
+    calibration store (root: /var/lib/xfs-advisor/reports)."""
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from advisor.bench.calibration import CalibrationStore
+
+    if getattr(args, "report", None):
+        return Path(args.report)
+    folder = CalibrationStore(_path(args.calibration_file)).path.parent / "reports"
+    return folder / f"validate-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+
+
+def _save(report: Any, path: Any, say: Any) -> None:
+    """The JSON report written (so that `--continue` works after a text run) and its path said;
+    a file that cannot be written is said too, and the report is still printed."""
+    from advisor.system.files import write_text_atomically
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(path, report.model_dump_json(indent=2) + "\n", "report")
+    except (OSError, BadInput) as err:
+        say(f"the report was not saved: {err}")
+        return
+    say(f"report saved: {path} (`xfs-advisor validate --continue {path}` adds pairs)")
+
+
+def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None = None) -> int:
     if report.device_left:
         say(report.device_left)
+    if args is not None:
+        _save(report, report_path(args), say)
     if as_json:
         print(report.model_dump_json(indent=2))
     else:
@@ -292,26 +325,12 @@ def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
     say = _sayer(as_json)
     report = session.more_rounds(earlier, more, budget_seconds=budget, loop_dir=_loop_dir(args),
                                  progress=_progress_printer(as_json), say=say)
-    return _print(report, as_json, say)
+    return _print(report, as_json, say, args)
 
 
 
 #: The loop device's size unless --loop-size says otherwise (or --for needs a larger one).
 DEFAULT_LOOP_SIZE = "4GiB"
-
-
-def _grow_loop_for(plan: Any, shown: Any, session: Any, target_bytes: int) -> None:
-    """When the proposal for a larger device does not fit the default loop device, a loop device
-    as large as that device (or as the loop folder has room for) may take it: used when it leaves
-    out fewer options. A sparse preallocation costs no data writes."""
-    existing = _existing(plan.loop_dir)
-    free, headroom = _free_bytes(existing)
-    room = min(target_bytes, free - headroom) >> 30 << 30
-    if room <= plan.device_bytes:
-        return
-    ran, left = session.fit_to_scratch(shown, None, room)
-    if len(left) < len(plan.not_applied):
-        plan.device_bytes, plan.b, plan.not_applied = room, ran, left
 
 
 def _not_applied_lines(plan: Any) -> list[str]:

@@ -112,19 +112,26 @@ class MetricResult(Model):
     geo_mean_b: float | None = None
     """Geometric mean of B's samples."""
     ci: list[float]
-    """Confidence interval of the ratio B/A, [low, high]: the anytime-valid confidence sequence
-    at the pairs that ran, at 95% for all metrics together (alpha split evenly over them), valid
-    however the run decided when to stop."""
+    """Confidence interval of the ratio B/A, [low, high]: the running intersection of the
+    anytime-valid confidence sequence over the pairs that ran, valid however the run decided when
+    to stop; at 95% for a primary metric, and for the secondary metrics of its kind together
+    (alpha split evenly over them)."""
     margin: float
     """Practical margin as a fraction (0.05 = 5%): never below the calibrated noise floor."""
     noise: float
     """Standard deviation of one pair's log-ratio (about the relative noise of one round)."""
     verdict: Verdict
-    """better / worse (the interval lies wholly beyond the margin), equivalent (wholly inside
-    +-margin) or inconclusive."""
+    """better / worse (the interval excludes B/A = 1), equivalent (wholly inside +-margin) or
+    inconclusive."""
     rounds_to_resolve: int | None = None
-    """For an inconclusive metric: pairs in all that would likely resolve it with the mean and
-    noise seen (null: more than 200, or the difference sits on the margin)."""
+    """For an inconclusive metric: pairs in all that would likely resolve it, from the median
+    and the median absolute deviation of the pairs' log-ratios (null: more than 200)."""
+    primary_for: list[str] = Field(default_factory=list)
+    """The options of B this figure is the pre-declared primary metric of (their mechanism, from
+    the rule; CPU time per directory operation for an option no rule claims a counter for),
+    tested at the full 95% on its own; empty for a secondary figure."""
+    decided_after: int | None = None
+    """The fewest pairs after which the running interval gave the verdict (null: inconclusive)."""
     still_possible: list[Verdict] = Field(default_factory=list)
     """For an inconclusive metric: the verdicts its interval still allows (e.g. worse or
     equivalent)."""
@@ -155,8 +162,11 @@ class Stopping(Model):
     looks: list[int] = Field(default_factory=list)
     """The pair counts at which the verdicts were looked at (after each ABBA block)."""
     reason: StopReason
-    """`resolved`: every metric (and every counter a rule makes a claim about) resolved;
-    `budget`; `max rounds` (also a fixed design's end); `cancelled`: stopped by request."""
+    """`resolved`: every primary metric decided; `budget`; `max rounds` (also a fixed design's
+    end); `cancelled`: stopped by request."""
+    seconds_per_pair: float | None = None
+    """Wall time one pair took in this run (the slowest ABBA block's, halved): what the pairs
+    still open would cost here."""
     summary: str
     """One line for people."""
     open: list[str] = Field(default_factory=list)
@@ -208,6 +218,11 @@ class BenchEnvironment(Model):
     """Loop device in direct-I/O mode (bypasses the page cache of the backing file)."""
     cpu_count: int | None = None
     """Online CPUs."""
+    load_average: list[float] = Field(default_factory=list)
+    """The machine's 1-minute load average at the start of the run, the highest seen after an
+    ABBA block, and at the end (other work makes noise; the verdicts hold anyway)."""
+    host_effects: str | None = None
+    """What the run did to the host outside its own device (said in the plan too)."""
     note: str | None = None
     """What the numbers mean (e.g. that a loop device measures its backing storage)."""
 

@@ -114,9 +114,9 @@ class ValidateScreen(StepScreen):
         self._other: tuple[str, str] | None = None
         self._other_proposal: Proposal | None = None
         self._plots: dict[str, MetricPlot] = {}
-        self._fit_key: tuple[str, str, int] | None = None
-        self._fit: tuple[SideConfig, SideConfig, list[NotApplied]] = (
-            SideConfig(label="B"), SideConfig(label="B"), [])
+        self._fit_key: tuple[str, str, int, int] | None = None
+        self._fit: tuple[SideConfig | None, SideConfig, list[NotApplied], int] = (
+            None, SideConfig(label="B"), [], 0)
         self._shown_targets: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
@@ -286,17 +286,22 @@ class ValidateScreen(StepScreen):
         return device.display_name if device else "the chosen device"
 
     def _fitted(self, plan: Plan, shown: Proposal) -> Plan:
-        """B = the proposal shown, as the loop device can run it (real dry runs decide; the
-        result is kept per proposal and size: the screen redraws often)."""
-        session = self.advisor.state.session
-        key = (shown.mkfs_command, ",".join(shown.mount_options), plan.device_bytes)
+        """B = the proposal shown, as the loop device can run it: Session.fit_loop, exactly as
+        `validate --for DEV` (real dry runs decide; the loop device grows to the device's size
+        when that leaves out fewer options and no size was chosen). The result is kept per
+        proposal and size: the screen redraws often."""
+        state = self.advisor.state
+        device = state.device
+        target = (device.size_bytes.value or 0) if device else 0
+        key = (shown.mkfs_command, ",".join(shown.mount_options), plan.device_bytes, target)
         if self._fit_key != key:
-            side = session.proposal_side(shown)
-            self._fit_key, self._fit = key, (side, *session.fit_to_scratch(
-                side, None, plan.device_bytes))
-        side, ran, left = self._fit
-        device = self.advisor.state.device
-        plan.proposed, plan.b, plan.not_applied = side, ran, list(left)
+            state.session.fit_loop(plan, state.session.proposal_side(shown), target,
+                                   grow=state.validation_bytes is None)
+            self._fit_key = key
+            self._fit = (plan.proposed, plan.b, plan.not_applied, plan.device_bytes)
+        proposed, ran, left, size = self._fit
+        plan.proposed, plan.b, plan.not_applied = proposed, ran, list(left)
+        plan.device_bytes = size
         plan.proposed_for = device.path if device else None
         return plan
 

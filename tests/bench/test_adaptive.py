@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from advisor.bench.report import render_text
-from advisor.bench.run import MAX_PAIRS, Plan, _after_block, continuation, judge, suggested_more
+from advisor.bench.run import (
+    MAX_PAIRS,
+    Plan,
+    _after_block,
+    continuation,
+    judge,
+    primaries,
+    suggested_more,
+)
 from advisor.errors import BadInput
 from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
@@ -40,9 +48,8 @@ def _samples(plan: Plan, pairs: int, ratio: float, noise: float,
 
 
 def _look(plan: Plan, samples: dict[str, dict[str, list[float]]], done: int, *,
-          elapsed: float = 1.0, stop: bool = False) -> str | None:
-    margins = {m.name: 0.05 for m in plan.shape.metrics}
-    return _after_block(plan, done, 0, [], samples, {}, margins, set(), plan.shape, elapsed,
+          elapsed: float = 1.0, block: float = 10.0, stop: bool = False) -> str | None:
+    return _after_block(plan, done, 0, [], samples, {}, primaries(plan), elapsed, block,
                         lambda: stop)
 
 
@@ -54,22 +61,44 @@ def test_plan_rounds_to_whole_abba_blocks_and_calibration_is_fixed() -> None:
     assert _plan(pairs=6, max_pairs=6).fixed
     assert _plan().most_pairs == MAX_PAIRS
     # the workload is scaled for twice the minimum: each side gets half a fixed design's time
-    assert _plan().measure_seconds_per_side < _plan(max_pairs=6).measure_seconds_per_side
+    assert _plan().measure_seconds_per_side < _plan(max_pairs=4).measure_seconds_per_side
 
 
 def test_stopping_rule() -> None:
     plan = _plan(budget_seconds=100)
+    # No rule claims a counter for noatime in this plan: its primary metric is the fallback.
+    assert [(p.option, p.name) for p in primaries(plan)] == [("noatime", "dirops_per_cpu_s")]
     clear = _samples(plan, 8, 0.5, 0.01)
     noisy = _samples(plan, 8, 1.0, 0.3)
-    assert _look(plan, clear, 4) is None  # no look before the minimum
-    assert _look(plan, clear, 8) == "resolved"
+    assert _look(plan, clear, 2) is None  # no look before the minimum
+    assert _look(plan, clear, 4) == "resolved"
     assert _look(plan, noisy, 8) is None
-    assert _look(plan, noisy, 8, elapsed=90.0) == "budget"  # a block is ~22 s: it would overrun
+    # The budget counts everything: a block as slow as the slowest (10 s) and the clean-up
+    # would overrun it.
+    assert _look(plan, noisy, 8, elapsed=88.0) == "budget"
+    assert _look(plan, noisy, 8, elapsed=80.0) is None
     assert _look(plan, noisy, 8, stop=True) == "cancelled"
     capped = _plan(max_pairs=8)
     assert _look(capped, noisy, 8) == "max rounds"
-    fixed = _plan(max_pairs=6)
+    fixed = _plan(pairs=6, max_pairs=6)
     assert _look(fixed, _samples(fixed, 6, 0.5, 0.01), 6) == "max rounds"  # no early "resolved"
+
+
+def test_the_run_stops_when_the_primary_metric_is_decided_whatever_the_others() -> None:
+    plan = _plan(budget_seconds=1000)
+    samples = _samples(plan, 6, 1.0, 0.4, seed=5)  # every secondary metric hopelessly noisy
+    rng = random.Random(9)
+    a = [1000 * math.exp(rng.gauss(0, 0.01)) for _ in range(6)]
+    samples["dirops_per_cpu_s"] = {"A": a, "B": [x * 0.75 for x in a]}
+    assert _look(plan, samples, 6) == "resolved"
+
+
+def test_the_budget_counts_the_slowest_block_and_the_clean_up() -> None:
+    plan = _plan(budget_seconds=60)
+    noisy = _samples(plan, 4, 1.0, 0.3)
+    # 30 s in: a block of 20 s fits the rest once, one of 28 s (and the clean-up) does not.
+    assert _look(plan, noisy, 4, elapsed=30.0, block=20.0) is None
+    assert _look(plan, noisy, 4, elapsed=30.0, block=28.0) == "budget"
 
 
 def _report(pairs: int = 6, ratio: float = 0.9, noise: float = 0.1) -> ValidationReport:

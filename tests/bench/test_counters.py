@@ -5,7 +5,6 @@ the log several times less often for the same directory work, as the logbsize ru
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from advisor.bench import counters, jobs
@@ -62,21 +61,30 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
 
 
 def _fio_round(loop: str, mnt: Path, work: Path, options: list[str], workload: Workload
-               ) -> tuple[jobs.Shape, str]:
-    """mkfs, mount with `options`, one fio round with the counters' snapshots taken in `work`;
-    the round's shape and fio's JSON output."""
+               ) -> tuple[jobs.Shape, jobs.RoundResult]:
+    """mkfs, mount with `options`, one side of a round as validate runs it (the directory
+    changes, the unmount and mount for cold stats, the rest) with the counters' snapshots taken
+    in `work`; the round's shape and what fio measured."""
+    from advisor.bench.run import _round
+
     shape = jobs.shape_for(workload, measure_seconds=1.0, fs_bytes=1 << 30)
     sh("mkfs.xfs", "-q", "-f", "-K", loop)
     work.mkdir()
     name = counters.kernel_name(loop)
+    paths = {}
+    for part in ("changes", "rest"):
+        paths[part] = str(work / f"{part}.fio")
+        Path(paths[part]).write_text(jobs.jobfile(shape, str(mnt), counters_for=name,
+                                                  part=part))
     with mounted(loop, mnt, *options):
         jobs.prepare(shape, str(mnt))
-        (work / "round.fio").write_text(jobs.jobfile(shape, str(mnt), counters_for=name))
-        proc = subprocess.run(["fio", "--output-format=json", "round.fio"], cwd=work,
-                              capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr
-        counters.take_snapshot(name, str(work), counters.END)
-    return shape, proc.stdout
+
+        def remount() -> None:
+            sh("umount", str(mnt))
+            sh("mount", *(["-o", ",".join(options)] if options else []), loop, str(mnt))
+
+        measured = _round("A", shape, paths, str(work), 300.0, name, remount)
+    return shape, measured
 
 
 def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
@@ -84,7 +92,7 @@ def _one_round(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str
         largest_directory_entries=20_000, fsyncs_per_second=0, median_file_size=4096,
         concurrent_writers=1))
     phases = jobs.phases(shape)
-    assert all((work / f"counters.{p}").exists() for p in phases)  # fio took every snapshot
+    assert all((work / f"counters.{p}").exists() for p in phases)  # every snapshot was taken
     return counters.mechanism_values(
         str(work), phases, {"create": shape.directory_entries, "delete": shape.churn_entries,
                             "refill": shape.churn_entries})
@@ -138,6 +146,12 @@ def test_a_figure_b_never_did_is_less_work_by_the_sign_test() -> None:
     six = {"transactions_per_file_read": {"A": [0.5] * 6, "B": [0.0] * 6}}
     (m,) = counters.judge_none_on_b(six, set())
     assert (m.ratio, m.ci, m.verdict, m.geo_mean_a) == (0.0, [0.0, 0.0], "better", 0.5)
+    assert m.decided_after == 6
+    four = {"transactions_per_file_read": {"A": [0.5] * 4, "B": [0.0] * 4}}
+    (early,) = counters.judge_none_on_b(four, set(), {"transactions_per_file_read": ["noatime"]})
+    # 4 pairs cannot show it (2^-3 > 0.05): undecided, with the pairs that would decide it.
+    assert early.verdict == "inconclusive" and early.rounds_to_resolve == 6
+    assert early.primary_for == ["noatime"]
     four = {"transactions_per_file_read": {"A": [1.0] * 4, "B": [0.0] * 4}}
     assert counters.judge_none_on_b(four, set())[0].verdict == "inconclusive"  # p = 1/8
     mixed = {"transactions_per_file_read": {"A": [1.0, 0.0] * 3, "B": [0.0] * 6}}
@@ -172,10 +186,9 @@ def test_more_ags_leave_fewer_writers_sharing_one(tmp_path: Path, loop: str) -> 
 
 def _read_back(loop: str, mnt: Path, work: Path, options: list[str]) -> dict[str, float]:
     """One round with an fsync phase (and so the read-back of each writer's file)."""
-    shape, output = _fio_round(loop, mnt, work, options, Workload(
+    shape, measured = _fio_round(loop, mnt, work, options, Workload(
         largest_directory_entries=2000, fsyncs_per_second=50, median_file_size=4096,
         concurrent_writers=3))
-    measured = jobs.parse_fio(output, shape.metrics)
     assert measured.operations["readback"] == 3  # one 4 KiB read per writer's file
     return counters.mechanism_values(str(work), jobs.phases(shape), measured.operations)
 

@@ -35,6 +35,26 @@ def test_what_fits_runs_and_what_does_not_is_named() -> None:
     assert same == GROWN and none == []
 
 
+def test_the_loop_run_makes_the_proposal_b_the_same_way_for_both_front_ends(
+        tmp_path: Path) -> None:
+    """Session.fit_loop, which `validate --for DEV` and the TUI's loop run both call: a
+    `-d agsize=4g` proposal for a 6 GiB device does not fit the default 4 GiB loop device; the
+    loop device grows to 6 GiB (its backing file is sparse) and B runs it exactly. With a loop
+    size chosen (no growing), it is left out and named."""
+    require_root_tools("mkfs.xfs")
+    shown = SideConfig(label="B", source="proposal", mkfs_options=["-d", "agsize=4g"])
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
+                device_bytes=4 * GIB, loop_dir=str(tmp_path))
+    Session().fit_loop(plan, shown, 6 * GIB)
+    assert plan.device_bytes == 6 * GIB and plan.not_applied == []
+    assert plan.b.mkfs_options == ["-d", "agsize=4g"] and plan.proposed == shown
+    fixed = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
+                 device_bytes=4 * GIB, loop_dir=str(tmp_path))
+    Session().fit_loop(fixed, shown, 6 * GIB, grow=False)
+    assert fixed.device_bytes == 4 * GIB
+    assert [n.option for n in fixed.not_applied] == ["-d agsize=4g"]
+
+
 def test_fit_keeps_order_and_asks_only_when_needed() -> None:
     asked: list[list[str]] = []
 

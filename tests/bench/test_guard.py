@@ -235,8 +235,14 @@ def test_plan_lists_every_command() -> None:
     text = "\n".join(plan.commands("/dev/sdz", "/mnt/x"))
     assert "mkfs.xfs -f -K -n size=64k /dev/sdz" in text
     assert "mount -t xfs -o noatime /dev/sdz /mnt/x" in text
-    assert "fio --output-format=json round.fio" in text
-    assert "A B B A A B B A A B B A" in text
+    assert "fio --output-format=json changes.fio" in text
+    assert "fio --output-format=json rest.fio" in text
+    assert "A B B A A B B A" in text
+    # Cold caches come from unmounting and mounting the test filesystem; the plan says what the
+    # run does to the host, and it drops no cache of the host's.
+    assert "umount /mnt/x; mount -t xfs -o noatime /dev/sdz /mnt/x" in text
+    assert "drop_caches" not in text and "sysctl" not in text
+    assert "no system setting is changed" in text
 
 
 def test_one_scope_for_many_devices_gives_each_device_its_own_verdict() -> None:

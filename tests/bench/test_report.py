@@ -3,8 +3,13 @@ keeps every metric's title whole at 80 columns' worth of title."""
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
+
 from advisor.bench.report import render_text, table, workload_line
 from advisor.bench.run import Plan, judge
+from advisor.commands.schema import schema_text
 from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
 
@@ -39,7 +44,10 @@ def test_report_says_what_ran_and_what_was_found() -> None:
     assert "8 writer(s)" in text and "fsync'd 4 KiB writes" in text
     assert "1 MiB direct" not in text  # median file 64 KiB: no sequential phases
     assert "B = mkfs.xfs -n size=64k" in text
-    assert "Verdict: WORSE: B is worse than the defaults on refill_creates_per_s\n" in text
+    # The line leads with the option's primary metric (no rule claims a counter for -n size=:
+    # CPU time per create), then throughput as its consequence.
+    assert "Verdict: WORSE: -n size=64k: dir changes per CPU-second B/A" in text
+    assert "Throughput: worse on refill_creates_per_s (0.70x)" in text
 
 
 def test_a_trade_is_said_in_the_verdict_line() -> None:
@@ -47,15 +55,16 @@ def test_a_trade_is_said_in_the_verdict_line() -> None:
     run's one word stays "worse" (exit 5), and its line names what got better too."""
     report = _report(Workload(), slower=0.5, faster_stats=1.3)
     assert report.verdict == "worse"
-    assert report.summary == ("B is worse than the defaults on refill_creates_per_s, and better "
-                              "on stats_per_s: a trade, weigh which the workload does more of")
+    assert "Throughput: worse on refill_creates_per_s (0.50x); better on stats_per_s (1.30x)" \
+        in report.summary
+    assert report.summary.endswith("a trade: weigh which the workload does more of")
     assert "Verdict: WORSE: " + report.summary in render_text(report, with_plot=False)
 
 
 def test_table_keeps_titles_whole() -> None:
     report = _report(Workload(), slower=1.0)
     rows = table(report).splitlines()[2:]
-    assert len(rows) == len(report.metrics) == 8
+    assert len(rows) == len(report.metrics) == 9
     for m, row in zip(report.metrics, rows, strict=True):
         assert row.startswith(f"{m.title} ({m.unit})"), row
 
@@ -66,3 +75,10 @@ def test_workload_line_without_data_phases_or_answer() -> None:
                           "fsync_phase": False, "sequential_phases": False})
     assert line == ("20,000 files created in one directory; 2,000 of them deleted, as many "
                     "created into the holes and statted cold")
+
+
+def test_the_report_is_valid_under_its_published_schema() -> None:
+    report = _report(Workload(), slower=0.5, faster_stats=1.3)
+    doc = json.loads(report.model_dump_json())
+    jsonschema.validate(doc, json.loads(schema_text("validate")))
+    assert doc["metrics"][2]["primary_for"] == ["-n size=64k"]

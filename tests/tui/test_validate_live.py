@@ -53,8 +53,8 @@ async def test_plots_fill_in_while_the_run_goes(make_app: AppFactory, tmp_path: 
         creates = _plots(app)["creates_per_s"]
         assert creates.is_mounted
         assert len(creates.values["A"]) >= 1 and creates.values["A"][0] > 0  # ABBA: A first
-        assert set(_plots(app)) == {"creates_per_s", "creates_per_cpu_s", "deletes_per_s",
-                                    "refill_creates_per_s", "stats_per_s"}
+        assert set(_plots(app)) == {"creates_per_s", "creates_per_cpu_s", "dirops_per_cpu_s",
+                                    "deletes_per_s", "refill_creates_per_s", "stats_per_s"}
         started = time.monotonic()
         await pilot.press("escape")
         while app.screen.running:  # type: ignore[attr-defined]

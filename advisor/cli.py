@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from advisor import SCHEMA_VERSION
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
+from advisor.render.inert import json_text, terminal, terminal_lines
 
 #: Subcommand modules, in the order `--help` lists them.
 COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile",
@@ -71,6 +72,12 @@ def common_options(*, suppress: bool) -> argparse.ArgumentParser:
     return p
 
 
+def out(text: str, *, as_json: bool = False) -> None:
+    """Write a command's result to stdout: a page for people with every untrusted character
+    escaped (advisor.render.inert), or a JSON document with hidden characters as `\\u` escapes."""
+    sys.stdout.write(json_text(text) if as_json else terminal_lines(text))
+
+
 def _load(name: str) -> ModuleType:
     return importlib.import_module(f"advisor.commands.{name}")
 
@@ -118,7 +125,7 @@ def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
                                                            "exit_code": code}}
         print(json.dumps(doc), file=sys.stderr)
     else:
-        print(f"xfs-advisor: {message}", file=sys.stderr)
+        print(f"xfs-advisor: {terminal(message)}", file=sys.stderr)
     return code
 
 
@@ -129,7 +136,7 @@ def notice(message: str, as_json: bool) -> None:
         doc = {"schema_version": SCHEMA_VERSION, "notice": {"message": message}}
         print(json.dumps(doc), file=sys.stderr, flush=True)
     else:
-        print(f"xfs-advisor: {message}", file=sys.stderr, flush=True)
+        print(f"xfs-advisor: {terminal(message)}", file=sys.stderr, flush=True)
 
 
 def _raise_on_interrupt() -> None:

@@ -91,6 +91,8 @@ def _split_mkfs(text: str | None) -> list[str]:
 
 
 def _progress_printer(as_json: bool) -> Any:
+    from advisor.render.inert import terminal
+
     tty = sys.stderr.isatty()
 
     def show(done: int, total: int, what: str) -> None:
@@ -99,9 +101,10 @@ def _progress_printer(as_json: bool) -> Any:
         bar = "#" * filled + "." * (width - filled)
         if tty:
             end = "\n" if done >= total else ""
-            print(f"\r[{bar}] {done}/{total} {what:<28}", end=end, file=sys.stderr, flush=True)
+            print(f"\r[{bar}] {done}/{total} {terminal(what):<28}", end=end, file=sys.stderr,
+                  flush=True)
         elif not as_json and done % 2 == 0:
-            print(f"[{bar}] {done}/{total} {what}", file=sys.stderr, flush=True)
+            print(f"[{bar}] {done}/{total} {terminal(what)}", file=sys.stderr, flush=True)
 
     return show
 
@@ -114,9 +117,11 @@ def _sayer(as_json: bool) -> Any:
 
 
 def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) -> None:
+    from advisor.render.inert import terminal
+
     print("validate will run, on every round:", file=sys.stderr)
     for line in plan_lines:
-        print(f"  {line}", file=sys.stderr)
+        print(f"  {terminal(line)}", file=sys.stderr)
     if yes:
         return
     print(f"This destroys everything on {device}. Type its name ({device}) to go on: ",
@@ -212,12 +217,14 @@ def run(args: argparse.Namespace) -> int:
 def _print(report: Any, as_json: bool, say: Any) -> int:
     if report.device_left:
         say(report.device_left)
+    from advisor.cli import out
+
     if as_json:
-        print(report.model_dump_json(indent=2))
+        out(report.model_dump_json(indent=2) + "\n", as_json=True)
     else:
         from advisor.bench.report import render_text
 
-        print(render_text(report))
+        out(render_text(report) + "\n")
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
 
 

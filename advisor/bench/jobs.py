@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from advisor.bench import counters
 from advisor.errors import ToolProblem
 from advisor.models.workload import Workload
+from advisor.render import inert
 from advisor.system import argv
 
 #: Directory operations per second a loop device on this class of machine reaches; only used to
@@ -198,7 +199,14 @@ def _prerun(counters_for: str | None, phase: str, first: str | None = None) -> l
 
 def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None) -> str:
     """The fio job file of one round. `counters_for`: the device's kernel name, to snapshot its
-    XFS and block counters before each phase (fio runs in the run's folder)."""
+    XFS and block counters before each phase (fio runs in the run's folder).
+
+    `mountpoint` is best relative to the folder fio runs in (`mnt`): fio cuts `directory=` at
+    `;` and splits it at `:`, so a loop folder named `/tmp/a;b` would send the files elsewhere.
+    A name fio would not take literally is refused (ValueError), never written."""
+    mountpoint = inert.fio_name(mountpoint)
+    if counters_for is not None:
+        counters_for = inert.fio_name(counters_for)
     t = f"{round(shape.phase_seconds * 1000)}ms"
     lines = [
         "[global]",

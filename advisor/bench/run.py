@@ -356,7 +356,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     backing: str | None = None
     reason: StopReason | None = None
     with terminate_as_interrupt(), Resources(say=say) as res, contextlib.ExitStack() as held:
-        os.makedirs(plan.loop_dir, exist_ok=True)
+        res.make_folders(plan.loop_dir)
         work = res.make_dir(plan.loop_dir, "xfs-advisor-")
         if plan.device is None:
             backing = res.preallocate(os.path.join(work, "scratch.img"), plan.device_bytes)
@@ -382,8 +382,12 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         os.mkdir(mnt)
         jobpath = os.path.join(work, "round.fio")
         counted = counters.kernel_name(device)
-        Path(jobpath).write_text(jobs.jobfile(shape, mnt, counters_for=counted),
-                                 encoding="utf-8")
+        try:
+            # fio runs in `work`: names relative to it, whatever the loop folder is called.
+            text = jobs.jobfile(shape, os.path.basename(mnt), counters_for=counted)
+        except ValueError as err:
+            raise DeviceProblem(f"{device}: {err}") from None
+        Path(jobpath).write_text(text, encoding="utf-8")
         fio_timeout = 120 + 20 * shape.phase_seconds + shape.directory_entries / 500
         started = time.monotonic()
         step = 0
@@ -413,7 +417,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 for old in Path(work).glob("counters.*"):  # a missed snapshot must not be reused
                     old.unlink()
                 # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
-                result = run(argv.fio(jobpath), check=False, timeout=fio_timeout, cwd=work)
+                result = run(argv.fio(os.path.basename(jobpath)), check=False,
+                             timeout=fio_timeout, cwd=work)
                 if not result.ok:
                     raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
                 measured = jobs.parse_fio(result.stdout, shape.metrics)

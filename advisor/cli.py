@@ -116,6 +116,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Metavars of arguments that name a file, a folder or a device (and what each names): an empty
+#: one is a mistake (a variable that was not set), never "none" and never the current directory.
+NAMING_METAVARS = {"FILE": "file", "DIR": "folder", "REPORT": "report file", "PATH": "path",
+                   "DEV": "device", "DEVICE": "device"}
+
+
+def _refuse_empty_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """BadInput for `capture ""`, `--workload ''`, `--rules ''` and the like: an empty name was
+    taken as "not given" (or as the current directory) without a word."""
+    parsers = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and args.command in action.choices:
+            parsers.append(action.choices[args.command])
+    for p in parsers:
+        for action in p._actions:
+            if action.metavar in NAMING_METAVARS and getattr(args, action.dest, None) == "":
+                name = action.option_strings[0] if action.option_strings else action.metavar
+                where = f"{args.command} " if p is not parser else ""
+                raise BadInput(f"{where}{name} is empty: name a "
+                               f"{NAMING_METAVARS[str(action.metavar)]} (see {p.prog} --help)")
+
+
 def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
     message = err.message if isinstance(err, AdvisorError) else err
     if as_json:
@@ -182,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(only=requested_command(argv))
         args = parser.parse_args(argv)
         as_json = bool(getattr(args, "json", False))
+        _refuse_empty_names(parser, args)
         return _dispatch(args, as_json)
     except AdvisorError as err:
         return _report(err, err.exit_code, as_json)

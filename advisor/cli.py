@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
 from advisor import SCHEMA_VERSION
@@ -210,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(err, err.exit_code, as_json)
     except KeyboardInterrupt:
         _forget_interrupt()
+        runner = sys.modules.get("advisor.system.runner")  # loaded only if it ran anything
+        if runner is not None:
+            runner.stop_children()
         return _report("interrupted", EXIT_INTERRUPTED, as_json)
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a message.
@@ -227,10 +230,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
+class Ended(KeyboardInterrupt):
+    """An ending signal (SIGTERM, SIGHUP, SIGQUIT) raised as an interrupt, so that every `with`
+    and `finally` runs: a proposal's mkfs.xfs dry-run image (/tmp/xfs-advisor-check-*/, a
+    sparse file the size of the device) was left behind by a `kill` or a closed terminal."""
+
+
+def _end_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise Ended(signal.Signals(signum).name)
+
+
+def _ending_signals_interrupt() -> None:
+    """SIGTERM, SIGHUP and SIGQUIT end a command the way Ctrl-C does (one line, exit 130, temp
+    files removed), unless the process was started ignoring them (nohup)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _end_as_interrupt)
+
+
 def _dispatch(args: argparse.Namespace, as_json: bool) -> int:
+    if args.command and args.command != "tui":
+        _ending_signals_interrupt()
     if args.command:
         return int(_load(args.command).run(args))
     if as_json or args.device is not None or args.workload or args.device_file:
+        _ending_signals_interrupt()
         return int(_load("propose").run(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInput("no terminal for the interactive advisor: use a subcommand or --json "

@@ -132,7 +132,8 @@ def unpack_dumps(src: Path, out: Path) -> dict[str, Path]:
         dest = out / name
         dest.mkdir()
         with tarfile.open(tarball) as tf:
-            tf.extractall(dest, filter="tar")
+            # The filter argument exists from Python 3.11.4 on (Debian 12 has 3.11.2).
+            tf.extractall(dest, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
         inner = [p for p in dest.iterdir() if p.is_dir()]
         dumps[name] = dest if (dest / "sys").is_dir() else (inner[0] if len(inner) == 1 else dest)
     return dumps

@@ -37,9 +37,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         from advisor.cli import out
-        from advisor.render.inert import shell_word
+        from advisor.render.inert import shell_word, terminal
 
+        try:
+            where = shell_word(str(result.dest))
+        except ValueError:  # a name with control characters: shown escaped, not pasteable
+            where = terminal(str(result.dest))
         out(f"captured {len(result.inventory.devices)} devices into {result.dest} "
             f"({result.files} files, {result.symlinks} links); replay with: "
-            f"xfs-advisor --sysroot {shell_word(str(result.dest))} devices\n")
+            f"xfs-advisor --sysroot {where} devices\n")
     return 0

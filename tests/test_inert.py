@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from advisor.models.proposal import Proposal
@@ -78,6 +78,9 @@ def test_markdown_cell_is_one_line_without_markup(text: str) -> None:
 @given(TEXT)
 def test_json_text_is_the_same_document_made_visible(text: str) -> None:
     doc = json.dumps({"model": text, "n": [1, 2]}, ensure_ascii=False, indent=2)
+    # Our JSON is UTF-8 (pydantic cannot write a lone surrogate): two lone ones side by side
+    # would read back as the pair they spell.
+    assume(not any(0xD800 <= ord(c) < 0xE000 for c in text))
     shown = inert.json_text(doc)
     assert _visible(shown, "\n")
     assert json.loads(shown) == json.loads(doc)

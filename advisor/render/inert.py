@@ -56,14 +56,30 @@ def is_hidden(char: str) -> bool:
 
 def terminal(text: str) -> str:
     """`text` on one line, every control, format or invisible character shown escaped."""
-    if text.isprintable() and text.isascii():  # the usual case, cheaply
+    # isprintable() is False for every hidden category (and a few visible spaces): in C, the
+    # usual case costs one pass over the text.
+    if text.isprintable():
         return text
     return "".join(_escape(c) if is_hidden(c) else c for c in text)
 
 
+#: The ASCII characters a page may not hold raw (all controls but line feed and tab, and DEL).
+_ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _clean_page(text: str, keep: str) -> bool:
+    """True when `text` holds no hidden character but those in `keep` (cheaply: in C)."""
+    if text.isascii():
+        return _ASCII_HIDDEN.search(text.replace("\r", "\x00") if "\r" not in keep else text) \
+            is None
+    for char in keep:
+        text = text.replace(char, "")
+    return text.isprintable()
+
+
 def terminal_lines(text: str) -> str:
     """A page of text for a terminal: line feeds and tabs kept, everything else as terminal()."""
-    if text.isascii() and all(c.isprintable() or c in "\n\t" for c in text):
+    if _clean_page(text, "\n\t"):
         return text
     return "\n".join("\t".join(terminal(part) for part in line.split("\t"))
                      for line in text.split("\n"))
@@ -115,11 +131,17 @@ def json_text(text: str) -> str:
     JSON escapes C0 controls itself (the only ones left are the whitespace between tokens), but
     DEL, a C1 control or a bidi override is otherwise raw UTF-8, which some terminals act on.
     The same data, safe to print."""
-    if text.isascii() and "\x7f" not in text:
+    if _clean_page(text, "\n\r\t"):
         return text
+    return "\n".join(_json_line(line) for line in text.split("\n"))
+
+
+def _json_line(line: str) -> str:
+    if line.isprintable():
+        return line
     out = []
-    for c in text:
-        if c in "\n\r\t" or not is_hidden(c):
+    for c in line:
+        if c in "\r\t" or not is_hidden(c):
             out.append(c)
         elif ord(c) > 0xFFFF:  # beyond the BMP (a tag character): a surrogate pair
             high, low = divmod(ord(c) - 0x10000, 0x400)

@@ -16,11 +16,12 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
 from advisor import SCHEMA_VERSION
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
+from advisor.render.inert import json_text, terminal, terminal_lines
 
 #: Subcommand modules, in the order `--help` lists them.
 COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile",
@@ -71,6 +72,12 @@ def common_options(*, suppress: bool) -> argparse.ArgumentParser:
     return p
 
 
+def out(text: str, *, as_json: bool = False) -> None:
+    """Write a command's result to stdout: a page for people with every untrusted character
+    escaped (advisor.render.inert), or a JSON document with hidden characters as `\\u` escapes."""
+    sys.stdout.write(json_text(text) if as_json else terminal_lines(text))
+
+
 def _load(name: str) -> ModuleType:
     return importlib.import_module(f"advisor.commands.{name}")
 
@@ -109,6 +116,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Metavars of arguments that name a file, a folder or a device (and what each names): an empty
+#: one is a mistake (a variable that was not set), never "none" and never the current directory.
+NAMING_METAVARS = {"FILE": "file", "DIR": "folder", "REPORT": "report file", "PATH": "path",
+                   "DEV": "device", "DEVICE": "device"}
+
+
+def _refuse_empty_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """BadInput for `capture ""`, `--workload ''`, `--rules ''` and the like: an empty name was
+    taken as "not given" (or as the current directory) without a word."""
+    parsers = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and args.command in action.choices:
+            parsers.append(action.choices[args.command])
+    for p in parsers:
+        for action in p._actions:
+            if action.metavar in NAMING_METAVARS and getattr(args, action.dest, None) == "":
+                name = action.option_strings[0] if action.option_strings else action.metavar
+                where = f"{args.command} " if p is not parser else ""
+                raise BadInput(f"{where}{name} is empty: name a "
+                               f"{NAMING_METAVARS[str(action.metavar)]} (see {p.prog} --help)")
+
+
 def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
     message = err.message if isinstance(err, AdvisorError) else err
     if as_json:
@@ -118,7 +147,7 @@ def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
                                                            "exit_code": code}}
         print(json.dumps(doc), file=sys.stderr)
     else:
-        print(f"xfs-advisor: {message}", file=sys.stderr)
+        print(f"xfs-advisor: {terminal(message)}", file=sys.stderr)
     return code
 
 
@@ -129,7 +158,7 @@ def notice(message: str, as_json: bool) -> None:
         doc = {"schema_version": SCHEMA_VERSION, "notice": {"message": message}}
         print(json.dumps(doc), file=sys.stderr, flush=True)
     else:
-        print(f"xfs-advisor: {message}", file=sys.stderr, flush=True)
+        print(f"xfs-advisor: {terminal(message)}", file=sys.stderr, flush=True)
 
 
 def _raise_on_interrupt() -> None:
@@ -175,11 +204,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(only=requested_command(argv))
         args = parser.parse_args(argv)
         as_json = bool(getattr(args, "json", False))
+        _refuse_empty_names(parser, args)
         return _dispatch(args, as_json)
     except AdvisorError as err:
         return _report(err, err.exit_code, as_json)
     except KeyboardInterrupt:
         _forget_interrupt()
+        runner = sys.modules.get("advisor.system.runner")  # loaded only if it ran anything
+        if runner is not None:
+            runner.stop_children()
         return _report("interrupted", EXIT_INTERRUPTED, as_json)
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a message.
@@ -197,10 +230,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
+class Ended(KeyboardInterrupt):
+    """An ending signal (SIGTERM, SIGHUP, SIGQUIT) raised as an interrupt, so that every `with`
+    and `finally` runs: a proposal's mkfs.xfs dry-run image (/tmp/xfs-advisor-check-*/, a
+    sparse file the size of the device) was left behind by a `kill` or a closed terminal."""
+
+
+def _end_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise Ended(signal.Signals(signum).name)
+
+
+def _ending_signals_interrupt() -> None:
+    """SIGTERM, SIGHUP and SIGQUIT end a command the way Ctrl-C does (one line, exit 130, temp
+    files removed), unless the process was started ignoring them (nohup)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _end_as_interrupt)
+
+
 def _dispatch(args: argparse.Namespace, as_json: bool) -> int:
+    if args.command and args.command != "tui":
+        _ending_signals_interrupt()
     if args.command:
         return int(_load(args.command).run(args))
     if as_json or args.device is not None or args.workload or args.device_file:
+        _ending_signals_interrupt()
         return int(_load("propose").run(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInput("no terminal for the interactive advisor: use a subcommand or --json "

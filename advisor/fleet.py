@@ -61,11 +61,22 @@ def _first_line(text: str) -> str:
     return lines[-1].removeprefix("xfs-advisor: ") if lines else ""
 
 
+#: Largest result file read from a host's folder: an audit of a host with many filesystems is a
+#: few MiB; anything larger is not what the role stores (a crafted or broken result).
+MAX_RESULT_BYTES = 32 << 20
+
+
 def _read(folder: Path, name: str) -> str | None:
-    try:
-        return (folder / name).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    """A result file's text, None when the host has none. Regular files only, never through a
+    symlink, at most MAX_RESULT_BYTES, opened without waiting: a FIFO, a device node (/dev/zero)
+    or a huge file makes the host a failed record (BadInput), never a hang or a MemoryError."""
+    path = folder / name
+    if not os.path.lexists(path):
         return None
+    from advisor.system.files import read_text
+
+    return read_text(path, f"result file {name} of host {folder.name}:", MAX_RESULT_BYTES,
+                     follow_symlinks=False, errors="replace")
 
 
 def _rc(folder: Path, step: str) -> int | None:

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from advisor.bench import counters
 from advisor.errors import ToolProblem
 from advisor.models.workload import Workload
+from advisor.render import inert
 
 #: Directory operations per second a loop device on this class of machine reaches; only used to
 #: size the directory so that its phases take about the time given (the count is then fixed).
@@ -209,7 +210,14 @@ def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None,
     (the cold stats, then the data phases), run after the test filesystem is mounted again.
     `counters_for`: the device's kernel name, to snapshot its XFS and block counters before each
     phase (fio runs in the run's folder); the snapshot before the stats is the run's own, taken
-    after `sync` and before the unmount (XFS's per-mount counters start again at the mount)."""
+    after `sync` and before the unmount (XFS's per-mount counters start again at the mount).
+
+    `mountpoint` is best relative to the folder fio runs in (`mnt`): fio cuts `directory=` at
+    `;` and splits it at `:`, so a loop folder named `/tmp/a;b` would send the files elsewhere.
+    A name fio would not take literally is refused (ValueError), never written."""
+    mountpoint = inert.fio_name(mountpoint)
+    if counters_for is not None:
+        counters_for = inert.fio_name(counters_for)
     t = f"{round(shape.phase_seconds * 1000)}ms"
     lines = [
         "[global]",

@@ -69,6 +69,8 @@ class PathRecord(_Record):
     """st_dev when it was made."""
     ino: int
     """st_ino when it was made."""
+    empty_only: bool = False
+    """A missing parent of the loop folder, made for the run: removed only while empty."""
 
     def name(self) -> str:
         return self.path
@@ -449,6 +451,14 @@ def _remove_dir(proc: SysRoot, rec: PathRecord, log: list[str]) -> bool:
     if inside:
         log.append(f"kept {rec.path}: {inside[0]} is mounted in it")
         return False
+    if rec.empty_only:
+        try:
+            os.rmdir(rec.path)
+        except OSError:  # someone else put something in it meanwhile: theirs now
+            log.append(f"kept {rec.path}: it is not empty")
+            return True
+        log.append(f"removed {rec.path}")
+        return True
     shutil.rmtree(rec.path, ignore_errors=True)
     if os.path.lexists(rec.path):
         log.append(f"could not remove all of {rec.path}")
@@ -669,12 +679,25 @@ def _recover_one(proc: SysRoot, dir_fd: int, name: str, state: RunState,
 
 
 def _write_at(dir_fd: int, name: str, state: RunState) -> None:
+    """Write the state file whole (a temporary file renamed over it). A full or failing state
+    folder is a ToolProblem naming it, and leaves no temporary file behind."""
     tmp = name + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600, dir_fd=dir_fd)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(state.model_dump_json())
-    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(state.model_dump_json())
+                f.flush()
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    except OSError as err:
+        raise ToolProblem(f"cannot write the run's state file in {state_dir()}: "
+                          f"{err.strerror or err} (set {STATE_DIR_ENV} to another folder)") \
+            from None
 
 
 _serial = count()
@@ -728,6 +751,26 @@ class Resources:
         finally:
             _active.discard(str(self.path))
             os.close(self._dir_fd)
+
+    def make_folders(self, folder: str) -> None:
+        """`folder` and its missing parents (like mkdir -p), each recorded as it is made, so
+        that the run (or the next one, after a kill) removes them again while they are empty:
+        a loop folder that did not exist is not left behind."""
+        missing = []
+        path = os.path.abspath(folder)
+        while not os.path.lexists(path) and path != os.path.dirname(path):
+            missing.append(path)
+            path = os.path.dirname(path)
+        for path in reversed(missing):
+            with signals_held():
+                try:
+                    os.mkdir(path, 0o755)
+                except FileExistsError:  # made by someone else meanwhile: theirs
+                    continue
+                st = os.lstat(path)
+                self.state.dirs.append(PathRecord(path=path, dev=st.st_dev, ino=st.st_ino,
+                                                  empty_only=True))
+                self._save()
 
     def make_dir(self, parent: str, prefix: str) -> str:
         with signals_held():

@@ -469,7 +469,7 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     backing: str | None = None
     reason: StopReason | None = None
     with terminate_as_interrupt(), Resources(say=say) as res, contextlib.ExitStack() as held:
-        os.makedirs(plan.loop_dir, exist_ok=True)
+        res.make_folders(plan.loop_dir)
         work = res.make_dir(plan.loop_dir, "xfs-advisor-")
         if plan.device is None:
             backing = res.preallocate(os.path.join(work, "scratch.img"), plan.device_bytes)
@@ -499,9 +499,14 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         counted = counters.kernel_name(device)
         jobpaths = {}
         for part in ("changes", "rest"):
-            jobpaths[part] = os.path.join(work, f"{part}.fio")
-            Path(jobpaths[part]).write_text(jobs.jobfile(shape, mnt, counters_for=counted,
-                                                         part=part), encoding="utf-8")
+            # fio runs in `work`: names relative to it, whatever the loop folder is called.
+            jobpaths[part] = f"{part}.fio"
+            try:
+                text = jobs.jobfile(shape, os.path.basename(mnt), counters_for=counted,
+                                    part=part)
+            except ValueError as err:
+                raise DeviceProblem(f"{device}: {err}") from None
+            Path(work, jobpaths[part]).write_text(text, encoding="utf-8")
         fio_timeout = 120 + 20 * shape.phase_seconds + shape.directory_entries / 500
         blocks: list[float] = []
         step = 0

@@ -4,7 +4,6 @@ filesystems and fstab against today's kernel, xfsprogs and devices. Read-only.""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from advisor.answers import add_workload_flags
@@ -48,14 +47,15 @@ def exit_code(doc: AuditDocument) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from advisor.answers import workload_from_args
+    from advisor.cli import out
     from advisor.session import Session
 
     session = Session(getattr(args, "sysroot", None), rules_dir=getattr(args, "rules", None))
     doc = session.audit(args.names, args.fstab, args.fail_on, workload_from_args(args))
     if args.json:
-        sys.stdout.write(doc.model_dump_json(indent=2) + "\n")
+        out(doc.model_dump_json(indent=2) + "\n", as_json=True)
     else:
         from advisor.render.audit import render as render_audit
 
-        sys.stdout.write(render_audit(doc))
+        out(render_audit(doc))
     return exit_code(doc)

@@ -36,7 +36,14 @@ def run(args: argparse.Namespace) -> int:
                "devices": [d.name for d in result.inventory.devices]}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        print(f"captured {len(result.inventory.devices)} devices into {result.dest} "
-              f"({result.files} files, {result.symlinks} links); "
-              f"replay with: xfs-advisor --sysroot {result.dest} devices")
+        from advisor.cli import out
+        from advisor.render.inert import shell_word, terminal
+
+        try:
+            where = shell_word(str(result.dest))
+        except ValueError:  # a name with control characters: shown escaped, not pasteable
+            where = terminal(str(result.dest))
+        out(f"captured {len(result.inventory.devices)} devices into {result.dest} "
+            f"({result.files} files, {result.symlinks} links); replay with: "
+            f"xfs-advisor --sysroot {where} devices\n")
     return 0

@@ -36,7 +36,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.cli import out
     from advisor.inspect.devices import find_device
+    from advisor.render.inert import json_text
     from advisor.session import Session
 
     fields = parse_fields(args.fields, json=args.json)
@@ -56,13 +58,15 @@ def run(args: argparse.Namespace) -> int:
                        "devices": {"__all__": set(IDENTITY | fields)}}
         # Bytes straight from the serializer: a SAN host's JSON is tens of MB, not worth a str copy.
         sys.stdout.flush()
-        sys.stdout.buffer.write(
-            inv.__pydantic_serializer__.to_json(inv, indent=2, include=include) + b"\n")
+        data = inv.__pydantic_serializer__.to_json(inv, indent=2, include=include)
+        if not data.isascii():  # a model or label from the device: hidden characters escaped
+            data = json_text(data.decode()).encode()
+        sys.stdout.buffer.write(data + b"\n")
         sys.stdout.buffer.flush()
         return 0
-    sys.stdout.write(render_tree(inv))
+    out(render_tree(inv))
     if args.device:
-        sys.stdout.write("\n" + render_details(inv.devices[0]))
+        out("\n" + render_details(inv.devices[0]))
     return 0
 
 
@@ -105,9 +109,11 @@ def render_tree(inv: Inventory) -> str:
     """lsblk-like, in the TUI's words (advisor.render.devices): roots in natural order, each child
     under every parent it has, ASCII branches for any terminal and pipe."""
     from advisor.render.devices import HEADER, badges, columns, tree_rows
+    from advisor.render.inert import terminal
 
-    rows = [(row.prefix + row.device.display_name, *columns(row.device),
-             " ".join(b.text for b in badges(row.device)))
+    rows = [tuple(terminal(cell) for cell in (
+                row.prefix + row.device.display_name, *columns(row.device),
+                " ".join(b.text for b in badges(row.device))))
             for row in tree_rows(inv, style="ascii")]
     if not rows:
         return "no block devices found\n"
@@ -146,4 +152,6 @@ def render_details(dev: Device) -> str:
     lines.extend(f"  {'in the way' if o.blocks else 'warning':<20} {dev.display_name} {o.says}"
                  for o in obstacles(dev))
     lines.extend(f"  note: {n}" for n in dev.notes)
-    return "\n".join(lines) + "\n"
+    from advisor.render.inert import terminal
+
+    return "\n".join(terminal(line) for line in lines) + "\n"

@@ -37,5 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps(rule.model_dump(mode="json"), indent=2))
     else:
-        print(rule_text(rule), end="")
+        from advisor.cli import out
+
+        out(rule_text(rule))
     return 0

@@ -38,10 +38,12 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "sysroot", None):
         raise BadInput("fleet reads each host's own capture: drop --sysroot")
     doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs)
+    from advisor.render.inert import json_text, terminal_lines
+
     if args.json:
-        text = doc.model_dump_json(indent=2) + "\n"
+        text = json_text(doc.model_dump_json(indent=2) + "\n")
     else:
-        text = markdown(doc) if args.markdown else table(doc)
+        text = terminal_lines(markdown(doc) if args.markdown else table(doc))
     if args.output:
         from advisor.cli import notice
         from advisor.system.files import write_text_atomically

@@ -8,6 +8,7 @@ import time
 from typing import Any, TextIO
 
 from advisor.errors import EXIT_INTERRUPTED, EXIT_OK, BadInput
+from advisor.render.inert import terminal
 
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 0.5
@@ -61,7 +62,7 @@ class ProgressLine:
     def __call__(self, entries: int, elapsed: float) -> None:
         now = time.monotonic()
         if not self.started:  # the walker's first call, once Ctrl-C already yields a report
-            print(f"profiling {self.path} ...", file=self.stream, flush=True)
+            print(f"profiling {terminal(str(self.path))} ...", file=self.stream, flush=True)
             self.started = True
             self.last = now
             return
@@ -128,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(profile.model_dump(mode="json"), indent=2))
     else:
-        sys.stdout.write(render_text(profile))
+        from advisor.cli import out
+
+        out(render_text(profile))
     sys.stdout.flush()
 
     if profile.partial:

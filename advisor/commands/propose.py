@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps(doc.model_dump(mode="json"), indent=2))
     else:
+        from advisor.cli import out
         from advisor.render.explain import proposal_text
 
-        print(proposal_text(doc), end="")
+        out(proposal_text(doc))
     return 0

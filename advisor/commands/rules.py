@@ -16,12 +16,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.cli import out
     from advisor.engine.docs import rules_markdown
     from advisor.engine.rulebook import load_rulebook
 
     book = load_rulebook(args.rules)
     if args.markdown:
-        print(rules_markdown(book), end="")
+        out(rules_markdown(book))
     elif getattr(args, "json", False):
         print(json.dumps([r.model_dump(mode="json") for r in book.all()], indent=2))
     else:
@@ -29,5 +30,5 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(r.id) for r in rules)
         for r in rules:
             what = r.setting or ("never emitted" if r.kind == "obsolete" else "")
-            print(f"{r.id:<{width}}  {r.kind:<8}  {what:<22}  {r.source:<28}  {r.title}")
+            out(f"{r.id:<{width}}  {r.kind:<8}  {what:<22}  {r.source:<28}  {r.title}\n")
     return 0

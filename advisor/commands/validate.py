@@ -101,6 +101,8 @@ def _split_mkfs(text: str | None) -> list[str]:
 
 
 def _progress_printer(as_json: bool) -> Any:
+    from advisor.render.inert import terminal
+
     tty = sys.stderr.isatty()
 
     def show(done: int, total: int, what: str) -> None:
@@ -109,9 +111,10 @@ def _progress_printer(as_json: bool) -> Any:
         bar = "#" * filled + "." * (width - filled)
         if tty:
             end = "\n" if done >= total else ""
-            print(f"\r[{bar}] {done}/{total} {what:<28}", end=end, file=sys.stderr, flush=True)
+            print(f"\r[{bar}] {done}/{total} {terminal(what):<28}", end=end, file=sys.stderr,
+                  flush=True)
         elif not as_json and done % 2 == 0:
-            print(f"[{bar}] {done}/{total} {what}", file=sys.stderr, flush=True)
+            print(f"[{bar}] {done}/{total} {terminal(what)}", file=sys.stderr, flush=True)
 
     return show
 
@@ -124,9 +127,11 @@ def _sayer(as_json: bool) -> Any:
 
 
 def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) -> None:
+    from advisor.render.inert import terminal
+
     print("validate will run, on every round:", file=sys.stderr)
     for line in plan_lines:
-        print(f"  {line}", file=sys.stderr)
+        print(f"  {terminal(line)}", file=sys.stderr)
     if yes:
         return
     print(f"This destroys everything on {device}. Type its name ({device}) to go on: ",
@@ -265,12 +270,14 @@ def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None
         say(report.device_left)
     if args is not None:
         _save(report, report_path(args), say)
+    from advisor.cli import out
+
     if as_json:
-        print(report.model_dump_json(indent=2))
+        out(report.model_dump_json(indent=2) + "\n", as_json=True)
     else:
         from advisor.bench.report import render_text
 
-        print(render_text(report))
+        out(render_text(report) + "\n")
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
 
 
@@ -315,6 +322,7 @@ def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
         where = ".".join(str(p) for p in e["loc"]) or "the document"
         raise BadInput(f"--continue {args.continue_from}: not a `validate --json` report "
                        f"({where}: {e['msg']})") from None
+    _check_report(args.continue_from, earlier, _loop_dir(args))
     more = None
     if args.max_rounds is not None:
         more = args.max_rounds - earlier.rounds
@@ -327,6 +335,63 @@ def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
                                  progress=_progress_printer(as_json), say=say)
     return _print(report, as_json, say, args)
 
+
+
+def _check_report(name: str, report: Any, loop_dir: str) -> None:
+    """A report given to --continue is input like a flag: every number the run would act on is
+    held to the bounds the flags have (the loop size to the loop folder's free space, the writers
+    to MAX_WRITERS, the budget to MAX_BUDGET...), before anything is made. BadInput names the
+    field."""
+    from advisor.bench import jobs
+    from advisor.bench import run as bench
+    from advisor.models.units import human_size
+
+    def bad(field: str, why: str) -> BadInput:
+        return BadInput(f"--continue {name}: {field} {why}: not a report `validate --json` "
+                        "writes (run validate again)")
+
+    size = report.environment.device_size_bytes
+    if not bench.MIN_DEVICE_BYTES <= size <= 1 << 60:
+        raise bad("environment.device_size_bytes", f"{size} is not a loop size --loop-size takes")
+    existing = _check_folder("--loop-dir (or TMPDIR)", loop_dir)
+    free, headroom = _free_bytes(existing)
+    if free < size + headroom:
+        raise BadInput(f"{loop_dir} has {human_size(free)} free: the report's "
+                       f"{human_size(size)} backing file needs that much plus "
+                       f"{human_size(headroom)} to spare (use another --loop-dir)")
+    stopping = report.stopping
+    if stopping is not None and not 0 < stopping.budget_seconds <= bench.MAX_BUDGET:
+        raise bad("stopping.budget_seconds", f"must be more than 0 and at most "
+                  f"{bench.MAX_BUDGET:.0f}")
+    shape = report.workload
+    ints = ("directory_entries", "churn_entries", "writers", "write_file_bytes",
+            "read_file_bytes")
+    for key in ints:
+        value = shape.get(key)
+        if type(value) is not int or value < 1:
+            raise bad(f"workload.{key}", "must be a whole number of at least 1")
+    for key in ("fsync_phase", "sequential_phases"):
+        if type(shape.get(key)) is not bool:
+            raise bad(f"workload.{key}", "must be true or false")
+    asked = shape.get("directory_entries_asked")
+    if asked is not None and (type(asked) is not int or not 0 <= asked <= 10**12):
+        raise bad("workload.directory_entries_asked", "must be null or 0 to 10^12")
+    phase = shape.get("phase_seconds")
+    if type(phase) not in (int, float) or not 0.5 <= float(phase) <= bench.MAX_BUDGET:  # nan too
+        raise bad("workload.phase_seconds", f"must be 0.5 to {bench.MAX_BUDGET:.0f}")
+    entries = int(shape["directory_entries"])
+    # The most entries a run could be sized for: the whole largest budget spent on the directory.
+    most = int(bench.MAX_BUDGET * jobs.OPS_RATE_GUESS / jobs.OPS_PER_ENTRY)
+    if not jobs.MIN_DIRECTORY_ENTRIES <= entries <= most or entries % 10:
+        raise bad("workload.directory_entries", f"must be a multiple of 10 from "
+                  f"{jobs.MIN_DIRECTORY_ENTRIES} to {most}")
+    if shape["churn_entries"] != entries // 10:
+        raise bad("workload.churn_entries", "must be a tenth of directory_entries")
+    if int(shape["writers"]) > jobs.MAX_WRITERS:
+        raise bad("workload.writers", f"must be 1 to {jobs.MAX_WRITERS}")
+    for key in ("write_file_bytes", "read_file_bytes"):
+        if int(shape[key]) > size:
+            raise bad(f"workload.{key}", f"must fit the {human_size(size)} device")
 
 
 #: The loop device's size unless --loop-size says otherwise (or --for needs a larger one).

@@ -4,26 +4,16 @@ from __future__ import annotations
 
 from advisor.models.profile import Distribution, Profile
 from advisor.models.units import human_size
+from advisor.render.inert import terminal
 
 BAR_WIDTH = 30
 
 
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
 def printable(text: str) -> str:
-    """A file name as it can be shown on a terminal: newlines, escape sequences and other
-    non-printable characters become backslash escapes (`\\n`, `\\x1b`), as repr() writes them,
-    so a crafted name can neither fake report lines nor drive the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else _ESCAPES.get(c) or _escape(c) for c in text)
-
-
-def _escape(c: str) -> str:
-    code = ord(c)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 \
-        else f"\\U{code:08x}"
+    """A file name as it can be shown on a terminal (advisor.render.inert.terminal): newlines,
+    escape sequences and other hidden characters become backslash escapes (`\\n`, `\\e`), so a
+    crafted name can neither fake report lines nor drive the terminal."""
+    return terminal(text)
 
 
 def _n(value: int) -> str:

@@ -5,6 +5,7 @@ TUI's audit view alike."""
 from __future__ import annotations
 
 from advisor.audit.models import AuditDocument, FilesystemAudit
+from advisor.render.inert import terminal
 
 
 def _text(fs: FilesystemAudit) -> list[str]:
@@ -52,4 +53,5 @@ def render(doc: AuditDocument) -> str:
         lines += ["", *_text(fs)]
     summary = ", ".join(f"{n} {s}" for s, n in doc.counts.items() if n)
     lines += ["", f"findings: {summary or 'none'}"]
-    return "\n".join(lines) + "\n"
+    # Mount points, devices and evidence come from the host: each line stays one line.
+    return "\n".join(terminal(line) for line in lines) + "\n"

@@ -62,18 +62,21 @@ def tree_rows(inventory: Inventory, style: Literal["lines", "ascii"] = "lines") 
     by_name = {d.name: d for d in inventory.devices}
     rows: list[TreeRow] = []
 
-    def walk(device: Device, chain: str, lead: str, branch: str, seen: frozenset[str]) -> None:
+    # Depth first with a stack of its own, not recursion: a capture may stack devices deeper
+    # than Python's recursion limit (1,000 device-mapper layers ended in RecursionError).
+    roots = [d for d in inventory.devices if not any(p in by_name for p in d.parents)]
+    stack: list[tuple[Device, str, str, str, frozenset[str]]] = [
+        (root, root.name, "", "", frozenset({root.name}))
+        for root in sorted(roots, key=lambda d: natural_key(d.display_name), reverse=True)]
+    while stack:
+        device, chain, lead, branch, seen = stack.pop()
         rows.append(TreeRow(key=chain, device=device, prefix=lead + branch))
         kids = sorted((by_name[c] for c in device.children if c in by_name and c not in seen),
                       key=lambda d: natural_key(d.display_name))
         below = lead + ("" if not branch else (blank if branch == last_branch else through))
-        for i, kid in enumerate(kids):
-            walk(kid, f"{chain}/{kid.name}", below,
-                 last_branch if i == len(kids) - 1 else middle, seen | {kid.name})
-
-    roots = [d for d in inventory.devices if not any(p in by_name for p in d.parents)]
-    for root in sorted(roots, key=lambda d: natural_key(d.display_name)):
-        walk(root, root.name, "", "", frozenset({root.name}))
+        stack.extend((kid, f"{chain}/{kid.name}", below,
+                      last_branch if i == len(kids) - 1 else middle, seen | {kid.name})
+                     for i, kid in reversed(list(enumerate(kids))))
     return rows
 
 

@@ -9,6 +9,7 @@ from advisor.models.proposal import ProposalDocument
 from advisor.models.rule import Rule
 from advisor.models.units import human_size
 from advisor.render.fstab import UUID_PLACEHOLDER
+from advisor.render.inert import terminal
 
 WIDTH = 100
 
@@ -45,7 +46,8 @@ def proposal_text(doc: ProposalDocument) -> str:
     if p.check:
         lines += ["", f"Checked with `{' '.join(p.check.argv)}` ({p.check.method} of the device's "
                   "size, never the device)"]
-    return "\n".join(lines) + "\n"
+    # Each line one line, whatever the device or the workload file put in a path or a reason.
+    return "\n".join(terminal(line) for line in lines) + "\n"
 
 
 def rule_text(rule: Rule) -> str:

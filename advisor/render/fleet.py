@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from advisor.models.fleet import FleetDevice, FleetDocument, FleetHost
 from advisor.models.units import human_size
+from advisor.render.inert import markdown_cell, terminal
 
 HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDINGS", "PROPOSAL")
 
@@ -65,36 +66,37 @@ def _host_totals(h: FleetHost) -> str:
 
 def table(doc: FleetDocument) -> str:
     """For a terminal."""
-    body = rows(doc)
+    body = [tuple(terminal(c) for c in r) for r in rows(doc)]
     widths = [max(len(r[i]) for r in [HEADER, *body]) for i in range(len(HEADER) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
              for r in [HEADER, *body]]
-    totals = "; ".join(_host_totals(h) for h in doc.hosts if h.status == "ok")
+    totals = "; ".join(terminal(_host_totals(h)) for h in doc.hosts if h.status == "ok")
     lines += ["", _summary(doc), f"findings by host: {totals or 'none'}"]
     for s in doc.shapes:
         same = "the same proposals" if s.same_proposal else "DIFFERENT proposals"
-        lines.append(f"{s.shape} ({len(s.hosts)} hosts, {same}): {s.devices}: "
-                     f"{', '.join(s.hosts)}")
+        lines.append(terminal(f"{s.shape} ({len(s.hosts)} hosts, {same}): {s.devices}: "
+                              f"{', '.join(s.hosts)}"))
     return "\n".join(lines) + "\n"
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A host's text as one Markdown cell: no line break, no markup (advisor.render.inert)."""
+    return markdown_cell(text)
 
 
 def markdown(doc: FleetDocument) -> str:
     """For a wiki or a ticket."""
-    lines = ["# XFS fleet report", "", f"{_summary(doc)}; results from `{doc.results_dir}`, "
-             f"rules from {', '.join(f'`{d}`' for d in doc.rules_dirs)}.", "",
+    lines = ["# XFS fleet report", "", f"{_summary(doc)}; results from {_cell(doc.results_dir)}, "
+             f"rules from {', '.join(_cell(d) for d in doc.rules_dirs)}.", "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows(doc)]
     lines += ["", "## Hosts that share a hardware shape", ""]
     for s in doc.shapes:
         same = "the same proposals" if s.same_proposal else "**different proposals**"
         lines.append(f"- **{s.shape}** ({len(s.hosts)} hosts, {same}): {_cell(s.devices)}; "
-                     f"hosts: {', '.join(s.hosts)}")
+                     f"hosts: {_cell(', '.join(s.hosts))}")
     failed = [h for h in doc.hosts if h.status == "failed"]
     if failed:
         lines += ["", "## Failed hosts", ""]
-        lines += [f"- **{h.host}**: {_cell(h.error or '')}" for h in failed]
+        lines += [f"- **{_cell(h.host)}**: {_cell(h.error or '')}" for h in failed]
     return "\n".join(lines) + "\n"

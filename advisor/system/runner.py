@@ -88,6 +88,20 @@ def signals_deferred() -> Iterator[None]:
             previous[first](first, frame)
 
 
+#: Commands running now (in any thread), but for clean-up's own-group ones: stop_children().
+_running: dict[int, Any] = {}
+
+
+def stop_children() -> None:
+    """Kill every command still running, but for clean-up's: called when the process is ended
+    (Ctrl-C, SIGTERM, SIGHUP), so that a worker thread waiting on one (a proposal's mkfs.xfs dry
+    run of the defaults) returns at once and removes its temporary files, and the interpreter,
+    which waits for its threads, exits."""
+    for proc in list(_running.values()):
+        with contextlib.suppress(ProcessLookupError, OSError):
+            proc.kill()
+
+
 def _spawn(cmd: sh.Command, argv: list[str], input: str | None, cwd: str | None,
            own_group: bool) -> Any:
     """Start the command in the background (sh forks and execs it)."""
@@ -139,13 +153,24 @@ def run(
             with contextlib.suppress(ProcessLookupError, OSError):
                 proc.kill()
 
+        if not own_group:
+            _running[id(proc)] = proc
+
         timer = threading.Timer(timeout, kill) if timeout else None
         if timer:
             timer.daemon = True
             timer.start()
         try:
             proc.wait()
+        except BaseException:
+            # Interrupted while waiting (an ending signal raised in this thread): the command
+            # is not left running on its own, unless it is clean-up, kept out of reach on
+            # purpose (own_group).
+            if not own_group:
+                kill()
+            raise
         finally:
+            _running.pop(id(proc), None)
             if timer:
                 timer.cancel()
         if timed_out.is_set():

@@ -26,12 +26,14 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
 from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
+from advisor.render.inert import terminal, terminal_lines
 from advisor.session import Session
 from advisor.tui.messages import DevicesChanged, HotplugSeen, ProposalChanged
 
@@ -120,6 +122,14 @@ class AdvisorApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
     ]
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notice as plain text, escaped (advisor.render.inert): messages carry device
+        names, paths and errors from outside, which neither Rich markup (`[link=...]`) nor a
+        terminal sequence may act on."""
+        super().notify(terminal_lines(message), title=terminal(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     def __init__(
         self,

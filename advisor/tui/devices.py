@@ -14,6 +14,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Footer, Header, Static
 
 from advisor.render.devices import badges, columns, in_use, tree_rows
+from advisor.render.inert import terminal
 from advisor.tui.device_view import badge_style, fact_lines
 from advisor.tui.dialogs import Confirm
 from advisor.tui.messages import DevicesChanged
@@ -89,7 +90,7 @@ class DevicesScreen(StepScreen):
         cursor = 0
         for i, row in enumerate(tree_rows(state.inventory)):
             device = row.device
-            name = Text(row.prefix, style="dim") + Text(device.display_name)
+            name = Text(row.prefix, style="dim") + Text(terminal(device.display_name))
             no_color = self.app.no_color
             state_text = Text(" ").join(Text(b.text, style=badge_style(b, no_color=no_color))
                                         for b in badges(device))
@@ -97,7 +98,8 @@ class DevicesScreen(StepScreen):
             self._names[row.key] = device.name
             if device.name == keep and not cursor:
                 cursor = i
-        where = "live system" if state.inventory.live else f"capture {state.inventory.sysroot}"
+        where = ("live system" if state.inventory.live
+                 else f"capture {terminal(str(state.inventory.sysroot))}")
         count = len(state.inventory.devices)
         table.border_title = f"{count} device{'' if count == 1 else 's'} ({where})"
         if table.row_count:
@@ -130,11 +132,11 @@ class DevicesScreen(StepScreen):
             title.update("no device")
             return
         kind = device.kind + (f" ({device.dm_kind})" if device.dm_kind else "")
-        title.update(Text.assemble((device.path, "bold"), f"  {kind}"))
+        title.update(Text.assemble((terminal(device.path), "bold"), f"  {terminal(kind)}"))
         live = self.advisor.state.inventory.live
         for line in fact_lines(device, live=live, as_root=os.geteuid() == 0):
-            value = Text(line.value, style="dim" if line.value == "unknown" else "")
-            facts.add_row(line.name, line.source, value, line.origin)
+            value = Text(terminal(line.value), style="dim" if line.value == "unknown" else "")
+            facts.add_row(line.name, line.source, value, Text(terminal(line.origin)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "device-table":

@@ -13,8 +13,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Static
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, BadInput
 from advisor.models.units import human_size
+from advisor.render.inert import is_hidden, shell_comment, terminal
 from advisor.tui.messages import ProposalChanged
 from advisor.tui.step import StepScreen
 
@@ -52,15 +53,28 @@ def geometry_diff(proposal: Proposal) -> list[tuple[str, str, str]]:
 
 
 def save_text(proposal: Proposal, device: str) -> str:
-    """What `s` writes: a shell script a person can read, then run."""
-    lines = ["#!/bin/sh", f"# xfs-advisor proposal for {device}", ""]
+    """What `s` writes: a shell script a person can read, then run. Its one command is the mkfs
+    line; everything else is comments, each one line whatever a device, a captured host or a
+    workload file put in the text (advisor.render.inert). BadInput when the mkfs line itself
+    holds characters a script cannot show (a device name with control characters)."""
+    command = proposal.mkfs_command
+    if any(is_hidden(c) for c in command):
+        raise BadInput(f"the mkfs command holds control characters ({terminal(command)}): "
+                       "no script saved")
+    lines = ["#!/bin/sh", shell_comment_line(f"xfs-advisor proposal for {device}"), ""]
     for d in proposal.decisions:
         if d.changed:
-            lines.append(f"# {d.setting} = {d.value} (default {d.default}): {d.reason}")
+            lines.append(shell_comment_line(
+                f"{d.setting} = {d.value} (default {d.default}): {d.reason}"))
     for w in proposal.warnings:
-        lines.append(f"# WARNING: {w.message}")
-    lines += ["", proposal.mkfs_command, "", "# /etc/fstab:", f"# {proposal.fstab}", ""]
+        lines.append(shell_comment_line(f"WARNING: {w.message}"))
+    lines += ["", command, "", "# /etc/fstab:", shell_comment_line(proposal.fstab), ""]
     return "\n".join(lines)
+
+
+def shell_comment_line(text: str) -> str:
+    """`# text`, on one line."""
+    return f"# {shell_comment(text)}"
 
 
 def decisions_table(proposal: Proposal) -> Table:
@@ -72,9 +86,9 @@ def decisions_table(proposal: Proposal) -> Table:
         head = Text.assemble(
             (d.value, "bold" if d.changed else "dim"), (f"  default {d.default}", "dim"),
             (f"  later: {d.changeable_later}", "dim"))
-        body = Text(f"{d.reason} [{d.source}; {d.rule}]")
+        body = Text(f"{terminal(d.reason)} [{d.source}; {d.rule}]")
         if d.resolution:
-            body.append(f"\n{d.resolution}", style="italic")
+            body.append(f"\n{terminal(d.resolution)}", style="italic")
         table.add_row(Text(d.setting, style="" if d.changed else "dim"), head + "\n" + body)
     return table
 
@@ -131,13 +145,14 @@ class ProposalScreen(StepScreen):
             problem = f"{problem} F3 to fix them."
         self.query_one("#problem", Static).update(problem or "")
         self.query_one("#problem", Static).display = problem is not None
-        self.query_one("#mkfs", Static).update(Text(proposal.mkfs_command if proposal else ""))
-        self.query_one("#fstab", Static).update(Text(proposal.fstab if proposal else ""))
+        self.query_one("#mkfs", Static).update(
+            Text(terminal(proposal.mkfs_command) if proposal else ""))
+        self.query_one("#fstab", Static).update(Text(terminal(proposal.fstab) if proposal else ""))
         warnings = proposal.warnings if proposal else []
         self.query_one("#warnings-title").display = bool(warnings)
         self.query_one("#warnings").display = bool(warnings)
         self.query_one("#warnings", Static).update(Text("\n".join(
-            f"! {w.message} [{w.rule}]" for w in warnings)))
+            f"! {terminal(w.message)} [{w.rule}]" for w in warnings)))
         self.query_one("#decisions", Static).update(
             decisions_table(proposal) if proposal else "")
         diff = geometry_diff(proposal) if proposal else []
@@ -194,10 +209,14 @@ class ProposalScreen(StepScreen):
 
         device = self.advisor.state.device_name or "device"
         save_file(self.app, f"Save the proposal to (relative to {Path.cwd()}):",
-                  f"mkfs-{device}.sh", "proposal script", self._script_text)
+                  f"mkfs-{terminal(device)}.sh", "proposal script", self._script_text)
 
     def _script_text(self) -> str | None:
         proposal = self.advisor.state.proposal
         if proposal is None:
             return None
-        return save_text(proposal, self.advisor.state.device_name or "")
+        try:
+            return save_text(proposal, self.advisor.state.device_name or "")
+        except BadInput as err:
+            self.notify(err.message, severity="error")
+            return None

@@ -22,6 +22,7 @@ from textual_plotext import PlotextPlot
 from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.units import human_size
+from advisor.render.inert import terminal
 from advisor.tui.messages import DevicesChanged, ProposalChanged, RunProgressed, RunSampled
 from advisor.tui.step import StepScreen
 
@@ -233,9 +234,10 @@ class ValidateScreen(StepScreen):
         sides = self.query_one("#sides", Static)
         a = Text.assemble(("A", "bold"), " mkfs.xfs and mount defaults   ", ("B", "bold"))
         if problem:
-            sides.update(a + f" {problem}")
+            sides.update(a + f" {terminal(problem)}")
         elif self.target == LOOP and self._shown() is not None:
-            sides.update(a + f" the proposal for {self._shown_for()} shown on F4, as far as the "
+            sides.update(a + f" the proposal for {terminal(self._shown_for())} shown on F4, as "
+                         "far as the "
                          "loop device can take it (what it cannot is listed in the plan)")
         elif self.target == LOOP:
             sides.update(a + " the advisor's proposal for the loop device itself (no device "
@@ -245,7 +247,8 @@ class ValidateScreen(StepScreen):
         else:
             b = " ".join(proposal.mkfs_options) or "(no mkfs options)"
             mount = ",".join(proposal.mount_options) or "defaults"
-            sides.update(a + f" mkfs.xfs {b}, mount -o {mount} (the proposal for {self.target})")
+            sides.update(a + terminal(f" mkfs.xfs {b}, mount -o {mount} (the proposal for "
+                                      f"{self.target})"))
 
     def _show_guard(self) -> None:
         guard = self.query_one("#guard", Static)
@@ -264,8 +267,8 @@ class ValidateScreen(StepScreen):
         except AdvisorError as err:
             reasons = [err.message]
         if reasons:
-            guard.update(Text(f"refused: {self.target} cannot be used for the run: "
-                              + "; ".join(reasons) + ". Choose another target.",
+            guard.update(Text(terminal(f"refused: {self.target} cannot be used for the run: "
+                                       + "; ".join(reasons) + ". Choose another target."),
                               style="bold red"))
             confirm.display = False
         else:
@@ -545,7 +548,7 @@ class ValidateScreen(StepScreen):
             return
         self.query_one("#progress", ProgressBar).update(total=message.total + 1,
                                                         progress=message.done)
-        self.query_one("#step", Static).update(message.what)
+        self.query_one("#step", Static).update(Text(terminal(message.what)))
 
     def on_run_sampled(self, message: RunSampled) -> None:
         """Live plots: one per metric, made when its first value arrives, one point per side and
@@ -573,13 +576,14 @@ class ValidateScreen(StepScreen):
             done = event.worker.result.rounds * 2 + 1
             self.query_one("#progress", ProgressBar).update(progress=done)
             report = event.worker.result
-            step.update(f"done on {report.environment.device}")
+            step.update(Text(f"done on {terminal(report.environment.device)}"))
             self.show_report(report)
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             message = error.message if isinstance(error, AdvisorError) else \
                 f"internal error: {type(error).__name__}: {error}"
-            step.update(Text(message, style="bold" if "cancelled" in message else "bold red"))
+            step.update(Text(terminal(message),
+                             style="bold" if "cancelled" in message else "bold red"))
             self.query_one("#progress").display = False
             if isinstance(error, DeviceProblem):  # the guard's check right before a mkfs
                 self.notify(message, severity="error")

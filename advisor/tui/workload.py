@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
+from advisor.render.inert import terminal
 from advisor.tui.dialogs import PathPrompt, default_save_name, save_file
 from advisor.tui.form import FormValue, Question, check, questions, values_of
 from advisor.tui.messages import ProposalChanged
@@ -96,9 +97,9 @@ class WorkloadScreen(StepScreen):
         elif state.proposing:
             preview.update(Text("mkfs: computing...", style="dim"))
         elif state.proposal is not None:
-            preview.update(Text("mkfs: " + state.proposal.mkfs_command))
+            preview.update(Text("mkfs: " + terminal(state.proposal.mkfs_command)))
         else:
-            preview.update(Text(state.proposal_problem or "", style="dim"))
+            preview.update(Text(terminal(state.proposal_problem or ""), style="dim"))
 
     def on_screen_resume(self) -> None:
         device = self.advisor.state.device
@@ -171,7 +172,7 @@ class WorkloadScreen(StepScreen):
             # Only what changed: each update re-lays out the whole form.
             if self._beside_shown.get(q.key, "") != shown:
                 beside = self.query_one(f"#{q.widget_id}-error", Static)
-                beside.update(shown)
+                beside.update(Text(terminal(shown)))
                 beside.set_class(not error, "-note")
                 self._beside_shown[q.key] = shown
         status = self.query_one("#form-status", Static)
@@ -187,7 +188,7 @@ class WorkloadScreen(StepScreen):
             count = len(result.field_errors) + (1 if result.form_error else 0)
             problem = result.form_error or f"{count} answer(s) need fixing"
             state.workload_problem = problem
-            status.update(f"not valid: {problem}")
+            status.update(Text(f"not valid: {terminal(problem)}"))
             status.add_class("-invalid")
         self.advisor.request_proposal()
 
@@ -255,7 +256,7 @@ class WorkloadScreen(StepScreen):
         def progress(entries: int, seconds: float) -> None:
             self.post_message(Scanned(entries, seconds))  # thread-safe; widgets untouched
 
-        self.query_one("#form-status", Static).update(f"scanning {path}...")
+        self.query_one("#form-status", Static).update(Text(f"scanning {terminal(str(path))}..."))
         self.run_worker(lambda: session.profile(path, progress), name="scan", group="scan",
                         thread=True, exclusive=True, exit_on_error=False)
 

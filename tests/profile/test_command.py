@@ -228,6 +228,6 @@ def test_text_report_escapes_names_that_could_drive_the_terminal(
     assert "\x1b" not in out
     assert [x for x in lines if x.startswith("Largest directories")] == [
         "Largest directories (entries):"]
-    assert "fake\\nLargest directories (entries):\\x1b[2J" in out
+    assert "fake\\nLargest directories (entries):\\e[2J" in out
     code, out, _ = run_cli(capsys, "profile", "--json", str(top))
     assert json.loads(out)["largest_directories"][0]["path"].endswith(odd.name)

@@ -1,0 +1,291 @@
+"""Hostile input refused before anything is made: empty names on the command line, and a
+`validate --continue` report with numbers the flags would never allow (a loop file larger than
+the loop folder's free space, more writers than MAX_WRITERS, a negative directory, an endless
+budget). Each is one line and exit 2; the run itself never starts."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.cli import main
+from advisor.errors import AdvisorError
+from advisor.session import Session
+from tests.bench.test_adaptive import _report
+from tests.conftest import REPO, require_root_tools
+from tests.inspect.sysfs_builder import Dev, write_tree
+
+
+class _Started(AdvisorError):
+    """The run was started: the report got through (main() returns this exit code)."""
+
+    exit_code = 77
+
+
+def _never_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A validate run that got through the checks raises _Started instead of running."""
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started("the run started")
+
+    monkeypatch.setattr(Session, "run_validation", started)
+    monkeypatch.setattr(Session, "more_rounds", started)
+
+
+@pytest.mark.parametrize("argv", [
+    ["capture", ""], ["audit", "--fstab", ""], ["--workload", "", "--json"],
+    ["propose", "--workload", ""], ["propose", "--rules", ""], ["--rules", "", "--json"],
+    ["validate", "--rules", ""], ["validate", "--workload", ""], ["audit", "--rules", ""],
+    ["audit", "--workload", ""], ["fleet", ""], ["profile", ""], ["--sysroot", "", "devices"],
+    ["devices", ""], ["propose", "--device-file", ""], ["validate", "--continue", ""],
+    ["rules", "--rules", ""], ["explain", "--rules", "", "inode-size"],
+])
+def test_an_empty_name_is_an_error(argv: list[str], tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _never_run(monkeypatch)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is empty" in err, err
+    assert list(tmp_path.iterdir()) == []  # `capture ""` captured into the current folder
+
+
+def _hostile(update: dict[str, Any]) -> dict[str, Any]:
+    doc = json.loads(_report().model_dump_json())
+    for path, value in update.items():
+        where = doc
+        *parents, last = path.split(".")
+        for key in parents:
+            where = where[key]
+        where[last] = value
+    return doc
+
+
+@pytest.mark.parametrize(("update", "needle"), [
+    ({"environment.device_size_bytes": 1 << 50}, "free"),
+    ({"environment.device_size_bytes": 4096}, "device_size_bytes"),
+    ({"workload.writers": 64}, "writers"),
+    ({"workload.directory_entries": -20_000, "workload.churn_entries": -2_000},
+     "directory_entries"),
+    ({"workload.churn_entries": 10**9}, "churn_entries"),
+    ({"workload.fsync_phase": "yes"}, "fsync_phase"),
+    ({"workload.phase_seconds": 1e300}, "phase_seconds"),
+    ({"stopping.budget_seconds": 1e12}, "budget_seconds"),
+])
+def test_a_continued_report_is_held_to_the_flags_bounds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        update: dict[str, Any], needle: str) -> None:
+    require_root_tools("losetup", "mkfs.xfs", "fio", "mount")  # validate's own host checks
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(_hostile(update)))
+    monkeypatch.setenv("XFS_ADVISOR_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XFS_ADVISOR_CALIBRATION", str(tmp_path / "calibration.json"))
+    _never_run(monkeypatch)
+    code = main(["validate", "--continue", str(report), "--loop-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_a_sound_report_still_continues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    require_root_tools("losetup", "mkfs.xfs", "fio", "mount")
+    report = tmp_path / "report.json"
+    report.write_text(_report().model_dump_json())
+    monkeypatch.setenv("XFS_ADVISOR_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XFS_ADVISOR_CALIBRATION", str(tmp_path / "calibration.json"))
+    _never_run(monkeypatch)
+    assert main(["validate", "--continue", str(report), "--loop-dir", str(tmp_path)]) == 77
+
+
+def test_a_thousand_stacked_devices_are_listed(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture is input too: devices stacked deeper than Python's recursion limit are listed
+    (the tree is walked with a stack of its own), not an internal error."""
+    depth = 1000
+    devices = [Dev("sda", 1 << 30, "8:0", holders=["dm-0"])]
+    devices += [Dev(f"dm-{i}", 1 << 30, f"253:{i}", dm_name=f"layer{i}",
+                    slaves=["sda" if i == 0 else f"dm-{i - 1}"],
+                    holders=[f"dm-{i + 1}"] if i < depth - 1 else []) for i in range(depth)]
+    root = write_tree(tmp_path / "host", devices)
+    assert main(["--sysroot", str(root), "devices"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0].lstrip("|`- ") for line in lines[1:4]] == ["sda", "layer0",
+                                                                       "layer1"]
+    assert len(lines) == 1 + 1 + depth
+    assert lines[-1].lstrip(" |`-").startswith(f"layer{depth - 1} ")
+
+
+def _fleet_host(results: Path, name: str) -> Path:
+    """A host whose capture and audit steps say they succeeded (so that audit.out is read)."""
+    host = results / name
+    host.mkdir(parents=True)
+    (host / "capture.rc").write_text("0\n")
+    (host / "audit.rc").write_text("0\n")
+    return host
+
+
+def test_fleet_results_are_regular_files_of_bounded_size(tmp_path: Path) -> None:
+    """A FIFO used to hang `fleet`, /dev/zero to end it in a MemoryError (exit 1): each is now
+    one failed host with the reason, and the report is made."""
+    results = tmp_path / "results"
+    os.mkfifo(_fleet_host(results, "fifo") / "audit.out")
+    (_fleet_host(results, "zero") / "audit.out").symlink_to("/dev/zero")
+    (_fleet_host(results, "secret") / "audit.out").symlink_to("/etc/shadow")
+    with open(_fleet_host(results, "huge") / "error.txt", "wb") as f:
+        f.truncate(64 << 20)  # sparse: costs nothing on disk
+    env = {k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"}
+    proc = subprocess.run([sys.executable, "-m", "advisor", "fleet", "--json", str(results)],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    errors = {h["host"]: h["error"] for h in json.loads(proc.stdout)["hosts"]}
+    assert set(errors) == {"fifo", "zero", "secret", "huge"}
+    assert "is a FIFO, not a regular file" in errors["fifo"]
+    assert "is a symlink" in errors["zero"] and "is a symlink" in errors["secret"]
+    assert "larger than" in errors["huge"]
+
+
+STORE = REPO / "ansible" / "roles" / "xfs_advisor" / "files" / "store.py"
+
+
+class _Zeros(io.RawIOBase):
+    """`size` zero bytes, made as they are read."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self.left)
+        buffer[:n] = bytes(n)
+        self.left -= n
+        return n
+
+
+def _payload(*members: tuple[tarfile.TarInfo, int]) -> str:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz", compresslevel=1) as tf:
+        for info, size in members:
+            info.size = size if info.isfile() else 0
+            tf.addfile(info, _Zeros(size) if info.isfile() else None)
+    return base64.b64encode(out.getvalue()).decode()
+
+
+def _store(results: Path, payload: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(STORE), str(results), "web1"],
+                          input=json.dumps({"payload": payload}), capture_output=True,
+                          text=True, timeout=120)
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+@pytest.mark.parametrize(("members", "needle"), [
+    ([(_member("capture/big"), (256 << 20) + 1)], "MiB unpacked"),
+    ([(_member("capture/sys", tarfile.SYMTYPE, "../../../etc"), 0)], "links outside"),
+    ([(_member("../escape"), 1)], "outside the host's folder"),
+    ([(_member("capture/fifo", tarfile.FIFOTYPE), 0)], "not a file, folder or symlink"),
+    ([(_member("capture/sda", tarfile.BLKTYPE), 0)], "not a file, folder or symlink"),
+])
+def test_store_refuses_bombs_and_escapes(tmp_path: Path, members: list[Any],
+                                         needle: str) -> None:
+    proc = _store(tmp_path / "results", _payload(*members))
+    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+    assert list((tmp_path / "results").iterdir()) == []  # nothing left, not even a temp folder
+
+
+def test_store_unpacks_a_capture_with_its_links(tmp_path: Path) -> None:
+    proc = _store(tmp_path / "results", _payload(
+        (_member("capture/sys/devices/sda", tarfile.DIRTYPE), 0),
+        (_member("capture/sys/devices/sda/size"), 8),
+        (_member("capture/sys/block/sda", tarfile.SYMTYPE, "../devices/sda"), 0)))
+    assert proc.returncode == 0 and proc.stdout.strip() == "changed", proc.stderr
+    host = tmp_path / "results" / "web1"
+    assert (host / "capture/sys/block/sda/size").read_bytes() == bytes(8)
+
+
+@pytest.mark.parametrize("command", ["fleet", "profile"])
+def test_someone_elses_link_in_a_shared_folder_is_not_followed(tmp_path: Path,
+                                                               command: str) -> None:
+    """As fs.protected_symlinks: root writing `fleet -o /tmp/x` or `profile --write-workload
+    /tmp/x` where another user planted x -> a root-owned file replaced that file."""
+    require_root_tools()
+    victim = tmp_path / "victim.conf"
+    victim.write_text("# precious\n")
+    victim.chmod(0o644)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    trap = shared / "report"
+    trap.symlink_to(victim)
+    os.lchown(trap, 4242, 4242)
+    if command == "fleet":
+        (tmp_path / "results" / "web1").mkdir(parents=True)
+        (tmp_path / "results" / "web1" / "error.txt").write_text("unreachable\n")
+        argv = ["fleet", str(tmp_path / "results"), "-o", str(trap)]
+    else:
+        (tmp_path / "data").mkdir()
+        (tmp_path / "data" / "file").write_bytes(bytes(8192))
+        argv = ["profile", str(tmp_path / "data"), "--write-workload", str(trap)]
+    env = {k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"}
+    proc = subprocess.run([sys.executable, "-m", "advisor", *argv], capture_output=True,
+                          text=True, cwd=REPO, env=env, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "fs.protected_symlinks" in proc.stderr
+    assert victim.read_text() == "# precious\n"
+    # Our own link there, or a link the folder's owner made, is followed as before.
+    os.lchown(trap, 0, 0)
+    proc = subprocess.run([sys.executable, "-m", "advisor", *argv], capture_output=True,
+                          text=True, cwd=REPO, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text() != "# precious\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_an_ending_signal_during_a_dry_run_removes_its_image(tmp_path: Path,
+                                                             sig: signal.Signals) -> None:
+    """`kill` (or a closed terminal) while a proposal's mkfs.xfs -N runs: one line, exit 130,
+    and the dry run's folder (with its device-sized sparse image) is gone. mkfs.xfs is a stub
+    that answers -V and then waits, so that the signal lands inside the dry run."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    real = subprocess.run(["mkfs.xfs", "-V"], capture_output=True, text=True).stdout
+    (stubs / "mkfs.xfs").write_text(
+        f'#!/bin/sh\ncase "$1" in -V) echo "{real.strip()}"; exit 0;; esac\n'
+        f'touch "{tmp_path}/dry-run-started"\nexec sleep 60\n')
+    (stubs / "mkfs.xfs").chmod(0o755)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    env = {**{k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"},
+           "PATH": f"{stubs}:{os.environ['PATH']}", "TMPDIR": str(temp)}
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "--sysroot", str(root),
+                             "--device", "sda"], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "dry-run-started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [p.name[:18] for p in temp.iterdir()] == ["xfs-advisor-check-"]
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip() == "xfs-advisor: interrupted"
+    assert list(temp.iterdir()) == []
+    stub_left = subprocess.run(["pgrep", "-f", f"{stubs}"], capture_output=True, text=True)
+    assert stub_left.stdout == ""

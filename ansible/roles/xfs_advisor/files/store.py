@@ -4,12 +4,15 @@ usage: store.py RESULTS_DIR HOST < {"payload": base64 tar.gz, "error": message}
 
 RESULTS_DIR/HOST is replaced by the unpacked payload (or, for a host that failed before it could
 collect, by error.txt alone) only when that differs from what is there: prints "changed" or
-"unchanged". Standard library only: it runs with the controller's Ansible Python.
+"unchanged". Standard library only: it runs with the controller's Ansible Python, which on
+Debian 12 is 3.11.2, older than tarfile's extraction filters: `extract` below unpacks member by
+member itself (the project's tests and scripts unpack their captures with it too).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import io
 import json
 import os
@@ -17,6 +20,85 @@ import shutil
 import sys
 import tarfile
 import tempfile
+
+#: Limits of one payload: a host's capture is a few thousand small files.
+MAX_MEMBERS = 200_000
+MAX_BYTES = 512 << 20
+
+
+class Unsafe(Exception):
+    """A member of an archive that `extract` refuses to write."""
+
+
+def _inside(rel: str) -> bool:
+    """Whether a relative path, read lexically, stays inside the folder it is relative to."""
+    norm = os.path.normpath(rel)
+    return not os.path.isabs(rel) and norm != ".." and not norm.startswith("../")
+
+
+def extract(tf: tarfile.TarFile, dest: str, *, max_members: int = MAX_MEMBERS,
+            max_bytes: int = MAX_BYTES) -> None:
+    """Every member of `tf` under the existing folder `dest`, one at a time: folders, regular
+    files (mode 0644 or 0755, no owner kept) and symbolic links, nothing else (no hard links,
+    devices or FIFOs). A name that is absolute or holds `..`, a member written through a link, a
+    name seen twice, a link whose target leaves `dest`, more than `max_members` members or
+    `max_bytes` of file data: Unsafe, with what was written left for the caller to remove."""
+    root = os.path.realpath(dest)
+    total = 0
+    links: list[str] = []
+    for count, member in enumerate(tf, start=1):
+        if count > max_members:
+            raise Unsafe(f"more than {max_members} members")
+        name = member.name
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        if name.startswith("/") or ".." in parts:
+            raise Unsafe(f"{name!r}: an absolute name or one with '..'")
+        if not parts:
+            if member.isdir():
+                continue  # the archive's own top folder ("./")
+            raise Unsafe(f"{name!r}: not a name")
+        if not (member.isdir() or member.isreg() or member.issym()):
+            raise Unsafe(f"{name!r}: only folders, regular files and symbolic links are taken")
+        folder = root
+        for part in parts[:-1]:  # never through a link: every parent is a real folder
+            folder = os.path.join(folder, part)
+            try:
+                os.mkdir(folder, 0o755)
+            except FileExistsError:
+                if os.path.islink(folder) or not os.path.isdir(folder):
+                    raise Unsafe(f"{name!r}: under something that is not a folder") from None
+        path = os.path.join(folder, parts[-1])
+        try:
+            if member.isdir():
+                try:
+                    os.mkdir(path, 0o755)
+                except FileExistsError:
+                    if os.path.islink(path) or not os.path.isdir(path):
+                        raise Unsafe(f"{name!r}: seen twice") from None
+            elif member.issym():
+                target = member.linkname
+                if not _inside(os.path.join(*parts[:-1], target) if parts[:-1] else target):
+                    raise Unsafe(f"{name!r}: a link out of the folder ({target!r})")
+                os.symlink(target, path)
+                links.append(path)
+            else:
+                total += member.size
+                if total > max_bytes:
+                    raise Unsafe(f"more than {max_bytes} bytes of files")
+                source = tf.extractfile(member)
+                if source is None:
+                    raise Unsafe(f"{name!r}: no data")
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                fd = os.open(path, flags, 0o755 if member.mode & 0o100 else 0o644)
+                with os.fdopen(fd, "wb") as out:
+                    shutil.copyfileobj(source, out)
+        except FileExistsError:
+            raise Unsafe(f"{name!r}: seen twice") from None
+    # Each link checked on the whole tree: a chain of links that are each inside may lead out.
+    for link in links:
+        real = os.path.realpath(link)
+        if real != root and not real.startswith(root + os.sep):
+            raise Unsafe(f"{os.path.relpath(link, root)!r}: a link out of the folder")
 
 
 def tree(top: str) -> dict[str, tuple[str, bytes]]:
@@ -47,9 +129,16 @@ def main() -> int:
     new = tempfile.mkdtemp(prefix=f".{host}.", dir=results)
     try:
         if doc.get("payload"):
-            data = base64.b64decode(doc["payload"])
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
-                tf.extractall(new, filter="data")
+            try:
+                data = base64.b64decode(doc["payload"], validate=True)
+                with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
+                    extract(tf, new)
+            except (Unsafe, tarfile.TarError, binascii.Error, EOFError, OSError) as err:
+                # The host's results are refused, and the report says why.
+                shutil.rmtree(new)
+                os.mkdir(new)
+                with open(os.path.join(new, "error.txt"), "w", encoding="utf-8") as f:
+                    f.write(f"results refused: {err}\n")
         else:
             with open(os.path.join(new, "error.txt"), "w", encoding="utf-8") as f:
                 f.write((doc.get("error") or "no results") + "\n")

@@ -124,3 +124,43 @@ def test_store_runs_on_debian_python(tmp_path: Path) -> None:
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "changed\n", "")
     assert (tmp_path / "h" / "capture/sys/block/sda/size").read_text() == "2048\n"
     assert sys.version_info >= (3, 11)
+
+
+def test_a_proposal_that_differs_only_in_its_timings_is_unchanged(tmp_path: Path) -> None:
+    def proposal(total: float, command: str) -> Add:
+        doc = {"proposal": {"mkfs_command": command}, "extra": {"timings_ms": {"total": total}}}
+        return _file("./proposals/sdb.out", json.dumps(doc).encode())
+
+    assert store(tmp_path, "h", payload=_payload(*GOOD, proposal(1.5, "mkfs.xfs /dev/sdb"))) \
+        == "changed"
+    assert store(tmp_path, "h", payload=_payload(*GOOD, proposal(9.0, "mkfs.xfs /dev/sdb"))) \
+        == "unchanged"
+    assert store(tmp_path, "h", payload=_payload(*GOOD, proposal(9.0, "mkfs.xfs -f /dev/sdb"))) \
+        == "changed"
+
+
+def test_batch_stores_every_host_of_the_play_in_one_run(tmp_path: Path) -> None:
+    results, incoming = tmp_path / "results", tmp_path / "results.incoming"
+    incoming.mkdir()
+    (incoming / "a.tar.gz").write_bytes(base64.b64decode(_payload(*GOOD)))
+
+    def batch(check: bool = False) -> dict[str, object]:
+        incoming.mkdir(exist_ok=True)
+        if not (incoming / "a.tar.gz").exists():
+            (incoming / "a.tar.gz").write_bytes(base64.b64decode(_payload(*GOOD)))
+        doc = {"incoming": str(incoming), "check": check,
+               "hosts": {"a": "", "b": "install failed: pip: ERROR: no wheel", "c": ""}}
+        proc = subprocess.run([sys.executable, str(ROLE_FILES / "store.py"), str(results),
+                               "--batch"], input=json.dumps(doc), capture_output=True,
+                              text=True, check=True)
+        assert not incoming.exists()
+        return dict(json.loads(proc.stdout))
+
+    assert batch(check=True) == {"changed": ["a", "b", "c"], "unchanged": 0}
+    assert not results.exists()
+    assert batch() == {"changed": ["a", "b", "c"], "unchanged": 0}
+    assert (results / "a" / "capture/sys/block/sda/size").read_text() == "2048\n"
+    assert (results / "b" / "error.txt").read_text() == "install failed: pip: ERROR: no wheel\n"
+    assert (results / "c" / "error.txt").read_text().startswith("not reached")
+    assert batch() == {"changed": [], "unchanged": 3}
+    assert batch(check=True) == {"changed": [], "unchanged": 3}

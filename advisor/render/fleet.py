@@ -27,6 +27,7 @@ def _proposal(d: FleetDevice) -> str:
         text += f" ; mount -o {','.join(d.proposal.mount_options)}"
     if d.proposal.same_as_host is False:
         text += " (the host proposed otherwise)"
+    text += "".join(f" [warning: {w.message}]" for w in d.proposal.warnings)
     return text
 
 
@@ -63,6 +64,57 @@ def _host_totals(h: FleetHost) -> str:
     return f"{h.host}: {_findings(h.counts)}"
 
 
+def _hosts(names: list[str], most: int = 20) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most
+                                      else "")
+
+
+def rules_view(doc: FleetDocument) -> str:
+    """Findings grouped by rule id: severity, hosts and findings, worst first."""
+    lines = [f"{_summary(doc)}; findings by rule (xfs-advisor explain RULE tells more):"]
+    for r in doc.by_rule:
+        lines += [f"{r.rule} [{r.severity}] {len(r.hosts)} hosts, {r.findings} findings: "
+                  f"{r.title}", f"    {_hosts(r.hosts)}"]
+    if not doc.by_rule:
+        lines.append("no findings")
+    lines += _gate(doc)
+    return "\n".join(lines) + "\n"
+
+
+def proposals_view(doc: FleetDocument) -> str:
+    """Proposals grouped by what they decide: the command, the settings changed from the
+    defaults with their reasons, the warnings, and the hosts and devices that get it."""
+    groups: dict[str, tuple[FleetDevice, list[str]]] = {}
+    for h in doc.hosts:
+        for d in h.devices:
+            if d.proposal is None:
+                continue
+            key = "\0".join([
+                ",".join(f"{r.setting}={r.value}" for r in d.proposal.reasons),
+                ",".join(d.proposal.mount_options), *(w.message for w in d.proposal.warnings)])
+            groups.setdefault(key, (d, []))[1].append(f"{h.host}:{d.name}")
+    lines = [f"{_summary(doc)}; {len(groups)} distinct proposals:"]
+    for d, where in sorted(groups.values(), key=lambda g: -len(g[1])):
+        if d.proposal is None:
+            continue
+        p = d.proposal
+        kind = "non-default" if p.reasons or p.mount_options else "the defaults kept"
+        lines.append(f"{len(where)} devices, {kind}: {p.mkfs_command}"
+                     + (f" ; mount -o {','.join(p.mount_options)}" if p.mount_options else ""))
+        lines += [f"    {r.setting} {r.value} (default {r.default}), rule {r.rule}: {r.reason}"
+                  for r in p.reasons]
+        lines += [f"    warning ({w.rule}): {w.message}" for w in p.warnings]
+        lines.append(f"    {_hosts(where)}")
+    return "\n".join(lines) + "\n"
+
+
+def _gate(doc: FleetDocument) -> list[str]:
+    if not doc.fail_on:
+        return []
+    return [f"--fail-on {doc.fail_on}: {len(doc.failing_hosts)} hosts fail"
+            + (f": {_hosts(doc.failing_hosts)}" if doc.failing_hosts else "")]
+
+
 def table(doc: FleetDocument) -> str:
     """For a terminal."""
     body = rows(doc)
@@ -75,6 +127,9 @@ def table(doc: FleetDocument) -> str:
         same = "the same proposals" if s.same_proposal else "DIFFERENT proposals"
         lines.append(f"{s.shape} ({len(s.hosts)} hosts, {same}): {s.devices}: "
                      f"{', '.join(s.hosts)}")
+    lines += [f"{r.rule} [{r.severity}]: {len(r.hosts)} hosts, {r.findings} findings"
+              for r in doc.by_rule]
+    lines += _gate(doc)
     return "\n".join(lines) + "\n"
 
 

@@ -1,12 +1,15 @@
 """Store one host's results on the controller (the xfs_advisor role's tasks/store.yml).
 
-usage: store.py RESULTS_DIR HOST < {"payload": base64 tar.gz, "error": message}
+usage: store.py RESULTS_DIR --batch < {"incoming": DIR, "hosts": {HOST: error}, "check": bool}
+       store.py RESULTS_DIR HOST < {"payload": base64 tar.gz, "error": message}
 
-RESULTS_DIR/HOST is replaced by the unpacked payload (or, for a host that failed before it could
-collect, by error.txt alone) only when that differs from what is there: prints "changed" or
-"unchanged". Standard library only: it runs with the controller's Ansible Python, which on
-Debian 12 is 3.11.2, older than tarfile's extraction filters: `extract` below unpacks member by
-member itself (the project's tests and scripts unpack their captures with it too).
+The first form is the role's: every host of the play in one run, each payload read from
+DIR/HOST.tar.gz (fetched from the host); the second stores one host. RESULTS_DIR/HOST is replaced
+by the unpacked payload (or, for a host that failed before it could collect, by error.txt alone)
+only when that differs from what is there. Standard library only: it runs with the
+controller's Ansible Python, which on Debian 12 is 3.11.2, older than tarfile's extraction
+filters: `extract` below unpacks member by member itself (the project's tests and scripts unpack
+their captures with it too).
 """
 
 from __future__ import annotations
@@ -103,7 +106,7 @@ def extract(tf: tarfile.TarFile, dest: str, *, max_members: int = MAX_MEMBERS,
 
 def tree(top: str) -> dict[str, tuple[str, bytes]]:
     """Every entry under `top` (symlinks not followed: a capture of sysfs is full of loops), by
-    relative path: ("dir", b""), ("link", target) or ("file", content)."""
+    relative path: ("dir", b""), ("link", target) or ("file", content), as compared."""
     found: dict[str, tuple[str, bytes]] = {}
     for folder, dirs, files in os.walk(top):
         for name in dirs + files:
@@ -115,25 +118,35 @@ def tree(top: str) -> dict[str, tuple[str, bytes]]:
                 found[rel] = ("dir", b"")
             else:
                 with open(path, "rb") as f:
-                    found[rel] = ("file", f.read())
+                    found[rel] = ("file", _without_timings(rel, f.read()))
     return found
 
 
-def main() -> int:
-    results, host = sys.argv[1], sys.argv[2]
-    if not host or host in (".", "..") or "/" in host:
-        print(f"store.py: not a host name for a folder: {host!r}", file=sys.stderr)
-        return 2
-    doc = json.load(sys.stdin)
-    os.makedirs(results, exist_ok=True)
+def _without_timings(rel: str, content: bytes) -> bytes:
+    """A proposal's output less its timings (extra.timings_ms), which differ on every run: a
+    host with nothing else changed is unchanged."""
+    if not (rel.startswith("proposals" + os.sep) and rel.endswith(".out")):
+        return content
+    try:
+        doc = json.loads(content)
+        doc["extra"].pop("timings_ms")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return content
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def store(results: str, host: str, data: bytes | None, error: str, *,
+          check: bool = False) -> bool:
+    """RESULTS/HOST from a payload (tar.gz bytes) or, without one, an error.txt; replaced only
+    when it differs from what is there. Whether it changed (with `check`: would change; nothing
+    is written)."""
     new = tempfile.mkdtemp(prefix=f".{host}.", dir=results)
     try:
-        if doc.get("payload"):
+        if data:
             try:
-                data = base64.b64decode(doc["payload"], validate=True)
                 with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
                     extract(tf, new)
-            except (Unsafe, tarfile.TarError, binascii.Error, EOFError, OSError) as err:
+            except (Unsafe, tarfile.TarError, EOFError, OSError) as err:
                 # The host's results are refused, and the report says why.
                 shutil.rmtree(new)
                 os.mkdir(new)
@@ -141,12 +154,13 @@ def main() -> int:
                     f.write(f"results refused: {err}\n")
         else:
             with open(os.path.join(new, "error.txt"), "w", encoding="utf-8") as f:
-                f.write((doc.get("error") or "no results") + "\n")
+                f.write((error or "no results") + "\n")
         os.chmod(new, 0o755)
         dest = os.path.join(results, host)
         if os.path.isdir(dest) and tree(new) == tree(dest):
-            print("unchanged")
-            return 0
+            return False
+        if check:
+            return True
         old = None
         if os.path.lexists(dest):
             old = tempfile.mkdtemp(prefix=f".{host}.old.", dir=results)
@@ -155,11 +169,76 @@ def main() -> int:
         new = ""
         if old:
             shutil.rmtree(old)
-        print("changed")
-        return 0
+        return True
     finally:
         if new:
             shutil.rmtree(new, ignore_errors=True)
+
+
+def _host_name(host: str) -> bool:
+    return bool(host) and host not in (".", "..") and "/" not in host and "\0" not in host
+
+
+def batch(results: str, doc: dict[str, object]) -> int:
+    """Every host of the play in one run: doc = {"incoming": folder of HOST.tar.gz fetched from
+    the hosts, "hosts": {HOST: error message or ""}, "check": bool (say what would change, store
+    nothing)}. A host with a payload is
+    stored from it, one without from its error (or "not reached"). Prints {"changed": [HOST...],
+    "unchanged": N}; the incoming folder is removed."""
+    incoming = str(doc.get("incoming") or "")
+    hosts = doc.get("hosts")
+    if not isinstance(hosts, dict) or not incoming:
+        print("store.py: the batch document needs 'incoming' and 'hosts'", file=sys.stderr)
+        return 2
+    changed: list[str] = []
+    unchanged = 0
+    check = bool(doc.get("check"))
+    try:
+        if check and not os.path.isdir(results):  # nothing stored yet: every host would change
+            print(json.dumps({"changed": sorted(hosts), "unchanged": 0}))
+            return 0
+        os.makedirs(results, exist_ok=True)
+        for host, error in sorted(hosts.items()):
+            if not _host_name(host):
+                print(f"store.py: not a host name for a folder: {host!r}", file=sys.stderr)
+                return 2
+            data = None
+            try:
+                with open(os.path.join(incoming, f"{host}.tar.gz"), "rb") as f:
+                    data = f.read(MAX_BYTES + 1)
+            except FileNotFoundError:
+                pass
+            if data is not None and len(data) > MAX_BYTES:
+                data, error = None, f"results refused: more than {MAX_BYTES} bytes"
+            why = str(error or "") if not data else ""
+            if store(results, host, data, why or "not reached: unreachable, or failed before the "
+                     "role ran", check=check):
+                changed.append(host)
+            else:
+                unchanged += 1
+    finally:
+        shutil.rmtree(incoming, ignore_errors=True)
+    print(json.dumps({"changed": changed, "unchanged": unchanged}))
+    return 0
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[2] == "--batch":
+        return batch(sys.argv[1], json.load(sys.stdin))
+    results, host = sys.argv[1], sys.argv[2]
+    if not _host_name(host):
+        print(f"store.py: not a host name for a folder: {host!r}", file=sys.stderr)
+        return 2
+    doc = json.load(sys.stdin)
+    os.makedirs(results, exist_ok=True)
+    data = b""
+    if doc.get("payload"):
+        try:
+            data = base64.b64decode(doc["payload"], validate=True)
+        except binascii.Error as err:
+            doc["error"] = f"results refused: {err}"
+    print("changed" if store(results, host, data, doc.get("error") or "") else "unchanged")
+    return 0
 
 
 if __name__ == "__main__":

@@ -341,3 +341,25 @@ def test_a_non_default_proposal_carries_its_reasons(tmp_path: Path) -> None:
     for r in reasons:
         assert f"    {r['setting']} {r['value']} (default {r['default']}), rule {r['rule']}: " \
             in text
+
+
+def test_csv_has_every_row_and_every_finding_with_its_rule(tmp_path: Path,
+                                                           raid_host: Path) -> None:
+    import csv
+
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b"])
+    _with_absent_fstab_finding(results / "a")
+    store(results, "=cmd", error="=HYPERLINK(\"x\")")
+    out = tmp_path / "fleet.csv"
+    assert main(["fleet", str(results), "--csv", "-o", str(out)]) == 0
+    table, findings = out.read_text().split("\n\n")
+    rows = list(csv.reader(table.splitlines()))
+    assert rows[0][:3] == ["HOST", "STATUS", "SHAPE"]
+    assert rows[1][:2] == ["'=cmd", "FAILED"] and rows[1][8] == "'=HYPERLINK(\"x\")"
+    assert any(r[0] == "a" and r[3] == "/srv/old (absent)" and r[7] == "1 breaks"
+               for r in rows)
+    assert list(csv.reader(findings.splitlines()))[1:] == [
+        ["a", "delaylog", "breaks", "", "/srv/old", "delaylog was removed"]]

@@ -133,6 +133,34 @@ def table(doc: FleetDocument) -> str:
     return "\n".join(lines) + "\n"
 
 
+def csv_text(doc: FleetDocument) -> str:
+    """For a spreadsheet: the table's rows (one per host and device, a failed host with its
+    error) as CSV, then one row per finding (its rule id and severity)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*HEADER, "KERNEL", "TOOL_VERSION"])
+    kernels = {h.host: (h.kernel or "", h.tool_version or "") for h in doc.hosts}
+    for row in rows(doc):
+        writer.writerow([*(_spreadsheet_safe(c) for c in row), *kernels.get(row[0], ("", ""))])
+    writer.writerow([])
+    writer.writerow(["HOST", "RULE", "SEVERITY", "DEVICE", "MOUNTPOINT", "TITLE"])
+    for h in doc.hosts:
+        for f in h.findings:
+            writer.writerow([_spreadsheet_safe(c) for c in (h.host, f.rule, f.severity,
+                                                              f.device or "", f.mountpoint or "",
+                                                              f.title)])
+    return out.getvalue()
+
+
+def _spreadsheet_safe(text: str) -> str:
+    """A cell a spreadsheet shows as text: one starting with =, +, - or @ would be a formula
+    (host names and errors come from the hosts)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@") and text != "-" else text
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 

@@ -363,3 +363,22 @@ def test_csv_has_every_row_and_every_finding_with_its_rule(tmp_path: Path,
                for r in rows)
     assert list(csv.reader(findings.splitlines()))[1:] == [
         ["a", "delaylog", "breaks", "", "/srv/old", "delaylog was removed"]]
+
+
+def test_html_report_is_one_page_with_host_text_escaped(tmp_path: Path, raid_host: Path) -> None:
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a"])
+    _with_absent_fstab_finding(results / "a")
+    store(results, "<b>x", error="<script>alert(1)</script> & \"q\"")
+    page = tmp_path / "fleet.html"
+    assert main(["fleet", str(results), "--html", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "<script>alert(1)" not in text and "<b>x" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot;" in text
+    assert "<td>&lt;b&gt;x</td><td>FAILED</td>" in text
+    assert "<td>delaylog</td><td>breaks</td><td>1</td><td>1</td>" in text
+    # Self-contained: no address to fetch anything from; one inline script (sort and filter).
+    assert "http://" not in text and "https://" not in text and " src=" not in text
+    assert text.count("<script>") == 1 and 'id="filter"' in text

@@ -20,6 +20,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "error.")
     p.add_argument("dir", metavar="DIR", help="the results folder (xfs_advisor_results_dir)")
     p.add_argument("--markdown", action="store_true", help="Markdown instead of the table")
+    p.add_argument("--html", action="store_true",
+                   help="one self-contained HTML page (sortable, filterable table; no network)")
     p.add_argument("--csv", action="store_true",
                    help="CSV instead of the table: the rows, then one row per finding")
     p.add_argument("--output", "-o", metavar="FILE", default=None,
@@ -43,7 +45,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from advisor.errors import EXIT_FINDINGS, BadInput
     from advisor.fleet import fleet_report
-    from advisor.render.fleet import csv_text, markdown, proposals_view, rules_view, table
+    from advisor.render.fleet import (
+        csv_text,
+        html,
+        markdown,
+        proposals_view,
+        rules_view,
+        table,
+    )
 
     if args.jobs is not None and args.jobs < 1:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
@@ -52,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs, args.fail_on)
     if args.json:
         text = doc.model_dump_json(indent=2) + "\n"
+    elif args.html:
+        text = html(doc)
     elif args.csv:
         text = csv_text(doc)
     elif args.by_rule:

@@ -161,6 +161,71 @@ def _spreadsheet_safe(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@") and text != "-" else text
 
 
+#: The HTML report's script: sort by a header's click, filter rows by the text typed. Inline, so
+#: the page works offline and from a mail attachment (no CDN, no other file).
+_HTML_SCRIPT = """
+const table = document.getElementById("rows");
+const body = table.tBodies[0];
+document.getElementById("filter").addEventListener("input", (e) => {
+  const words = e.target.value.toLowerCase().split(/\\s+/).filter(Boolean);
+  for (const row of body.rows) {
+    const text = row.textContent.toLowerCase();
+    row.hidden = !words.every((w) => text.includes(w));
+  }
+});
+table.tHead.rows[0].querySelectorAll("th").forEach((th, i) => {
+  th.addEventListener("click", () => {
+    const up = th.dataset.order !== "up";
+    th.dataset.order = up ? "up" : "down";
+    const rows = Array.from(body.rows);
+    rows.sort((a, b) => a.cells[i].textContent.localeCompare(
+      b.cells[i].textContent, undefined, {numeric: true}) * (up ? 1 : -1));
+    rows.forEach((r) => body.appendChild(r));
+  });
+});
+"""
+
+
+def html(doc: FleetDocument) -> str:
+    """One self-contained page: the table (click a header to sort, type to filter), the findings
+    by rule and the shapes. Every text from the hosts is escaped."""
+    from html import escape
+
+    def cells(tag: str, values: tuple[str, ...] | list[str]) -> str:
+        return "<tr>" + "".join(f"<{tag}>{escape(v)}</{tag}>" for v in values) + "</tr>"
+
+    body = "\n".join(cells("td", r) for r in rows(doc))
+    rules = "\n".join(cells("td", [r.rule, r.severity, str(len(r.hosts)), str(r.findings),
+                                    r.title, ", ".join(r.hosts)]) for r in doc.by_rule)
+    shapes = "\n".join(cells("td", [s.shape, str(len(s.hosts)), "yes" if s.same_proposal
+                                     else "NO", s.devices, ", ".join(s.hosts)])
+                        for s in doc.shapes)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy"
+ content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<title>XFS fleet report</title>
+<style>body{{font-family:sans-serif}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:2px 6px;vertical-align:top}}
+th{{cursor:pointer;background:#eee}}</style>
+</head><body>
+<h1>XFS fleet report</h1>
+<p>{escape(_summary(doc))}; results from {escape(doc.results_dir)}.</p>
+<p><label>Filter rows: <input id="filter" type="search"></label> (click a header to sort)</p>
+<table id="rows"><thead>{cells("th", list(HEADER))}</thead><tbody>
+{body}
+</tbody></table>
+<h2>Findings by rule</h2>
+<table><thead>{cells("th", ["RULE", "SEVERITY", "HOSTS", "FINDINGS", "TITLE", "WHICH"])}</thead>
+<tbody>{rules}</tbody></table>
+<h2>Hosts that share a hardware shape</h2>
+<table><thead>{cells("th", ["SHAPE", "HOSTS", "SAME PROPOSALS", "DEVICES", "WHICH"])}</thead>
+<tbody>{shapes}</tbody></table>
+<script>{_HTML_SCRIPT}</script>
+</body></html>
+"""
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 

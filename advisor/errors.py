@@ -3,7 +3,7 @@
 Exit codes (documented in the README and part of the --json contract):
   0 ok, 1 internal error (a bug), 2 bad input, 3 device problem, 4 system tool missing or failing,
   5 a validation run found the proposal worse (validate only), 6 audit findings at or above
-  --fail-on (audit only), 130 interrupted.
+  --fail-on (audit and fleet), 130 interrupted.
 """
 
 from __future__ import annotations

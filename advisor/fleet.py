@@ -30,7 +30,17 @@ from typing import TYPE_CHECKING
 from advisor.audit.models import SEVERITIES, AuditDocument
 from advisor.errors import AdvisorError, BadInput
 from advisor.models.device import Device, Inventory, media_label
-from advisor.models.fleet import FleetDevice, FleetDocument, FleetHost, FleetProposal, FleetShape
+from advisor.models.fleet import (
+    FleetDevice,
+    FleetDocument,
+    FleetFinding,
+    FleetHost,
+    FleetProposal,
+    FleetReason,
+    FleetRule,
+    FleetShape,
+    FleetWarning,
+)
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 
@@ -40,6 +50,12 @@ if TYPE_CHECKING:
 
 #: Devices a report lists without being named: top-level ones, less these kinds.
 UNLISTED_KINDS = ("loop", "zram", "rom")
+
+#: Severities by rank, worst first (0).
+RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
+
+#: The kind of a row for an fstab line whose device is not on the host.
+ABSENT = "absent"
 
 #: Per worker process: the rules, and proposals made for (device, environment, workload).
 _RULES_DIR: str | None = None
@@ -117,7 +133,8 @@ def _top(inventory: Inventory, device: Device) -> Device:
 def _shape_of(devices: list[FleetDevice]) -> str:
     return "; ".join(
         f"{d.name} {d.kind}/{d.media} {human_size(d.size_bytes) if d.size_bytes else '?'}"
-        + (f" su={d.sunit_bytes} sw={d.swidth_bytes}" if d.sunit_bytes else "")
+        + (f" stripe {human_size(d.sunit_bytes)}x{d.swidth_bytes // d.sunit_bytes}"
+           if d.sunit_bytes and d.swidth_bytes else "")
         for d in devices)
 
 
@@ -151,8 +168,14 @@ def _propose(session: Session, device: Device, workload: Workload) -> FleetPropo
     if made is None:
         try:
             proposal = session.propose(device, workload)
-            made = FleetProposal(mkfs_command=proposal.mkfs_command,
-                                 mount_options=proposal.mount_options, fstab=proposal.fstab)
+            made = FleetProposal(
+                mkfs_command=proposal.mkfs_command, mount_options=proposal.mount_options,
+                fstab=proposal.fstab,
+                reasons=[FleetReason(setting=d.setting, value=d.value, default=d.default,
+                                     rule=d.rule, reason=d.reason)
+                         for d in proposal.decisions if d.changed],
+                warnings=[FleetWarning(rule=w.rule, message=w.message)
+                          for w in proposal.warnings])
         except AdvisorError as err:
             made = err.message
         if len(_MADE) >= _MADE_MAX:
@@ -223,20 +246,33 @@ def _advise(folder: Path) -> FleetHost:
         else:
             made.same_as_host = _same_as_host(folder, name, made)
             row.proposal = made
+    findings: list[FleetFinding] = []
     for fs in audit.filesystems:
+        findings += [FleetFinding(rule=f.rule, severity=f.severity, title=f.title,
+                                  device=fs.device, mountpoint=fs.mountpoint)
+                     for f in fs.findings]
         on = inventory.get(fs.device) if fs.device else None
         if on is None:
-            continue
-        top = _top(inventory, on)
-        found = rows.get(on.name) or rows.get(top.name)
-        if found is None:
-            found = rows[top.name] = _row(top, named=False)
+            if not fs.findings:
+                continue
+            # An fstab line whose disk is not here: a row of its own, so that its findings
+            # (an option the next kernel refuses...) are counted with the host's devices.
+            name = f"{fs.device or fs.mountpoint or '?'} (absent)"
+            found = rows.setdefault(name, FleetDevice(
+                name=name, kind=ABSENT, media="-", size_bytes=None, sunit_bytes=None,
+                swidth_bytes=None, stripe_source="none", findings={}, named=False))
+        else:
+            top = _top(inventory, on)
+            there = rows.get(on.name) or rows.get(top.name)
+            found = there if there is not None else rows.setdefault(top.name,
+                                                                    _row(top, named=False))
         for finding in fs.findings:
             found.findings[finding.severity] = found.findings.get(finding.severity, 0) + 1
     devices = list(rows.values())
-    hardware = [d for d in devices if d.kind not in UNLISTED_KINDS and d.kind != "?"]
+    hardware = [d for d in devices if d.kind not in (*UNLISTED_KINDS, "?", ABSENT)]
     return FleetHost(host=host, status="ok", devices=devices, shape=_shape_of(hardware),
-                     counts={s: audit.counts.get(s, 0) for s in SEVERITIES}, **known)
+                     counts={s: audit.counts.get(s, 0) for s in SEVERITIES},
+                     findings=findings, **known)
 
 
 def _row(device: Device, *, named: bool) -> FleetDevice:
@@ -297,8 +333,29 @@ def advise_hosts(folders: list[Path], rules_dir: str | None = None,
                                                                        (jobs * 8))))
 
 
-def fleet_report(results: str, rules_dir: str | None = None,
-                 jobs: int | None = None) -> FleetDocument:
+def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:
+    """Findings grouped by rule id: worst severity first, then the most hosts."""
+    groups: dict[str, FleetRule] = {}
+    for h in hosts:
+        for f in h.findings:
+            group = groups.setdefault(f.rule, FleetRule(rule=f.rule, severity=f.severity,
+                                                        title=f.title, hosts=[], findings=0))
+            if RANK.get(f.severity, 9) < RANK.get(group.severity, 9):
+                group.severity = f.severity
+            group.findings += 1
+            if not group.hosts or group.hosts[-1] != h.host:
+                group.hosts.append(h.host)
+    return sorted(groups.values(), key=lambda g: (RANK.get(g.severity, 9), -len(g.hosts), g.rule))
+
+
+def failing(hosts: list[FleetHost], fail_on: str) -> list[str]:
+    """Hosts with a finding at or above `fail_on`."""
+    return [h.host for h in hosts
+            if any(RANK.get(f.severity, 9) <= RANK[fail_on] for f in h.findings)]
+
+
+def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = None,
+                 fail_on: str | None = None) -> FleetDocument:
     """The report for every host folder in `results`."""
     from advisor.engine.rulebook import load_rulebook
 
@@ -323,4 +380,6 @@ def fleet_report(results: str, rules_dir: str | None = None,
     failed = sum(h.status == "failed" for h in hosts)
     return FleetDocument(results_dir=str(results), rules_dirs=book.dirs, hosts=hosts,
                          shapes=shapes, counts={"hosts": len(hosts), "ok": len(hosts) - failed,
-                                                "failed": failed})
+                                                "failed": failed},
+                         by_rule=by_rule(hosts), fail_on=fail_on,
+                         failing_hosts=failing(hosts, fail_on) if fail_on else [])

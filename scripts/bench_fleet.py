@@ -4,9 +4,13 @@ role's own collect.sh (over hand-written trees and the real captures of tests/da
 then replicated under other names (hard links: distinct folders, as fetched results are) up to
 --hosts. Runs the report with every CPU and with one, and for a tenth of the hosts, each in a
 fresh process; prints wall time, hosts/s, the largest process's peak RSS (getrusage of the
-children: the report or one of its workers) and the machine's load. Not a test: figures to read.
+children: the report or one of its workers) and the machine's load; then the two owner questions
+(`fleet --by-rule`, `fleet --by-proposal`) on all the hosts, and the controller's store step for
+a tenth of them: the role's store.py once per host (as the role did) against one --batch run.
+Each figure is printed beside the one of the previous run (kept in --figures FILE). Not a test:
+figures to read.
 
-    .venv/bin/python scripts/bench_fleet.py [--hosts 1000] [--keep DIR]
+    .venv/bin/python scripts/bench_fleet.py [--hosts 1000] [--keep DIR] [--figures FILE]
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +35,7 @@ GiB, TiB, KiB = 1 << 30, 1 << 40, 1 << 10
 SAS = "pci0000:00/0000:00:02.0/host2/target2:0:0/2:0:0:0"
 NVME = "pci0000:00/0000:00:01.0/0000:01:00.0/nvme/nvme0"
 
+OLD_FSTAB = "UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n"
 #: name -> (devices to propose for, workload answers)
 REQUESTS = {
     "raid": (["sdb"], {"concurrent_writers": 16, "access": "write-heavy"}),
@@ -54,6 +60,12 @@ def _trees(work: Path) -> dict[str, Path]:
     }
     shared = REPO / "tests" / "data" / "sysfs-dumps"
     trees.update(unpack_dumps(shared, work))
+    # Two shapes have an fstab line with an option Linux 4.0 removed, for a disk not there (the
+    # audit of a --sysroot tree reads DIR/xfs-advisor-audit/fstab): findings for --by-rule.
+    for name in ("raid", "simple-lvm"):
+        if name in trees:
+            (trees[name] / "xfs-advisor-audit").mkdir(exist_ok=True)
+            (trees[name] / "xfs-advisor-audit" / "fstab").write_text(OLD_FSTAB)
     return trees
 
 
@@ -73,11 +85,72 @@ def _measure(results: Path, jobs: int) -> tuple[float, int, dict[str, int]]:
     return wall, rss, counts
 
 
+def _timed(argv: list[str], stdin: str | None = None) -> tuple[float, int, str]:
+    """Wall time, peak RSS in KiB and stdout of one command."""
+    code = ("import resource, subprocess, sys, time, json\n"
+            "t = time.perf_counter()\n"
+            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True,\n"
+            "                   input=sys.stdin.read())\n"
+            "wall = time.perf_counter() - t\n"
+            "print(json.dumps([wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
+            " p.returncode, p.stdout[-2000:]]))\n")
+    out = subprocess.run([sys.executable, "-c", code, *argv], check=True, capture_output=True,
+                         text=True, input=stdin or "")
+    wall, rss, rc, text = json.loads(out.stdout)
+    assert rc in (0, 6), (argv, text)
+    return wall, rss, text
+
+
+def _beside(key: str, value: float, previous: dict[str, float], now: dict[str, float]) -> str:
+    now[key] = value
+    before = previous.get(key)
+    return f"(previous run: {before:.1f})" if before is not None else "(no previous run)"
+
+
+def _stores(protos: list[Path], work: Path, n: int, previous: dict[str, float],
+            now: dict[str, float]) -> None:
+    """The store step for n hosts: store.py once per host, then one --batch run."""
+    import base64
+    import tarfile
+
+    store_py = REPO / "ansible" / "roles" / "xfs_advisor" / "files" / "store.py"
+    payloads = []
+    for proto in protos:
+        packed = work / f"{proto.name}.tar.gz"
+        with tarfile.open(packed, "w:gz") as tf:
+            tf.add(proto, arcname=".")
+        payloads.append(packed)
+    one, many = work / "stored-one", work / "stored-batch"
+    started = time.perf_counter()
+    for i in range(n):
+        data = base64.b64encode(payloads[i % len(payloads)].read_bytes()).decode()
+        subprocess.run([sys.executable, str(store_py), str(one), f"h{i:05d}"], check=True,
+                       capture_output=True, input=json.dumps({"payload": data}), text=True)
+    per_host = time.perf_counter() - started
+    incoming = work / "stored-batch.incoming"
+    incoming.mkdir()
+    for i in range(n):
+        os.link(payloads[i % len(payloads)], incoming / f"h{i:05d}.tar.gz")
+    doc = json.dumps({"incoming": str(incoming), "hosts": {f"h{i:05d}": "" for i in range(n)}})
+    wall, rss, _ = _timed([sys.executable, str(store_py), str(many), "--batch"], doc)
+    print(f"store {n} hosts: one store.py per host {per_host:6.1f} s "
+          f"({per_host / n:.3f} s/host) {_beside('store_per_host_s', per_host, previous, now)}; "
+          f"one --batch run {wall:6.1f} s ({wall / n:.3f} s/host), peak RSS {rss / 1024:.1f} MiB "
+          f"{_beside('store_batch_s', wall, previous, now)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=1000)
     ap.add_argument("--keep", metavar="DIR", help="build the results here and keep them")
+    ap.add_argument("--figures", metavar="FILE", default=str(REPO / ".bench_fleet.json"),
+                    help="this run's figures are kept here, and the previous run's read from it")
     args = ap.parse_args()
+    try:
+        previous: dict[str, float] = json.loads(Path(args.figures).read_text())
+    except (OSError, ValueError):
+        previous = {}
+    now: dict[str, float] = {}
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-fleet."))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -99,9 +172,19 @@ def main() -> int:
             for jobs in sorted({cpus, 1}, reverse=True):
                 load = os.getloadavg()[0]
                 wall, rss, counts = _measure(results, jobs)
-                print(f"{n:6d} hosts, {jobs} worker(s): {wall:6.1f} s, {n / wall:6.1f} hosts/s, "
-                      f"peak RSS {rss / 1024:6.1f} MiB (largest process); load before "
+                print(f"{n:6d} hosts, {jobs} worker(s): {wall:6.1f} s "
+                      f"{_beside(f'report_{n}_{jobs}_s', wall, previous, now)}, "
+                      f"{n / wall:6.1f} hosts/s, peak RSS {rss / 1024:6.1f} MiB "
+                      f"{_beside(f'rss_{n}_{jobs}_mib', rss / 1024, previous, now)}; load before "
                       f"{load:.1f}, after {os.getloadavg()[0]:.1f}; {counts}")
+        for view in ("--by-rule", "--by-proposal"):
+            wall, rss, text = _timed([str(TOOL), "fleet", view, str(results)])
+            print(f"{n:6d} hosts, fleet {view}: {wall:6.1f} s "
+                  f"{_beside(f'{view}_{n}_s', wall, previous, now)}, peak RSS "
+                  f"{rss / 1024:6.1f} MiB; first lines:")
+            print("    " + "\n    ".join(text.splitlines()[:6]))
+        _stores(made, work, max(1, args.hosts // 10), previous, now)
+        Path(args.figures).write_text(json.dumps(now, indent=1) + "\n")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -21,7 +21,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -33,8 +32,9 @@ DUMP = REPO / "tests" / "data" / "sysfs-dumps" / "simple-nvme.tar.xz"
 
 
 def unpack_default(into: Path) -> Path:
-    with tarfile.open(DUMP) as tf:
-        tf.extractall(into, filter="tar")
+    from tests.inspect.sysfs_builder import unpack
+
+    unpack(DUMP, into)
     return next(p for p in into.rglob("sys") if p.is_dir()).parent
 
 

@@ -112,7 +112,7 @@ def test_playbook_twice_then_one_report(tmp_path: Path, shared_dumps: dict[str, 
             "hosts": {
                 "thishost": {"xfs_advisor_wheel": str(_wheel(tmp_path)),
                              "xfs_advisor_wheel_cache": str(tmp_path / "wheel-cache"),
-                             "xfs_advisor_pip_args": "--no-deps",
+                             "xfs_advisor_pip_args": ["--no-deps"],
                              "xfs_advisor_devices": [Path(dev).name],
                              "xfs_advisor_audit": [dev]},
                 "lvmhost": {"xfs_advisor_install": False,
@@ -257,3 +257,128 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) ->
     with contextlib.redirect_stderr(err):
         assert main(["fleet", *args]) == 2
     assert message in err.getvalue() and len(err.getvalue().splitlines()) == 1
+
+
+def _with_absent_fstab_finding(folder: Path) -> None:
+    """The host's audit gains an fstab line for a disk that is not there, with an option Linux
+    4.0 removed (what `audit` reports for OLD_FSTAB)."""
+    from advisor.audit.models import AuditDocument, FilesystemAudit, Finding
+
+    audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
+    audit.filesystems.append(FilesystemAudit(
+        device=None, mountpoint="/srv/old", mounted=False, read_with=None, fstab_line=1,
+        fstab_options=["delaylog", "nofail"],
+        findings=[Finding(rule="delaylog", severity="breaks", title="delaylog was removed",
+                          evidence="delaylog", source="Linux 4.0", fix="drop it",
+                          fix_kind="next-mount")]))
+    audit.counts["breaks"] = audit.counts.get("breaks", 0) + 1
+    (folder / "audit.out").write_text(audit.model_dump_json())
+
+
+def test_findings_by_rule_gate_and_proposals_with_reasons(tmp_path: Path,
+                                                          raid_host: Path) -> None:
+    from tests.fleet_hosts import replicate
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b", "c"])
+    for name in ("a", "c"):
+        _with_absent_fstab_finding(results / name)
+    code, doc, err = fleet(str(results))
+    assert code == 0 and err == ""  # no --fail-on: no gate
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    # The finding of a line whose disk is absent is a row of the host, and counted.
+    [absent] = [d for d in hosts["a"]["devices"] if d["kind"] == "absent"]
+    assert absent["name"] == "/srv/old (absent)" and absent["findings"] == {"breaks": 1}
+    assert hosts["a"]["findings"] == [{"rule": "delaylog", "severity": "breaks",
+                                       "title": "delaylog was removed", "device": None,
+                                       "mountpoint": "/srv/old"}]
+    assert not [d for d in hosts["b"]["devices"] if d["kind"] == "absent"]
+    assert doc["by_rule"] == [{"rule": "delaylog", "severity": "breaks",
+                               "title": "delaylog was removed", "hosts": ["a", "c"],
+                               "findings": 2}]
+    # The absent line does not change the hardware shape: one shape for the three.
+    [shape] = doc["shapes"]
+    assert shape["hosts"] == ["a", "b", "c"]
+    assert "stripe 64 KiBx8" in shape["devices"] and "524288" not in shape["devices"]
+    # mkfs.xfs takes the LUN's stripe by itself: the defaults kept, no reasons.
+    sdb = next(d for d in hosts["b"]["devices"] if d["name"] == "sdb")
+    assert sdb["proposal"]["reasons"] == [] and sdb["proposal"]["warnings"] == []
+    code, gated, _ = fleet(str(results), "--fail-on", "will-break")
+    assert code == 6 and gated["failing_hosts"] == ["a", "c"]
+    code, _, _ = fleet(str(results), "--fail-on", "will-break", "--rules", str(tmp_path))
+    assert code == 6
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--by-rule"]) == 0
+    assert "delaylog [breaks] 2 hosts, 1 findings" not in out.getvalue()
+    assert "delaylog [breaks] 2 hosts, 2 findings: delaylog was removed\n    a, c\n" \
+        in out.getvalue()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--by-proposal"]) == 0
+    assert "3 devices, the defaults kept: mkfs.xfs /dev/sdb\n    a:sdb, b:sdb, c:sdb\n" \
+        in out.getvalue(), out.getvalue()
+
+
+def test_a_non_default_proposal_carries_its_reasons(tmp_path: Path) -> None:
+    from tests.fleet_hosts import collect
+
+    results = tmp_path / "results"
+    collect(results, "big", _tree(tmp_path / "tree"), ["sdb"],
+            {"atime_needed": False, "median_file_size": "4KiB", "fsyncs_per_second": 5000})
+    code, doc, _ = fleet(str(results))
+    assert code == 0
+    [host] = doc["hosts"]
+    sdb = next(d for d in host["devices"] if d["name"] == "sdb")
+    reasons = sdb["proposal"]["reasons"]
+    assert reasons and all(r["rule"] and r["reason"] and r["value"] != r["default"]
+                           for r in reasons), sdb["proposal"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--by-proposal"]) == 0
+    text = out.getvalue()
+    assert "1 devices, non-default: " + sdb["proposal"]["mkfs_command"] in text, text
+    for r in reasons:
+        assert f"    {r['setting']} {r['value']} (default {r['default']}), rule {r['rule']}: " \
+            in text
+
+
+def test_csv_has_every_row_and_every_finding_with_its_rule(tmp_path: Path,
+                                                           raid_host: Path) -> None:
+    import csv
+
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b"])
+    _with_absent_fstab_finding(results / "a")
+    store(results, "=cmd", error="=HYPERLINK(\"x\")")
+    out = tmp_path / "fleet.csv"
+    assert main(["fleet", str(results), "--csv", "-o", str(out)]) == 0
+    table, findings = out.read_text().split("\n\n")
+    rows = list(csv.reader(table.splitlines()))
+    assert rows[0][:3] == ["HOST", "STATUS", "SHAPE"]
+    assert rows[1][:2] == ["'=cmd", "FAILED"] and rows[1][8] == "'=HYPERLINK(\"x\")"
+    assert any(r[0] == "a" and r[3] == "/srv/old (absent)" and r[7] == "1 breaks"
+               for r in rows)
+    assert list(csv.reader(findings.splitlines()))[1:] == [
+        ["a", "delaylog", "breaks", "", "/srv/old", "delaylog was removed"]]
+
+
+def test_html_report_is_one_page_with_host_text_escaped(tmp_path: Path, raid_host: Path) -> None:
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a"])
+    _with_absent_fstab_finding(results / "a")
+    store(results, "<b>x", error="<script>alert(1)</script> & \"q\"")
+    page = tmp_path / "fleet.html"
+    assert main(["fleet", str(results), "--html", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "<script>alert(1)" not in text and "<b>x" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot;" in text
+    assert "<td>&lt;b&gt;x</td><td>FAILED</td>" in text
+    assert "<td>delaylog</td><td>breaks</td><td>1</td><td>1</td>" in text
+    # Self-contained: no address to fetch anything from; one inline script (sort and filter).
+    assert "http://" not in text and "https://" not in text and " src=" not in text
+    assert text.count("<script>") == 1 and 'id="filter"' in text

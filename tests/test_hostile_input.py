@@ -194,17 +194,23 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile
 
 
 @pytest.mark.parametrize(("members", "needle"), [
-    ([(_member("capture/big"), (256 << 20) + 1)], "MiB unpacked"),
-    ([(_member("capture/sys", tarfile.SYMTYPE, "../../../etc"), 0)], "links outside"),
-    ([(_member("../escape"), 1)], "outside the host's folder"),
-    ([(_member("capture/fifo", tarfile.FIFOTYPE), 0)], "not a file, folder or symlink"),
-    ([(_member("capture/sda", tarfile.BLKTYPE), 0)], "not a file, folder or symlink"),
+    ([(_member("capture/big"), (512 << 20) + 1)], "bytes of files"),
+    ([(_member("capture/sys", tarfile.SYMTYPE, "../../../etc"), 0)], "a link out of the folder"),
+    ([(_member("../escape"), 1)], "an absolute name or one with '..'"),
+    ([(_member("capture/fifo", tarfile.FIFOTYPE), 0)], "only folders, regular files"),
+    ([(_member("capture/sda", tarfile.BLKTYPE), 0)], "only folders, regular files"),
 ])
 def test_store_refuses_bombs_and_escapes(tmp_path: Path, members: list[Any],
                                          needle: str) -> None:
+    """A refused payload becomes the host's error (the fleet report shows it); nothing of it
+    is unpacked, and no temporary folder is left."""
     proc = _store(tmp_path / "results", _payload(*members))
-    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
-    assert list((tmp_path / "results").iterdir()) == []  # nothing left, not even a temp folder
+    assert proc.returncode == 0, proc.stderr
+    host = tmp_path / "results" / "web1"
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["web1"]
+    assert [p.name for p in host.iterdir()] == ["error.txt"]
+    error = (host / "error.txt").read_text()
+    assert error.startswith("results refused:") and needle in error, error
 
 
 def test_store_unpacks_a_capture_with_its_links(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """The package as users install it: an sdist and a wheel built from this checkout (the wheel from
-the sdist, so the sdist is proven complete too), installed into a fresh virtual environment away
-from the checkout, must be the whole tool: the rule book, the schemas and the example workload
-inside, and the same proposal as the checkout makes.
+the sdist, so the sdist is proven complete too), installed into a fresh virtual environment made
+from Debian's /usr/bin/python3, away from the checkout, must be the whole tool: the rule book,
+the schemas, the example workload and the TUI's stylesheet inside, the TUI started in a terminal
+(tmux) showing the device list, every other command run, and the same proposal as the checkout
+makes.
 
 The new environment gets no package index: its dependencies are this test environment's
 site-packages, through a .pth file (which adds the folder only: the editable install's own .pth
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from importlib.metadata import version
@@ -25,7 +29,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.tui.test_terminal import _wait_for
+from tests.tui.test_terminal import tmux as tmux  # a fixture
 
+#: The interpreter Debian 12's users have (the venv of a wheel user is made from it).
+DEBIAN_PYTHON = Path("/usr/bin/python3")
 WORKLOAD = REPO / "advisor" / "data" / "example-workload.toml"
 
 
@@ -39,10 +47,12 @@ class Installed:
     away: Path
     """An empty folder outside the checkout to run the installed tool from."""
 
-    def run(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    def run(self, *argv: str,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         return subprocess.run([str(self.venv / "bin" / argv[0]), *argv[1:]], capture_output=True,
-                              text=True, cwd=self.away, env=env, timeout=120, check=False)
+                              text=True, cwd=self.away, env={**environ, **(env or {})},
+                              timeout=600, check=False)
 
 
 def _step(argv: list[str], cwd: Path) -> str:
@@ -51,17 +61,34 @@ def _step(argv: list[str], cwd: Path) -> str:
     return proc.stdout + proc.stderr
 
 
+def _source_copy(dest: Path) -> Path:
+    """The checkout's files as a fresh clone has them (tracked and new, less what git ignores):
+    an *.egg-info or build/ left by an earlier build lists files that setuptools then ships
+    whatever pyproject.toml says, hiding package data the configuration leaves out."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], capture_output=True, check=False)
+    if listed.returncode != 0:
+        pytest.skip("needs the git checkout (to build from its files only)")
+    for rel in filter(None, listed.stdout.decode().split("\0")):
+        source = REPO / rel
+        if source.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     tmp = tmp_path_factory.mktemp("package")
     dist = tmp / "dist"
     # No isolation: the build backend comes from this environment (the test extra), not an index.
     build_log = _step([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist),
-                       str(REPO)], tmp)
+                       str(_source_copy(tmp / "source"))], tmp)
     (wheel,) = dist.glob("*.whl")
     (sdist,) = dist.glob("*.tar.gz")
     venv = tmp / "venv"
-    _step([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp)
+    python = DEBIAN_PYTHON if DEBIAN_PYTHON.exists() else Path(sys._base_executable)
+    _step([str(python), "-m", "venv", "--without-pip", str(venv)], tmp)
     install_log = _step([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
                          "install", "--no-deps", "--no-index", str(wheel)], tmp)
     purelib = _step([str(venv / "bin" / "python"), "-c",
@@ -87,6 +114,11 @@ def test_wheel_and_sdist_carry_the_rule_book_schemas_and_example(installed: Inst
     assert schemas and all(f"advisor/data/schemas/{s}" in names for s in schemas)
     assert "advisor/data/example-workload.toml" in names
     assert "advisor/py.typed" in names
+    # Every file the package reads that is not Python (the TUI's stylesheet among them).
+    data = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "advisor").rglob("*")
+                  if p.is_file() and p.suffix not in (".py", ".pyc"))
+    assert "advisor/tui/app.tcss" in data
+    assert not [f for f in data if f not in names], "package data missing from the wheel"
     # The sdist holds rules/ where the repository has it (the wheel above was built from it).
     with tarfile.open(installed.sdist) as tf:
         top = tf.getnames()[0].split("/")[0]
@@ -106,6 +138,8 @@ def test_metadata_has_an_spdx_license_and_no_deprecation_warnings(installed: Ins
     classifiers = meta.get_all("Classifier") or []
     assert classifiers and not any(c.startswith("License ::") for c in classifiers)
     assert meta["Requires-Python"] == ">=3.11"
+    # An address is real or absent: a placeholder domain is a link to nowhere on the index page.
+    assert not [u for u in meta.get_all("Project-URL") or [] if ".invalid" in u]
     assert meta["Version"] == version("xfs-advisor")
     for log in (installed.build_log, installed.install_log):
         assert "deprecat" not in log.lower(), log
@@ -168,3 +202,101 @@ def test_installed_proposal_for_a_captured_host_matches_the_checkout(
     b = _comparable(json.loads(there.stdout), shipped)
     assert b == a
     assert b["proposal"]["mkfs_argv"][-1] == "/dev/nvme0n1"  # type: ignore[index]
+
+
+def test_installed_code_never_sends_a_user_to_the_checkout(installed: Installed) -> None:
+    """A wheel user has no ./bootstrap: no message of the installed package names it."""
+    site = installed.run("python", "-c", "import advisor, os; "
+                         "print(os.path.dirname(advisor.__file__))").stdout.strip()
+    named = [str(p.relative_to(site)) for p in Path(site).rglob("*.py")
+             if "bootstrap" in p.read_text()]
+    assert not named, named
+
+
+@pytest.mark.root
+def test_installed_tui_shows_the_device_list_in_a_terminal(
+        installed: Installed, shared_dumps: dict[str, Path], tmux: Callable[..., str],
+        tmp_path: Path) -> None:
+    """The TUI from the wheel, in tmux: its stylesheet is there and the device list shows."""
+    sysroot = shared_dumps["simple-nvme"]
+    marker = tmp_path / "exit-code"
+    # Textual draws on stderr: both stay on the terminal, where a start-up error shows too.
+    command = (f"cd {installed.away} && {installed.venv}/bin/xfs-advisor --sysroot {sysroot}; "
+               f"echo $? > {marker}; sleep 60")
+    tmux("new-session", "-d", "-s", "wheel", "-x", "160", "-y", "45",
+         "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", command)
+
+    def screen() -> str:
+        shown = tmux("capture-pane", "-p", "-t", "wheel")
+        if marker.exists():  # it ended before the device list: what it said is the failure
+            raise AssertionError(f"the TUI exited ({marker.read_text().strip()}):\n{shown}")
+        return shown
+
+    shown = _wait_for(screen, lambda s: "nvme0n1p1" in s and "STATE" in s, "the device list",
+                      timeout=60)
+    assert "mounted /home" in shown
+    tmux("send-keys", "-t", "wheel", "q")
+    _wait_for(lambda: marker.read_text() if marker.exists() else "", lambda s: s.strip() == "0",
+              "the TUI to quit with 0")
+    assert "Error" not in tmux("capture-pane", "-p", "-t", "wheel")
+
+
+@pytest.mark.root
+def test_every_command_runs_from_the_wheel(installed: Installed, shared_dumps: dict[str, Path],
+                                           tmp_path: Path) -> None:
+    """Each subcommand the parser has, run from the installed wheel away from the checkout.
+    validate is started up to its check of the tools, with fio hidden: a whole run takes
+    minutes (6 pairs on a 1 GiB loop device: 11 minutes on this shared machine), and the
+    checkout's validate tests run that same code."""
+    from tests.fleet_hosts import collect
+
+    commands = set(installed.run("python", "-c", "from advisor.cli import build_parser; "
+                                 "import argparse; p = build_parser(); print(*next(a.choices "
+                                 "for a in p._actions if isinstance(a, "
+                                 "argparse._SubParsersAction)))").stdout.split())
+    sysroot = str(shared_dumps["simple-nvme"])
+    tree = tmp_path / "tree"
+    (tree / "d").mkdir(parents=True)
+    (tree / "d" / "f").write_bytes(b"x" * 5000)
+    env = {"XFS_ADVISOR_STATE_DIR": str(tmp_path / "state"),
+           "XFS_ADVISOR_CALIBRATION": str(tmp_path / "calibration.json")}
+    runs = {
+        "devices": ["--sysroot", sysroot, "devices", "--json"],
+        "capture": ["capture", "--json", str(tmp_path / "capture")],
+        "propose": ["--sysroot", sysroot, "propose", "--device", "nvme0n1p1", "--json"],
+        "rules": ["rules", "--json"],
+        "explain": ["explain", "ag-concurrency"],
+        "schema": ["schema", "fleet"],
+        "profile": ["profile", str(tree), "--json"],
+        "audit": ["audit", "--json"],
+        "completion": ["completion", "zsh"],
+        "manpage": ["manpage"],
+    }
+    # The TUI has its own test above; fleet reads what the role's collect.sh made with the wheel.
+    assert commands - {"tui", "fleet", "validate"} == set(runs), "a command not run here"
+    for name, argv in runs.items():
+        proc = installed.run("xfs-advisor", *argv, env=env)
+        # audit: 6 is "findings at or above --fail-on", on whatever this machine mounts.
+        assert proc.returncode in ((0, 6) if name == "audit" else (0,)), (name, proc.stderr)
+        assert proc.stdout, name
+        if "--json" in argv:
+            json.loads(proc.stdout)
+    bin_dir = tmp_path / "bin"  # the system's tools but fio
+    bin_dir.mkdir()
+    for tool in ("mkfs.xfs", "mount", "umount", "losetup", "xfs_info", "sysctl"):
+        found = shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    proc = installed.run("xfs-advisor", "validate", "--loop-dir", str(tmp_path / "loop"),
+                         env={**env, "PATH": str(bin_dir)})
+    assert (proc.returncode, proc.stderr) == (4, "xfs-advisor: fio not found: install it "
+                                                 "(Debian: apt-get install fio)\n")
+    assert not (tmp_path / "loop").exists()
+    results = tmp_path / "results"
+    collect(results, "host1", shared_dumps["simple-lvm"], ["sda"], {"concurrent_writers": 8},
+            tool=installed.venv / "bin" / "xfs-advisor")
+    proc = installed.run("xfs-advisor", "fleet", "--json", str(results))
+    assert proc.returncode == 0, proc.stderr
+    [host] = json.loads(proc.stdout)["hosts"]
+    assert host["status"] == "ok", host
+    assert host["tool_version"] == version("xfs-advisor")

@@ -34,8 +34,9 @@ DEFAULT_FSTAB = "/etc/fstab"
 
 def _fstab(path: str | None, root: SysRoot) -> tuple[str | None, list[FstabEntry], list[Finding]]:
     """The fstab's XFS lines and its unusable lines as findings. A named file must be readable
-    (BadInput otherwise); a missing default (/etc/fstab, or a capture's copy) is no fstab."""
-    default = DEFAULT_FSTAB if root.live else str(root.path(f"{h.AUDIT_DIR}/fstab"))
+    (BadInput otherwise); a missing default (/etc/fstab; in a --sysroot tree a capture's copy,
+    else the tree's etc/fstab: a host's root mounted elsewhere) is no fstab."""
+    default = DEFAULT_FSTAB if root.live else str(h.sysroot_fstab(root))
     if path is None and not os.path.exists(default):
         return None, [], []
     name = path or default

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from advisor.audit.fstab import FstabEntry
 from advisor.errors import AdvisorError, BadInput, DeviceProblem
@@ -176,6 +177,13 @@ def captured_target(name: str, mounts: list[Mount], inventory: Inventory) -> Tar
     return Target(device.path, mount, maj_min=device.maj_min)
 
 
+def sysroot_fstab(root: SysRoot) -> Path:
+    """The fstab of a --sysroot tree: a capture's copy (AUDIT_DIR/fstab) when there is one, else
+    the tree's etc/fstab (a host's root file system mounted elsewhere, `--sysroot /host`)."""
+    copy = root.path(f"{AUDIT_DIR}/fstab")
+    return copy if copy.exists() or not root.path("etc/fstab").exists() else root.path("etc/fstab")
+
+
 def capture_sources(root: SysRoot, inventory: Inventory, dest: str) -> int:
     """Write what the audit reads that a sysfs capture lacks into dest/AUDIT_DIR: every XFS
     device's xfs_info (or xfs_db -r) output, the kernel's XFS options, /etc/fstab; and the
@@ -189,8 +197,9 @@ def capture_sources(root: SysRoot, inventory: Inventory, dest: str) -> int:
         with open(release, "w", encoding="utf-8") as f:
             f.write(os.uname().release + "\n")
     written = {"kernel-config": live_kernel_config()}
-    if os.path.isfile("/etc/fstab"):
-        written["fstab"] = read_text("/etc/fstab", "fstab")
+    fstab = "/etc/fstab" if root.live else str(sysroot_fstab(root))
+    if os.path.isfile(fstab):  # the tree's own, never this machine's
+        written["fstab"] = read_text(fstab, "fstab")
     mounts = xfs_mounts(root)
     for device in inventory.devices:
         mount = next((m for m in mounts if m.entry.maj_min == device.maj_min), None)

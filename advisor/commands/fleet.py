@@ -20,28 +20,58 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "error.")
     p.add_argument("dir", metavar="DIR", help="the results folder (xfs_advisor_results_dir)")
     p.add_argument("--markdown", action="store_true", help="Markdown instead of the table")
+    p.add_argument("--html", action="store_true",
+                   help="one self-contained HTML page (sortable, filterable table; no network)")
+    p.add_argument("--csv", action="store_true",
+                   help="CSV instead of the table: the rows, then one row per finding")
     p.add_argument("--output", "-o", metavar="FILE", default=None,
                    help="write the report (table, Markdown or JSON) to FILE instead of stdout")
     p.add_argument("--rules", metavar="DIR", default=argparse.SUPPRESS,
                    help="extra rules: files here add rules or replace built-in ones by id")
     p.add_argument("--jobs", "-j", metavar="N", type=int, default=None,
                    help="worker processes (default: one per CPU)")
+    p.add_argument("--fail-on", choices=["breaks", "will-break", "performance", "info"],
+                   default=None, help="exit 6 when a host has an audit finding at or above this "
+                   "severity (a gate; default: exit 0 whatever the findings)")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--by-rule", action="store_true",
+                      help="only the findings grouped by rule id, with their hosts and counts "
+                      "(which hosts will the next kernel refuse?)")
+    view.add_argument("--by-proposal", action="store_true",
+                      help="only the proposals grouped by decision, with their reasons, "
+                      "warnings and hosts (which hosts got a non-default proposal, and why?)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.errors import BadInput
+    from advisor.errors import EXIT_FINDINGS, BadInput
     from advisor.fleet import fleet_report
-    from advisor.render.fleet import markdown, table
+    from advisor.render.fleet import (
+        csv_text,
+        html,
+        markdown,
+        proposals_view,
+        rules_view,
+        table,
+    )
 
     if args.jobs is not None and args.jobs < 1:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     if getattr(args, "sysroot", None):
         raise BadInput("fleet reads each host's own capture: drop --sysroot")
-    doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs)
+    doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs, args.fail_on)
     from advisor.render.inert import json_text, terminal_lines
 
+    # Host names, errors and findings come from the hosts: escaped for whatever reads them.
     if args.json:
         text = json_text(doc.model_dump_json(indent=2) + "\n")
+    elif args.html:
+        text = html(doc)
+    elif args.csv:
+        text = csv_text(doc)
+    elif args.by_rule:
+        text = terminal_lines(rules_view(doc))
+    elif args.by_proposal:
+        text = terminal_lines(proposals_view(doc))
     else:
         text = terminal_lines(markdown(doc) if args.markdown else table(doc))
     if args.output:
@@ -52,4 +82,4 @@ def run(args: argparse.Namespace) -> int:
         notice(f"wrote {written}", args.json)
     else:
         sys.stdout.write(text)
-    return 0
+    return EXIT_FINDINGS if doc.failing_hosts else 0

@@ -13,6 +13,61 @@ import advisor.errors
 
 SEE_ALSO = "mkfs.xfs(8), xfs_info(8), xfs_admin(8), xfs(5), fstab(5), fio(1)"
 
+#: (tag, paragraph) pairs of the ENVIRONMENT section.
+ENVIRONMENT = [
+    ("TMPDIR", "where validate makes its loop device's backing file and mount point when "
+     "--loop-dir is not given (default /var/tmp)."),
+    ("XFS_ADVISOR_CALIBRATION", "the file validate keeps noise floors in (default "
+     "/var/lib/xfs-advisor/calibration.json as root, ~/.cache/xfs-advisor/calibration.json "
+     "otherwise); --calibration-file overrides it."),
+    ("XFS_ADVISOR_STATE_DIR", "the folder of validate's record of the loop devices and mounts "
+     "it made, read by the next run to undo what a killed run left (default /run/xfs-advisor)."),
+    ("XFS_ADVISOR_DEBUG", "set to 1: an internal error prints its traceback instead of one line."),
+]
+
+#: (tag, paragraph) pairs of the FILES section: where the tool keeps things, and the lines that
+#: install this page and the completions from an installed package (a wheel has no share/ files).
+FILES = [
+    ("/var/lib/xfs-advisor/calibration.json", "validate's noise floors (root)."),
+    ("/run/xfs-advisor/", "validate's record of what it made, for clean-up after a kill."),
+    ("/usr/local/share/man/man1/xfs-advisor.1", "this page, installed with: xfs-advisor manpage "
+     "> /usr/local/share/man/man1/xfs-advisor.1"),
+    ("/etc/bash_completion.d/xfs-advisor", "bash completion, installed with: xfs-advisor "
+     "completion bash > /etc/bash_completion.d/xfs-advisor (one user: "
+     "~/.local/share/bash-completion/completions/xfs-advisor)"),
+    ("${fpath[1]}/_xfs-advisor", "zsh completion, installed with: xfs-advisor completion zsh > "
+     "\"${fpath[1]}/_xfs-advisor\""),
+]
+
+#: (what it does, command line) pairs of the EXAMPLES section.
+EXAMPLES = [
+    ("The interactive advisor (devices, answers, proposal, validation):", "xfs-advisor"),
+    ("The block devices and what mkfs.xfs would detect on them:", "xfs-advisor devices"),
+    ("A proposal for /dev/sdb from workload answers, as JSON:",
+     "xfs-advisor --device sdb --workload answers.toml --json"),
+    ("Check existing XFS filesystems and fstab before a kernel upgrade, as a gate:",
+     "xfs-advisor audit --fail-on will-break"),
+    ("An A/B benchmark of the proposal on a loop device:", "xfs-advisor validate"),
+    ("Save this machine's device facts, and get advice from them elsewhere:",
+     "xfs-advisor capture /tmp/host1; xfs-advisor --sysroot /tmp/host1 devices"),
+    ("One report for the results the Ansible role stored:",
+     "xfs-advisor fleet xfs-advisor-results --fail-on will-break"),
+]
+
+
+def _tagged(pairs: list[tuple[str, str]]) -> str:
+    lines = []
+    for tag, text in pairs:
+        lines += [".TP", f".B {_roff(tag)}", _roff(text)]
+    return "\n".join(lines) + "\n"
+
+
+def _examples() -> str:
+    lines = []
+    for text, command in EXAMPLES:
+        lines += [".PP", _roff(text), ".IP", ".B " + _roff(command)]
+    return "\n".join(lines) + "\n"
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     sub.add_parser("manpage", help="print the manual page xfs-advisor(1) (roff)",
@@ -56,6 +111,9 @@ def page() -> str:
     name, *words = man.synopsis
     man.synopsis = [name, *(word.replace("-", "\\-") for word in words)]
     man.add_section("exit status", ">", exit_status())
+    man.add_section("environment", ">", _tagged(ENVIRONMENT))
+    man.add_section("files", ">", _tagged(FILES))
+    man.add_section("examples", ">", _examples())
     man.add_section("see also", ">", _roff(SEE_ALSO) + "\n")
     header, _, body = str(man).partition("\n")
     # Long option names must not be hyphenated or stretched at a line's end (`--me-dian-file`).

@@ -150,6 +150,15 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
             from advisor.audit.host import capture_sources
 
             mirror.files += capture_sources(recorder, inventory, str(dest))
+        elif not source.live:
+            # A host's root mounted elsewhere (or a capture): its fstab, for `audit` on the copy.
+            from advisor.audit.host import AUDIT_DIR, sysroot_fstab
+
+            fstab = sysroot_fstab(source)
+            if fstab.is_file():
+                (dest / AUDIT_DIR).mkdir(exist_ok=True)
+                (dest / AUDIT_DIR / "fstab").write_bytes(fstab.read_bytes())
+                mirror.files += 1
     except OSError as err:  # the disk filled up, or a folder was taken away meanwhile
         raise BadInput(f"capture into {dest} failed: {err.strerror or err} (what it wrote is "
                        "incomplete: remove it)") from None

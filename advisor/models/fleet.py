@@ -10,6 +10,49 @@ from pydantic import Field
 from advisor.models.base import Model
 
 
+class FleetReason(Model):
+    """One setting the proposal changes from mkfs.xfs's or mount's default, and why."""
+
+    setting: str
+    value: str
+    default: str
+    rule: str
+    reason: str
+
+
+class FleetWarning(Model):
+    """A warning the proposal carries (a mounted partition on the disk, a setting it cannot make
+    alone...)."""
+
+    rule: str
+    message: str
+
+
+class FleetFinding(Model):
+    """One audit finding of a host, with the rule that made it."""
+
+    rule: str
+    """Rule id (`xfs-advisor explain ID`) or audit check (`audit-v4`...)."""
+    severity: str
+    """breaks, will-break, performance or info."""
+    title: str
+    device: str | None
+    """The device holding the filesystem (null: an fstab line whose device is not there)."""
+    mountpoint: str | None
+
+
+class FleetRule(Model):
+    """One rule's findings across the fleet: the answer to "which hosts does it hit?"."""
+
+    rule: str
+    severity: str
+    title: str
+    """The title of its first finding."""
+    hosts: list[str]
+    findings: int
+    """Findings in all (a host may have several: one per filesystem or fstab line)."""
+
+
 class FleetProposal(Model):
     """What the advisor proposes for a device, regenerated from the host's capture with the
     rules of the machine that made the report."""
@@ -17,6 +60,10 @@ class FleetProposal(Model):
     mkfs_command: str
     mount_options: list[str]
     fstab: str
+    reasons: list[FleetReason] = Field(default_factory=list)
+    """The settings that differ from the defaults, each with its rule and reason (empty: the
+    defaults are kept)."""
+    warnings: list[FleetWarning] = Field(default_factory=list)
     same_as_host: bool | None = None
     """Whether the host's own proposal (made by the tool installed there) was the same mkfs.xfs
     command: false after a rule change, or when the host runs another version. None: the host
@@ -58,6 +105,8 @@ class FleetHost(Model):
     devices: list[FleetDevice] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
     """The host's audit findings by severity (fstab lines without a device included)."""
+    findings: list[FleetFinding] = Field(default_factory=list)
+    """Every audit finding, with its rule id and severity."""
 
 
 class FleetShape(Model):
@@ -82,3 +131,9 @@ class FleetDocument(Model):
     shapes: list[FleetShape]
     counts: dict[str, int]
     """hosts, ok, failed."""
+    by_rule: list[FleetRule] = Field(default_factory=list)
+    """Findings grouped by rule id, worst severity first, then most hosts."""
+    fail_on: str | None = None
+    """The --fail-on severity asked (null: none)."""
+    failing_hosts: list[str] = Field(default_factory=list)
+    """Hosts with a finding at or above fail_on."""

@@ -28,6 +28,7 @@ def _proposal(d: FleetDevice) -> str:
         text += f" ; mount -o {','.join(d.proposal.mount_options)}"
     if d.proposal.same_as_host is False:
         text += " (the host proposed otherwise)"
+    text += "".join(f" [warning: {w.message}]" for w in d.proposal.warnings)
     return text
 
 
@@ -64,6 +65,57 @@ def _host_totals(h: FleetHost) -> str:
     return f"{h.host}: {_findings(h.counts)}"
 
 
+def _hosts(names: list[str], most: int = 20) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most
+                                      else "")
+
+
+def rules_view(doc: FleetDocument) -> str:
+    """Findings grouped by rule id: severity, hosts and findings, worst first."""
+    lines = [f"{_summary(doc)}; findings by rule (xfs-advisor explain RULE tells more):"]
+    for r in doc.by_rule:
+        lines += [f"{r.rule} [{r.severity}] {len(r.hosts)} hosts, {r.findings} findings: "
+                  f"{r.title}", f"    {_hosts(r.hosts)}"]
+    if not doc.by_rule:
+        lines.append("no findings")
+    lines += _gate(doc)
+    return "\n".join(lines) + "\n"
+
+
+def proposals_view(doc: FleetDocument) -> str:
+    """Proposals grouped by what they decide: the command, the settings changed from the
+    defaults with their reasons, the warnings, and the hosts and devices that get it."""
+    groups: dict[str, tuple[FleetDevice, list[str]]] = {}
+    for h in doc.hosts:
+        for d in h.devices:
+            if d.proposal is None:
+                continue
+            key = "\0".join([
+                ",".join(f"{r.setting}={r.value}" for r in d.proposal.reasons),
+                ",".join(d.proposal.mount_options), *(w.message for w in d.proposal.warnings)])
+            groups.setdefault(key, (d, []))[1].append(f"{h.host}:{d.name}")
+    lines = [f"{_summary(doc)}; {len(groups)} distinct proposals:"]
+    for d, where in sorted(groups.values(), key=lambda g: -len(g[1])):
+        if d.proposal is None:
+            continue
+        p = d.proposal
+        kind = "non-default" if p.reasons or p.mount_options else "the defaults kept"
+        lines.append(f"{len(where)} devices, {kind}: {p.mkfs_command}"
+                     + (f" ; mount -o {','.join(p.mount_options)}" if p.mount_options else ""))
+        lines += [f"    {r.setting} {r.value} (default {r.default}), rule {r.rule}: {r.reason}"
+                  for r in p.reasons]
+        lines += [f"    warning ({w.rule}): {w.message}" for w in p.warnings]
+        lines.append(f"    {_hosts(where)}")
+    return "\n".join(lines) + "\n"
+
+
+def _gate(doc: FleetDocument) -> list[str]:
+    if not doc.fail_on:
+        return []
+    return [f"--fail-on {doc.fail_on}: {len(doc.failing_hosts)} hosts fail"
+            + (f": {_hosts(doc.failing_hosts)}" if doc.failing_hosts else "")]
+
+
 def table(doc: FleetDocument) -> str:
     """For a terminal."""
     body = [tuple(terminal(c) for c in r) for r in rows(doc)]
@@ -76,7 +128,103 @@ def table(doc: FleetDocument) -> str:
         same = "the same proposals" if s.same_proposal else "DIFFERENT proposals"
         lines.append(terminal(f"{s.shape} ({len(s.hosts)} hosts, {same}): {s.devices}: "
                               f"{', '.join(s.hosts)}"))
+    lines += [terminal(f"{r.rule} [{r.severity}]: {len(r.hosts)} hosts, {r.findings} findings")
+              for r in doc.by_rule]
+    lines += [terminal(line) for line in _gate(doc)]
     return "\n".join(lines) + "\n"
+
+
+def csv_text(doc: FleetDocument) -> str:
+    """For a spreadsheet: the table's rows (one per host and device, a failed host with its
+    error) as CSV, then one row per finding (its rule id and severity)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*HEADER, "KERNEL", "TOOL_VERSION"])
+    kernels = {h.host: (h.kernel or "", h.tool_version or "") for h in doc.hosts}
+    for row in rows(doc):
+        writer.writerow([*(_spreadsheet_safe(c) for c in row), *kernels.get(row[0], ("", ""))])
+    writer.writerow([])
+    writer.writerow(["HOST", "RULE", "SEVERITY", "DEVICE", "MOUNTPOINT", "TITLE"])
+    for h in doc.hosts:
+        for f in h.findings:
+            writer.writerow([_spreadsheet_safe(c) for c in (h.host, f.rule, f.severity,
+                                                              f.device or "", f.mountpoint or "",
+                                                              f.title)])
+    return out.getvalue()
+
+
+def _spreadsheet_safe(text: str) -> str:
+    """A cell a spreadsheet shows as text: one starting with =, +, - or @ would be a formula
+    (host names and errors come from the hosts)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@") and text != "-" else text
+
+
+#: The HTML report's script: sort by a header's click, filter rows by the text typed. Inline, so
+#: the page works offline and from a mail attachment (no CDN, no other file).
+_HTML_SCRIPT = """
+const table = document.getElementById("rows");
+const body = table.tBodies[0];
+document.getElementById("filter").addEventListener("input", (e) => {
+  const words = e.target.value.toLowerCase().split(/\\s+/).filter(Boolean);
+  for (const row of body.rows) {
+    const text = row.textContent.toLowerCase();
+    row.hidden = !words.every((w) => text.includes(w));
+  }
+});
+table.tHead.rows[0].querySelectorAll("th").forEach((th, i) => {
+  th.addEventListener("click", () => {
+    const up = th.dataset.order !== "up";
+    th.dataset.order = up ? "up" : "down";
+    const rows = Array.from(body.rows);
+    rows.sort((a, b) => a.cells[i].textContent.localeCompare(
+      b.cells[i].textContent, undefined, {numeric: true}) * (up ? 1 : -1));
+    rows.forEach((r) => body.appendChild(r));
+  });
+});
+"""
+
+
+def html(doc: FleetDocument) -> str:
+    """One self-contained page: the table (click a header to sort, type to filter), the findings
+    by rule and the shapes. Every text from the hosts is escaped."""
+    from html import escape
+
+    def cells(tag: str, values: tuple[str, ...] | list[str]) -> str:
+        return "<tr>" + "".join(f"<{tag}>{escape(v)}</{tag}>" for v in values) + "</tr>"
+
+    body = "\n".join(cells("td", r) for r in rows(doc))
+    rules = "\n".join(cells("td", [r.rule, r.severity, str(len(r.hosts)), str(r.findings),
+                                    r.title, ", ".join(r.hosts)]) for r in doc.by_rule)
+    shapes = "\n".join(cells("td", [s.shape, str(len(s.hosts)), "yes" if s.same_proposal
+                                     else "NO", s.devices, ", ".join(s.hosts)])
+                        for s in doc.shapes)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy"
+ content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<title>XFS fleet report</title>
+<style>body{{font-family:sans-serif}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:2px 6px;vertical-align:top}}
+th{{cursor:pointer;background:#eee}}</style>
+</head><body>
+<h1>XFS fleet report</h1>
+<p>{escape(_summary(doc))}; results from {escape(doc.results_dir)}.</p>
+<p><label>Filter rows: <input id="filter" type="search"></label> (click a header to sort)</p>
+<table id="rows"><thead>{cells("th", list(HEADER))}</thead><tbody>
+{body}
+</tbody></table>
+<h2>Findings by rule</h2>
+<table><thead>{cells("th", ["RULE", "SEVERITY", "HOSTS", "FINDINGS", "TITLE", "WHICH"])}</thead>
+<tbody>{rules}</tbody></table>
+<h2>Hosts that share a hardware shape</h2>
+<table><thead>{cells("th", ["SHAPE", "HOSTS", "SAME PROPOSALS", "DEVICES", "WHICH"])}</thead>
+<tbody>{shapes}</tbody></table>
+<script>{_HTML_SCRIPT}</script>
+</body></html>
+"""
 
 
 def _cell(text: str) -> str:

@@ -23,7 +23,9 @@ def _library() -> Any:
         import blkid
     except ImportError as exc:  # the binding is a declared dependency; say how to get it back
         raise DeviceProblem(
-            f"cannot probe devices: the libblkid binding is missing ({exc}); run ./bootstrap"
+            f"cannot probe devices: the libblkid binding is missing ({exc}); install "
+            "pylibblkid in xfs-advisor's environment (it builds against Debian's libblkid-dev "
+            "and pkg-config)"
         ) from exc
     return blkid
 

@@ -20,6 +20,17 @@ from advisor.errors import ToolProblem
 
 DEFAULT_TIMEOUT = 60.0
 
+#: The Debian package of each external command the tool runs, for a "not found" message.
+DEBIAN_PACKAGES = {
+    **dict.fromkeys(("mkfs.xfs", "xfs_db", "xfs_info", "xfs_io", "xfs_admin", "xfs_growfs",
+                     "xfs_repair", "xfs_spaceman"), "xfsprogs"),
+    **dict.fromkeys(("losetup", "lsblk", "blkid", "wipefs", "blockdev", "findmnt", "fallocate",
+                     "fstrim"), "util-linux"),
+    **dict.fromkeys(("mount", "umount"), "mount"),
+    **dict.fromkeys(("mkfs.ext4", "mke2fs"), "e2fsprogs"),
+    "fio": "fio", "tmux": "tmux", "sync": "coreutils",
+}
+
 
 @dataclass(frozen=True)
 class Result:
@@ -139,7 +150,9 @@ def run(
         raise ValueError("empty argv")
     exe = which(argv[0])
     if exe is None:
-        raise ToolProblem(f"{argv[0]} not found: install it (Debian: see README, ./bootstrap)")
+        package = DEBIAN_PACKAGES.get(os.path.basename(argv[0]))
+        raise ToolProblem(f"{argv[0]} not found: install it"
+                          + (f" (Debian: apt-get install {package})" if package else ""))
     cmd = sh.Command(exe)
     try:
         # sh's own timeouts poll in 0.1 s steps, adding ~100 ms to every command: a timer kills

@@ -390,3 +390,28 @@ def main_json_proposal(dev: str) -> tuple[int, dict[str, Any], str]:
         code = main(["--json", "--device", dev, "--concurrent-writers", "16",
                      "--largest-directory-entries", "2000000", "--access", "read-heavy"])
     return code, json.loads(out.getvalue()) if out.getvalue() else {}, err.getvalue()
+
+
+def test_a_host_root_mounted_elsewhere_is_audited_with_its_own_fstab(tmp_path: Path) -> None:
+    """`--sysroot /host` (a host's root file system, not a capture): audit reads /host/etc/fstab
+    and capture copies that one, never this machine's /etc/fstab."""
+    from tests.inspect.sysfs_builder import write_tree
+
+    host = write_tree(tmp_path / "host", [])
+    (host / "etc").mkdir()
+    (host / "etc" / "fstab").write_text("UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--sysroot", str(host), "audit", "--json", "--fail-on", "will-break"])
+    doc = json.loads(out.getvalue())
+    assert doc["fstab"] == str(host / "etc" / "fstab")
+    assert code == 6 and doc["counts"]["breaks"] == 1, err.getvalue()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["--sysroot", str(host), "capture", str(tmp_path / "capture")]) == 0
+    copied = tmp_path / "capture" / "xfs-advisor-audit" / "fstab"
+    assert copied.read_text() == (host / "etc" / "fstab").read_text()
+    # A tree with no fstab at all: none copied (this machine's is not the host's).
+    bare = write_tree(tmp_path / "bare", [])
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["--sysroot", str(bare), "capture", str(tmp_path / "capture2")]) == 0
+    assert not (tmp_path / "capture2" / "xfs-advisor-audit" / "fstab").exists()

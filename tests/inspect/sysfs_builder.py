@@ -3,10 +3,17 @@ link into sys/devices/...), so hand-written hosts have known answers."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import subprocess
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+
+#: The role's store.py: its member-by-member extraction works on Debian 12's Python 3.11.2, which
+#: has no tarfile extraction filters.
+STORE_PY = Path(__file__).resolve().parents[2] / "ansible" / "roles" / "xfs_advisor" / "files" \
+    / "store.py"
 
 SWAPS_HEADER = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
 
@@ -123,6 +130,21 @@ def write_tree(root: Path, devices: list[Dev], *, mountinfo: str = "", swaps: st
     return root
 
 
+def role_store() -> ModuleType:
+    """The role's store.py as a module."""
+    spec = importlib.util.spec_from_file_location("xfs_advisor_role_store", STORE_PY)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def unpack(tarball: Path, dest: Path) -> None:
+    """A capture tarball unpacked into the existing folder dest (folders, files, inner links)."""
+    with tarfile.open(tarball) as tf:
+        role_store().extract(tf, str(dest))
+
+
 def unpack_dumps(src: Path, out: Path) -> dict[str, Path]:
     """The sysfs captures (*.tar.xz) in src unpacked under out, by name; each value is the
     capture's root (a tarball may hold one top folder or sys/ and proc/ directly)."""
@@ -131,9 +153,7 @@ def unpack_dumps(src: Path, out: Path) -> dict[str, Path]:
         name = tarball.name.removesuffix(".tar.xz")
         dest = out / name
         dest.mkdir()
-        # GNU tar, not tarfile: Debian 12's Python 3.11.2 has no extraction filters, and tar
-        # itself strips leading slashes and refuses members that climb out with "..".
-        subprocess.run(["tar", "-xJf", str(tarball), "-C", str(dest)], check=True)
+        unpack(tarball, dest)
         inner = [p for p in dest.iterdir() if p.is_dir()]
         dumps[name] = dest if (dest / "sys").is_dir() else (inner[0] if len(inner) == 1 else dest)
     return dumps

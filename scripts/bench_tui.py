@@ -115,7 +115,10 @@ async def time_key_to_proposal(sysroot: Path, runs: int) -> tuple[list[float], l
 
     session = Session(str(sysroot))
     inventory = session.inventory()
-    device = next(d for d in inventory.devices if d.kind == "part" and not d.usage.mountpoints)
+    device = next((d for d in inventory.devices if d.kind == "part" and not d.usage.mountpoints),
+                  None)
+    if device is None:  # a host without a free partition (a generated SAN): nothing to time
+        return [], []
     app = build_app(session, device=device.name, start="workload")
     state = app.state
     key_times: list[float] = []
@@ -193,8 +196,8 @@ def main() -> int:
                   "x the baseline's (medians)")
         print(f"load average after the starts: {os.getloadavg()[0]:.2f}")
         print("  " + startup_breakdown(sysroot).strip().replace("\n", "\n  "))
-        if args.sysroot is None:  # a host with a free partition (the default capture)
-            keys, engine = asyncio.run(time_key_to_proposal(sysroot, args.runs * 2))
+        keys, engine = asyncio.run(time_key_to_proposal(sysroot, args.runs * 2))
+        if keys:
             show("key press to updated proposal on screen", keys)
             show("  of which the engine (2 mkfs.xfs -N dry runs)", engine)
     return 0

@@ -110,6 +110,7 @@ def main() -> int:
         commands.update({f"baseline {name}": (argv, baseline) for name, argv in ours.items()})
     walls: dict[str, list[float]] = {k: [] for k in commands}
     cpus: dict[str, list[float]] = {k: [] for k in commands}
+    load_before = os.getloadavg()
     for argv, path in commands.values():
         once(argv, path)  # warm the page cache
     for _ in range(args.runs):  # interleaved: the load moves all of them alike
@@ -119,7 +120,9 @@ def main() -> int:
             cpus[name].append(cpu)
     base_wall = statistics.median(walls["python -c pass"])
     base_cpu = statistics.median(cpus["python -c pass"])
-    print(f"{args.runs} cold runs each, interleaved; load average {os.getloadavg()[0]:.1f}")
+    load_after = os.getloadavg()
+    print(f"{args.runs} cold runs each, interleaved; load average {load_before[0]:.1f} before "
+          f"(5 min: {load_before[1]:.1f}), {load_after[0]:.1f} after")
     print(f"{'command':<41} {'wall ms':>8} {'min':>6} {'CPU ms':>7} {'CPU/peer':>8}"
           + ("  instructions" if args.callgrind else ""))
     counts: dict[str, int | None] = {}
@@ -141,6 +144,10 @@ def main() -> int:
                 text += f", instructions {counts[name] / counts[base]:.2f}x"  # type: ignore[operator]
             print(text)
     print(f"(python -c pass: {base_wall:.0f} ms wall, {base_cpu:.0f} ms CPU in this run)")
+    devices_ms = statistics.median(walls["devices --json"])
+    advice_ms = statistics.median(walls[f"--json --device {device}"])
+    print(f"goals on a quiet machine: devices --json under 120 ms (here {devices_ms:.0f}), "
+          f"advice under 200 ms (here {advice_ms:.0f}); wall times move with the load above")
     return 0
 
 

@@ -4,6 +4,7 @@ without a TUI), and the rule engine never reaches the host."""
 from __future__ import annotations
 
 import ast
+import json
 import pkgutil
 import subprocess
 import sys
@@ -124,3 +125,45 @@ def test_the_tui_reaches_the_core_only_through_the_session() -> None:
     assert any("advisor.session" in _runtime_imports(m) for m in modules)
     assert "advisor.bench.run" in _imports(tui / "validate.py")
     assert "advisor.bench.run" not in _runtime_imports(tui / "validate.py")
+
+
+# ---- what `devices` imports: start-up cost is a contract too ----
+
+#: Modules `devices --json` has no use for: the TUI, the benchmark (fio jobs and their output),
+#: the statistics, the rule engine and its rule book, the workload profiler, and the package
+#: metadata reader (pydantic's plugin search and `sh` import it: ~17 ms of CPU each start).
+DEVICES_NEVER_IMPORTS = ("textual", "rich", "advisor.tui", "advisor.bench", "advisor.engine",
+                         "advisor.audit", "advisor.profile", "advisor.models.bench",
+                         "advisor.models.rule", "statistics", "sh", "importlib.metadata",
+                         "tomllib")
+
+
+def _devices_imports(argv: list[str]) -> list[str]:
+    """The modules a `python -m advisor` run of argv had loaded when it finished."""
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['xfs-advisor', *{argv!r}]\n"
+        "from advisor.__main__ import entry\n"
+        "code = entry()\n"
+        "sys.stderr.write(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stderr)
+    assert result["code"] == 0, proc.stderr
+    assert proc.stdout.strip()
+    modules: list[str] = result["modules"]
+    return modules
+
+
+def test_devices_imports_only_what_it_needs(tmp_path: Path) -> None:
+    from tests.inspect.sysfs_builder import Dev, write_tree
+
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    for argv in (["devices", "--json", "--sysroot", str(root)],
+                 ["devices", "--sysroot", str(root)],
+                 ["devices", "--json", "--fields", "size_bytes", "--sysroot", str(root)]):
+        modules = _devices_imports(argv)
+        assert "advisor.inspect.devices" in modules  # the check sees the run's own modules
+        bad = [m for m in modules if _forbidden(m, DEVICES_NEVER_IMPORTS)]
+        assert not bad, f"{' '.join(argv)} imported {bad}"

@@ -4,8 +4,10 @@ with --json, the full inventory with every fact's provenance."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from advisor.models.device import Device, Inventory
 
@@ -46,6 +48,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n".join(selectable_fields()) + "\n")
         return 0
     session = Session(getattr(args, "sysroot", None))
+    if args.json and not args.device:
+        from advisor.inspect.devices import iter_devices
+
+        devices = iter_devices(session.root, probe=not args.no_probe, fields=fields)
+        write_json(sys.stdout.buffer, session.root.root, session.live, devices, fields)
+        return 0
     inv = session.inventory(probe=not args.no_probe, fields=fields)
     if args.device:
         dev = find_device(inv, args.device)
@@ -68,6 +76,48 @@ def run(args: argparse.Namespace) -> int:
     if args.device:
         out("\n" + render_details(inv.devices[0]))
     return 0
+
+
+#: How pydantic's indented JSON ends an inventory with no devices; the devices go in between.
+_NO_DEVICES = b"[]\n}"
+
+
+def write_json(out: BinaryIO, sysroot: object, live: bool, devices: Iterator[Device],
+               fields: frozenset[str] | None) -> None:
+    """The inventory's JSON (`devices --json`), byte for byte what Inventory's serializer
+    writes, one device at a time as the scan makes them: on a host with 100,000 devices the
+    Device objects and a 500 MB JSON document are never held at once. `fields`: only these
+    Device fields and the identity ones (`--fields`). Nothing is written before the scan has
+    read the devices, so a device vanishing mid-scan is an error and no half document."""
+    from advisor import SCHEMA_VERSION
+    from advisor.inspect.devices import IDENTITY
+
+    include: dict[str, Any] | None = None
+    device_include: set[str] | None = None
+    if fields is not None:
+        device_include = set(IDENTITY | fields)
+        include = {"schema_version": True, "sysroot": True, "live": True,
+                   "devices": {"__all__": device_include}}
+    empty = Inventory(schema_version=SCHEMA_VERSION, sysroot=str(sysroot), live=live, devices=[])
+    head = empty.__pydantic_serializer__.to_json(empty, indent=2, include=include)
+    if not head.endswith(_NO_DEVICES):
+        raise RuntimeError("the inventory's JSON does not end with its device list")
+    first = next(devices, None)
+    if first is None:
+        out.write(head + b"\n")
+        out.flush()
+        return
+    sys.stdout.flush()
+    out.write(head[:-len(_NO_DEVICES)] + b"[\n")
+    separator = b""
+    for device in itertools.chain((first,), devices):
+        # The device's own JSON, indented as it is inside the document (two levels down): JSON
+        # strings hold no raw newline, so every newline is the serializer's own.
+        text = device.__pydantic_serializer__.to_json(device, indent=2, include=device_include)
+        out.write(separator + b"    " + text.replace(b"\n", b"\n    "))
+        separator = b",\n"
+    out.write(b"\n  ]\n}\n")
+    out.flush()
 
 
 def selectable_fields() -> list[str]:

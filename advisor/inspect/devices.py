@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -608,19 +608,34 @@ def inspect_devices(root: SysRoot, *, probe: bool = True,
 def inspect_with_probes(root: SysRoot, *, probe: bool = True,
                         fields: frozenset[str] | None = None) -> tuple[Inventory, Probes]:
     """inspect_devices, also returning the live-only probe results it used (for capture)."""
+    used: list[Probes] = []
+    devices = list(iter_devices(root, probe=probe, fields=fields, probes_used=used))
+    inventory = Inventory(schema_version=SCHEMA_VERSION, sysroot=str(root.root),
+                                          live=root.live, devices=devices)
+    return inventory, used[0]
+
+
+def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | None = None,
+                 probes_used: list[Probes] | None = None) -> Iterator[Device]:
+    """inspect_devices' devices one at a time, in the same order, for a caller that writes each
+    and lets it go (`devices --json` of a host with 100,000 devices: keeping them all and their
+    JSON as well would double the memory). The facts read are kept until the last device is
+    made (a device's stripe and storage hint come from the devices below it). `probes_used`
+    receives the probe results, before the first device."""
     # A scan allocates hundreds of thousands of small objects and frees none of them: the cyclic
     # collector would walk them again and again for nothing (a quarter of a SAN host's scan).
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _inspect(root, probe=probe, needed=fields_needed(fields))
+        yield from _inspect(root, probe=probe, needed=fields_needed(fields),
+                            probes_used=probes_used if probes_used is not None else [])
     finally:
         if paused:
             gc.enable()
 
 
-def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None
-             ) -> tuple[Inventory, Probes]:
+def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
+             probes_used: list[Probes]) -> Iterator[Device]:
     def want(name: str) -> bool:
         return needed is None or name in needed
 
@@ -653,7 +668,7 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None
         swaps = {f["name"] for f in fields if f["path"] in swap_paths
                  or f"/dev/{f['name']}" in swap_paths}
 
-    devices: list[Device] = []
+    probes_used.append(probes)
     for f in _topological(fields):
         if want("stripe"):
             f["stripe"] = _stripe(f, by_name)
@@ -673,10 +688,7 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None
             if key in udev and want(attr):
                 f[attr] = FactStr(value=udev[key], source="udev",
                                                   path=f"udev:{key}", raw=udev[key], note=None)
-        devices.append(Device(**f))
-    inventory = Inventory(schema_version=SCHEMA_VERSION, sysroot=str(root.root),
-                                          live=root.live, devices=devices)
-    return inventory, probes
+        yield Device(**f)
 
 
 def find_device(inv: Inventory, name: str) -> Device:

@@ -35,7 +35,7 @@ from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
 from advisor.render.inert import terminal, terminal_lines
 from advisor.session import Session
-from advisor.tui.messages import DevicesChanged, HotplugSeen, ProposalChanged
+from advisor.tui.messages import DevicesChanged, DevicesRead, HotplugSeen, ProposalChanged
 
 if TYPE_CHECKING:
     from advisor.models.proposal import Proposal
@@ -69,6 +69,9 @@ class AdvisorState:
     """Why there is no proposal to show (no device, invalid answers, an error of the core)."""
     proposing: bool = False
     """A proposal is being computed for the latest device and answers."""
+    reading_devices: bool = False
+    """The first scan of the devices is still running: `inventory` is empty until it ends (the
+    screens paint first, the device list fills in)."""
 
     @property
     def device(self) -> Device | None:
@@ -136,6 +139,7 @@ class AdvisorApp(App[int]):
         state: AdvisorState,
         *,
         reload_inventory: Callable[[], Inventory] | None = None,
+        first_inventory: Callable[[], Inventory] | None = None,
         follow_hotplug: bool = False,
         start: str = "devices",
     ) -> None:
@@ -147,6 +151,7 @@ class AdvisorApp(App[int]):
             self._console_font = ConsoleFont()
         self.state = state
         self._reload_inventory = reload_inventory
+        self._first_inventory = first_inventory
         self._follow_hotplug = follow_hotplug
         self._start = start
         self._observer: Any = None
@@ -171,8 +176,41 @@ class AdvisorApp(App[int]):
         for name in STEPS:
             self.add_mode(name, _screen_factory(name))
         self.switch_mode(self._start)
+        if self._first_inventory is not None:
+            self._read_devices_first()
         if self._follow_hotplug:
             self._start_hotplug()
+
+    # ---- the first scan, after the first paint ----
+
+    def _read_devices_first(self) -> None:
+        """Read the devices in a thread: the screen paints at once and the list fills in when
+        the scan ends (a host with thousands of devices takes seconds)."""
+        read = self._first_inventory
+        if read is None:
+            return
+        self.state.reading_devices = True
+
+        def scan() -> None:
+            try:
+                inventory, problem = read(), None
+            except AdvisorError as err:
+                inventory, problem = None, err.message
+            except Exception as err:  # a bug in the core: say so on screen, keep the session
+                inventory, problem = None, f"internal error: {type(err).__name__}: {err}"
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.post_message(DevicesRead(inventory, problem))
+
+        threading.Thread(target=scan, name="first-device-scan", daemon=True).start()
+
+    def on_devices_read(self, message: DevicesRead) -> None:
+        self.state.reading_devices = False
+        if message.inventory is not None:
+            self.state.inventory = message.inventory
+        else:
+            self.notify(f"could not read the devices: {message.problem} (r: read again)",
+                        severity="error")
+        self._tell(DevicesChanged())
 
     # ---- ending: never with a validation still running ----
 
@@ -353,8 +391,8 @@ class AdvisorApp(App[int]):
     def reload_devices(self) -> None:
         """Read the devices again (hotplug, `r`, the check before a run) and tell the screen
         shown."""
-        if self._reload_inventory is None:
-            return
+        if self._reload_inventory is None or self.state.reading_devices:
+            return  # the first scan is still running: it will show what is there
         before = self.state.inventory
         try:
             self.state.inventory = self._reload_inventory()
@@ -429,17 +467,24 @@ def _screen_actions(screen: Screen[Any]) -> Iterable[SystemCommand]:
 
 
 def build_app(session: Session, *, device: str | None = None, workload: Workload | None = None,
-              workload_path: str | None = None, start: str | None = None) -> AdvisorApp:
-    """The app over `session`: reads devices before any screen shows, so a bad device is a
-    one-line error, not a broken screen. With `device` it opens on the questions, or on the
-    proposal when the answers say something; `start` overrides that (tests)."""
-    state = AdvisorState(inventory=session.inventory(), session=session,
+              workload_path: str | None = None, start: str | None = None,
+              scan_after_paint: bool = False) -> AdvisorApp:
+    """The app over `session`. With `device`, the devices are read before any screen shows, so a
+    bad device is a one-line error, not a broken screen, and it opens on the questions, or on
+    the proposal when the answers say something; `start` overrides that (tests). Without one
+    and with `scan_after_paint` (the command line), the device list shows at once, empty, and
+    fills in when the scan ends; otherwise the devices are read first."""
+    later = scan_after_paint and not device
+    inventory = (Inventory(sysroot=str(session.root.root), live=session.live, devices=[])
+                 if later else session.inventory())
+    state = AdvisorState(inventory=inventory, session=session,
                          workload=workload or Workload(), workload_path=workload_path)
     first = "devices"
     if device:
         state.device_name = session.device(device).name
         first = "proposal" if state.workload.answered() else "workload"
     return AdvisorApp(state, reload_inventory=lambda: session.inventory(refresh=True),
+                      first_inventory=session.inventory if later else None,
                       follow_hotplug=session.follows_hotplug, start=start or first)
 
 
@@ -452,7 +497,7 @@ def app_from_args(args: argparse.Namespace) -> AdvisorApp:
                       rules_dir=getattr(args, "rules", None))
     return build_app(session, device=getattr(args, "device", None),
                      workload=workload_from_args(args),
-                     workload_path=getattr(args, "workload", None))
+                     workload_path=getattr(args, "workload", None), scan_after_paint=True)
 
 
 def run_tui(args: argparse.Namespace) -> int:

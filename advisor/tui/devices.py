@@ -102,7 +102,11 @@ class DevicesScreen(StepScreen):
                  else f"capture {terminal(str(state.inventory.sysroot))}")
         count = len(state.inventory.devices)
         table.border_title = f"{count} device{'' if count == 1 else 's'} ({where})"
-        if table.row_count:
+        if state.reading_devices:
+            table.border_title = f"reading the devices... ({where})"
+            self.query_one("#details-title", Static).update("reading the devices...")
+            self.query_one("#facts", DataTable).clear()
+        elif table.row_count:
             table.move_cursor(row=cursor)
             self._show_details(self._name_at(cursor))
         else:

@@ -6,8 +6,12 @@ a reference to another and the app keeps no list of listeners."""
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from advisor.models.device import Inventory
 
 
 class ProposalChanged(Message, bubble=False):
@@ -17,6 +21,16 @@ class ProposalChanged(Message, bubble=False):
 class DevicesChanged(Message, bubble=False):
     """The devices were read again (hotplug, `r`, a re-check before a run): the state holds the
     new inventory."""
+
+
+class DevicesRead(Message, bubble=False):
+    """The first scan of the devices ended (posted from its worker thread): `inventory`, or
+    `problem` when it failed (a device vanishing mid-scan)."""
+
+    def __init__(self, inventory: Inventory | None, problem: str | None) -> None:
+        super().__init__()
+        self.inventory = inventory
+        self.problem = problem
 
 
 class HotplugSeen(Message, bubble=False):

@@ -145,3 +145,26 @@ def test_bad_fields_are_exit_2(md_host: Path, argv: list[str], needle: str,
     err = json.loads(captured.err)["error"]["message"] if "--json" in argv else captured.err
     assert needle in err and "Traceback" not in err
     assert captured.out == ""
+
+
+def test_devices_json_is_the_inventory_serializer_byte_for_byte(
+        md_host: Path, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """`devices --json` writes its devices one at a time as the scan makes them: the document
+    must be exactly what the Inventory's serializer writes, with and without --fields, and for a
+    host without devices."""
+    empty = write_tree(tmp_path / "empty", [Dev("loop0", 0, "7:0")])
+    for root in (md_host, empty):
+        inventory = inspect_devices(SysRoot.open(root))
+        for fields in (None, frozenset({"size_bytes", "stripe", "usage"})):
+            include = None
+            if fields is not None:
+                include = {"schema_version": True, "sysroot": True, "live": True,
+                           "devices": {"__all__": set(IDENTITY | fields)}}
+            expected = inventory.__pydantic_serializer__.to_json(inventory, indent=2,
+                                                                 include=include) + b"\n"
+            argv = ["--sysroot", str(root), "devices", "--json"]
+            if fields is not None:
+                argv += ["--fields", ",".join(sorted(fields))]
+            assert main(argv) == 0
+            assert capsysbinary.readouterr().out == expected, (root.name, fields)
+    assert len(inventory.devices) == 0 and len(inspect_devices(SysRoot.open(md_host)).devices) > 4

@@ -111,3 +111,63 @@ async def test_command_palette_reaches_the_steps(make_app: AppFactory) -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert app.current_mode == "workload"
+
+
+async def test_the_list_paints_before_the_scan_ends_and_fills_in_after() -> None:
+    # A scan held until the first screen is up: the command line's app must paint without
+    # waiting for it (a host with thousands of devices takes seconds), then show what it read.
+    import threading
+
+    from advisor.session import Session
+    from advisor.tui.app import build_app
+
+    release = threading.Event()
+    session = Session(inventory=build_inventory())
+    fixed = session.inventory()
+
+    def held_scan(**_kwargs: object) -> object:
+        release.wait(30)
+        return fixed
+
+    session.inventory = held_scan  # type: ignore[assignment,method-assign]
+    app = build_app(session, scan_after_paint=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#device-table", DataTable)
+        assert app.state.reading_devices
+        assert table.row_count == 0
+        assert str(table.border_title).startswith("reading the devices...")
+        await pilot.press("r")  # a reload while the first scan runs waits for it, no second scan
+        release.set()
+        for _ in range(200):
+            if table.row_count:
+                break
+            await pilot.pause(0.05)
+        assert not app.state.reading_devices
+        assert table.row_count == len(tree_rows(fixed))
+        assert str(table.border_title).startswith(f"{len(fixed.devices)} devices")
+        assert _cells(table, 0)[0] == tree_rows(fixed)[0].device.display_name
+
+
+async def test_a_failed_first_scan_is_said_on_screen() -> None:
+    from advisor.errors import DeviceProblem
+    from advisor.session import Session
+    from advisor.tui.app import build_app
+
+    session = Session(inventory=build_inventory())
+
+    def vanished(**_kwargs: object) -> object:
+        raise DeviceProblem("device sdb disappeared while it was being inspected")
+
+    session.inventory = vanished  # type: ignore[assignment,method-assign]
+    app = build_app(session, scan_after_paint=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(200):
+            if not app.state.reading_devices:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        table = app.screen.query_one("#device-table", DataTable)
+        assert table.row_count == 0
+        assert str(table.border_title).startswith("0 devices")
+        assert any("sdb disappeared" in str(n.message) for n in app._notifications)

@@ -62,16 +62,30 @@ def _json(text: str, p: Path) -> Any:
         raise BadInput(f"{p}: malformed JSON at line {err.lineno}: {err.msg}") from None
 
 
+def _plain(value: Any) -> Any:
+    """A whole float as an integer (`fsyncs_per_second = 200`, not `200.0`): it loads back equal."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
 def dump_workload_toml(w: Workload) -> str:
-    """Answers as TOML, only those given (a file that loads back to the same Workload)."""
-    lines = []
+    """Answers as TOML, only those given (a file that loads back to the same Workload). Written by
+    tomlkit, which escapes what TOML requires and writes any other character as itself."""
+    import tomlkit
+
     data = w.model_dump(mode="json", exclude_none=True)
     storage = data.pop("storage", {})
+    doc = tomlkit.document()
     for k, v in data.items():
-        lines.append(f"{k} = {json.dumps(v)}")
+        doc.add(k, _plain(v))
     if storage:
-        lines += ["", "[storage]"] + [f"{k} = {json.dumps(v)}" for k, v in storage.items()]
-    return "\n".join(lines) + "\n"
+        table = tomlkit.table()
+        for k, v in storage.items():
+            table.add(k, _plain(v))
+        doc.add(tomlkit.nl())
+        doc.add("storage", table)
+    return tomlkit.dumps(doc)
 
 
 # ---- flags: one per answer, generated from the models so they never drift ----

@@ -21,7 +21,7 @@ from advisor.answers import (
 )
 from advisor.errors import BadInput
 from advisor.models.units import format_size, parse_size
-from advisor.models.workload import Workload
+from advisor.models.workload import Storage, Workload
 
 
 @pytest.mark.parametrize(
@@ -135,6 +135,19 @@ def test_dump_loads_back_unchanged(tmp_path: Path) -> None:
     assert load_workload(f) == w
     assert w.answered() == {"largest_directory_entries", "access", "growth_factor", "mount_point",
                             "storage.nonvolatile_write_cache"}
+
+
+def test_dump_writes_any_mount_point_toml_can_hold(tmp_path: Path) -> None:
+    # An escaped surrogate pair (\\ud83d\\ude00), as JSON writes it, is not TOML.
+    w = Workload(mount_point="/srv/\U0001F600data", storage=Storage(kind="ssd"))
+    f = tmp_path / "w.toml"
+    f.write_text(dump_workload_toml(w))
+    assert load_workload(f) == w
+
+
+def test_dump_writes_a_whole_rate_as_an_integer() -> None:
+    text = dump_workload_toml(Workload(fsyncs_per_second=200, growth_factor=2.5))
+    assert "fsyncs_per_second = 200\n" in text and "growth_factor = 2.5\n" in text
 
 
 @pytest.mark.parametrize("kernel", ["3.10", "3.11", "3.11.0-26-generic", "2.6.32"])

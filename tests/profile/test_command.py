@@ -136,18 +136,30 @@ def test_write_workload_to_json(tree: Path, tmp_path: Path,
     assert json.loads(target.read_text())["largest_directory_entries"] == 6
 
 
-def test_a_layout_the_line_edit_cannot_handle_is_rewritten(tmp_path: Path) -> None:
+def test_quoted_keys_and_inline_tables_keep_their_comments(tmp_path: Path) -> None:
     target = tmp_path / "quoted.toml"
-    target.write_text('# a comment\n"median_file_size" = 5\nfsyncs_per_second = 3\n')
+    target.write_text('# a comment\n"median_file_size" = 5  # mine\nfsyncs_per_second = 3\n'
+                      'storage = { kind = "ssd" }  # inline\n')
     loaded, kept = write_measured_answers(target, EXPECTED)
-    assert not kept
-    assert loaded == EXPECTED.merged_into(Workload(fsyncs_per_second=3))
+    assert kept
+    assert loaded == EXPECTED.merged_into(
+        Workload(fsyncs_per_second=3, storage=Storage(kind="ssd")))
+    text = target.read_text()
+    assert text.startswith("# a comment\n") and "# mine" in text and "# inline" in text
 
 
 def test_edit_toml_keeps_values_with_hashes_in_strings() -> None:
     text = 'mount_point = "/srv/a#b"  # where\nlargest_directory_entries = 1 # old\n'
     edited = edit_toml(text, {"largest_directory_entries": 9})
-    assert edited == 'mount_point = "/srv/a#b"  # where\nlargest_directory_entries = 9  # old\n'
+    assert edited == 'mount_point = "/srv/a#b"  # where\nlargest_directory_entries = 9 # old\n'
+
+
+def test_a_mount_point_beyond_the_basic_plane_loads_back(tmp_path: Path) -> None:
+    target = tmp_path / "emoji.toml"
+    target.write_text('mount_point = "/srv/\U0001F600data"  # ours\n')
+    loaded, kept = write_measured_answers(target, EXPECTED)
+    assert kept and loaded.mount_point == "/srv/\U0001F600data"
+    assert "/srv/\U0001F600data" in target.read_text()
 
 
 def test_answers_go_before_the_first_table(tmp_path: Path) -> None:

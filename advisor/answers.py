@@ -100,7 +100,8 @@ def add_workload_flags(p: argparse.ArgumentParser, *, suppress: bool = False) ->
     g = p.add_argument_group(
         "workload answers (override the --workload file)",
         "Sizes: 16KiB or 16k = 16,384 bytes (binary, as mkfs.xfs counts); 16KB = 16,000 bytes "
-        "(decimal, as on a disk's label).")
+        "(decimal, as on a disk's label). Counts: 5000000, 5,000,000, 5M or 1e6 (k, M, G are "
+        "decimal for counts).")
     for model, prefix in ((Workload, ""), (Storage, "storage.")):
         for name, field in model.model_fields.items():
             if name == "storage":

@@ -150,6 +150,54 @@ def test_dump_writes_a_whole_rate_as_an_integer() -> None:
     assert "fsyncs_per_second = 200\n" in text and "growth_factor = 2.5\n" in text
 
 
+@pytest.mark.parametrize(("line", "expected"), [
+    ("largest_directory_entries = 1e6", 1_000_000),          # a TOML float
+    ('largest_directory_entries = "1e6"', 1_000_000),
+    ('largest_directory_entries = "5,000,000"', 5_000_000),
+    ("largest_directory_entries = 5_000_000", 5_000_000),    # TOML's own grouping
+    ('largest_directory_entries = "5_000_000"', 5_000_000),
+    ('largest_directory_entries = "5M"', 5_000_000),
+    ('largest_directory_entries = "2.5k"', 2_500),
+    ('file_count = "3G"', 3_000_000_000),
+])
+def test_counts_in_every_form_people_write(tmp_path: Path, line: str, expected: int) -> None:
+    f = tmp_path / "w.toml"
+    f.write_text(line + "\n")
+    w = load_workload(f)
+    assert (w.largest_directory_entries or w.file_count) == expected
+
+
+@pytest.mark.parametrize(("flag", "value", "expected"), [
+    ("--largest-directory-entries", "1e6", 1_000_000),
+    ("--largest-directory-entries", "5,000,000", 5_000_000),
+    ("--largest-directory-entries", "5M", 5_000_000),
+    ("--concurrent-writers", "1k", 1_000),
+    ("--raid-data-disks", "8", 8),
+])
+def test_counts_as_flags(flag: str, value: str, expected: int) -> None:
+    p = argparse.ArgumentParser()
+    add_workload_flags(p)
+    argv = [flag, value] + (["--raid-stripe-unit", "64k"] if flag == "--raid-data-disks" else [])
+    w = workload_from_args(p.parse_args(argv))
+    assert expected in (w.largest_directory_entries, w.concurrent_writers,
+                        w.storage.raid_data_disks)
+
+
+def test_rates_take_the_count_forms() -> None:
+    assert parse_workload({"fsyncs_per_second": "2k"}).fsyncs_per_second == 2000
+    assert parse_workload({"fsyncs_per_second": "0.5"}).fsyncs_per_second == 0.5
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    ("1.5", "not a whole number"), ("5 parsecs", "try 5000000"), ("1,00", "try 5000000"),
+    ("5M5", "try 5000000"), ("2M", "less than or equal to 1000000"),
+])
+def test_counts_that_are_not_counts(value: str, needle: str) -> None:
+    key = "concurrent_writers" if value == "2M" else "largest_directory_entries"
+    with pytest.raises(BadInput, match=needle):
+        parse_workload({key: value})
+
+
 @pytest.mark.parametrize("kernel", ["3.10", "3.11", "3.11.0-26-generic", "2.6.32"])
 def test_kernels_that_cannot_mount_todays_v5_are_refused(kernel: str) -> None:
     # mkfs.xfs makes V5 with the directory entry file type always on ("Directory ftype field

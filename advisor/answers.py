@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import tomllib
 from pathlib import Path
@@ -15,13 +16,43 @@ from advisor.models.workload import Storage, Workload
 from advisor.system.files import read_text
 
 
+def _where(loc: tuple[int | str, ...]) -> str:
+    """Where an unknown key belongs, when it is an answer in the wrong place or spelt as its
+    flag: `storage_kind` at the top level -> "[storage] kind"; '' when it is no answer at all."""
+    top = set(Workload.model_fields) - {"storage"}
+    storage = set(Storage.model_fields)
+    name = str(loc[-1]).removeprefix("--").replace("-", "_")
+    in_storage = len(loc) == 2 and loc[0] == "storage"
+    if len(loc) == 1 or in_storage:
+        if not in_storage and name != str(loc[-1]) and name in top:
+            return name
+        for candidate in (name, name.removeprefix("storage_")):
+            if candidate in storage and (not in_storage or candidate != str(loc[-1])):
+                return f"[storage] {candidate}"
+        if in_storage and name in top:
+            return f"{name} at the top level, above [storage]"
+        close = difflib.get_close_matches(name, sorted(top | storage), n=1, cutoff=0.8)
+        if close:
+            return f"[storage] {close[0]}" if close[0] in storage else close[0]
+    return ""
+
+
 def _first_error(err: ValidationError, origin: str) -> BadInput:
-    e = err.errors()[0]
+    errors = err.errors()
+    e = errors[0]
     key = ".".join(str(p) for p in e["loc"]) or "(top level)"
     msg = e["msg"].removeprefix("Value error, ")
     if e["type"] == "extra_forbidden":
-        msg = "unknown key"
-    more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+        where = _where(e["loc"])
+        msg = f"unknown key (did you mean {where}?)" if where else "unknown key"
+        others = [".".join(str(p) for p in x["loc"])
+                  + (f" ({_where(x['loc'])}?)" if _where(x["loc"]) else "")
+                  for x in errors[1:] if x["type"] == "extra_forbidden"]
+        if others and len(others) == len(errors) - 1:
+            shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
+            return BadInput(f"{origin}: {key}: {msg} (and {len(others)} more unknown: {shown}; "
+                            "`xfs-advisor schema workload` lists every key)")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return BadInput(f"{origin}: {key}: {msg}{more}")
 
 
@@ -106,7 +137,9 @@ def add_workload_flags(p: argparse.ArgumentParser, *, suppress: bool = False) ->
         for name, field in model.model_fields.items():
             if name == "storage":
                 continue
-            help_text = (field.description or "").replace("%", "%%")
+            file_key = f"[storage] {name}" if prefix else name
+            help_text = (field.description or "").replace("%", "%%") + \
+                f" (in a --workload file: {file_key})"
             # `--kind` alone would not say of what: the storage's answers that need it say so.
             flag = _flag(f"storage_{name}" if prefix and name == "kind" else name)
             g.add_argument(flag, dest=f"answer:{prefix}{name}", metavar="VALUE",

@@ -198,6 +198,49 @@ def test_counts_that_are_not_counts(value: str, needle: str) -> None:
         parse_workload({key: value})
 
 
+def test_the_readme_shows_a_complete_answers_file_that_loads(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("### The answers file"):]
+    block = section[section.index("```toml\n") + 8:section.index("```\n", 8)]
+    f = tmp_path / "readme.toml"
+    f.write_text(block)
+    w = load_workload(f)
+    every = {k for k in Workload.model_fields if k != "storage"} | {
+        f"storage.{k}" for k in Storage.model_fields}
+    # growth_factor is the alternative to eventual_size, named in the comment beside it.
+    assert every - w.answered() == {"growth_factor"}
+    assert "growth_factor" in block
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('storage_kind = "hardware-raid"\n',
+     "storage_kind: unknown key (did you mean [storage] kind?)"),
+    ("raid_data_disks = 8\n", "raid_data_disks: unknown key (did you mean [storage] "
+     "raid_data_disks?)"),
+    ("largest-directory-entries = 5\n", "(did you mean largest_directory_entries?)"),
+    ('[storage]\naccess = "mixed"\n', "storage.access: unknown key (did you mean access at the "
+     "top level, above [storage]?)"),
+    ("concurent_writers = 3\n", "(did you mean concurrent_writers?)"),
+    ('storage_kind = "ssd"\nraid_stripe_unit = 4\ncolour = 1\n',
+     "(and 2 more unknown: raid_stripe_unit ([storage] raid_stripe_unit?), colour;"),
+])
+def test_unknown_keys_say_where_they_belong(tmp_path: Path, text: str, expected: str) -> None:
+    f = tmp_path / "w.toml"
+    f.write_text(text)
+    with pytest.raises(BadInput) as err:
+        load_workload(f)
+    assert expected in err.value.message
+
+
+def test_every_answer_flag_names_its_file_key() -> None:
+    p = argparse.ArgumentParser()
+    add_workload_flags(p)
+    helps = {a.option_strings[0]: a.help or "" for a in p._actions if a.option_strings}
+    assert "(in a --workload file: [storage] kind)" in helps["--storage-kind"]
+    assert "(in a --workload file: concurrent_writers)" in helps["--concurrent-writers"]
+    assert all("(in a --workload file: " in h for f, h in helps.items() if f != "-h")
+
+
 @pytest.mark.parametrize("kernel", ["3.10", "3.11", "3.11.0-26-generic", "2.6.32"])
 def test_kernels_that_cannot_mount_todays_v5_are_refused(kernel: str) -> None:
     # mkfs.xfs makes V5 with the directory entry file type always on ("Directory ftype field

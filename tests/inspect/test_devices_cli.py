@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,48 @@ def test_proc_mounts_when_a_capture_has_no_mountinfo(small_host: Path) -> None:
     md0 = inspect_devices(SysRoot.open(small_host)).get("md0")
     assert md0 is not None and md0.usage.mountpoints == ["/srv"]
     assert (md0.usage.fstype.value, md0.usage.fstype.path) == ("xfs", "proc/mounts")
+
+
+def _propose(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["--json", *argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out else {}), err
+
+
+def test_device_file_takes_what_devices_json_prints(
+        small_host: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--sysroot", str(small_host), "devices", "--json"]) == 0
+    everything = tmp_path / "inventory.json"
+    everything.write_text(capsys.readouterr().out)
+    assert main(["--sysroot", str(small_host), "devices", "md0", "--json"]) == 0
+    one = tmp_path / "md0.json"
+    one.write_text(capsys.readouterr().out)
+    code, live, err = _propose(capsys, "--sysroot", str(small_host), "--device", "md0")
+    assert code == 0, err
+    for argv in (["--device-file", str(everything), "--device", "md0"],
+                 ["--device-file", str(one)],
+                 ["--device-file", str(everything), "--device", "/dev/md0"]):
+        code, doc, err = _propose(capsys, *argv)
+        assert code == 0, err
+        assert doc["device"] == live["device"]
+        assert doc["proposal"]["mkfs_argv"] == live["proposal"]["mkfs_argv"]
+    # One device of the inventory, as the file format always was.
+    single = tmp_path / "sda.json"
+    single.write_text(json.dumps(json.loads(everything.read_text())["devices"][0]))
+    code, doc, err = _propose(capsys, "--device-file", str(single))
+    assert code == 0 and doc["device"]["name"] == "sda", err
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([], "lists 5 devices (sda, sda1, sdb, sdb1, md0): name one with --device"),
+    (["--device", "sdz"], "no device 'sdz' in this inventory (it lists: sda, sda1"),
+])
+def test_an_inventory_without_a_device_named_in_it_is_bad_input(
+        small_host: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        argv: list[str], needle: str) -> None:
+    assert main(["--sysroot", str(small_host), "devices", "--json"]) == 0
+    everything = tmp_path / "inventory.json"
+    everything.write_text(capsys.readouterr().out)
+    code, _, err = _propose(capsys, "--device-file", str(everything), *argv)
+    assert code == 2
+    assert needle in json.loads(err)["error"]["message"]

@@ -27,6 +27,14 @@ def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
                    "device in it), or one of its devices")
     p.add_argument("--rules", metavar="DIR", default=default,
                    help="extra rules: files here add rules or replace built-in ones by id")
+    p.add_argument("--brief", action="store_true",
+                   default=argparse.SUPPRESS if suppress else False,
+                   help="for people: the command, the fstab line, the warnings and the changes; "
+                   "the settings kept at the default by name only")
+    p.add_argument("--timings", action="store_true",
+                   default=argparse.SUPPRESS if suppress else False,
+                   help="with --json: add how long each phase took (extra.timings_ms), which "
+                   "differs from run to run")
     add_workload_flags(p, suppress=suppress)
 
 
@@ -128,13 +136,15 @@ def run(args: argparse.Namespace) -> int:
     timings = {"imports": imported - started, "inspection": inspected - imported,
                "environment": done - inspected - sum(phases.values()), **phases,
                "total": done - started}
+    # Run-specific figures only when asked: two proposals for the same input are then equal.
+    extra = ({"timings_ms": {k: round(v * 1000, 1) for k, v in timings.items()}}
+             if getattr(args, "timings", False) else {})
     doc = ProposalDocument(device=device, workload=workload, environment=env, proposal=proposal,
-                           extra={"timings_ms": {k: round(v * 1000, 1)
-                                                 for k, v in timings.items()}})
+                           extra=extra)
     if getattr(args, "json", False):
         print(json.dumps(doc.model_dump(mode="json"), indent=2))
     else:
         from advisor.render.explain import proposal_text
 
-        print(proposal_text(doc), end="")
+        print(proposal_text(doc, brief=bool(getattr(args, "brief", False))), end="")
     return 0

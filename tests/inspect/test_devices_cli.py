@@ -7,9 +7,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from advisor.cli import main
+from advisor.commands.schema import schema_text
 from advisor.errors import DeviceProblem
 from advisor.inspect.devices import inspect_devices
 from advisor.system.sysroot import SysRoot
@@ -37,6 +39,11 @@ def test_json_is_the_inventory(small_host: Path, capsys: pytest.CaptureFixture[s
     assert md0["stripe"]["used_by_mkfs"] is True and md0["stripe"]["data_disks"] == 2
     assert md0["size_bytes"] == {"value": 2 << 40, "source": "sysfs", "path": "sys/block/md0/size",
                                  "raw": str((2 << 40) // 512), "note": None}
+    published = json.loads(schema_text("devices"))  # what `xfs-advisor schema devices` prints
+    jsonschema.validate(doc, published)
+    md0["size_bytes"]["value"] = "2TiB"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, published)
 
 
 def test_human_tree_nests_md_under_both_partitions(small_host: Path,
@@ -139,6 +146,11 @@ def test_capture_of_a_capture_replays_identically(small_host: Path, tmp_path: Pa
     dest = tmp_path / "copy"
     assert main(["--sysroot", str(small_host), "capture", str(dest)]) == 0
     assert "captured 5 devices" in capsys.readouterr().out
+    again = tmp_path / "again"
+    assert main(["--json", "--sysroot", str(small_host), "capture", str(again)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads(schema_text("capture")))
+    assert doc["capture"] == str(again) and doc["devices"] == ["sda", "sda1", "sdb", "sdb1", "md0"]
     original = inspect_devices(SysRoot.open(small_host)).model_dump(exclude={"sysroot"})
     replay = inspect_devices(SysRoot.open(dest)).model_dump(exclude={"sysroot"})
     assert replay == original

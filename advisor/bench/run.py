@@ -302,8 +302,8 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult]) -> str:
         return f"B is better on {', '.join(named['better'])} and worse on nothing measured"
     if verdict == "equivalent":
         return "no meaningful difference: every metric is inside its margin"
-    return (f"inconclusive on {', '.join(named['inconclusive'])}: more rounds or a quieter "
-            "machine are needed (see rounds_to_resolve)")
+    return (f"inconclusive on {', '.join(named['inconclusive'])}: more pairs or a quieter "
+            "machine are needed (each metric says how many pairs would likely resolve it)")
 
 
 def execute(plan: Plan, *, progress: Progress | None = None,

@@ -1,0 +1,86 @@
+"""F5 says what matters about a run without scrolling, at 80x24: the run's state right after
+ctrl+r, what a finished run left on the device, and targets re-checked each time F5 is shown.
+The run itself is a judged report handed back at once (tests/tui/test_validate.py and
+test_terminal_validate.py run real ones)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from advisor.bench.resources import Recovery
+from advisor.models.device import Inventory
+from advisor.models.proposal import Proposal
+from tests.tui.conftest import AppFactory
+from tests.tui.test_validate import report_with_rounds
+
+LEFT = "/dev/loop7 now holds the test filesystem of the last round: `wipefs -a /dev/loop7`"
+
+
+def _text(app: Any, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def _on_screen(app: Any, selector: str) -> bool:
+    """The widget is displayed and inside the visible part of the scrolled body."""
+    widget = app.screen.query_one(selector)
+    body = app.screen.query_one("#validate-body")
+    top = widget.region.y
+    return bool(widget.display) and body.region.y <= top < body.region.bottom
+
+
+async def test_the_run_state_is_on_screen_and_what_was_left_is_said(
+        make_app: AppFactory, frozen_proposal: Proposal, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(device="vg0-data", start="validate")
+    session = app.state.session
+    release = threading.Event()
+    report = report_with_rounds(6).model_copy(update={"device_left": LEFT})
+
+    def run_validation(plan: Any, **kwargs: Any) -> Any:
+        release.wait(30)
+        return report
+
+    monkeypatch.setattr(session, "recover", lambda *a, **k: Recovery())
+    monkeypatch.setattr(session, "run_validation", run_validation)
+    reloads: list[Inventory] = []
+    monkeypatch.setattr(app, "reload_devices", lambda: reloads.append(app.state.inventory))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not app.screen.query_one("#step").display  # nothing to say before a run
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen.running
+        assert "starting" in _text(app, "#step")
+        assert _on_screen(app, "#step") and _on_screen(app, "#progress")
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert f"done on {report.environment.device}; {LEFT}" in _text(app, "#step")
+        assert any(LEFT in str(n.message) for n in app._notifications)
+        assert reloads, "the target list was not read again after the run"
+
+
+async def test_targets_are_checked_again_each_time_f5_is_shown(
+        make_app: AppFactory, frozen_proposal: Proposal,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(device="vg0-data", start="proposal")
+    app.state.inventory.live = True
+    reloads: list[int] = []
+    monkeypatch.setattr(app, "reload_devices", lambda: reloads.append(1))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("f5")
+        await pilot.pause()
+        first = len(reloads)
+        assert first >= 1
+        await pilot.press("f4")
+        await pilot.pause()
+        assert len(reloads) == first
+        await pilot.press("f5")
+        await pilot.pause()
+        assert len(reloads) == first + 1

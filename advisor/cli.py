@@ -122,6 +122,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if not only:
         # Proposal options are valid without a subcommand too (`xfs-advisor --json --device X`).
         _load("propose").add_options(parser)
+        _load("propose").add_output_options(parser)
     return parser
 
 

@@ -27,6 +27,11 @@ def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
                    "device in it), or one of its devices")
     p.add_argument("--rules", metavar="DIR", default=default,
                    help="extra rules: files here add rules or replace built-in ones by id")
+    add_workload_flags(p, suppress=suppress)
+
+
+def add_output_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """How the proposal is printed (not for the interactive advisor, which shows it on F4)."""
     p.add_argument("--brief", action="store_true",
                    default=argparse.SUPPRESS if suppress else False,
                    help="for people: the command, the fstab line, the warnings and the changes; "
@@ -35,13 +40,13 @@ def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
                    default=argparse.SUPPRESS if suppress else False,
                    help="with --json: add how long each phase took (extra.timings_ms), which "
                    "differs from run to run")
-    add_workload_flags(p, suppress=suppress)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("propose", parents=[common],
                        help="propose mkfs.xfs options and an fstab line for a device")
     add_options(p, suppress=True)
+    add_output_options(p, suppress=True)
 
 
 def _load_device_file(path: str, name: str | None) -> Any:

@@ -84,3 +84,25 @@ async def test_targets_are_checked_again_each_time_f5_is_shown(
         await pilot.press("f5")
         await pilot.pause()
         assert len(reloads) == first + 1
+
+
+async def test_a_new_proposal_is_shown_from_its_top(make_app: AppFactory,
+                                                    frozen_proposal: Proposal) -> None:
+    from textual.containers import VerticalScroll
+
+    from tests.tui.test_snapshots import EXAMPLE
+
+    app = make_app(device="vg0-data", workload=EXAMPLE, start="proposal")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.state.proposal is not None, app.state.proposal_problem
+        await pilot.pause()
+        body = app.screen.query_one("#proposal-body", VerticalScroll)
+        body.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert body.scroll_y > 0, "nothing to scroll: the test would prove nothing"
+        app.state.proposal = app.state.proposal.model_copy()  # what new answers give
+        app.screen.show_proposal()
+        await pilot.pause()
+        assert body.scroll_y == 0

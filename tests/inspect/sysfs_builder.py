@@ -132,7 +132,12 @@ def unpack_dumps(src: Path, out: Path) -> dict[str, Path]:
         dest = out / name
         dest.mkdir()
         with tarfile.open(tarball) as tf:
-            tf.extractall(dest, filter="tar")
+            # Extraction filters came with Python 3.11.4; Debian 12's 3.11.2 has none (the
+            # captures are the project's own files).
+            if hasattr(tarfile, "tar_filter"):
+                tf.extractall(dest, filter="tar")
+            else:
+                tf.extractall(dest)
         inner = [p for p in dest.iterdir() if p.is_dir()]
         dumps[name] = dest if (dest / "sys").is_dir() else (inner[0] if len(inner) == 1 else dest)
     return dumps

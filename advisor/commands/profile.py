@@ -64,7 +64,9 @@ class ProgressLine:
     def __call__(self, entries: int, elapsed: float) -> None:
         now = time.monotonic()
         if not self.started:  # the walker's first call, once Ctrl-C already yields a report
-            if not self.as_json:
+            if self.as_json:
+                self._show(0, 0.0)  # the walk has started (Ctrl-C now yields a report)
+            else:
                 print(f"profiling {self.path} ...", file=self.stream, flush=True)
             self.started = True
             self.last = now

@@ -200,10 +200,6 @@ class ValidateScreen(StepScreen):
 
     def on_screen_resume(self) -> None:
         self.advisor.request_proposal()
-        if self.advisor.state.inventory.live and not self.running:
-            # The devices as they are now (a wipefs, a mount since the list was read): the
-            # guard's verdicts are re-checked each time F5 is shown.
-            self.advisor.reload_devices()
         self.refresh_targets()
         self.show_proposal()
 

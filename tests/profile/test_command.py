@@ -197,11 +197,18 @@ def test_progress_on_request(big_directory: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "advisor", "profile", "--progress", "--json",
                            str(big_directory)], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stderr.splitlines()
+    # Under --json each report is a JSON document: stderr stays machine-readable.
+    reports = [json.loads(line)["progress"] for line in proc.stderr.splitlines()]
+    assert reports[0] == {"done": 0, "unit": "entries seen", "per_second": 0.0,
+                          "finished": False}
+    assert reports[-1]["done"] == 100_006 and reports[-1]["finished"] is True
+    assert json.loads(proc.stdout)["files"] == 100_003
+    text = subprocess.run([sys.executable, "-m", "advisor", "profile", "--progress",
+                           str(big_directory)], capture_output=True, text=True, cwd=REPO)
+    lines = text.stderr.splitlines()
     assert lines[0] == f"profiling {big_directory} ..."
     assert lines[-1].startswith("  100,006 entries, ") and lines[-1].endswith("/s (done)")
     assert all(" entries, " in line for line in lines[1:])
-    assert json.loads(proc.stdout)["files"] == 100_003
 
 
 def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path: Path) -> None:
@@ -212,7 +219,7 @@ def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path
     try:
         assert proc.stderr is not None
         first = proc.stderr.readline()  # printed once the walk has started
-        assert first.startswith("profiling ")
+        assert json.loads(first)["progress"]["done"] == 0
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -224,6 +231,7 @@ def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path
     assert doc["partial"] is True
     assert doc["entries"] < 100_000 + 6
     assert "interrupted: the report covers only what was seen, workload file not written" in err
+    assert all(json.loads(line) for line in err.splitlines())
     assert not target.exists()  # partial numbers must not become answers
 
 

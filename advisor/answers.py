@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import tomllib
 from pathlib import Path
@@ -15,13 +16,43 @@ from advisor.models.workload import Storage, Workload
 from advisor.system.files import read_text
 
 
+def _where(loc: tuple[int | str, ...]) -> str:
+    """Where an unknown key belongs, when it is an answer in the wrong place or spelt as its
+    flag: `storage_kind` at the top level -> "[storage] kind"; '' when it is no answer at all."""
+    top = set(Workload.model_fields) - {"storage"}
+    storage = set(Storage.model_fields)
+    name = str(loc[-1]).removeprefix("--").replace("-", "_")
+    in_storage = len(loc) == 2 and loc[0] == "storage"
+    if len(loc) == 1 or in_storage:
+        if not in_storage and name != str(loc[-1]) and name in top:
+            return name
+        for candidate in (name, name.removeprefix("storage_")):
+            if candidate in storage and (not in_storage or candidate != str(loc[-1])):
+                return f"[storage] {candidate}"
+        if in_storage and name in top:
+            return f"{name} at the top level, above [storage]"
+        close = difflib.get_close_matches(name, sorted(top | storage), n=1, cutoff=0.8)
+        if close:
+            return f"[storage] {close[0]}" if close[0] in storage else close[0]
+    return ""
+
+
 def _first_error(err: ValidationError, origin: str) -> BadInput:
-    e = err.errors()[0]
+    errors = err.errors()
+    e = errors[0]
     key = ".".join(str(p) for p in e["loc"]) or "(top level)"
     msg = e["msg"].removeprefix("Value error, ")
     if e["type"] == "extra_forbidden":
-        msg = "unknown key"
-    more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+        where = _where(e["loc"])
+        msg = f"unknown key (did you mean {where}?)" if where else "unknown key"
+        others = [".".join(str(p) for p in x["loc"])
+                  + (f" ({_where(x['loc'])}?)" if _where(x["loc"]) else "")
+                  for x in errors[1:] if x["type"] == "extra_forbidden"]
+        if others and len(others) == len(errors) - 1:
+            shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
+            return BadInput(f"{origin}: {key}: {msg} (and {len(others)} more unknown: {shown}; "
+                            "`xfs-advisor schema workload` lists every key)")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return BadInput(f"{origin}: {key}: {msg}{more}")
 
 
@@ -62,16 +93,30 @@ def _json(text: str, p: Path) -> Any:
         raise BadInput(f"{p}: malformed JSON at line {err.lineno}: {err.msg}") from None
 
 
+def _plain(value: Any) -> Any:
+    """A whole float as an integer (`fsyncs_per_second = 200`, not `200.0`): it loads back equal."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
 def dump_workload_toml(w: Workload) -> str:
-    """Answers as TOML, only those given (a file that loads back to the same Workload)."""
-    lines = []
+    """Answers as TOML, only those given (a file that loads back to the same Workload). Written by
+    tomlkit, which escapes what TOML requires and writes any other character as itself."""
+    import tomlkit
+
     data = w.model_dump(mode="json", exclude_none=True)
     storage = data.pop("storage", {})
+    doc = tomlkit.document()
     for k, v in data.items():
-        lines.append(f"{k} = {json.dumps(v)}")
+        doc.add(k, _plain(v))
     if storage:
-        lines += ["", "[storage]"] + [f"{k} = {json.dumps(v)}" for k, v in storage.items()]
-    return "\n".join(lines) + "\n"
+        table = tomlkit.table()
+        for k, v in storage.items():
+            table.add(k, _plain(v))
+        doc.add(tomlkit.nl())
+        doc.add("storage", table)
+    return tomlkit.dumps(doc)
 
 
 # ---- flags: one per answer, generated from the models so they never drift ----
@@ -86,12 +131,15 @@ def add_workload_flags(p: argparse.ArgumentParser, *, suppress: bool = False) ->
     g = p.add_argument_group(
         "workload answers (override the --workload file)",
         "Sizes: 16KiB or 16k = 16,384 bytes (binary, as mkfs.xfs counts); 16KB = 16,000 bytes "
-        "(decimal, as on a disk's label).")
+        "(decimal, as on a disk's label). Counts: 5000000, 5,000,000, 5M or 1e6 (k, M, G are "
+        "decimal for counts).")
     for model, prefix in ((Workload, ""), (Storage, "storage.")):
         for name, field in model.model_fields.items():
             if name == "storage":
                 continue
-            help_text = (field.description or "").replace("%", "%%")
+            file_key = f"[storage] {name}" if prefix else name
+            help_text = (field.description or "").replace("%", "%%") + \
+                f" (in a --workload file: {file_key})"
             # `--kind` alone would not say of what: the storage's answers that need it say so.
             flag = _flag(f"storage_{name}" if prefix and name == "kind" else name)
             g.add_argument(flag, dest=f"answer:{prefix}{name}", metavar="VALUE",

@@ -20,7 +20,7 @@ from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
 from advisor import SCHEMA_VERSION
-from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
+from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, HELP_EXIT_CODES, AdvisorError, BadInput
 from advisor.render.inert import json_text, terminal, terminal_lines
 
 #: Subcommand modules, in the order `--help` lists them.
@@ -35,6 +35,15 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix("xfs-advisor").strip()
         raise BadInput(f"{command + ': ' if command else ''}{message} (see {self.prog} --help)")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's own, except that the table of exit codes keeps its lines."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text == HELP_EXIT_CODES:
+            return "".join(indent + line + "\n" for line in text.splitlines()).rstrip("\n")
+        return super()._fill_text(text, width, indent)
 
 
 class _Version(argparse.Action):
@@ -104,15 +113,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Propose mkfs.xfs and mount options for a device and a workload, "
         "explain every choice, and validate it with an A/B benchmark.",
         parents=[common_options(suppress=False)],
+        epilog=HELP_EXIT_CODES,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = common_options(suppress=True)
     for name in (only,) if only else COMMANDS:
         _load(name).register(sub, common)
+    for command in sub.choices.values():
+        # Every subcommand's --help ends with the exit codes, unless it has words of its own there.
+        if command.epilog is None:
+            command.epilog = HELP_EXIT_CODES
+            command.formatter_class = HelpFormatter
     if not only:
         # Proposal options are valid without a subcommand too (`xfs-advisor --json --device X`).
         _load("propose").add_options(parser)
+        _load("propose").add_output_options(parser)
     return parser
 
 

@@ -1,9 +1,7 @@
 """Errors the user sees: one line, and an exit code that says whose problem it is.
 
-Exit codes (documented in the README and part of the --json contract):
-  0 ok, 1 internal error (a bug), 2 bad input, 3 device problem, 4 system tool missing or failing,
-  5 a validation run found the proposal worse (validate only), 6 audit findings at or above
-  --fail-on (audit and fleet), 130 interrupted.
+Exit codes (part of the --json contract): HELP_EXIT_CODES lists them as `--help` and the manual
+page show them; the README's table says the same.
 """
 
 from __future__ import annotations
@@ -15,6 +13,19 @@ EXIT_DEVICE = 3
 EXIT_TOOL = 4
 EXIT_FINDINGS = 6
 EXIT_INTERRUPTED = 130
+
+#: The exit codes as `--help` lists them (the README's table says the same).
+HELP_EXIT_CODES = """exit codes:
+  0    ok
+  1    internal error (a bug; XFS_ADVISOR_DEBUG=1 shows the traceback)
+  2    bad input (malformed file, impossible value, bad command line)
+  3    device problem (unknown, vanished, unsafe for a benchmark)
+  4    a system tool is missing or failed (mkfs.xfs, fio, mount, losetup)
+  5    validate: B was worse than the defaults on some metric
+  6    audit: a finding at or above --fail-on
+  130  interrupted
+With --json, an error is one JSON document on stderr: {"schema_version": 1, "error": {"kind",
+"message", "exit_code"}}."""
 
 
 class AdvisorError(Exception):

@@ -52,6 +52,17 @@ def test_every_command_has_help() -> None:
         proc = advisor(name, "--help")
         assert proc.returncode == 0, (name, proc.stderr)
         assert f"xfs-advisor {name}" in proc.stdout
+        assert "exit codes:\n  0    ok\n" in proc.stdout, name
+
+
+def test_help_lists_the_exit_codes() -> None:
+    from advisor.errors import HELP_EXIT_CODES
+
+    proc = advisor("--help")
+    assert proc.returncode == 0
+    assert proc.stdout.rstrip().endswith(HELP_EXIT_CODES.rstrip())
+    codes = [line.split()[0] for line in HELP_EXIT_CODES.splitlines()[1:9]]
+    assert codes == ["0", "1", "2", "3", "4", "5", "6", "130"]
 
 
 def test_help_says_what_a_size_unit_means() -> None:

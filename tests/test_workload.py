@@ -21,7 +21,7 @@ from advisor.answers import (
 )
 from advisor.errors import BadInput
 from advisor.models.units import format_size, parse_size
-from advisor.models.workload import Workload
+from advisor.models.workload import Storage, Workload
 
 
 @pytest.mark.parametrize(
@@ -135,6 +135,110 @@ def test_dump_loads_back_unchanged(tmp_path: Path) -> None:
     assert load_workload(f) == w
     assert w.answered() == {"largest_directory_entries", "access", "growth_factor", "mount_point",
                             "storage.nonvolatile_write_cache"}
+
+
+def test_dump_writes_any_mount_point_toml_can_hold(tmp_path: Path) -> None:
+    # An escaped surrogate pair (\\ud83d\\ude00), as JSON writes it, is not TOML.
+    w = Workload(mount_point="/srv/\U0001F600data", storage=Storage(kind="ssd"))
+    f = tmp_path / "w.toml"
+    f.write_text(dump_workload_toml(w))
+    assert load_workload(f) == w
+
+
+def test_dump_writes_a_whole_rate_as_an_integer() -> None:
+    text = dump_workload_toml(Workload(fsyncs_per_second=200, growth_factor=2.5))
+    assert "fsyncs_per_second = 200\n" in text and "growth_factor = 2.5\n" in text
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("largest_directory_entries = 1e6", 1_000_000),          # a TOML float
+    ('largest_directory_entries = "1e6"', 1_000_000),
+    ('largest_directory_entries = "5,000,000"', 5_000_000),
+    ("largest_directory_entries = 5_000_000", 5_000_000),    # TOML's own grouping
+    ('largest_directory_entries = "5_000_000"', 5_000_000),
+    ('largest_directory_entries = "5M"', 5_000_000),
+    ('largest_directory_entries = "2.5k"', 2_500),
+    ('file_count = "3G"', 3_000_000_000),
+])
+def test_counts_in_every_form_people_write(tmp_path: Path, line: str, expected: int) -> None:
+    f = tmp_path / "w.toml"
+    f.write_text(line + "\n")
+    w = load_workload(f)
+    assert (w.largest_directory_entries or w.file_count) == expected
+
+
+@pytest.mark.parametrize(("flag", "value", "expected"), [
+    ("--largest-directory-entries", "1e6", 1_000_000),
+    ("--largest-directory-entries", "5,000,000", 5_000_000),
+    ("--largest-directory-entries", "5M", 5_000_000),
+    ("--concurrent-writers", "1k", 1_000),
+    ("--raid-data-disks", "8", 8),
+])
+def test_counts_as_flags(flag: str, value: str, expected: int) -> None:
+    p = argparse.ArgumentParser()
+    add_workload_flags(p)
+    argv = [flag, value] + (["--raid-stripe-unit", "64k"] if flag == "--raid-data-disks" else [])
+    w = workload_from_args(p.parse_args(argv))
+    assert expected in (w.largest_directory_entries, w.concurrent_writers,
+                        w.storage.raid_data_disks)
+
+
+def test_rates_take_the_count_forms() -> None:
+    assert parse_workload({"fsyncs_per_second": "2k"}).fsyncs_per_second == 2000
+    assert parse_workload({"fsyncs_per_second": "0.5"}).fsyncs_per_second == 0.5
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    ("1.5", "not a whole number"), ("5 parsecs", "try 5000000"), ("1,00", "try 5000000"),
+    ("5M5", "try 5000000"), ("2M", "less than or equal to 1000000"),
+])
+def test_counts_that_are_not_counts(value: str, needle: str) -> None:
+    key = "concurrent_writers" if value == "2M" else "largest_directory_entries"
+    with pytest.raises(BadInput, match=needle):
+        parse_workload({key: value})
+
+
+def test_the_readme_shows_a_complete_answers_file_that_loads(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("### The answers file"):]
+    block = section[section.index("```toml\n") + 8:section.index("```\n", 8)]
+    f = tmp_path / "readme.toml"
+    f.write_text(block)
+    w = load_workload(f)
+    every = {k for k in Workload.model_fields if k != "storage"} | {
+        f"storage.{k}" for k in Storage.model_fields}
+    # growth_factor is the alternative to eventual_size, named in the comment beside it.
+    assert every - w.answered() == {"growth_factor"}
+    assert "growth_factor" in block
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('storage_kind = "hardware-raid"\n',
+     "storage_kind: unknown key (did you mean [storage] kind?)"),
+    ("raid_data_disks = 8\n", "raid_data_disks: unknown key (did you mean [storage] "
+     "raid_data_disks?)"),
+    ("largest-directory-entries = 5\n", "(did you mean largest_directory_entries?)"),
+    ('[storage]\naccess = "mixed"\n', "storage.access: unknown key (did you mean access at the "
+     "top level, above [storage]?)"),
+    ("concurent_writers = 3\n", "(did you mean concurrent_writers?)"),
+    ('storage_kind = "ssd"\nraid_stripe_unit = 4\ncolour = 1\n',
+     "(and 2 more unknown: raid_stripe_unit ([storage] raid_stripe_unit?), colour;"),
+])
+def test_unknown_keys_say_where_they_belong(tmp_path: Path, text: str, expected: str) -> None:
+    f = tmp_path / "w.toml"
+    f.write_text(text)
+    with pytest.raises(BadInput) as err:
+        load_workload(f)
+    assert expected in err.value.message
+
+
+def test_every_answer_flag_names_its_file_key() -> None:
+    p = argparse.ArgumentParser()
+    add_workload_flags(p)
+    helps = {a.option_strings[0]: a.help or "" for a in p._actions if a.option_strings}
+    assert "(in a --workload file: [storage] kind)" in helps["--storage-kind"]
+    assert "(in a --workload file: concurrent_writers)" in helps["--concurrent-writers"]
+    assert all("(in a --workload file: " in h for f, h in helps.items() if f != "-h")
 
 
 @pytest.mark.parametrize("kernel", ["3.10", "3.11", "3.11.0-26-generic", "2.6.32"])

@@ -24,17 +24,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from advisor import SCHEMA_VERSION
     from advisor.inspect.capture import capture
+    from advisor.models.capture import CaptureDocument
     from advisor.system.sysroot import SysRoot
 
     source = SysRoot.open(getattr(args, "sysroot", None))
     result = capture(source, Path(args.dir))
     if args.json:
-        doc = {"schema_version": SCHEMA_VERSION, "capture": str(result.dest),
-               "files": result.files, "symlinks": result.symlinks,
-               "devices": [d.name for d in result.inventory.devices]}
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        doc = CaptureDocument(capture=str(result.dest), files=result.files,
+                              symlinks=result.symlinks,
+                              devices=[d.name for d in result.inventory.devices])
+        sys.stdout.write(json.dumps(doc.model_dump(mode="json"), indent=2) + "\n")
     else:
         from advisor.cli import out
         from advisor.render.inert import shell_word, terminal

@@ -44,17 +44,20 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="read extended attributes of at most N files and directories, a uniform "
                    "random sample (default 10000; 0 skips them)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress on stderr (default: when stderr is a terminal)")
+                   help="progress on stderr (default: when stderr is a terminal, without --json; "
+                   "with --json, one JSON document per report)")
 
 
 class ProgressLine:
     """Entries seen and rate on stderr, at most every PROGRESS_INTERVAL seconds. On a terminal the
-    line rewrites itself; elsewhere (--progress into a log) each report is its own line."""
+    line rewrites itself; elsewhere (--progress into a log) each report is its own line; under
+    --json each report is a JSON document of its own, so that stderr stays machine-readable."""
 
-    def __init__(self, stream: TextIO, path: str) -> None:
+    def __init__(self, stream: TextIO, path: str, *, as_json: bool = False) -> None:
         self.stream = stream
         self.path = path
-        self.tty = stream.isatty()
+        self.as_json = as_json
+        self.tty = stream.isatty() and not as_json
         self.last = 0.0
         self.started = False
         self.shown = False
@@ -62,7 +65,10 @@ class ProgressLine:
     def __call__(self, entries: int, elapsed: float) -> None:
         now = time.monotonic()
         if not self.started:  # the walker's first call, once Ctrl-C already yields a report
-            print(f"profiling {terminal(str(self.path))} ...", file=self.stream, flush=True)
+            if self.as_json:
+                self._show(0, 0.0)  # the walk has started (Ctrl-C now yields a report)
+            else:
+                print(f"profiling {terminal(str(self.path))} ...", file=self.stream, flush=True)
             self.started = True
             self.last = now
             return
@@ -73,6 +79,17 @@ class ProgressLine:
 
     def _show(self, entries: int, elapsed: float, end: str = "") -> None:
         rate = entries / elapsed if elapsed > 0 else 0.0
+        if self.as_json:
+            import json
+
+            from advisor import SCHEMA_VERSION
+
+            doc = {"schema_version": SCHEMA_VERSION, "progress": {
+                "done": entries, "unit": "entries seen", "per_second": round(rate, 1),
+                "finished": bool(end)}}
+            self.stream.write(json.dumps(doc) + "\n")
+            self.stream.flush()
+            return
         text = f"  {entries:,} entries, {rate:,.0f}/s{end}"
         if self.tty:
             self.stream.write(f"\r{text}\x1b[K")
@@ -113,9 +130,10 @@ def run(args: argparse.Namespace) -> int:
     from advisor.profile.workload_file import write_measured_answers
 
     _check_args(args)
-    show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
-    progress = (ProgressLine(sys.stderr, printable(display_path(args.path))) if show_progress
-                else None)
+    show_progress = (args.progress if args.progress is not None
+                     else sys.stderr.isatty() and not args.json)
+    progress = (ProgressLine(sys.stderr, printable(display_path(args.path)), as_json=args.json)
+                if show_progress else None)
     walker = Walker(one_file_system=args.one_file_system, top_directories=args.top,
                     xattr_sample=args.xattr_sample, progress=progress)
     try:

@@ -1,5 +1,5 @@
-"""`xfs-advisor schema [NAME]`: the JSON Schemas of the contracts (workload, rule, output,
-audit, fleet, observe, validate)."""
+"""`xfs-advisor schema [NAME]`: the JSON Schemas of the contracts: the workload answers and a rule
+file (what the advisor reads) and every `--json` document it prints."""
 
 from __future__ import annotations
 
@@ -7,17 +7,20 @@ import argparse
 import json
 from typing import Any
 
-SCHEMAS = ("workload", "rule", "output", "audit", "fleet", "observe", "validate")
-#: Documents the tool writes (serialization schemas); the others are read (validation).
-WRITTEN = ("output", "audit", "fleet", "observe", "validate")
+SCHEMAS = ("workload", "rule", "output", "audit", "fleet", "devices", "profile", "capture",
+           "observe", "validate")
+#: The schemas of what the advisor reads (validation mode); the others describe what it prints.
+_INPUTS = ("workload", "rule")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("schema", parents=[common],
-                       help="print the JSON Schema of the workload answers, a rule file, the "
-                       "--json output, or the --json of audit, fleet, observe or validate")
-    p.add_argument("name", nargs="?", choices=SCHEMAS,
-                   help="which schema (default: all of them, keyed by name)")
+                       help="print the JSON Schema of the workload answers, a rule file, or a "
+                       "--json output: output (a proposal), audit, fleet, devices, profile, "
+                       "capture, observe, validate")
+    p.add_argument("name", nargs="?", choices=SCHEMAS, metavar="NAME",
+                   help=f"which schema: {', '.join(SCHEMAS)} (default: all of them, keyed by "
+                   "name)")
 
 
 def schema_of(name: str) -> dict[str, Any]:
@@ -25,18 +28,22 @@ def schema_of(name: str) -> dict[str, Any]:
 
     from advisor.audit.models import AuditDocument
     from advisor.models.bench import ValidationReport
+    from advisor.models.capture import CaptureDocument
+    from advisor.models.device import Inventory
     from advisor.models.fleet import FleetDocument
     from advisor.models.observe import ObserveDocument
+    from advisor.models.profile import Profile
     from advisor.models.proposal import ProposalDocument
     from advisor.models.rule import Rule
     from advisor.models.workload import Workload
 
     models: dict[str, type[BaseModel]] = {"workload": Workload, "rule": Rule,
                                           "output": ProposalDocument, "audit": AuditDocument,
-                                          "fleet": FleetDocument, "observe": ObserveDocument,
-                                          "validate": ValidationReport}
+                                          "fleet": FleetDocument, "devices": Inventory,
+                                          "profile": Profile, "capture": CaptureDocument,
+                                          "observe": ObserveDocument, "validate": ValidationReport}
     schema: dict[str, Any] = models[name].model_json_schema(
-        mode="serialization" if name in WRITTEN else "validation")
+        mode="validation" if name in _INPUTS else "serialization")
     return schema
 
 

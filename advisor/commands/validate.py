@@ -6,10 +6,12 @@ Exit codes: 0 done (B not worse), 5 B is worse on some metric, 2/3/4 as everywhe
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any
 
+from advisor import SCHEMA_VERSION
 from advisor.answers import add_workload_flags
 from advisor.errors import BadInput
 
@@ -101,20 +103,30 @@ def _split_mkfs(text: str | None) -> list[str]:
 
 
 def _progress_printer(as_json: bool) -> Any:
+    """Benchmark runs done out of those planned (one run = one side of one pair; the plan may
+    add pairs while a metric is undecided). In a terminal one line redrawn in place; otherwise a
+    line every other run; under --json a JSON document per run, so stderr stays JSON."""
     from advisor.render.inert import terminal
 
     tty = sys.stderr.isatty()
 
     def show(done: int, total: int, what: str) -> None:
+        if as_json:
+            doc = {"schema_version": SCHEMA_VERSION,
+                   "progress": {"done": done, "total": total, "unit": "benchmark runs",
+                                "step": what}}
+            print(json.dumps(doc), file=sys.stderr, flush=True)
+            return
         width = 30
         filled = width * done // max(total, 1)
         bar = "#" * filled + "." * (width - filled)
+        counted = f"{done}/{total} benchmark runs"
         if tty:
             end = "\n" if done >= total else ""
-            print(f"\r[{bar}] {done}/{total} {terminal(what):<28}", end=end, file=sys.stderr,
+            print(f"\r[{bar}] {counted}, {terminal(what):<28}", end=end, file=sys.stderr,
                   flush=True)
-        elif not as_json and done % 2 == 0:
-            print(f"[{bar}] {done}/{total} {terminal(what)}", file=sys.stderr, flush=True)
+        elif done % 2 == 0:
+            print(f"[{bar}] {counted}, {terminal(what)}", file=sys.stderr, flush=True)
 
     return show
 
@@ -127,15 +139,27 @@ def _sayer(as_json: bool) -> Any:
 
 
 def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) -> None:
-    from advisor.render.inert import terminal
+    """Show what will run on `device` and, without --yes, ask for its name. Under --json both are
+    JSON documents on stderr (`notice` with the commands; the question as a `prompt`)."""
+    question = f"This destroys everything on {device}. Type its name ({device}) to go on: "
+    if as_json:
+        doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "notice": {
+            "message": "validate will run, on every round:", "commands": plan_lines}}
+        print(json.dumps(doc), file=sys.stderr, flush=True)
+        if not yes:
+            doc = {"schema_version": SCHEMA_VERSION,
+                   "prompt": {"message": question.strip(), "expects": device}}
+            print(json.dumps(doc), file=sys.stderr, flush=True)
+    else:
+        from advisor.render.inert import terminal
 
-    print("validate will run, on every round:", file=sys.stderr)
-    for line in plan_lines:
-        print(f"  {terminal(line)}", file=sys.stderr)
+        print("validate will run, on every round:", file=sys.stderr)
+        for line in plan_lines:
+            print(f"  {terminal(line)}", file=sys.stderr)
+        if not yes:
+            print(question, end="", file=sys.stderr, flush=True)
     if yes:
         return
-    print(f"This destroys everything on {device}. Type its name ({device}) to go on: ",
-          end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline().strip()
     if answer not in (device, device.removeprefix("/dev/")):
         raise BadInput(f"not confirmed (typed {answer!r}): nothing was done to {device}")

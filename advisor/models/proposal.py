@@ -159,4 +159,5 @@ class ProposalDocument(Model):
     proposal: Proposal
     """The proposal."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Timings and other diagnostics."""
+    """Run-specific diagnostics, empty unless asked for: `timings_ms` (each phase's wall time)
+    with --timings."""

@@ -1,7 +1,10 @@
-"""Byte sizes as people write them: 16384, "16KiB", "16k", "1.5 GiB", "64 MB".
+"""Byte sizes and counts as people write them.
 
-Single letters and IEC suffixes are binary, as in mkfs.xfs (k = KiB = 1024); SI suffixes with a B
-(KB, MB, GB, TB, PB) are decimal, as on a disk's label.
+Sizes: 16384, "16KiB", "16k", "1.5 GiB", "64 MB". Single letters and IEC suffixes are binary, as in
+mkfs.xfs (k = KiB = 1024); SI suffixes with a B (KB, MB, GB, TB, PB) are decimal, as on a disk's
+label. Counts (entries, files, writers, fsyncs per second): 5000000, "5,000,000", "5_000_000",
+"1e6", 1e6 (a TOML float), "5M", "2.5k"; a count's letters are decimal (k = 1000, M = 10^6,
+G = 10^9, T = 10^12), since nobody counts files in powers of two.
 """
 
 from __future__ import annotations
@@ -83,3 +86,53 @@ def human_size(n: float) -> str:
 
 #: A byte count that accepts size strings on input and serialises as an int.
 ByteSize = Annotated[int, BeforeValidator(parse_size), PlainSerializer(int, return_type=int)]
+
+
+_COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_COUNT = re.compile(r"^(-?\d+(?:\.\d+)?(?:e[+]?\d{1,3})?)([kmgt]?)$", re.IGNORECASE)
+_GROUPED = re.compile(r"^\d{1,3}([,_ ]\d{3})+(\.\d+)?$")
+_COUNT_HINT = "try 5000000, 5,000,000, 5M or 1e6"
+
+
+def _count_fraction(value: Any, what: str) -> Fraction:
+    if isinstance(value, bool):
+        raise ValueError(f"expected {what}, not true/false")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"expected {what}, a finite number")
+        return Fraction(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected {what} ({_COUNT_HINT})")
+    text = value.strip()
+    if len(text) > _MAX_SIZE_TEXT:
+        raise ValueError(f"{value[:20]!r}... is too long to be {what}")
+    if _GROUPED.match(text):
+        text = re.sub(r"[,_ ]", "", text)
+    text = text.replace("_", "") if re.fullmatch(r"\d+(_\d+)+", text) else text
+    m = _COUNT.match(text.replace(" ", ""))
+    if not m:
+        raise ValueError(f"{value!r} is not {what} ({_COUNT_HINT})")
+    return Fraction(m[1]) * _COUNT_UNITS[m[2].lower()]
+
+
+def parse_count(value: Any) -> int:
+    """A whole count from an int, a whole float or a count string (see the module docstring);
+    ValueError with a readable reason otherwise. Bounds are the field's own (ge/le)."""
+    n = _count_fraction(value, "a whole number")
+    if n.denominator != 1:
+        raise ValueError(f"{value!r} is not a whole number")
+    if abs(n) > MAX_BYTES:
+        raise ValueError(f"{value!r} is too large")
+    return int(n)
+
+
+def parse_rate(value: Any) -> float:
+    """A rate (per second) written like a count, fractions allowed: 200, "1.5k", "2e3"."""
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return float(value)  # the field's own checks say what is wrong with it
+    n = _count_fraction(value, "a number")
+    if abs(n) > MAX_BYTES:
+        raise ValueError(f"{value!r} is too large")
+    return float(n)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from advisor.models.base import Model
-from advisor.models.units import ByteSize
+from advisor.models.units import ByteSize, parse_count, parse_rate
 
 Access = Literal["read-heavy", "write-heavy", "mixed"]
 #: What the storage under the device is, when the device cannot say (rotational=1 is reported
@@ -63,6 +63,16 @@ def _not_bool(value: Any) -> Any:
     return value
 
 
+def _count(value: Any) -> Any:
+    """Counts as people write them: 5000000, "5,000,000", "5M", "1e6" (advisor.models.units)."""
+    return None if value is None else parse_count(value)
+
+
+def _rate(value: Any) -> Any:
+    """A rate written like a count ("2k", "1e3"), fractions allowed."""
+    return None if value is None else parse_rate(value)
+
+
 #: Widest stripe mkfs.xfs accepts, in bytes (it keeps the width in a signed 32-bit integer).
 MAX_STRIPE_WIDTH = (1 << 31) - 1
 
@@ -97,7 +107,7 @@ class Storage(Model):
         return v
     # ---- end: external log ----
 
-    _numbers = field_validator("raid_data_disks", mode="before")(_not_bool)
+    _counts = field_validator("raid_data_disks", mode="before")(_count)
 
     @model_validator(mode="after")
     def _geometry_pairs(self) -> Storage:
@@ -171,10 +181,10 @@ class Workload(Model):
     storage: Storage = Field(default_factory=Storage)
     """What the device cannot tell about itself."""
 
-    _numbers = field_validator("largest_directory_entries", "fsyncs_per_second",
-                               "concurrent_writers", "xattr_bytes_per_file", "growth_factor",
-                               "file_count",
-                               mode="before")(_not_bool)
+    _numbers = field_validator("xattr_bytes_per_file", "growth_factor", mode="before")(_not_bool)
+    _counts = field_validator("largest_directory_entries", "concurrent_writers", "file_count",
+                              mode="before")(_count)
+    _rates = field_validator("fsyncs_per_second", mode="before")(_rate)
 
     @field_validator("mount_point")
     @classmethod

@@ -1,10 +1,10 @@
 """Writing measured answers into a workload file, keeping what a scan cannot know.
 
-An existing TOML file is edited line by line, so that its comments, order and other answers stay as
-they were: a measured key's line is replaced (its trailing comment kept), a missing key is added at
-the end of the top-level table. The result is parsed back and compared with the intended answers;
-if a layout defeats the line edit (a quoted key, a value over several lines), the whole file is
-rewritten from the model instead, without comments, and the caller is told.
+An existing TOML file is edited with tomlkit, which keeps its comments, order and other answers
+as they were: a measured key's value is replaced (its trailing comment kept), a missing key is
+added to the top-level table, before the first [table]. The result is parsed back and compared
+with the intended answers; should the edit not give them, the whole file is rewritten from the
+model instead, without comments, and the caller is told.
 
 The file is replaced atomically (advisor.system.files): never a FIFO, a device node or a folder;
 a symlink is written through to the regular file it names, and the link stays a link.
@@ -17,6 +17,10 @@ import os
 import re
 import tomllib
 from typing import Protocol
+
+import tomlkit
+import tomlkit.exceptions
+from tomlkit.items import Item
 
 from advisor.answers import dump_workload_toml, load_workload, parse_workload
 from advisor.errors import AdvisorError
@@ -56,48 +60,32 @@ def measured_in(text: str) -> dict[str, str]:
     return found
 
 
-def _toml_value(key: str, value: object) -> str:
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, int) and key in _SIZE_KEYS:
+def _toml_value(key: str, value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool) and key in _SIZE_KEYS:
         exact = format_size(value)  # "64KiB" when a binary unit is exact, else "1500B"
         if exact.endswith("iB"):
-            return json.dumps(exact)
-    return str(value)
-
-
-def _trailing_comment(rest: str) -> str:
-    """The comment after a TOML value (`123  # note` -> `# note`), or ''."""
-    for i, ch in enumerate(rest):
-        if ch == "#":
-            try:
-                tomllib.loads("v = " + rest[:i])
-            except tomllib.TOMLDecodeError:
-                continue  # a # inside a string
-            return rest[i:].strip()
-    return ""
+            return exact
+    return value
 
 
 def edit_toml(text: str, answers: dict[str, object], tool: str = "profile") -> str:
-    """`text` with each answer set on its own line of the top-level table, all else untouched."""
-    lines = text.splitlines()
-    top_end = next((i for i, line in enumerate(lines) if _TABLE.match(line)), len(lines))
-    missing = dict(answers)
-    for i in range(top_end):
-        m = re.match(r"^(\s*)([A-Za-z0-9_-]+)\s*=(.*)$", lines[i])
-        if not m or m.group(2) not in missing:
-            continue
-        key = m.group(2)
-        comment = _trailing_comment(m.group(3)) or MEASURED.format(tool=tool)
-        lines[i] = f"{m.group(1)}{key} = {_toml_value(key, missing.pop(key))}  {comment}"
-    if missing:
-        insert_at = top_end
-        while insert_at > 0 and not lines[insert_at - 1].strip():
-            insert_at -= 1
-        new = [f"{k} = {_toml_value(k, v)}  {MEASURED.format(tool=tool)}"
-               for k, v in missing.items()]
-        lines[insert_at:insert_at] = new
-    return "\n".join(lines) + "\n"
+    """`text` with each answer set in the top-level table, all else untouched; an answer this
+    edit sets is marked as measured by `tool` unless its line had a comment of its own."""
+    doc = tomlkit.parse(text)
+    for key, value in answers.items():
+        item = tomlkit.item(_toml_value(key, value))
+        old = doc.item(key) if key in doc else None
+        if isinstance(old, Item) and old.trivia.comment:
+            item.trivia.comment = old.trivia.comment
+            item.trivia.comment_ws = old.trivia.comment_ws or "  "
+        else:
+            item.trivia.comment = MEASURED.format(tool=tool)
+            item.trivia.comment_ws = "  "
+        if old is None:
+            doc.add(key, item)
+        else:
+            doc[key] = item
+    return tomlkit.dumps(doc)
 
 
 def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswers | Answers,
@@ -118,12 +106,12 @@ def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswer
     if as_json:
         new_text = json.dumps(merged.model_dump(mode="json", exclude_none=True), indent=2) + "\n"
     elif text is None:
-        new_text = HEADER.format(tool=tool) + edit_toml("", measured, tool).lstrip("\n")
+        new_text = HEADER.format(tool=tool) + edit_toml("", measured, tool)
     else:
-        new_text = edit_toml(text, measured, tool)
         try:
+            new_text = edit_toml(text, measured, tool)
             kept = parse_workload(tomllib.loads(new_text)) == merged
-        except (tomllib.TOMLDecodeError, AdvisorError):
+        except (tomllib.TOMLDecodeError, tomlkit.exceptions.TOMLKitError, AdvisorError):
             kept = False
         if not kept:
             new_text = HEADER.format(tool=tool) + dump_workload_toml(merged)

@@ -1,11 +1,12 @@
-"""The proposal and the rules as text for people: the command, the fstab line, then each
-decision with its reason; a rule with what it changes, why, when not to, and references."""
+"""The proposal and the rules as text for people: the command, the fstab line, the warnings and
+the changes, then each default kept with its reason; a rule with what it changes, why, when not
+to, and references."""
 
 from __future__ import annotations
 
 import textwrap
 
-from advisor.models.proposal import ProposalDocument
+from advisor.models.proposal import Decision, ProposalDocument
 from advisor.models.rule import Rule
 from advisor.models.units import human_size
 from advisor.render.fstab import UUID_PLACEHOLDER
@@ -18,31 +19,70 @@ def _wrap(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
 
 
-def proposal_text(doc: ProposalDocument) -> str:
+def _decision_lines(dec: Decision) -> list[str]:
+    if dec.changed:
+        lines = [f"  {dec.setting}: {dec.value} (default {dec.default})"]
+    else:
+        lines = [f"  {dec.setting}: keep the default ({dec.default})"]
+    lines += _wrap(dec.reason, "      ")
+    if dec.resolution:
+        lines += _wrap("resolved: " + dec.resolution, "      ")
+    lines.append(f"      [{dec.rule}, {dec.source}; changeable later: {dec.changeable_later}]")
+    return lines
+
+
+def _wrap_items(head: str, items: list[str]) -> list[str]:
+    """`head` then the items, comma-separated, wrapped between items (never inside `-m rmapbt`)."""
+    lines, line = [], head
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if len(line) + 1 + len(piece) > WIDTH:
+            lines.append(line)
+            line = "  " + piece
+        else:
+            line += " " + piece
+    return [*lines, line]
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def proposal_text(doc: ProposalDocument, *, brief: bool = False) -> str:
+    """What a person reads first comes first: the command, the fstab line, the warnings and the
+    changed settings; then every setting kept at mkfs.xfs's default with its reason (`brief`:
+    only their names)."""
     p, d = doc.proposal, doc.device
     size = human_size(d.size_bytes.value) if d.size_bytes.value else "size unknown"
-    lines = [f"Proposal for {d.path} ({size})", "", "  " + p.mkfs_command, "",
+    changed = [dec for dec in p.decisions if dec.changed]
+    kept = [dec for dec in p.decisions if not dec.changed]
+    summary = f"{_count(len(changed), 'change')}, {_count(len(p.warnings), 'warning')}"
+    lines = [f"Proposal for {d.path} ({size}): {summary}", "", "  " + p.mkfs_command, "",
              "  fstab: " + p.fstab,
              f"  ({UUID_PLACEHOLDER} stands for the UUID mkfs.xfs prints; "
-             "`blkid -s UUID -o value DEV` shows it later)", "", "Decisions:"]
-    for dec in p.decisions:
-        if dec.changed:
-            head = f"  {dec.setting}: {dec.value} (default {dec.default})"
-        else:
-            head = f"  {dec.setting}: keep the default ({dec.default})"
-        lines.append(head)
-        lines += _wrap(dec.reason, "      ")
-        if dec.resolution:
-            lines += _wrap("resolved: " + dec.resolution, "      ")
-        lines.append(f"      [{dec.rule}, {dec.source}; changeable later: {dec.changeable_later}]")
-    if p.disabled_rules:
-        lines += ["", "Rules this site switched off:"]
-        for rule_id, why in p.disabled_rules.items():
-            lines += _wrap(f"- {rule_id}: {why}", "  ")
+             "`blkid -s UUID -o value DEV` shows it later)"]
     if p.warnings:
         lines += ["", "Warnings:"]
         for w in p.warnings:
             lines += _wrap(f"! {w.message} [{w.rule}]", "  ")
+    lines += ["", "Changes from mkfs.xfs's defaults:" if changed
+              else "Changes from mkfs.xfs's defaults: none"]
+    for dec in changed:
+        lines += _decision_lines(dec)
+    if brief:
+        if kept:
+            lines += ["", *_wrap_items(f"Kept at the default ({len(kept)}):",
+                                       [dec.setting for dec in kept]),
+                      "  (without --brief: each with its reason)"]
+    else:
+        if kept:
+            lines += ["", f"Kept at the default ({len(kept)}):"]
+        for dec in kept:
+            lines += _decision_lines(dec)
+        if p.disabled_rules:
+            lines += ["", "Rules this site switched off:"]
+            for rule_id, why in p.disabled_rules.items():
+                lines += _wrap(f"- {rule_id}: {why}", "  ")
     if p.check:
         lines += ["", f"Checked with `{' '.join(p.check.argv)}` ({p.check.method} of the device's "
                   "size, never the device)"]

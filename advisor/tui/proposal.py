@@ -120,6 +120,8 @@ class ProposalScreen(StepScreen):
             yield Static(id="why-not", classes="why-not")
         yield Footer(compact=True, show_command_palette=False)
 
+    _shown: Proposal | None = None
+
     def on_mount(self) -> None:
         self.title = "xfs-advisor: proposal"
         self.query_one("#mkfs", Static).border_title = "mkfs (c copies)"
@@ -138,6 +140,11 @@ class ProposalScreen(StepScreen):
     def show_proposal(self) -> None:
         state = self.advisor.state
         proposal = state.proposal
+        if proposal is not None and proposal is not self._shown:
+            # A new proposal (new answers, another device) is read from its top: the command
+            # and the warnings, not wherever the previous one was scrolled to.
+            self._shown = proposal
+            self.query_one("#proposal-body", VerticalScroll).scroll_home(animate=False)
         problem = state.proposal_problem
         if state.proposing:
             problem = "computing the proposal (mkfs.xfs dry runs)..."

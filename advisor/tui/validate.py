@@ -131,10 +131,12 @@ class ValidateScreen(StepScreen):
                              compact=True)
             yield Static(id="guard")
             yield Input(id="confirm", compact=True)
-            yield Static("Command plan", classes="section-title")
-            yield Static(id="plan", classes="note")
+            # The run's state right under the target: after ctrl+r it is on screen at 80x24,
+            # not below a command plan taller than the terminal.
             yield ProgressBar(id="progress", show_eta=False)
             yield Static(id="step")
+            yield Static("Command plan", classes="section-title")
+            yield Static(id="plan", classes="note")
             yield Static(id="verdict", classes="section-title")
             yield DataTable(id="metrics", cursor_type="row", show_cursor=False)
             yield Static(id="next", classes="note")
@@ -179,6 +181,15 @@ class ValidateScreen(StepScreen):
         self._show_guard()
         self._show_plan()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """ctrl+r in the footer while nothing runs, escape while something does: both never fit
+        in 80 columns beside the steps' keys."""
+        if action == "run":
+            return not self.running
+        if action == "cancel":
+            return self.running
+        return True
+
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
         self.query_one("#metrics", DataTable).add_columns(
@@ -186,6 +197,7 @@ class ValidateScreen(StepScreen):
         self.query_one("#metrics").display = False
         self.query_one("#next").display = False
         self.query_one("#progress").display = False
+        self.query_one("#step").display = False  # shown with the first run
 
     def on_screen_resume(self) -> None:
         self.advisor.request_proposal()
@@ -441,7 +453,9 @@ class ValidateScreen(StepScreen):
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=total, progress=0)
         bar.display = True
-        self.query_one("#step", Static).update("starting: preparing the scratch device")
+        step = self.query_one("#step", Static)
+        step.update("starting: preparing the scratch device")
+        step.display = True
 
         def progress(done: int, total: int, what: str) -> None:
             self.post_message(RunProgressed(done, total, what))  # thread-safe; widgets untouched
@@ -457,6 +471,11 @@ class ValidateScreen(StepScreen):
 
         self._worker = self.run_worker(work, name="validate", group="validate", thread=True,
                                        exit_on_error=False)
+        self.refresh_bindings()
+        self.call_after_refresh(self._show_run_state)
+
+    def _show_run_state(self) -> None:
+        self.query_one("#progress").scroll_visible(top=True, animate=False)
 
     def _attribution_offer(self) -> str:
         """What ctrl+b would do after this verdict, or why it would not ("" before a verdict)."""
@@ -492,6 +511,8 @@ class ValidateScreen(StepScreen):
 
         self._attributing = self.run_worker(work, name="attribute", group="validate",
                                             thread=True, exit_on_error=False)
+        self.refresh_bindings()
+        self.call_after_refresh(self._show_run_state)
 
     def action_more_rounds(self) -> None:
         """Continue the last run with more pairs (Session.more_rounds): its pairs kept, a fresh
@@ -571,6 +592,7 @@ class ValidateScreen(StepScreen):
             return
         if event.worker is not self._worker or not event.worker.is_finished:
             return
+        self.refresh_bindings()
         step = self.query_one("#step", Static)
         if event.state == WorkerState.SUCCESS and event.worker.result is not None:
             done = event.worker.result.rounds * 2 + 1
@@ -578,6 +600,13 @@ class ValidateScreen(StepScreen):
             report = event.worker.result
             step.update(Text(f"done on {terminal(report.environment.device)}"))
             self.show_report(report)
+            if report.device_left:
+                # What the run left on a device the user gave: said here, and the target list
+                # read again, so that it shows the device as it now is.
+                step.update(Text(f"done on {report.environment.device}; {report.device_left}",
+                                 style="bold"))
+                self.notify(report.device_left, severity="warning", timeout=30)
+                self.advisor.reload_devices()
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             message = error.message if isinstance(error, AdvisorError) else \
@@ -590,6 +619,7 @@ class ValidateScreen(StepScreen):
                 self.advisor.reload_devices()  # the target list then shows the refusal too
 
     def _attributed(self, event: Worker.StateChanged) -> None:
+        self.refresh_bindings()
         step = self.query_one("#step", Static)
         if event.state == WorkerState.SUCCESS and self.report is not None:
             step.update("attribution done")

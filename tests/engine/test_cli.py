@@ -57,7 +57,19 @@ def test_json_proposal_matches_its_schema_and_golden_mkfs_line() -> None:
     settings = [d["setting"] for d in proposal["decisions"]]
     assert len(settings) == len(set(settings))
     assert doc["workload"]["concurrent_writers"] == 8
+    assert doc["extra"] == {}
+
+
+def test_two_runs_print_the_same_document_and_timings_only_when_asked() -> None:
+    first = cli("--json", "--device-file", HOST, "--workload", FILESERVER)
+    second = cli("--json", "--device-file", HOST, "--workload", FILESERVER)
+    assert first.returncode == second.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    timed = cli("--json", "--timings", "--device-file", HOST, "--workload", FILESERVER)
+    doc = json.loads(timed.stdout)
     assert set(doc["extra"]["timings_ms"]) >= {"imports", "engine", "proposal_check"}
+    doc["extra"] = {}
+    assert doc == json.loads(first.stdout)
 
 
 def test_propose_subcommand_and_flags_win_over_the_file() -> None:
@@ -73,10 +85,33 @@ def test_human_output() -> None:
     proc = cli("--device-file", HOST, "--workload", FILESERVER)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
+    assert out.startswith("Proposal for /dev/nvme0n1 (100 GiB): 3 changes, 0 warnings\n")
     assert "mkfs.xfs -d agcount=16 /dev/nvme0n1" in out
     assert "fstab: UUID=<uuid-after-mkfs> /srv/data xfs logbsize=256k,noatime 0 0" in out
     assert "-n size: keep the default (4k)" in out
-    assert out.index("mkfs.xfs") < out.index("fstab:") < out.index("Decisions:")
+    assert out.index("mkfs.xfs") < out.index("fstab:") < out.index("Changes from") \
+        < out.index("-d agcount/agsize: agcount=16") < out.index("Kept at the default") \
+        < out.index("-n size: keep the default")
+
+
+VM = str(DATA / "hosts" / "vm-misaligned-2g.json")
+
+
+def test_warnings_and_changes_come_before_the_defaults_kept() -> None:
+    out = cli("--device-file", VM, "--workload", FILESERVER).stdout
+    assert out.index("fstab:") < out.index("Warnings:") < out.index("! vdb1 is mounted on") \
+        < out.index("Changes from") < out.index("Kept at the default")
+    assert out.index("mount atime: noatime") < out.index("-n size: keep the default")
+
+
+def test_brief_names_the_defaults_kept_without_their_reasons() -> None:
+    full = cli("--device-file", VM, "--workload", FILESERVER).stdout
+    brief = cli("--device-file", VM, "--workload", FILESERVER, "--brief").stdout
+    assert "! vdb1 is mounted on /mnt/old" in brief and "agcount=8 (default" in brief
+    assert "-n size: keep the default" in full and "-n size: keep the default" not in brief
+    kept = brief[brief.index("Kept at the default"):brief.index("(without --brief")]
+    assert "-n size," in kept and "mount inode32/inode64," in kept
+    assert len(brief.splitlines()) < len(full.splitlines()) / 2
 
 
 @pytest.mark.parametrize(("workload", "needle"), [

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
 from advisor.cli import main
+from advisor.commands.schema import schema_text
 from advisor.errors import DeviceProblem
 from advisor.inspect.devices import inspect_devices
 from advisor.system.sysroot import SysRoot
@@ -36,6 +39,11 @@ def test_json_is_the_inventory(small_host: Path, capsys: pytest.CaptureFixture[s
     assert md0["stripe"]["used_by_mkfs"] is True and md0["stripe"]["data_disks"] == 2
     assert md0["size_bytes"] == {"value": 2 << 40, "source": "sysfs", "path": "sys/block/md0/size",
                                  "raw": str((2 << 40) // 512), "note": None}
+    published = json.loads(schema_text("devices"))  # what `xfs-advisor schema devices` prints
+    jsonschema.validate(doc, published)
+    md0["size_bytes"]["value"] = "2TiB"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, published)
 
 
 def test_human_tree_nests_md_under_both_partitions(small_host: Path,
@@ -138,6 +146,11 @@ def test_capture_of_a_capture_replays_identically(small_host: Path, tmp_path: Pa
     dest = tmp_path / "copy"
     assert main(["--sysroot", str(small_host), "capture", str(dest)]) == 0
     assert "captured 5 devices" in capsys.readouterr().out
+    again = tmp_path / "again"
+    assert main(["--json", "--sysroot", str(small_host), "capture", str(again)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads(schema_text("capture")))
+    assert doc["capture"] == str(again) and doc["devices"] == ["sda", "sda1", "sdb", "sdb1", "md0"]
     original = inspect_devices(SysRoot.open(small_host)).model_dump(exclude={"sysroot"})
     replay = inspect_devices(SysRoot.open(dest)).model_dump(exclude={"sysroot"})
     assert replay == original
@@ -173,3 +186,48 @@ def test_proc_mounts_when_a_capture_has_no_mountinfo(small_host: Path) -> None:
     md0 = inspect_devices(SysRoot.open(small_host)).get("md0")
     assert md0 is not None and md0.usage.mountpoints == ["/srv"]
     assert (md0.usage.fstype.value, md0.usage.fstype.path) == ("xfs", "proc/mounts")
+
+
+def _propose(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["--json", *argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out else {}), err
+
+
+def test_device_file_takes_what_devices_json_prints(
+        small_host: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--sysroot", str(small_host), "devices", "--json"]) == 0
+    everything = tmp_path / "inventory.json"
+    everything.write_text(capsys.readouterr().out)
+    assert main(["--sysroot", str(small_host), "devices", "md0", "--json"]) == 0
+    one = tmp_path / "md0.json"
+    one.write_text(capsys.readouterr().out)
+    code, live, err = _propose(capsys, "--sysroot", str(small_host), "--device", "md0")
+    assert code == 0, err
+    for argv in (["--device-file", str(everything), "--device", "md0"],
+                 ["--device-file", str(one)],
+                 ["--device-file", str(everything), "--device", "/dev/md0"]):
+        code, doc, err = _propose(capsys, *argv)
+        assert code == 0, err
+        assert doc["device"] == live["device"]
+        assert doc["proposal"]["mkfs_argv"] == live["proposal"]["mkfs_argv"]
+    # One device of the inventory, as the file format always was.
+    single = tmp_path / "sda.json"
+    single.write_text(json.dumps(json.loads(everything.read_text())["devices"][0]))
+    code, doc, err = _propose(capsys, "--device-file", str(single))
+    assert code == 0 and doc["device"]["name"] == "sda", err
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([], "lists 5 devices (sda, sda1, sdb, sdb1, md0): name one with --device"),
+    (["--device", "sdz"], "no device 'sdz' in this inventory (it lists: sda, sda1"),
+])
+def test_an_inventory_without_a_device_named_in_it_is_bad_input(
+        small_host: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        argv: list[str], needle: str) -> None:
+    assert main(["--sysroot", str(small_host), "devices", "--json"]) == 0
+    everything = tmp_path / "inventory.json"
+    everything.write_text(capsys.readouterr().out)
+    code, _, err = _propose(capsys, "--device-file", str(everything), *argv)
+    assert code == 2
+    assert needle in json.loads(err)["error"]["message"]

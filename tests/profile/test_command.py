@@ -15,6 +15,7 @@ import pytest
 
 from advisor.answers import load_workload
 from advisor.cli import main
+from advisor.commands.schema import schema_text
 from advisor.models.profile import MeasuredAnswers, Profile
 from advisor.models.workload import Storage, Workload
 from advisor.profile.workload_file import edit_toml, write_measured_answers
@@ -48,7 +49,8 @@ def test_json_validates_against_its_schema(tree: Path, capsys: pytest.CaptureFix
     code, out, err = run_cli(capsys, "profile", "--json", str(tree))
     assert code == 0, err
     doc: dict[str, Any] = json.loads(out)
-    jsonschema.validate(doc, Profile.model_json_schema(mode="serialization"))
+    published = json.loads(schema_text("profile"))  # what `xfs-advisor schema profile` prints
+    jsonschema.validate(doc, published)
     assert Profile.model_validate(doc).model_dump(mode="json") == doc
     assert doc["schema_version"] == 1
     assert MeasuredAnswers.model_validate(doc["answers"]) == EXPECTED
@@ -57,7 +59,7 @@ def test_json_validates_against_its_schema(tree: Path, capsys: pytest.CaptureFix
     # A broken document is caught: the schema is not vacuous.
     doc["files"] = -1
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(doc, Profile.model_json_schema(mode="serialization"))
+        jsonschema.validate(doc, published)
 
 
 def test_global_json_flag_before_the_subcommand(tree: Path,
@@ -136,18 +138,30 @@ def test_write_workload_to_json(tree: Path, tmp_path: Path,
     assert json.loads(target.read_text())["largest_directory_entries"] == 6
 
 
-def test_a_layout_the_line_edit_cannot_handle_is_rewritten(tmp_path: Path) -> None:
+def test_quoted_keys_and_inline_tables_keep_their_comments(tmp_path: Path) -> None:
     target = tmp_path / "quoted.toml"
-    target.write_text('# a comment\n"median_file_size" = 5\nfsyncs_per_second = 3\n')
+    target.write_text('# a comment\n"median_file_size" = 5  # mine\nfsyncs_per_second = 3\n'
+                      'storage = { kind = "ssd" }  # inline\n')
     loaded, kept = write_measured_answers(target, EXPECTED)
-    assert not kept
-    assert loaded == EXPECTED.merged_into(Workload(fsyncs_per_second=3))
+    assert kept
+    assert loaded == EXPECTED.merged_into(
+        Workload(fsyncs_per_second=3, storage=Storage(kind="ssd")))
+    text = target.read_text()
+    assert text.startswith("# a comment\n") and "# mine" in text and "# inline" in text
 
 
 def test_edit_toml_keeps_values_with_hashes_in_strings() -> None:
     text = 'mount_point = "/srv/a#b"  # where\nlargest_directory_entries = 1 # old\n'
     edited = edit_toml(text, {"largest_directory_entries": 9})
-    assert edited == 'mount_point = "/srv/a#b"  # where\nlargest_directory_entries = 9  # old\n'
+    assert edited == 'mount_point = "/srv/a#b"  # where\nlargest_directory_entries = 9 # old\n'
+
+
+def test_a_mount_point_beyond_the_basic_plane_loads_back(tmp_path: Path) -> None:
+    target = tmp_path / "emoji.toml"
+    target.write_text('mount_point = "/srv/\U0001F600data"  # ours\n')
+    loaded, kept = write_measured_answers(target, EXPECTED)
+    assert kept and loaded.mount_point == "/srv/\U0001F600data"
+    assert "/srv/\U0001F600data" in target.read_text()
 
 
 def test_answers_go_before_the_first_table(tmp_path: Path) -> None:
@@ -183,11 +197,18 @@ def test_progress_on_request(big_directory: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "advisor", "profile", "--progress", "--json",
                            str(big_directory)], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stderr.splitlines()
+    # Under --json each report is a JSON document: stderr stays machine-readable.
+    reports = [json.loads(line)["progress"] for line in proc.stderr.splitlines()]
+    assert reports[0] == {"done": 0, "unit": "entries seen", "per_second": 0.0,
+                          "finished": False}
+    assert reports[-1]["done"] == 100_006 and reports[-1]["finished"] is True
+    assert json.loads(proc.stdout)["files"] == 100_003
+    text = subprocess.run([sys.executable, "-m", "advisor", "profile", "--progress",
+                           str(big_directory)], capture_output=True, text=True, cwd=REPO)
+    lines = text.stderr.splitlines()
     assert lines[0] == f"profiling {big_directory} ..."
     assert lines[-1].startswith("  100,006 entries, ") and lines[-1].endswith("/s (done)")
     assert all(" entries, " in line for line in lines[1:])
-    assert json.loads(proc.stdout)["files"] == 100_003
 
 
 def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path: Path) -> None:
@@ -198,7 +219,7 @@ def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path
     try:
         assert proc.stderr is not None
         first = proc.stderr.readline()  # printed once the walk has started
-        assert first.startswith("profiling ")
+        assert json.loads(first)["progress"]["done"] == 0
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -210,6 +231,7 @@ def test_ctrl_c_prints_what_was_seen_and_exits_130(big_directory: Path, tmp_path
     assert doc["partial"] is True
     assert doc["entries"] < 100_000 + 6
     assert "interrupted: the report covers only what was seen, workload file not written" in err
+    assert all(json.loads(line) for line in err.splitlines())
     assert not target.exists()  # partial numbers must not become answers
 
 

@@ -250,7 +250,7 @@ async def test_form_errors_and_sizes_in_plain_words(make_app: AppFactory,
         await pilot.press(*"12x")
         await pilot.pause()
         error = _text(app, "#q-largest-directory-entries-error")
-        assert error == "not a whole number (digits only, e.g. 200000)"
+        assert error == "'12x' is not a whole number (try 5000000, 5,000,000, 5M or 1e6)"
         app.screen.query_one("#q-median-file-size", Input).value = "16KB"
         await pilot.pause()
         assert _text(app, "#q-median-file-size-error") == (

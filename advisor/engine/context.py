@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import get_args
 
 from advisor.models.device import Device
-from advisor.models.environment import Environment, FeatureSet
+from advisor.models.environment import Environment, FeatureSet, parse_version
 from advisor.models.proposal import MkfsGeometry
 from advisor.models.units import parse_size
-from advisor.models.workload import StorageKind, Workload
+from advisor.models.workload import StorageKind, Workload, mount_target
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -96,6 +96,18 @@ class Context:
     mount the result: advisor.engine.rules.kernel_compat.target_kernel)."""
     chosen: dict[str, Change] = field(default_factory=dict)
     """The changes decided so far, by setting; read their values with `decided`."""
+    distribution_kernels: dict[str, str] = field(default_factory=dict)
+    """rhel8, ubuntu18.04... -> its kernel's upstream version (the kernel-compat rule's table),
+    so every rule reads a distribution name as the kernel it runs."""
+
+    def must_mount_version(self) -> tuple[int, int] | None:
+        """The upstream version of the oldest kernel that must mount it (`must_mount_on_kernel`,
+        a distribution read as its kernel); None when no answer gives one or it is unknown."""
+        wanted = self.workload.must_mount_on_kernel
+        if wanted is None:
+            return None
+        target = mount_target(wanted) or wanted
+        return parse_version(self.distribution_kernels.get(target, target))
 
     def decided(self, setting: str, key: str) -> Typed | None:
         """The value `key` of the change decided for `setting` (`decided("-d su/sw", "su")`:

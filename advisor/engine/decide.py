@@ -142,6 +142,14 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
                     resolution=resolution, alternatives=losers)
 
 
+def distribution_kernels(book: RuleBook) -> dict[str, str]:
+    """The kernel-compat rule's distributions as their upstream kernel versions (empty when a
+    site switched the rule off)."""
+    loaded = book.rules.get("kernel-compat")
+    table = getattr(loaded.params, "distributions", None) if loaded else None
+    return {name: d.kernel for name, d in (table or {}).items()}
+
+
 def obsolete_in(options: list[str], mount_options: list[str], book: RuleBook) -> list[str]:
     """Ids of obsolete rules matching anything the proposal emits."""
     emitted = set(mount_options)
@@ -165,7 +173,8 @@ def draft(device: Device, workload: Workload, *, env: Environment, defaults: Mkf
     what mkfs.xfs makes with the options decided so far after each mkfs setting that changes,
     so later rules see the proposal's own geometry (without it they see the defaults)."""
     ctx = Context(device=device, workload=workload, env=env, geometry=defaults,
-                  size=device_size(device), feature_sets=dict(feature_sets or {}))
+                  size=device_size(device), feature_sets=dict(feature_sets or {}),
+                  distribution_kernels=distribution_kernels(book))
     warnings: list[ProposalWarning] = []
     decisions: list[Decision] = []
     for setting in SETTINGS:

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from advisor.engine.context import Change, Context, Outcome
 from advisor.engine.registry import decider
+from advisor.engine.rules.dax_alignment import not_dax
 from advisor.errors import BadInput
 from advisor.models.base import Model
 from advisor.models.environment import Environment, parse_version
@@ -111,10 +112,10 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
             raise BadInput(f"must_mount_on_kernel: no feature table for {wanted} (known: "
                            f"{known}); give its kernel version (uname -r) instead")
         if distro.features:
-            flags = explicit_feature_flags(distro.features, ctx.env, params.option_since)
-            return Outcome(change=Change(
-                " ".join(flags), flags, f"{who}: what {wanted}'s kernel ({distro.kernel}, with "
-                f"its backports) mounts read-write ({distro.source})"))
+            features, off = _ceiling(ctx, distro.features)
+            flags = explicit_feature_flags(features, ctx.env, params.option_since)
+            return _change(flags, f"{who}: what {wanted}'s kernel ({distro.kernel}, with "
+                           f"its backports) mounts read-write ({distro.source})" + off)
         who = f"{who} (kernel {distro.kernel}: {distro.source})"
         wanted = distro.kernel
         progs = parse_version(ctx.env.xfsprogs_version)
@@ -126,24 +127,47 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
                   key=lambda v: parse_version(v) or (0, 0))
     older = [v for v in sets if (parse_version(v) or (0, 0)) <= kernel]
     if not older:
-        flags = explicit_feature_flags(since_features(kernel, params), ctx.env,
-                                       params.option_since)
-        return Outcome(change=Change(
-            " ".join(flags), flags, f"{who}: kernel {wanted} is older than every LTS feature "
-            f"set ({sets[0]} the oldest): only features it mounts, from the kernel each "
-            "appeared in"))
+        features, off = _ceiling(ctx, since_features(kernel, params))
+        flags = explicit_feature_flags(features, ctx.env, params.option_since)
+        return _change(flags, f"{who}: kernel {wanted} is older than every LTS feature "
+                       f"set ({sets[0]} the oldest): only features it mounts, from the kernel "
+                       "each appeared in" + off)
     profile = older[-1]
     shipped = ctx.feature_sets.get(profile)
     why = f"{who}: the features of the {profile} LTS kernel"
     if shipped:
-        if shipped.rejection is None:
+        reduced, off = _ceiling(ctx, shipped.features)
+        if shipped.rejection is None and not off:
             return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={shipped.path}"],
                                          why + f" ({shipped.path})"))
         features = shipped.features
         why += (f"; this mkfs.xfs rejects its own {Path(shipped.path).name} "
-                f"({shipped.rejection}), so as explicit flags")
+                f"({shipped.rejection}), so as explicit flags" if shipped.rejection else
+                " as explicit flags")
     else:
         features = params.features[profile]
         why += " (no lts_*.conf for it installed: the rule's own table)"
+    features, off = _ceiling(ctx, features)
     flags = explicit_feature_flags(features, ctx.env, params.option_since)
-    return Outcome(change=Change(" ".join(flags), flags, why))
+    return _change(flags, why + off)
+
+
+def _ceiling(ctx: Context, features: dict[str, dict[str, int]],
+             ) -> tuple[dict[str, dict[str, int]], str]:
+    """An older kernel's feature set as a ceiling: what it mounts, less what this device must
+    not have (reflink on persistent memory mounted with DAX: any kernel mounts a filesystem
+    without reflink). The features, and what the reason adds (empty: nothing turned off)."""
+    if not_dax(ctx) is not None or features.get("metadata", {}).get("reflink") == 0:
+        return features, ""
+    meta = {**features.get("metadata", {}), "reflink": 0}
+    return ({**features, "metadata": meta},
+            "; reflink=0 all the same, as this device is persistent memory mounted with DAX "
+            "(the older kernel is a ceiling on the features, not a set to copy: it mounts a "
+            "filesystem without reflink)")
+
+
+def _change(flags: list[str], why: str) -> Outcome:
+    """The explicit flags as a change, with the reflink flag typed when they give it."""
+    reflink = Change(" ".join(flags), flags, why).option_texts().get("reflink")
+    values = {"reflink": reflink == "1"} if reflink in ("0", "1") else {}
+    return Outcome(change=Change(" ".join(flags), flags, why, values=values))

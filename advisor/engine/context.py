@@ -144,6 +144,9 @@ class Context:
         answered = self.workload.storage.kind
         if answered is not None:
             return answered, "the answers"
+        mirror = self.mirror()
+        if mirror is not None:
+            return ("ssd" if self.device.rotational.value is False else "single-disk"), mirror
         hint = self.device.storage_hint
         kinds: tuple[StorageKind, ...] = get_args(StorageKind)
         hinted = next((k for k in kinds if k == hint.value), None)
@@ -158,6 +161,15 @@ class Context:
         return "unknown", ("rotational = 1, which single disks, hardware RAID LUNs and virtual "
                            "disks all report" if self.device.rotational.value else
                            "the device does not say")
+
+    def mirror(self) -> str | None:
+        """What says the device is an md mirror (raid1: every member holds every write, so
+        for writes it is one disk), None when it is not one."""
+        md = self.device.md
+        if md is None or md.level.value != "raid1":
+            return None
+        return (f"{self.device.name} is md raid1 (md/level): a mirror, where every member "
+                "writes every block, so for writes it is one disk")
 
     def stripe(self) -> tuple[int, int, str] | None:
         """The data stripe (unit bytes, data disks, where from) the filesystem will use: the one

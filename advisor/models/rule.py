@@ -61,6 +61,10 @@ class ExampleDevice(Model):
     """Bytes the disk starts off its physical alignment (sysfs alignment_offset)."""
     storage_hint: StorageKind | None = None
     """What the device's own facts say the storage is (a RAID controller's driver, virtio...)."""
+    md_level: Literal["raid0", "raid1", "raid4", "raid5", "raid6", "raid10", "linear"] | None \
+        = None
+    """The device is an md array of this level (md/level), with `data_disks` members holding
+    data when a stripe is given."""
     # ---- issue 15, below the filesystem ----
     dax: bool | None = None
     """queue/dax: persistent memory that can be mapped directly (fsdax)."""

@@ -122,8 +122,8 @@ def test_ag_concurrency_not_on_detected_raid(book: RuleBook) -> None:
 def test_ag_concurrency_limited_by_size(book: RuleBook) -> None:
     p = run(book, device(3 * GiB, rotational=False), concurrent_writers=64)
     d = decision(p, "-d agcount/agsize")
-    assert d.value == "agcount=8" and "multi-disk storage of 3 GiB" in d.reason
-    assert p.check is not None and p.check.geometry.agcount == 8
+    assert d.value == "agcount=32" and "one per writer up to 32" in d.reason
+    assert p.check is not None and p.check.geometry.agcount == 32
 
 
 def test_ag_concurrency_uses_concurrency_option_on_xfsprogs_6_8(book: RuleBook) -> None:

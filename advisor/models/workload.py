@@ -184,6 +184,16 @@ class Workload(Model):
             raise ValueError("must be an absolute path without spaces or control characters")
         return v
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        entries, files = self.largest_directory_entries, self.file_count
+        if entries is not None and files is not None and entries > files:
+            raise ValueError(
+                f"largest_directory_entries ({entries:,}) is more than file_count ({files:,}): "
+                "one directory cannot hold more entries than the filesystem holds files; "
+                "correct one of them")
+        return self
+
     @field_validator("must_mount_on_kernel")
     @classmethod
     def _kernel(cls, v: str | None) -> str | None:

@@ -76,5 +76,6 @@ def test_an_extent_size_hint_over_half_an_ag_is_not_proposed() -> None:
                   size=device_size(dev))
     ctx.chosen["-d su/sw"] = Change("su=64m,sw=2", ["-d", "su=64m,sw=2"], "the answers",
                                     source="answers")
-    out = extent_size_hint(ctx, ExtentSizeHintParams(min_file_size=256 * MiB, hint=MiB))
+    out = extent_size_hint(ctx, ExtentSizeHintParams(min_file_size=256 * MiB, hint=MiB,
+                                                     dax_hint=2 * MiB))
     assert out.change is None and "over half an allocation group" in (out.keep_reason or "")

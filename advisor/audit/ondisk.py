@@ -122,7 +122,7 @@ def _mkfs_only(geometry: MkfsGeometry) -> list[Finding]:
         if geometry.features.get(feature) == 0:
             found.append(Finding(rule=f"audit-no-{feature}", severity=severity,
                                  title=title, evidence=f"xfs_info: {feature}=0",
-                                 source="mkfs.xfs(8); xfs-facts (defaults since xfsprogs 3.2.3 to "
+                                 source="mkfs.xfs(8); mkfs.xfs -N (defaults since xfsprogs 3.2.3 to "
                                  "5.1)", fix="only a new mkfs (today's defaults) adds it; move "
                                  "the data", fix_kind="new-mkfs"))
     return found
@@ -205,7 +205,7 @@ def _log(geometry: MkfsGeometry, today: Today) -> list[Finding]:
         title=f"log of {geometry.log_bytes >> 20} MiB: the advisor would make "
         f"{want * geometry.block_size >> 20} MiB today",
         evidence=f"xfs_info: log blocks={geometry.log_blocks}; proposal: {want} blocks",
-        source="xfs-facts (log 1/2048 of the size, >= 64 MiB since xfsprogs 5.15)",
+        source="mkfs.xfs(8) -l size; xfsprogs mkfs/xfs_mkfs.c calculate_log_size (1/2048 of the size, >= 64 MiB since xfsprogs 5.15)",
         fix="the internal log cannot grow in place: a new mkfs; move the data",
         fix_kind="new-mkfs")]
 

@@ -64,11 +64,9 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
         "mount logbufs": "8",
         "mount atime": "relatime",
         "mount discard": "nodiscard",
-        # issue 15, DAX and external log
         "mount dax": "dax=inode (only files with the DAX flag)",
         "-l logdev": "internal (inside the data section)",
         "mount logdev": "none (internal log)",
-        # -- issue 15, part A --
         "-m rmapbt": f"rmapbt={g.features.get('rmapbt', 0)}",
         "-d extszinherit": "no extent size hint",
         "-d cowextsize": "32 blocks (the kernel's copy-on-write hint)",

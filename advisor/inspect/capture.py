@@ -140,7 +140,7 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
     try:
         recorder = _RecordingRoot(source.root)
         inventory, probes = inspect_with_probes(recorder, probe=True)
-        recorder.read(PAGE_SIZE_FILE)  # issue 15: the block size rule reads the page size
+        recorder.read(PAGE_SIZE_FILE)  # the block size rule reads the page size
         mirror = _Mirror(source.root, dest, recorder.contents)
         for rel in sorted((recorder.recorded or set()) - {PROBES_FILE}):
             mirror.copy(rel)

@@ -23,7 +23,7 @@ class Environment(Model):
     """Online CPUs (sys/devices/system/cpu/online)."""
     lts_configs: dict[str, str] = Field(default_factory=dict)
     """Kernel version -> path of xfsprogs' lts_<kernel>.conf feature sets for older kernels."""
-    # ---- issue 15: the page size, which caps the block size before Linux 6.12 ----
+    # ---- the page size, which caps the block size before Linux 6.12 ----
     page_size: int | None = Field(default=None, ge=1024)
     """The kernel's page size in bytes (4096 on x86-64; 16384 or 65536 on some arm64 and
     ppc64le kernels), from sys/kernel/mm/transparent_hugepage/hpage_pmd_size (a capture's) or

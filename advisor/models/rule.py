@@ -65,7 +65,7 @@ class ExampleDevice(Model):
         = None
     """The device is an md array of this level (md/level), with `data_disks` members holding
     data when a stripe is given."""
-    # ---- issue 15, below the filesystem ----
+    # ---- below the filesystem ----
     dax: bool | None = None
     """queue/dax: persistent memory that can be mapped directly (fsdax)."""
     partition_start: int | None = Field(default=None, ge=0)
@@ -87,7 +87,7 @@ class ExampleEnv(Model):
     kernel: str = "6.1.0-18-amd64"
     memory: str = "16GiB"
     page_size: int = 4096
-    """The kernel's page size in bytes (issue 15: caps the block size before Linux 6.12)."""
+    """The kernel's page size in bytes (it caps the block size before Linux 6.12)."""
 
 
 class ExampleExpect(Model):
@@ -148,7 +148,7 @@ class Rule(Model):
     kind: RuleKind
     """policy (the engine's stance), mkfs, mount, device (warnings only) or obsolete."""
     source: str = Field(min_length=3)
-    """Where the rule comes from, by what it is: `guide 2.1.1` (Chinner 2014), `xfs-facts`."""
+    """Where the rule comes from, by what it is: `guide 2.1.1` (Chinner 2014), a man page (`xfs(5): swalloc`), kernel documentation, an xfsprogs file or a commit: what a reader can look up."""
     setting: str | None = None
     """The setting it decides (`-n size`, `mount logbsize`...), one of the engine's settings."""
     decide: str | None = None

@@ -118,7 +118,7 @@ def read_environment(root: SysRoot | None = None, *,
 
 def _page_size(root: SysRoot) -> int | None:
     """The page size of the host the root shows: from sysfs (a capture's too), else the live
-    host's own (issue 15: the block size rule reads it)."""
+    host's own (the block size rule reads it)."""
     size = page_size_from_pmd(root.read(PAGE_SIZE_FILE))
     if size is None and root.live:
         size = os.sysconf("SC_PAGE_SIZE")

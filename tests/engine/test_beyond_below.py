@@ -1,4 +1,4 @@
-"""Issue 15, below the filesystem (external log, what sits under the device, thin provisioning,
+"""Below the filesystem (external log, what sits under the device, thin provisioning,
 block size and DAX): for real, as root, each proposal formats and mounts on loop devices the
 test makes, and the setting is read back from the filesystem (xfs_info, /proc/self/mountinfo)."""
 

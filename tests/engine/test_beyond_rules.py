@@ -1,4 +1,4 @@
-"""Issue 15, part A: what the new rules say depends on the host's kernel (CONFIG_XFS_QUOTA,
+"""What the allocation, quota and inode rules say depends on the host's kernel (CONFIG_XFS_QUOTA,
 CONFIG_XFS_ONLINE_SCRUB, CONFIG_XFS_ONLINE_REPAIR) and on the geometry; each case goes through
 the real proposal and its mkfs.xfs -N gate."""
 

@@ -47,7 +47,7 @@ def test_keep_defaults_without_answers(book: RuleBook) -> None:
     assert p.fstab == "UUID=<uuid-after-mkfs> <mount-point> xfs defaults 0 0"
     assert not any(d.changed for d in p.decisions)
     assert all(d.value == "default" and d.reason for d in p.decisions)
-    assert decision(p, "-b size").rule == "block-size"  # issue 15: it keeps 4 KiB, and says why
+    assert decision(p, "-b size").rule == "block-size"  # it keeps 4 KiB, and says why
 
 
 @pytest.mark.parametrize(("entries", "access", "expected"), [
@@ -97,7 +97,7 @@ def test_ag_concurrency_on_rotational_storage_of_unknown_kind(book: RuleBook) ->
 
 
 def test_writers_into_existing_files_are_not_metadata_concurrency(book: RuleBook) -> None:
-    """Item 17.9: a database's 16 (or 200) writers into existing files get no more AGs, no
+    """A database's 16 (or 200) writers into existing files get no more AGs, no
     bigger log and no bigger log buffers; the same count creating files does."""
     for writers in (16, 200):
         p = run(book, device(1 * TiB, rotational=False, write_cache="write back"),

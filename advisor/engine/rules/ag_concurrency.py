@@ -22,7 +22,7 @@ class AgConcurrencyParams(Model):
 
 def multidisk_agcount(size: int) -> int:
     """The AG count mkfs.xfs itself makes when it sees multi-disk storage of `size` bytes
-    (xfsprogs calc_default_ag_geometry, xfs-facts): 32, halved at <= 512 GiB, <= 8 GiB,
+    (xfsprogs mkfs/xfs_mkfs.c calc_default_ag_geometry): 32, halved at <= 512 GiB, <= 8 GiB,
     < 128 MiB, < 64 MiB and < 32 MiB. Used as the cap on small filesystems, instead of a
     minimum AG size of our own."""
     if size > 512 * GiB:

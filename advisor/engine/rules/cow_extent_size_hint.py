@@ -1,4 +1,4 @@
-"""Copy-on-write extent size hint for reflinked files written in place (issue 15)."""
+"""Copy-on-write extent size hint for reflinked files written in place."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""-i maxpct: room for the inodes of a small-file store (issue 15)."""
+"""-i maxpct: room for the inodes of a small-file store."""
 
 from __future__ import annotations
 

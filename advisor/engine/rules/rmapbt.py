@@ -1,4 +1,4 @@
-"""The reverse-mapping btree, for online checking with xfs_scrub (issue 15)."""
+"""The reverse-mapping btree, for online checking with xfs_scrub."""
 
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from advisor.audit.fstab import FstabEntry
 from advisor.audit.models import Finding, Severity
+from advisor.engine.context import KiB, mkfs_size
 from advisor.models.rule import Rule
+from advisor.models.units import format_size, parse_size
 
 XFS_DOC = "Documentation/admin-guide/xfs.rst"
 
@@ -119,6 +121,87 @@ def unknown_findings(entry: FstabEntry, covered: set[str]) -> list[Finding]:
     )] if unknown else []
 
 
+#: logbsize values a version 2 log takes (xfs(5): 16k and 32k, and 64k, 128k, 256k).
+LOGBSIZES = tuple(16 * KiB << i for i in range(5))
+#: allocsize: the kernel keeps the lowest power of two of the value, which must lie from the
+#: page size to 1 GiB (xfs(5); fs/xfs/xfs_super.c, XFS_MIN_IO_LOG..XFS_MAX_IO_LOG).
+ALLOCSIZE_RANGE = (4 * KiB, 1 << 30)
+#: logbufs: from 2 to 8 (xfs(5)).
+LOGBUFS_RANGE = (2, 8)
+#: Where the value ranges are checked: on a real mount of Linux 6.18 (tests/audit).
+VALUE_SOURCE = "xfs(5); fs/xfs/xfs_super.c; checked against mount on Linux 6.18"
+
+
+def _value_finding(entry: FstabEntry, option: str, why: str, fix: str,
+                   severity: Severity = "breaks") -> Finding:
+    return Finding(
+        rule="audit-mount-value", severity=severity,
+        title=f"fstab line {entry.line}: {option} " + (
+            "is refused by the kernel" if severity == "breaks" else "does not do what it says"),
+        evidence=f"fstab line {entry.line}: {option}: {why}", source=VALUE_SOURCE,
+        fix=fix, fix_kind="next-mount")
+
+
+def _size(text: str) -> int | None:
+    """A mount option's size (`32k`, `1g`, `65536`), None when it is not one."""
+    try:
+        return parse_size(text)
+    except ValueError:
+        return None
+
+
+def value_findings(entry: FstabEntry) -> list[Finding]:
+    """Values the kernel refuses at mount (allocsize, logbsize, logbufs out of range), or takes
+    as something else (an allocsize that is not a power of two)."""
+    found = []
+    for option in entry.options:
+        name, _, text = option.partition("=")
+        if name == "logbsize":
+            size = _size(text)
+            if size not in LOGBSIZES:
+                found.append(_value_finding(
+                    entry, option, "a version 2 log takes 16k, 32k, 64k, 128k or 256k",
+                    "use one of 16k, 32k, 64k, 128k, 256k (or drop it: 32k, or the log stripe "
+                    "unit when larger); the next mount fails on this one"))
+        elif name == "allocsize":
+            size = _size(text)
+            low = size & -size if size else 0
+            if not ALLOCSIZE_RANGE[0] <= low <= ALLOCSIZE_RANGE[1]:
+                found.append(_value_finding(
+                    entry, option, "allocsize must be a power of two from the page size (4k) "
+                    "to 1g", "use a power of two from 4k to 1g (or drop it: dynamic "
+                    "preallocation); the next mount fails on this one"))
+            elif size != low:
+                found.append(_value_finding(
+                    entry, option, f"not a power of two: the kernel uses {format_size(low)}, its "
+                    "lowest power of two", f"write allocsize={mkfs_size(low)}, what the kernel "
+                    "uses, or the power of two meant", "info"))
+        elif name == "logbufs":
+            count = int(text) if text.isdigit() else 0
+            if not LOGBUFS_RANGE[0] <= count <= LOGBUFS_RANGE[1]:
+                found.append(_value_finding(
+                    entry, option, "logbufs takes 2 to 8", "use 2 to 8 (or drop it: 8, the "
+                    "default); the next mount fails on this one"))
+    return found
+
+
+def log_stripe_findings(entry: FstabEntry, log_sunit_bytes: int) -> list[Finding]:
+    """A logbsize below the filesystem's log stripe unit: the kernel refuses the mount ("logbuf
+    size must be greater than or equal to log stripe size")."""
+    for option in entry.options:
+        name, _, text = option.partition("=")
+        size = _size(text) if name == "logbsize" else None
+        if size in LOGBSIZES and log_sunit_bytes and size is not None \
+                and size < log_sunit_bytes:
+            return [_value_finding(
+                entry, option, f"below the filesystem's {mkfs_size(log_sunit_bytes)} log stripe "
+                "unit (xfs_info: log sunit): \"logbuf size must be greater than or equal to log "
+                "stripe size\"", f"use logbsize={mkfs_size(max(log_sunit_bytes, 32 * KiB))} or "
+                "larger, or drop it (the default follows the log stripe unit); the next mount "
+                "fails on this one")]
+    return []
+
+
 def _shown(option: str) -> str:
     """The option as mountinfo writes it (quota names differ)."""
     return {"quota": "usrquota", "uquota": "usrquota", "gquota": "grpquota",
@@ -162,6 +245,7 @@ def fstab_findings(entry: FstabEntry, in_effect: Sequence[str] | None,
     covered = obsolete_options(entry.options, obsolete)
     found = obsolete_findings(entry.options, f"fstab line {entry.line}", obsolete)
     found += unknown_findings(entry, covered)
+    found += value_findings(entry)
     if in_effect is not None:
         found += differs_findings(entry, in_effect, covered)
     return found + nofail_findings(entry)

@@ -148,7 +148,8 @@ class Rule(Model):
     kind: RuleKind
     """policy (the engine's stance), mkfs, mount, device (warnings only) or obsolete."""
     source: str = Field(min_length=3)
-    """Where the rule comes from, by what it is: `guide 2.1.1` (Chinner 2014), a man page (`xfs(5): swalloc`), kernel documentation, an xfsprogs file or a commit: what a reader can look up."""
+    """Where the rule comes from, as a reader can look it up: `guide 2.1.1` (Chinner 2014), a
+    man page (`xfs(5): swalloc`), kernel documentation, an xfsprogs file or a commit."""
     setting: str | None = None
     """The setting it decides (`-n size`, `mount logbsize`...), one of the engine's settings."""
     decide: str | None = None

@@ -110,11 +110,15 @@ def test_no_bigtime_upgrade_suggested_then_run_on_a_copy(tmp_path: Path) -> None
         assert rules(doc) == {} and code == 0
 
 
-def test_stripe_that_the_device_no_longer_reports(tmp_path: Path) -> None:
+def test_stripe_set_by_hand_on_a_device_that_reports_none(tmp_path: Path) -> None:
+    """A loop device, like a hardware RAID LUN, never reports a stripe: the one given at mkfs is
+    said (info), not called stale (it was `performance`, failing a `--fail-on performance`
+    gate on every hand-aligned LUN)."""
     with formatted(tmp_path, "stripe", 1 << 30, "-d", "su=64k,sw=4") as (dev, backing):
-        _, doc = audited(dev, backing)
+        code, doc = audited(dev, backing, "--fail-on", "performance")
     stripe = rules(doc)["audit-stripe"]
-    assert stripe["severity"] == "performance"
+    assert stripe["severity"] == "info" and code == 0
+    assert "sunit=,swidth=" in stripe["fix"] and stripe["source"].startswith("guide 2.1.4")
     assert "sunit=16 swidth=64" in stripe["evidence"] and "reports 0 / 0" in stripe["evidence"]
 
 
@@ -336,18 +340,25 @@ def _geometry(**over: int) -> MkfsGeometry:
                                             "bigtime": 1, "inobtcount": 1, "ftype": 1})
 
 
-@pytest.mark.parametrize(("fs", "device", "fix_kind", "words"), [
-    ((16, 64), (128 << 10, 512 << 10), "next-mount", "sunit=256,swidth=1024"),  # reshaped RAID
-    ((0, 0), (64 << 10, 256 << 10), "new-mkfs", "never aligned"),
-    ((16, 64), (None, None), "none", "reports none"),
+@pytest.mark.parametrize(("fs", "device", "reports", "fix_kind", "words", "severity"), [
+    ((16, 64), (128 << 10, 512 << 10), True, "next-mount", "sunit=256,swidth=1024",
+     "performance"),  # reshaped RAID
+    ((0, 0), (64 << 10, 256 << 10), True, "new-mkfs", "never aligned", "performance"),
+    # an md array that reports no stripe now: stale; the mount options fix it
+    ((16, 64), (None, None), True, "next-mount", "mount with noalign", "performance"),
+    # a hardware RAID LUN that never reports its stripe: the one set at mkfs is not stale
+    ((16, 64), (None, None), False, "none", "does not report", "info"),
 ])
 def test_stripe_against_what_the_device_reports(fs: tuple[int, int],
                                                 device: tuple[int | None, int | None],
-                                                fix_kind: str, words: str) -> None:
+                                                reports: bool, fix_kind: str, words: str,
+                                                severity: str) -> None:
     """md and RAID reshapes cannot be made in this VM: the pure check, on each case."""
     geometry = _geometry(sunit_blocks=fs[0], swidth_blocks=fs[1])
-    [finding] = layout_findings(geometry, Today(device[0], device[1], "md0 (md raid5)", 4, None))
+    [finding] = layout_findings(geometry, Today(device[0], device[1], "md0 (md raid5)", 4, None,
+                                                reports_stripes=reports))
     assert finding.fix_kind == fix_kind and words in finding.fix + finding.title
+    assert finding.severity == severity and finding.source.startswith("guide 2.1.4")
     assert layout_findings(_geometry(sunit_blocks=16, swidth_blocks=64),
                            Today(64 << 10, 256 << 10, "md0", 4, None)) == []
 
@@ -390,3 +401,46 @@ def main_json_proposal(dev: str) -> tuple[int, dict[str, Any], str]:
         code = main(["--json", "--device", dev, "--concurrent-writers", "16",
                      "--largest-directory-entries", "2000000", "--access", "read-heavy"])
     return code, json.loads(out.getvalue()) if out.getvalue() else {}, err.getvalue()
+
+
+#: Mount option values, and whether Linux mounts an XFS with them (a 4 KiB block, no log stripe).
+VALUES = [("allocsize=2g", False), ("allocsize=1g", True), ("allocsize=4k", True),
+          ("allocsize=2k", False), ("allocsize=3k", False), ("allocsize=12k", True),
+          ("logbsize=24k", False), ("logbsize=512k", False), ("logbsize=16k", True),
+          ("logbsize=256k", True), ("logbufs=1", False), ("logbufs=9", False),
+          ("logbufs=2", True), ("logbufs=8", True)]
+
+
+def test_mount_values_the_kernel_refuses_break(tmp_path: Path) -> None:
+    """Every value range the audit models, against a real mount: a value the kernel refuses is a
+    `breaks` finding, one it takes is none (allocsize=12k mounts as 4k: said, as info)."""
+    from advisor.audit.fstab import FstabEntry
+    from advisor.audit.options import value_findings
+    with formatted(tmp_path, "values", 1 << 30) as (dev, _):
+        for option, mounts in VALUES:
+            entry = FstabEntry(1, dev, "/srv", "xfs", (option,), f"{dev} /srv xfs {option} 0 0")
+            breaks = [f for f in value_findings(entry) if f.severity == "breaks"]
+            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path)],
+                                capture_output=True, check=False).returncode == 0
+            if ok:
+                sh("umount", str(tmp_path))
+            assert (ok, bool(breaks)) == (mounts, not mounts), option
+    [info] = value_findings(FstabEntry(1, dev, "/srv", "xfs", ("allocsize=12k",), ""))
+    assert info.severity == "info" and "uses 4KiB" in info.evidence
+
+
+def test_logbsize_below_the_log_stripe_unit_breaks(tmp_path: Path) -> None:
+    with formatted(tmp_path, "lsu", 1 << 30, "-l", "su=64k") as (dev, backing):
+        for option, mounts in (("logbsize=32k", False), ("logbsize=64k", True)):
+            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path / "m")],
+                                capture_output=True, check=False).returncode == 0 \
+                if (tmp_path / "m").mkdir(exist_ok=True) is None else False
+            if ok:
+                sh("umount", str(tmp_path / "m"))
+            assert ok == mounts, option
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"{dev} {tmp_path / 'm'} xfs logbsize=32k,nofail 0 0\n")
+        code, doc = audited(dev, backing, fstab=fstab)
+    found = rules(doc)["audit-mount-value"]
+    assert found["severity"] == "breaks" and "64k log stripe unit" in found["evidence"]
+    assert code == 6

@@ -20,7 +20,7 @@ def dax_mount(ctx: Context, params: NoParams) -> Outcome:
                        "before Linux 6.0 and experimental after, so no dax=always")
     wanted = ctx.must_mount_version()
     if wanted is not None and wanted < (5, 8):
-        name = ctx.workload.must_mount_on_kernel
+        name = ctx.workload.must_mount_on_kernel or ""
         kernel = "kernel " + name if parse_version(name) else \
             f"{name} (kernel {wanted[0]}.{wanted[1]})"
         return Outcome(change=Change(

@@ -136,7 +136,7 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
     shipped = ctx.feature_sets.get(profile)
     why = f"{who}: the features of the {profile} LTS kernel"
     if shipped:
-        reduced, off = _ceiling(ctx, shipped.features)
+        _, off = _ceiling(ctx, shipped.features)
         if shipped.rejection is None and not off:
             return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={shipped.path}"],
                                          why + f" ({shipped.path})"))

@@ -444,3 +444,16 @@ def test_logbsize_below_the_log_stripe_unit_breaks(tmp_path: Path) -> None:
     found = rules(doc)["audit-mount-value"]
     assert found["severity"] == "breaks" and "64k log stripe unit" in found["evidence"]
     assert code == 6
+
+
+def test_a_uuid_line_finds_its_device_through_libblkid(tmp_path: Path) -> None:
+    """fstab's UUID= resolved as mount(8) resolves it, through libblkid: with no udev (no
+    /dev/disk/by-uuid, as in this container) the unmounted device was "not on this host"."""
+    uuid = "3f0c7e9a-1111-4222-8333-944455556666"
+    with formatted(tmp_path, "uuid", 512 * MiB, "-m", f"uuid={uuid}") as (dev, backing):
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"UUID={uuid} {tmp_path / 'data'} xfs nofail 0 0\n")
+        _, doc = audited(dev, backing, fstab=fstab)
+    [fs] = doc["filesystems"]
+    assert fs["device"] == dev and fs["fstab_line"] == 1 and fs["read_with"] == "xfs_db -r"
+    assert "audit-no-device" not in rules(doc)

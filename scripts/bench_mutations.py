@@ -18,6 +18,7 @@ import argparse
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,11 @@ FLIP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
 #: What a copy needs to import the package, load the rule book and run the tests.
 COPIED = ("advisor", "rules", "tests", "pyproject.toml")
 DEFAULT_TESTS = ("tests/engine",)
+#: The engine tests that decide (no golden files, no CLI): the quick selection, `--quick`.
+QUICK_TESTS = ("tests/engine/test_rule_examples.py", "tests/engine/test_rule_cases.py",
+               "tests/engine/test_inline_xattrs.py", "tests/engine/test_inode32.py",
+               "tests/engine/test_log_reservation.py", "tests/engine/test_reason_numbers.py",
+               "tests/engine/test_rule_boundaries.py")
 
 
 @dataclass(frozen=True)
@@ -76,12 +82,21 @@ def run_tests(copy: Path, tests: list[str]) -> bool:
     return proc.returncode == 0
 
 
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM ends the run like Ctrl-C: the running tests are killed, the copy removed."""
+    raise SystemExit(f"stopped by signal {signum}")
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="rule modules (default: all)")
     parser.add_argument("--tests", action="append", help="test paths (default: tests/engine)")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the engine tests that decide: " + " ".join(QUICK_TESTS))
     args = parser.parse_args()
-    tests = args.tests or list(DEFAULT_TESTS)
+    tests = args.tests or list(QUICK_TESTS if args.quick else DEFAULT_TESTS)
+    tests = [t for t in tests if (REPO / t).exists()]
     names = args.modules or sorted(p.name for p in (REPO / RULES).glob("*.py"))
     with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
         copy = Path(tmp)

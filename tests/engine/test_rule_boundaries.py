@@ -1,0 +1,47 @@
+"""Every rule threshold, tested on both sides of its edge, so that a boundary moved by one (a
+`>=` written `>`) fails a test; where mkfs.xfs decides the edge, it is asked (`mkfs.xfs -N`).
+scripts/bench_mutations.py finds the edges no test pins."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine.context import Context
+from advisor.engine.rules.ag_concurrency import multidisk_agcount
+from advisor.engine.rules.inode_space import default_maxpct
+from advisor.models.proposal import MkfsGeometry
+from advisor.models.workload import Workload
+from advisor.system.mkfs import dry_run
+from tests.engine.helpers import GiB, MiB, TiB, device, environment
+
+KiB = 1 << 10
+
+
+@pytest.mark.parametrize(("size", "agcount"), [
+    (512 * GiB, 16), (512 * GiB + 4 * KiB, 32), (8 * GiB, 8), (8 * GiB + 4 * KiB, 16),
+    (128 * MiB, 8), (128 * MiB - 4 * KiB, 4), (64 * MiB, 4), (64 * MiB - 4 * KiB, 2),
+    (32 * MiB, 2), (32 * MiB - 4 * KiB, 1),
+])
+def test_multidisk_agcount_steps(size: int, agcount: int) -> None:
+    """xfsprogs mkfs/xfs_mkfs.c calc_default_ag_geometry: `dblocks > 512 GiB`, `> 8 GiB`, then
+    `>= 128 MiB`, `>= 64 MiB`, `>= 32 MiB`. mkfs.xfs 6.1 refuses filesystems under 300 MB, so
+    the small steps are the source's (older mkfs.xfs make them); the large ones are asked of
+    mkfs.xfs -N in test_rule_cases."""
+    assert multidisk_agcount(size) == agcount
+
+
+def _ctx(size: int) -> Context:
+    geometry = dry_run(device(300 * MiB), []).geometry.model_copy(update={"imaxpct": None})
+    return Context(device=device(size), workload=Workload(), env=environment(),
+                   geometry=geometry, size=size)
+
+
+@pytest.mark.parametrize(("size", "maxpct"), [
+    (TiB - 4 * KiB, 25), (TiB, 5), (50 * TiB - 4 * KiB, 5), (50 * TiB, 1)])
+def test_default_maxpct_table_in_binary_units(size: int, maxpct: int) -> None:
+    assert default_maxpct(_ctx(size)) == maxpct
+
+
+@pytest.mark.parametrize(("size", "maxpct"), [(1023 * GiB, 25), (1024 * GiB, 5)])
+def test_default_maxpct_is_what_mkfs_makes(size: int, maxpct: int) -> None:
+    assert dry_run(device(size), []).geometry.imaxpct == maxpct

@@ -84,6 +84,7 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
             warnings: list[ProposalWarning]) -> Decision:
     changes: list[tuple[str, int, Change]] = []
     keeps: list[tuple[str, str]] = []
+    aside: list[tuple[str, str]] = []  # keeps of rules that do not apply here
     holds: list[tuple[str, int, str]] = []  # keeps that outrank lower-priority changes
     source = "guide 1 (defaults suit most workloads)"
     for loaded in book.for_setting(setting.name):
@@ -95,9 +96,10 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
         if outcome.change:
             changes.append((rule.id, rule.priority, outcome.change))
         elif outcome.keep_reason:
-            keeps.append((rule.id, outcome.keep_reason))
+            (keeps if outcome.applies else aside).append((rule.id, outcome.keep_reason))
             if rule.keep_wins:
                 holds.append((rule.id, rule.priority, outcome.keep_reason))
+    keeps += aside  # a kept default is labelled with a rule that applies, when one does
     default = default_text(setting.name, ctx.geometry, ctx.env)
     if holds and changes and holds[0][1] > changes[0][1]:
         hold_id, hold_priority, why = holds[0]

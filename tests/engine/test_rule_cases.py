@@ -476,3 +476,15 @@ def test_more_ags_for_writers_each_still_hold_the_log(book: RuleBook, size: int)
     assert g.agsize_blocks * g.block_size > g.log_bytes
     if d.changed:
         assert f"{made} AGs" in d.reason, d.reason
+
+
+def test_a_kept_default_is_labelled_with_the_rule_that_applies(book: RuleBook) -> None:
+    """A rule that does not apply here (no growth planned, not a DAX device) does not label a
+    kept default another rule argued: the AG count kept for concurrency is ag-concurrency's, a
+    detected stripe kept is stripe-geometry's, and their reasons come first."""
+    p = run(book, device(300 * MiB, rotational=False), concurrent_writers=8,
+            writer_activity="metadata")
+    d = decision(p, "-d agcount/agsize")
+    assert d.rule == "ag-concurrency" and d.reason.startswith("8 concurrent writers")
+    d = decision(run(book, MD), "-d su/sw")
+    assert d.rule == "stripe-geometry" and d.reason.startswith("mkfs.xfs detects")

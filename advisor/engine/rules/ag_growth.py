@@ -43,7 +43,8 @@ MKFS_MAX_LOG_BYTES = 2 * GiB
 def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     eventual = ctx.eventual_size
     if eventual is None:
-        return Outcome(keep_reason="no growth planned (answer eventual_size or growth_factor)")
+        return Outcome(keep_reason="no growth planned (answer eventual_size or growth_factor)",
+                       applies=False)
     if eventual <= ctx.size:
         return Outcome(keep_reason="the eventual size is not larger than the device")
     factor = eventual / ctx.size

@@ -12,7 +12,7 @@ from advisor.models.environment import parse_version
 def dax_mount(ctx: Context, params: NoParams) -> Outcome:
     why = not_dax(ctx)
     if why:
-        return Outcome(keep_reason=why)
+        return Outcome(keep_reason=why, applies=False)
     features = ctx.chosen.get("-m features")
     if ctx.decided("-m features", "reflink") in (None, True) or features is None:
         by = f" ({features.value} wins there)" if features else ""

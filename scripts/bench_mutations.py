@@ -111,7 +111,7 @@ def main() -> int:
         killed, survived, started = 0, [], time.monotonic()
         for name in names:
             rel = RULES / name
-            source = (REPO / rel).read_text()
+            source = (copy / rel).read_text()  # the copy's: the checkout may change meanwhile
             for mutant in mutants(rel, source):
                 (copy / rel).write_text(mutant.apply(source))
                 try:

@@ -20,6 +20,7 @@ from advisor.inspect.probes import PROBES_FILE
 from advisor.models.device import Inventory
 from advisor.models.environment import PAGE_SIZE_FILE
 from advisor.system.sysroot import SysRoot
+from advisor.system.versions import XFSPROGS_FILE, xfsprogs_version
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,12 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
             mirror.copy(rel)
         if probes.probed:
             (dest / PROBES_FILE).write_text(probes.to_json(), encoding="utf-8")
+        if source.live:
+            version = xfsprogs_version()
+            if version:  # the host's own mkfs.xfs: the proposal's flags are for that one
+                (dest / XFSPROGS_FILE).write_text(f"mkfs.xfs version {version}\n",
+                                                  encoding="utf-8")
+                mirror.files += 1
         if source.live and os.geteuid() == 0:
             from advisor.audit.host import capture_sources
 

@@ -9,7 +9,6 @@ import pytest
 from advisor.engine.context import Context
 from advisor.engine.rules.ag_concurrency import multidisk_agcount
 from advisor.engine.rules.inode_space import default_maxpct
-from advisor.models.proposal import MkfsGeometry
 from advisor.models.workload import Workload
 from advisor.system.mkfs import dry_run
 from tests.engine.helpers import GiB, MiB, TiB, device, environment

@@ -11,6 +11,7 @@ from advisor.engine.registry import decider
 from advisor.models.base import Model
 from advisor.models.units import format_size, human_size
 
+
 class InodeSpaceParams(Model):
     """How much room beyond the estimate inodes get."""
 

@@ -53,7 +53,7 @@ def explicit_feature_flags(features: dict[str, dict[str, int]], env: Environment
     for section in (meta, inode):
         for name in list(section):
             since = parse_version(option_since.get(name))
-            if since and not env.xfsprogs_at_least(*since):
+            if since and not env.mkfs_knows(*since):
                 del section[name]
     out: list[str] = []
     if meta:
@@ -97,6 +97,21 @@ def since_features(kernel: tuple[int, int], params: KernelCompatParams,
 
 @decider(KernelCompatParams)
 def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
+    outcome = _kernel_compat(ctx, params)
+    env = ctx.env
+    left_out = sorted(name for name, since in params.option_since.items()
+                      if (v := parse_version(since)) and env.xfsprogs_at_least(*v)
+                      and not env.mkfs_knows(*v))
+    if outcome.change and left_out:
+        outcome.warnings.append(
+            f"the command is for the captured host's mkfs.xfs (xfsprogs {env.target_xfsprogs}), "
+            f"which does not know {', '.join(left_out)}: those options are left out, and that "
+            "mkfs.xfs makes none of those features; the mkfs.xfs -N check ran with the local "
+            f"xfsprogs {env.xfsprogs_version}, which knows them")
+    return outcome
+
+
+def _kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
     target = target_kernel(ctx.workload, ctx.env)
     if target is None:
         wanted = ctx.workload.must_mount_on_kernel

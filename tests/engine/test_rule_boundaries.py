@@ -44,3 +44,15 @@ def test_default_maxpct_table_in_binary_units(size: int, maxpct: int) -> None:
 @pytest.mark.parametrize(("size", "maxpct"), [(1023 * GiB, 25), (1024 * GiB, 5)])
 def test_default_maxpct_is_what_mkfs_makes(size: int, maxpct: int) -> None:
     assert dry_run(device(size), []).geometry.imaxpct == maxpct
+
+
+@pytest.mark.parametrize("eventual", [2 * TiB, 3 * TiB, 10 * TiB])
+def test_log_for_the_eventual_size_is_what_mkfs_makes_there(eventual: int) -> None:
+    """log-size on 1 TiB growing to `eventual`: the log mkfs.xfs -N makes at `eventual`."""
+    from advisor.advice import propose
+    made = dry_run(device(eventual), []).geometry.log_bytes
+    p = propose(device(TiB, rotational=False), Workload(eventual_size=eventual),
+                env=environment())
+    d = next(d for d in p.decisions if d.setting == "-l size")
+    assert d.rule == "log-size" and p.check is not None
+    assert p.check.geometry.log_bytes == made

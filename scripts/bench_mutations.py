@@ -70,8 +70,8 @@ def mutants(path: Path, source: str) -> list[Mutant]:
     return found
 
 
-def run_tests(copy: Path, tests: list[str]) -> bool:
-    """True when the tests pass (the mutant survives)."""
+def run_tests(copy: Path, tests: list[str], show: bool = False) -> bool:
+    """True when the tests pass (the mutant survives); `show`: print a failure's summary."""
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow",
@@ -79,6 +79,8 @@ def run_tests(copy: Path, tests: list[str]) -> bool:
     if proc.returncode not in (0, 1):
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise SystemExit(f"the tests did not run (exit {proc.returncode}): {' / '.join(tail)}")
+    if show and proc.returncode:
+        print("\n".join(proc.stdout.strip().splitlines()[-15:]))
     return proc.returncode == 0
 
 
@@ -106,7 +108,7 @@ def main() -> int:
                 shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
             else:
                 shutil.copy2(src, copy / name)
-        if not run_tests(copy, tests):
+        if not run_tests(copy, tests, show=True):
             raise SystemExit("the tests fail without any mutant: fix them first")
         killed, survived, started = 0, [], time.monotonic()
         for name in names:

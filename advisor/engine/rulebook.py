@@ -74,9 +74,8 @@ class RuleBook:
         found = []
         for name in BY_NAME:
             head, _, tail = name.partition(" ")
-            if (head == "mount" and flag is None) or head == flag or flag is None:
-                if keys & set(tail.split("/")):
-                    found += [r.rule for r in self.for_setting(name)]
+            if (head == flag or flag is None) and keys & set(tail.split("/")):
+                found += [r.rule for r in self.for_setting(name)]
         return found
 
     def all(self) -> list[Rule]:

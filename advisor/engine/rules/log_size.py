@@ -31,6 +31,8 @@ class LogSizeParams(Model):
     size_per_log_byte: int = Field(ge=1)
     """mkfs.xfs makes a log of 1/this of the filesystem (up to max_log_bytes): the log a
     filesystem made at its eventual size would have."""
+    grown_log_share: int = Field(ge=1)
+    """A log sized for growth takes at most 1/this of the filesystem as made."""
 
 
 @decider(LogSizeParams)
@@ -54,7 +56,7 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
         why = f"xfsprogs {ctx.env.xfsprogs_version} makes small logs"
     else:
         want, why = 0, (f"{who if writers is None else 'read-heavy access'}: the default "
-                        f"{human_size(default)} log is enough")
+                        f"{_mib(default)} log is enough")
     grown = _grown_log(ctx, params)
     if grown is not None and grown[0] > max(want, default):
         want, why = grown
@@ -69,7 +71,7 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
         want -= math.lcm(MiB, default_log_stripe_unit(ctx) or 1)
     if want <= default:
-        return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
+        return Outcome(keep_reason=f"{why}: the default {_mib(default)} log is already "
                        f"that large" + (f" ({'; '.join(limits)})" if limits else ""))
     return Outcome(change=Change(
         mkfs_size(want), ["-l", f"size={mkfs_size(want)}"],
@@ -85,7 +87,8 @@ def _grown_log(ctx: Context, params: LogSizeParams) -> tuple[int, str] | None:
     if eventual is None or eventual <= ctx.size:
         return None
     bs = ctx.geometry.block_size
-    grown = min(params.max_log_bytes, eventual // params.size_per_log_byte // bs * bs)
+    grown = min(params.max_log_bytes, eventual // params.size_per_log_byte // bs * bs,
+                ctx.size // params.grown_log_share // MiB * MiB)
     return grown, (f"growing to {human_size(eventual)}: an internal log cannot grow "
                    f"(xfs_growfs(8)), and mkfs.xfs makes a {_mib(grown)} log at that size "
                    f"(1/{params.size_per_log_byte} of it, at most "

@@ -56,3 +56,25 @@ def test_log_for_the_eventual_size_is_what_mkfs_makes_there(eventual: int) -> No
     d = next(d for d in p.decisions if d.setting == "-l size")
     assert d.rule == "log-size" and p.check is not None
     assert p.check.geometry.log_bytes == made
+
+
+def _growth_warnings(size: int, **answers: object) -> list[str]:
+    from advisor.advice import propose
+    p = propose(device(size, rotational=False), Workload.model_validate(answers),
+                env=environment())
+    return [w.message for w in p.warnings if w.rule == "ag-growth"]
+
+
+@pytest.mark.parametrize(("factor", "warned"), [(10.0, False), (10.5, True)])
+def test_growth_beyond_ten_times_is_warned(factor: float, warned: bool) -> None:
+    """Guide 2.1.2.2's ~10x: exactly 10x is within it."""
+    assert any("beyond the ~10x" in m for m in _growth_warnings(TiB, growth_factor=factor)) \
+        == warned
+
+
+@pytest.mark.parametrize(("size", "warned"), [(160 * GiB, False), (150 * GiB, True)])
+def test_exactly_256_ags_when_grown_is_within_the_limit(size: int, warned: bool) -> None:
+    """160 GiB to 20 TiB: two 80 GiB AGs make exactly 256 at 20 TiB, no warning; 150 GiB: two
+    75 GiB AGs make 274."""
+    found = [m for m in _growth_warnings(size, eventual_size="20TiB") if "needs more than" in m]
+    assert bool(found) == warned, found

@@ -78,3 +78,14 @@ def test_exactly_256_ags_when_grown_is_within_the_limit(size: int, warned: bool)
     75 GiB AGs make 274."""
     found = [m for m in _growth_warnings(size, eventual_size="20TiB") if "needs more than" in m]
     assert bool(found) == warned, found
+
+
+@pytest.mark.parametrize(("value", "warned"), [(254, False), (255, True)])
+def test_an_xattr_value_of_254_bytes_stays_inline(value: int, warned: bool) -> None:
+    """inode-size's max_inline_value (254: the largest value kept in the inode's attribute fork
+    with a short name, measured in test_inline_xattrs)."""
+    from advisor.advice import propose
+    p = propose(device(TiB, rotational=False), Workload(largest_xattr_value=value),
+                env=environment())
+    found = [w.message for w in p.warnings if w.rule == "inode-size" and "is over" in w.message]
+    assert bool(found) == warned, found

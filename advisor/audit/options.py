@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from advisor.audit.fstab import FstabEntry
 from advisor.audit.models import Finding, Severity
@@ -14,6 +15,22 @@ from advisor.models.rule import Rule
 from advisor.models.units import format_size, parse_size
 
 XFS_DOC = "Documentation/admin-guide/xfs.rst"
+
+
+#: The deprecated mount options' scheduled removal (Documentation/admin-guide/xfs.rst).
+REMOVAL_2025 = "September 2025"
+REMOVAL_DUE = date(2025, 9, 1)
+
+
+def when_text(when: str | None, today: date) -> str | None:
+    """A scheduled removal said as what it is on `today`: still ahead, or overdue (Linux 6.18
+    still accepts attr2 and ikeep, checked on a real mount; the next kernel may not)."""
+    if when != REMOVAL_2025:
+        return when
+    if today < REMOVAL_DUE:
+        return f"removal scheduled for {when} ({XFS_DOC})"
+    return (f"removal was scheduled for {when} and is due: Linux 6.18 still mounts with it, any "
+            f"later kernel may refuse it ({XFS_DOC})")
 
 
 @dataclass(frozen=True)
@@ -35,9 +52,9 @@ VERDICTS = {
                        "refuse it"),
     "delaylog": Verdict("breaks", None, "remove the option from the fstab line: kernels since "
                         "4.0 refuse it"),
-    "attr2": Verdict("will-break", "removal scheduled for September 2025 (" + XFS_DOC + ")",
+    "attr2": Verdict("will-break", REMOVAL_2025,
                      "remove attr2/noattr2 from the fstab line (ignored with a warning today)"),
-    "ikeep": Verdict("will-break", "removal scheduled for September 2025 (" + XFS_DOC + ")",
+    "ikeep": Verdict("will-break", REMOVAL_2025,
                      "remove ikeep/noikeep from the fstab line (ignored today)"),
     "logbufs-8": Verdict("info", None, "drop logbufs=8: it is the default"),
     "inode64": Verdict("info", None, "drop inode64: it is the default since Linux 3.7"),
@@ -83,8 +100,8 @@ def _hits(rule: Rule, options: Sequence[str]) -> list[str]:
     return [o for o in options if o in rule.obsolete.matches or key(o) in rule.obsolete.matches]
 
 
-def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rule]
-                      ) -> list[Finding]:
+def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rule],
+                      today: date | None = None) -> list[Finding]:
     """The rule book's obsolete mount advice in `options` (`where`: the fstab line or the
     mount, as evidence)."""
     found = []
@@ -97,7 +114,8 @@ def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rul
             found.append(Finding(
                 rule=rule.id, severity=verdict.severity, title=rule.title,
                 evidence=f"{', '.join(hits)} in {where}",
-                source=f"{rule.source}; since {rule.obsolete.since}", when=verdict.when,
+                source=f"{rule.source}; since {rule.obsolete.since}",
+                when=when_text(verdict.when, today or date.today()),
                 fix=f"{verdict.fix}. {rule.obsolete.today}", fix_kind="next-mount"))
     return found
 

@@ -457,3 +457,19 @@ def test_a_uuid_line_finds_its_device_through_libblkid(tmp_path: Path) -> None:
     [fs] = doc["filesystems"]
     assert fs["device"] == dev and fs["fstab_line"] == 1 and fs["read_with"] == "xfs_db -r"
     assert "audit-no-device" not in rules(doc)
+
+
+def test_a_past_removal_date_is_said_as_due() -> None:
+    """attr2/ikeep's removal was scheduled for September 2025: before then it is ahead, after it
+    due (Linux 6.18 still mounts with both, checked on a loop device), never a future date
+    that has passed."""
+    from datetime import date
+
+    from advisor.audit.options import obsolete_findings
+    from advisor.engine.rulebook import load_rulebook
+
+    obsolete = load_rulebook().of_kind("obsolete")
+    [before] = obsolete_findings(["attr2"], "fstab", obsolete, today=date(2025, 1, 1))
+    [after] = obsolete_findings(["attr2"], "fstab", obsolete, today=date(2026, 11, 25))
+    assert before.when is not None and before.when.startswith("removal scheduled for Sept")
+    assert after.when is not None and "was scheduled for September 2025 and is due" in after.when

@@ -82,7 +82,11 @@ def _upgrade(feature: str, device: str, host: Host, *, severity: Severity, title
     needs = (f"xfsprogs >= {'.'.join(map(str, UPGRADE_XFSPROGS))} and Linux >= "
              f"{'.'.join(map(str, UPGRADE_KERNEL))}")
     fix = (f"unmount it, then `xfs_admin -O {feature}=1 {device}` (in place; needs {needs}; "
-           "this host has both)" if ok else
+           "this host has both). xfs_admin runs a full xfs_repair pass to make the change, "
+           "which takes as long as a repair of the filesystem; it is one-way (no xfs_admin "
+           f"turns {feature} off again), and kernels before Linux 5.10 can no longer mount "
+           "the result (check any must_mount_on_kernel target, rescue media included)" if ok
+           else
            f"needs {needs} for `xfs_admin -O {feature}=1` (this host: xfsprogs "
            f"{host.xfsprogs or 'unknown'}, kernel {host.kernel or 'unknown'}); or a new mkfs")
     return Finding(rule=f"audit-no-{feature}", severity=severity,

@@ -96,13 +96,17 @@ def test_no_bigtime_upgrade_suggested_then_run_on_a_copy(tmp_path: Path) -> None
     assert bigtime["fix_command"] == ["xfs_admin", "-O", "bigtime=1", dev]
     assert inobt["fix_command"] == ["xfs_admin", "-O", "inobtcount=1", dev]
     assert "xfsprogs >= 5.11" in bigtime["fix"]
+    # what the fix does, said before it is run: a repair pass, one-way, kernels it shuts out
+    assert "full xfs_repair pass" in bigtime["fix"] and "one-way" in bigtime["fix"]
+    assert "before Linux 5.10 can no longer mount" in bigtime["fix"]
     assert code == 0  # nothing breaks now: the default --fail-on is breaks
 
     copy = tmp_path / "copy.img"
     shutil.copyfile(backing, copy)  # the suggested upgrade runs on a copy, never the audited one
     with attached(copy, 0) as dev2:
         for finding in (bigtime, inobt):
-            sh(*[dev2 if a == dev else a for a in finding["fix_command"]])
+            out = sh(*[dev2 if a == dev else a for a in finding["fix_command"]])
+            assert "Running xfs_repair to upgrade filesystem" in out.stdout + out.stderr
         with mounted(dev2, tmp_path / "mnt") as mnt:
             info = sh("xfs_info", str(mnt)).stdout
             assert "bigtime=1" in info and "inobtcount=1" in info

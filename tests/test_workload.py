@@ -67,6 +67,9 @@ def test_format_size_round_trips(n: int) -> None:
         ({"storage": {"battery": True}}, "storage.battery: unknown key"),
         ({"must_mount_on_kernel": "five"}, "must_mount_on_kernel"),
         ({"mount_point": "srv"}, "mount_point"),
+        # one directory of 5,000,000 entries on a filesystem of 10 files: a contradiction, an
+        # error (it made a permanent -n size=64k)
+        ({"largest_directory_entries": 5_000_000, "file_count": 10}, "more than file_count"),
     ],
 )
 def test_bad_answers_name_the_key(data: dict[str, object], key: str) -> None:
@@ -74,6 +77,11 @@ def test_bad_answers_name_the_key(data: dict[str, object], key: str) -> None:
         parse_workload(data, "w.toml")
     assert key in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_directory_as_large_as_the_filesystem_is_consistent() -> None:
+    w = parse_workload({"largest_directory_entries": 10, "file_count": 10}, "w.toml")
+    assert w.largest_directory_entries == w.file_count == 10
 
 
 def test_toml_and_json_give_the_same_answers(tmp_path: Path) -> None:

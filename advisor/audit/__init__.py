@@ -20,7 +20,7 @@ from advisor.audit.models import (
     TodayProposal,
 )
 from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
-from advisor.audit.options import fstab_findings, obsolete_findings
+from advisor.audit.options import fstab_findings, log_stripe_findings, obsolete_findings
 from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.workload import Workload
 from advisor.system.files import read_text
@@ -83,7 +83,8 @@ def _today(session: Session, target: h.Target, read: h.FormatRead, workload: Wor
     workload answers given (none: the defaults' view)."""
     device = h.device_of(session.inventory(), target.maj_min)
     if device is None:
-        return Today(None, None, "device not in the inventory", None, None), None
+        return Today(None, None, "device not in the inventory", None, None,
+                     reports_stripes=False), None
     stripe = device.stripe
     usable = stripe.sunit_bytes is not None and stripe.ignored_reason is None
     agcount = log_blocks = None
@@ -96,7 +97,8 @@ def _today(session: Session, target: h.Target, read: h.FormatRead, workload: Wor
     if proposal is not None and proposal.check is not None:
         log_blocks = proposal.check.geometry.log_bytes // read.geometry.block_size
     today = Today(stripe.sunit_bytes if usable else None,
-                  stripe.swidth_bytes if usable else None, stripe.source, agcount, log_blocks)
+                  stripe.swidth_bytes if usable else None, stripe.source, agcount, log_blocks,
+                  reports_stripes=device.kind in ("md", "dm"))
     if proposal is None:
         return today, None
     in_effect = set(target.mount.options) if target.mount else set()
@@ -118,11 +120,13 @@ def _format_and_layout(session: Session, target: h.Target, host: Host, named: bo
     except DeviceProblem as err:
         if named:
             raise
-        breaks = target.fstab is not None and target.mount is None
-        return [Finding(rule="audit-unreadable", severity="breaks" if breaks else "info",
+        fstab = target.fstab is not None and target.mount is None
+        # Never `info`: a filesystem the audit cannot read has not been checked, and must not
+        # pass a gate as if it had.
+        return [Finding(rule="audit-unreadable", severity="breaks",
                         title="no XFS filesystem could be read" + (
                             f" where fstab line {target.fstab.line} mounts one"
-                            if breaks and target.fstab else ""),
+                            if fstab and target.fstab else ": it has not been checked"),
                         evidence=err.message, source="xfs_db(8)",
                         fix="check the device and the fstab line", fix_kind="none")]
     result.read_with = "xfs_info" if read.tool == "xfs_info" else "xfs_db -r"
@@ -158,6 +162,9 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool,
             fix="check the spec; add nofail if the disk may be absent", fix_kind="next-mount"))
     else:
         findings += _format_and_layout(session, target, host, named, result, workload)
+        g = result.geometry
+        if target.fstab and g is not None and g.log_sunit_blocks:
+            findings += log_stripe_findings(target.fstab, g.log_sunit_blocks * g.block_size)
     result.findings = sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
     return result
 

@@ -17,7 +17,7 @@ from advisor.errors import AdvisorError, BadInput, DeviceProblem
 from advisor.inspect.parsers import MountEntry, parse_mountinfo
 from advisor.models.device import Device, Inventory
 from advisor.models.proposal import MkfsGeometry
-from advisor.system import argv
+from advisor.system import argv, blkid
 from advisor.system.files import read_text
 from advisor.system.mkfs import parse_mkfs_output
 from advisor.system.runner import run
@@ -73,6 +73,8 @@ def resolve_spec(spec: str) -> str | None:
             "PARTLABEL": "by-partlabel"}
     tag, sep, value = spec.partition("=")
     path = f"/dev/disk/{tags[tag]}/{value}" if sep and tag in tags else spec
+    if sep and tag in tags and not devno(path):  # no udev symlinks: ask libblkid, as mount does
+        path = blkid.evaluate_tag(tag, value) or path
     return os.path.realpath(path) if path.startswith("/") and devno(path) else None
 
 

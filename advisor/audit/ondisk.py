@@ -82,7 +82,11 @@ def _upgrade(feature: str, device: str, host: Host, *, severity: Severity, title
     needs = (f"xfsprogs >= {'.'.join(map(str, UPGRADE_XFSPROGS))} and Linux >= "
              f"{'.'.join(map(str, UPGRADE_KERNEL))}")
     fix = (f"unmount it, then `xfs_admin -O {feature}=1 {device}` (in place; needs {needs}; "
-           "this host has both)" if ok else
+           "this host has both). xfs_admin runs a full xfs_repair pass to make the change, "
+           "which takes as long as a repair of the filesystem; it is one-way (no xfs_admin "
+           f"turns {feature} off again), and kernels before Linux 5.10 can no longer mount "
+           "the result (check any must_mount_on_kernel target, rescue media included)" if ok
+           else
            f"needs {needs} for `xfs_admin -O {feature}=1` (this host: xfsprogs "
            f"{host.xfsprogs or 'unknown'}, kernel {host.kernel or 'unknown'}); or a new mkfs")
     return Finding(rule=f"audit-no-{feature}", severity=severity,
@@ -122,8 +126,8 @@ def _mkfs_only(geometry: MkfsGeometry) -> list[Finding]:
         if geometry.features.get(feature) == 0:
             found.append(Finding(rule=f"audit-no-{feature}", severity=severity,
                                  title=title, evidence=f"xfs_info: {feature}=0",
-                                 source="mkfs.xfs(8); xfs-facts (defaults since xfsprogs 3.2.3 to "
-                                 "5.1)", fix="only a new mkfs (today's defaults) adds it; move "
+                                 source="mkfs.xfs(8) (defaults since xfsprogs 3.2.3 to 5.1)",
+                                 fix="only a new mkfs (today's defaults) adds it; move "
                                  "the data", fix_kind="new-mkfs"))
     return found
 
@@ -153,6 +157,13 @@ class Today:
     """What mkfs.xfs picks today for this size."""
     proposed_log_blocks: int | None
     """The log the advisor would make today, in blocks of this filesystem."""
+    reports_stripes: bool = True
+    """The device is one that always reports its stripe (md; LVM or dm above one): a stripe it
+    no longer reports is stale. A disk, a hardware RAID LUN or a partition may never report one
+    (guide 2.1.4), so a stripe set at mkfs by hand is not stale there."""
+
+
+STRIPE_SOURCE = "guide 2.1.4; mkfs.xfs(8) su/sw; xfs(5) mount sunit/swidth, noalign"
 
 
 def _stripe(geometry: MkfsGeometry, today: Today) -> list[Finding]:
@@ -169,17 +180,25 @@ def _stripe(geometry: MkfsGeometry, today: Today) -> list[Finding]:
         title, fix, kind = ("stripe no longer matches the device (a RAID reshape?)",
                             f"mount with sunit={dev_su // 512},swidth={dev_sw // 512} (512-byte "
                             "units) so new allocations align", "next-mount")
+    elif su and not today.reports_stripes:
+        return [Finding(
+            rule="audit-stripe", severity="info",
+            title="stripe set at mkfs, which the device does not report (a hardware RAID LUN?)",
+            evidence=evidence, source=STRIPE_SOURCE,
+            fix="nothing if it is the controller's geometry (hardware RAID often hides it: "
+                "guide 2.1.4); if the controller's stripe differs, mount with sunit=,swidth= "
+                "of the controller's stripe (512-byte units)", fix_kind="none")]
     elif su:
         title, fix, kind = ("stripe set but the device reports none now (moved, or a reshape)",
-                            "nothing while it performs; a new mkfs drops the stale alignment",
-                            "none")
+                            "mount with noalign to stop aligning new data to the old stripe, or "
+                            "with sunit=,swidth= (512-byte units) of the new geometry; existing "
+                            "data keeps its layout", "next-mount")
     else:
         title, fix, kind = ("never aligned to the stripe the device reports",
                             "a new mkfs picks the stripe up (mkfs.xfs defaults); move the data",
                             "new-mkfs")
     return [Finding(rule="audit-stripe", severity="performance", title=title, evidence=evidence,
-                    source="guide 2.1.1; mkfs.xfs(8) sunit/swidth; xfs(5) mount sunit/swidth",
-                    fix=fix, fix_kind=kind)]
+                    source=STRIPE_SOURCE, fix=fix, fix_kind=kind)]
 
 
 def _agcount(geometry: MkfsGeometry, today: Today) -> list[Finding]:
@@ -205,7 +224,8 @@ def _log(geometry: MkfsGeometry, today: Today) -> list[Finding]:
         title=f"log of {geometry.log_bytes >> 20} MiB: the advisor would make "
         f"{want * geometry.block_size >> 20} MiB today",
         evidence=f"xfs_info: log blocks={geometry.log_blocks}; proposal: {want} blocks",
-        source="xfs-facts (log 1/2048 of the size, >= 64 MiB since xfsprogs 5.15)",
+        source="mkfs.xfs(8) -l size; xfsprogs mkfs/xfs_mkfs.c calculate_log_size (1/2048 of "
+               "the size, >= 64 MiB since xfsprogs 5.15)",
         fix="the internal log cannot grow in place: a new mkfs; move the data",
         fix_kind="new-mkfs")]
 

@@ -6,12 +6,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from advisor.audit.fstab import FstabEntry
 from advisor.audit.models import Finding, Severity
+from advisor.engine.context import KiB, mkfs_size
 from advisor.models.rule import Rule
+from advisor.models.units import format_size, parse_size
 
 XFS_DOC = "Documentation/admin-guide/xfs.rst"
+
+
+#: The deprecated mount options' scheduled removal (Documentation/admin-guide/xfs.rst).
+REMOVAL_2025 = "September 2025"
+REMOVAL_DUE = date(2025, 9, 1)
+
+
+def when_text(when: str | None, today: date) -> str | None:
+    """A scheduled removal said as what it is on `today`: still ahead, or overdue (Linux 6.18
+    still accepts attr2 and ikeep, checked on a real mount; the next kernel may not)."""
+    if when != REMOVAL_2025:
+        return when
+    if today < REMOVAL_DUE:
+        return f"removal scheduled for {when} ({XFS_DOC})"
+    return (f"removal was scheduled for {when} and is due: Linux 6.18 still mounts with it, any "
+            f"later kernel may refuse it ({XFS_DOC})")
 
 
 @dataclass(frozen=True)
@@ -33,9 +52,9 @@ VERDICTS = {
                        "refuse it"),
     "delaylog": Verdict("breaks", None, "remove the option from the fstab line: kernels since "
                         "4.0 refuse it"),
-    "attr2": Verdict("will-break", "removal scheduled for September 2025 (" + XFS_DOC + ")",
+    "attr2": Verdict("will-break", REMOVAL_2025,
                      "remove attr2/noattr2 from the fstab line (ignored with a warning today)"),
-    "ikeep": Verdict("will-break", "removal scheduled for September 2025 (" + XFS_DOC + ")",
+    "ikeep": Verdict("will-break", REMOVAL_2025,
                      "remove ikeep/noikeep from the fstab line (ignored today)"),
     "logbufs-8": Verdict("info", None, "drop logbufs=8: it is the default"),
     "inode64": Verdict("info", None, "drop inode64: it is the default since Linux 3.7"),
@@ -81,8 +100,8 @@ def _hits(rule: Rule, options: Sequence[str]) -> list[str]:
     return [o for o in options if o in rule.obsolete.matches or key(o) in rule.obsolete.matches]
 
 
-def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rule]
-                      ) -> list[Finding]:
+def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rule],
+                      today: date | None = None) -> list[Finding]:
     """The rule book's obsolete mount advice in `options` (`where`: the fstab line or the
     mount, as evidence)."""
     found = []
@@ -95,7 +114,8 @@ def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rul
             found.append(Finding(
                 rule=rule.id, severity=verdict.severity, title=rule.title,
                 evidence=f"{', '.join(hits)} in {where}",
-                source=f"{rule.source}; since {rule.obsolete.since}", when=verdict.when,
+                source=f"{rule.source}; since {rule.obsolete.since}",
+                when=when_text(verdict.when, today or date.today()),
                 fix=f"{verdict.fix}. {rule.obsolete.today}", fix_kind="next-mount"))
     return found
 
@@ -117,6 +137,87 @@ def unknown_findings(entry: FstabEntry, covered: set[str]) -> list[Finding]:
         source=f"{XFS_DOC}; mount(8); measured on 6.18: \"xfs: Unknown parameter\"",
         fix="correct or remove it: the next mount (or boot) fails on it", fix_kind="next-mount",
     )] if unknown else []
+
+
+#: logbsize values a version 2 log takes (xfs(5): 16k and 32k, and 64k, 128k, 256k).
+LOGBSIZES = tuple(16 * KiB << i for i in range(5))
+#: allocsize: the kernel keeps the lowest power of two of the value, which must lie from the
+#: page size to 1 GiB (xfs(5); fs/xfs/xfs_super.c, XFS_MIN_IO_LOG..XFS_MAX_IO_LOG).
+ALLOCSIZE_RANGE = (4 * KiB, 1 << 30)
+#: logbufs: from 2 to 8 (xfs(5)).
+LOGBUFS_RANGE = (2, 8)
+#: Where the value ranges are checked: on a real mount of Linux 6.18 (tests/audit).
+VALUE_SOURCE = "xfs(5); fs/xfs/xfs_super.c; checked against mount on Linux 6.18"
+
+
+def _value_finding(entry: FstabEntry, option: str, why: str, fix: str,
+                   severity: Severity = "breaks") -> Finding:
+    return Finding(
+        rule="audit-mount-value", severity=severity,
+        title=f"fstab line {entry.line}: {option} " + (
+            "is refused by the kernel" if severity == "breaks" else "does not do what it says"),
+        evidence=f"fstab line {entry.line}: {option}: {why}", source=VALUE_SOURCE,
+        fix=fix, fix_kind="next-mount")
+
+
+def _size(text: str) -> int | None:
+    """A mount option's size (`32k`, `1g`, `65536`), None when it is not one."""
+    try:
+        return parse_size(text)
+    except ValueError:
+        return None
+
+
+def value_findings(entry: FstabEntry) -> list[Finding]:
+    """Values the kernel refuses at mount (allocsize, logbsize, logbufs out of range), or takes
+    as something else (an allocsize that is not a power of two)."""
+    found = []
+    for option in entry.options:
+        name, _, text = option.partition("=")
+        if name == "logbsize":
+            size = _size(text)
+            if size not in LOGBSIZES:
+                found.append(_value_finding(
+                    entry, option, "a version 2 log takes 16k, 32k, 64k, 128k or 256k",
+                    "use one of 16k, 32k, 64k, 128k, 256k (or drop it: 32k, or the log stripe "
+                    "unit when larger); the next mount fails on this one"))
+        elif name == "allocsize":
+            size = _size(text)
+            low = size & -size if size else 0
+            if not ALLOCSIZE_RANGE[0] <= low <= ALLOCSIZE_RANGE[1]:
+                found.append(_value_finding(
+                    entry, option, "allocsize must be a power of two from the page size (4k) "
+                    "to 1g", "use a power of two from 4k to 1g (or drop it: dynamic "
+                    "preallocation); the next mount fails on this one"))
+            elif size != low:
+                found.append(_value_finding(
+                    entry, option, f"not a power of two: the kernel uses {format_size(low)}, its "
+                    "lowest power of two", f"write allocsize={mkfs_size(low)}, what the kernel "
+                    "uses, or the power of two meant", "info"))
+        elif name == "logbufs":
+            count = int(text) if text.isdigit() else 0
+            if not LOGBUFS_RANGE[0] <= count <= LOGBUFS_RANGE[1]:
+                found.append(_value_finding(
+                    entry, option, "logbufs takes 2 to 8", "use 2 to 8 (or drop it: 8, the "
+                    "default); the next mount fails on this one"))
+    return found
+
+
+def log_stripe_findings(entry: FstabEntry, log_sunit_bytes: int) -> list[Finding]:
+    """A logbsize below the filesystem's log stripe unit: the kernel refuses the mount ("logbuf
+    size must be greater than or equal to log stripe size")."""
+    for option in entry.options:
+        name, _, text = option.partition("=")
+        size = _size(text) if name == "logbsize" else None
+        if size in LOGBSIZES and log_sunit_bytes and size is not None \
+                and size < log_sunit_bytes:
+            return [_value_finding(
+                entry, option, f"below the filesystem's {mkfs_size(log_sunit_bytes)} log stripe "
+                "unit (xfs_info: log sunit): \"logbuf size must be greater than or equal to log "
+                "stripe size\"", f"use logbsize={mkfs_size(max(log_sunit_bytes, 32 * KiB))} or "
+                "larger, or drop it (the default follows the log stripe unit); the next mount "
+                "fails on this one")]
+    return []
 
 
 def _shown(option: str) -> str:
@@ -162,6 +263,7 @@ def fstab_findings(entry: FstabEntry, in_effect: Sequence[str] | None,
     covered = obsolete_options(entry.options, obsolete)
     found = obsolete_findings(entry.options, f"fstab line {entry.line}", obsolete)
     found += unknown_findings(entry, covered)
+    found += value_findings(entry)
     if in_effect is not None:
         found += differs_findings(entry, in_effect, covered)
     return found + nofail_findings(entry)

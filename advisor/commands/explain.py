@@ -1,4 +1,6 @@
-"""`xfs-advisor explain ID`: one rule in full; for obsolete advice (`explain nobarrier`), why."""
+"""`xfs-advisor explain ID`: one rule in full; for obsolete advice (`explain nobarrier`), why;
+for an option's text (`explain "-l size=128m"`, `explain logbsize=256k`, `explain agcount`),
+the rules that decide it."""
 
 from __future__ import annotations
 
@@ -31,13 +33,16 @@ def run(args: argparse.Namespace) -> int:
             if wanted in candidate.obsolete.matches:
                 rule = candidate
                 break
-    if rule is None:
+    rules = [rule] if rule is not None else book.for_option(wanted)
+    if not rules:
         ids = ", ".join(r.id for r in book.all())
-        raise BadInput(f"unknown rule {wanted!r} (known: {ids})")
+        raise BadInput(f"unknown rule {wanted!r} (known: {ids}; or an option such as "
+                       "\"-l size=128m\", logbsize=256k, agcount)")
     if getattr(args, "json", False):
-        print(json.dumps(rule.model_dump(mode="json"), indent=2))
+        print(json.dumps([r.model_dump(mode="json") for r in rules] if rule is None
+                         else rules[0].model_dump(mode="json"), indent=2))
     else:
         from advisor.cli import out
 
-        out(rule_text(rule))
+        out("\n".join(rule_text(r) for r in rules))
     return 0

@@ -1,4 +1,4 @@
-"""What the allocation rules share (issue 15): whether the answers describe large files written
+"""What the allocation rules share: whether the answers describe large files written
 sequentially (swalloc, allocsize, largeio), and the size of an extent size hint (extszinherit,
 cowextsize)."""
 

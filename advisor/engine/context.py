@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import get_args
 
 from advisor.models.device import Device
-from advisor.models.environment import Environment, FeatureSet
+from advisor.models.environment import Environment, FeatureSet, parse_version
 from advisor.models.proposal import MkfsGeometry
 from advisor.models.units import parse_size
-from advisor.models.workload import StorageKind, Workload
+from advisor.models.workload import StorageKind, Workload, mount_target
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
@@ -77,6 +77,9 @@ class Outcome:
     change: Change | None = None
     keep_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    applies: bool = True
+    """False when the rule does not apply at all (no growth planned, not a DAX device): a kept
+    default is then labelled with a rule that does, and its reason comes last."""
 
 
 @dataclass
@@ -96,6 +99,18 @@ class Context:
     mount the result: advisor.engine.rules.kernel_compat.target_kernel)."""
     chosen: dict[str, Change] = field(default_factory=dict)
     """The changes decided so far, by setting; read their values with `decided`."""
+    distribution_kernels: dict[str, str] = field(default_factory=dict)
+    """rhel8, ubuntu18.04... -> its kernel's upstream version (the kernel-compat rule's table),
+    so every rule reads a distribution name as the kernel it runs."""
+
+    def must_mount_version(self) -> tuple[int, int] | None:
+        """The upstream version of the oldest kernel that must mount it (`must_mount_on_kernel`,
+        a distribution read as its kernel); None when no answer gives one or it is unknown."""
+        wanted = self.workload.must_mount_on_kernel
+        if wanted is None:
+            return None
+        target = mount_target(wanted) or wanted
+        return parse_version(self.distribution_kernels.get(target, target))
 
     def decided(self, setting: str, key: str) -> Typed | None:
         """The value `key` of the change decided for `setting` (`decided("-d su/sw", "su")`:
@@ -132,6 +147,9 @@ class Context:
         answered = self.workload.storage.kind
         if answered is not None:
             return answered, "the answers"
+        mirror = self.mirror()
+        if mirror is not None:
+            return ("ssd" if self.device.rotational.value is False else "single-disk"), mirror
         hint = self.device.storage_hint
         kinds: tuple[StorageKind, ...] = get_args(StorageKind)
         hinted = next((k for k in kinds if k == hint.value), None)
@@ -146,6 +164,15 @@ class Context:
         return "unknown", ("rotational = 1, which single disks, hardware RAID LUNs and virtual "
                            "disks all report" if self.device.rotational.value else
                            "the device does not say")
+
+    def mirror(self) -> str | None:
+        """What says the device is an md mirror (raid1: every member holds every write, so
+        for writes it is one disk), None when it is not one."""
+        md = self.device.md
+        if md is None or md.level.value != "raid1":
+            return None
+        return (f"{self.device.name} is md raid1 (md/level): a mirror, where every member "
+                "writes every block, so for writes it is one disk")
 
     def stripe(self) -> tuple[int, int, str] | None:
         """The data stripe (unit bytes, data disks, where from) the filesystem will use: the one

@@ -64,16 +64,14 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
         "mount logbufs": "8",
         "mount atime": "relatime",
         "mount discard": "nodiscard",
-        # issue 15, DAX and external log
         "mount dax": "dax=inode (only files with the DAX flag)",
         "-l logdev": "internal (inside the data section)",
         "mount logdev": "none (internal log)",
-        # -- issue 15, part A --
         "-m rmapbt": f"rmapbt={g.features.get('rmapbt', 0)}",
         "-d extszinherit": "no extent size hint",
         "-d cowextsize": "32 blocks (the kernel's copy-on-write hint)",
         "-i maxpct": (f"{g.imaxpct}%" if g.imaxpct is not None else
-                      "25% under 1 TB, 5% under 50 TB, 1% above"),
+                      "25% under 1 TiB, 5% under 50 TiB, 1% above"),
         "mount swalloc": "no swalloc",
         "mount allocsize": "dynamic end-of-file preallocation",
         "mount largeio": "nolargeio (st_blksize = page size)",
@@ -86,6 +84,7 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
             warnings: list[ProposalWarning]) -> Decision:
     changes: list[tuple[str, int, Change]] = []
     keeps: list[tuple[str, str]] = []
+    aside: list[tuple[str, str]] = []  # keeps of rules that do not apply here
     holds: list[tuple[str, int, str]] = []  # keeps that outrank lower-priority changes
     source = "guide 1 (defaults suit most workloads)"
     for loaded in book.for_setting(setting.name):
@@ -97,9 +96,10 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
         if outcome.change:
             changes.append((rule.id, rule.priority, outcome.change))
         elif outcome.keep_reason:
-            keeps.append((rule.id, outcome.keep_reason))
+            (keeps if outcome.applies else aside).append((rule.id, outcome.keep_reason))
             if rule.keep_wins:
                 holds.append((rule.id, rule.priority, outcome.keep_reason))
+    keeps += aside  # a kept default is labelled with a rule that applies, when one does
     default = default_text(setting.name, ctx.geometry, ctx.env)
     if holds and changes and holds[0][1] > changes[0][1]:
         hold_id, hold_priority, why = holds[0]
@@ -142,6 +142,14 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
                     resolution=resolution, alternatives=losers)
 
 
+def distribution_kernels(book: RuleBook) -> dict[str, str]:
+    """The kernel-compat rule's distributions as their upstream kernel versions (empty when a
+    site switched the rule off)."""
+    loaded = book.rules.get("kernel-compat")
+    table = getattr(loaded.params, "distributions", None) if loaded else None
+    return {name: d.kernel for name, d in (table or {}).items()}
+
+
 def obsolete_in(options: list[str], mount_options: list[str], book: RuleBook) -> list[str]:
     """Ids of obsolete rules matching anything the proposal emits."""
     emitted = set(mount_options)
@@ -165,7 +173,8 @@ def draft(device: Device, workload: Workload, *, env: Environment, defaults: Mkf
     what mkfs.xfs makes with the options decided so far after each mkfs setting that changes,
     so later rules see the proposal's own geometry (without it they see the defaults)."""
     ctx = Context(device=device, workload=workload, env=env, geometry=defaults,
-                  size=device_size(device), feature_sets=dict(feature_sets or {}))
+                  size=device_size(device), feature_sets=dict(feature_sets or {}),
+                  distribution_kernels=distribution_kernels(book))
     warnings: list[ProposalWarning] = []
     decisions: list[Decision] = []
     for setting in SETTINGS:

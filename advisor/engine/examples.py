@@ -4,7 +4,7 @@ of the rule book is run) and by `xfs-advisor explain`."""
 
 from __future__ import annotations
 
-from advisor.models.device import Device, DeviceKind, Fact, StripeGeometry, Usage
+from advisor.models.device import Device, DeviceKind, Fact, MdInfo, StripeGeometry, Usage
 from advisor.models.environment import Environment
 from advisor.models.proposal import Proposal
 from advisor.models.rule import Rule, RuleExample
@@ -45,8 +45,13 @@ def example_device(example: RuleExample) -> Device:
     usage = Usage(mountpoints=[d.mounted_on] if d.mounted_on else [], swap=d.swap,
                   signatures=signatures, probed=True, loops=list(d.loops),
                   fstype=Fact(value=d.signature, source="blkid") if d.signature else Fact())
-    return Device(name=name if kind == "part" else "sdx", display_name=name,
-                  path=f"/dev/{name}", kind=kind, dm_kind=dm_kind, stripe=stripe,
+    md = None
+    if d.md_level:
+        name, kind = "md0", "md"
+        facts["storage_hint"] = d.storage_hint or "md-raid"
+        md = MdInfo(level=Fact(value=d.md_level, source="example"))
+    return Device(name=name if kind in ("part", "md") else "sdx", display_name=name,
+                  path=f"/dev/{name}", kind=kind, dm_kind=dm_kind, stripe=stripe, md=md,
                   children=[*d.held_by, *(f"sdx{i + 1}" for i in range(d.partitions))],
                   holders=list(d.held_by), usage=usage,
                   **{k: Fact(value=v, source="example") for k, v in facts.items()

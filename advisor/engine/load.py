@@ -32,20 +32,50 @@ class FsyncCostParams(Model):
         return self
 
 
-def fsync_load(ctx: Context, params: FsyncCostParams) -> tuple[float, str] | None:
-    """The share of the storage's time the answered fsync rate takes, and how that was worked
-    out; None when no rate is answered."""
-    fsyncs = ctx.workload.fsyncs_per_second
-    if fsyncs is None:
-        return None
+#: An answered fsync rate this many times what the storage completes is not a load but a
+#: mistake in the answers (a rate per day given per second, a count given as a rate): the rules
+#: keep their defaults and say so, rather than build on it.
+IMPOSSIBLE_LOAD = 100
+
+
+def _fsync_cost(ctx: Context, params: FsyncCostParams) -> tuple[float, str]:
+    """Milliseconds one fsync takes on this storage, and on what (as the reasons say it)."""
     kind, said_by = ctx.storage()
     if kind in ("md-raid", "hardware-raid", "unknown") and ctx.device.rotational.value is False:
         kind, said_by = "ssd", f"{said_by}; queue/rotational = 0: solid-state members"
     if ctx.workload.storage.nonvolatile_write_cache:
-        cost, what = params.nonvolatile_fsync_ms, "behind a non-volatile cache"
-    else:
-        cost, what = params.fsync_ms[kind], f"on {kind} storage ({said_by})"
+        return params.nonvolatile_fsync_ms, "behind a non-volatile cache"
+    return params.fsync_ms[kind], f"on {kind} storage ({said_by})"
+
+
+def impossible_fsync_rate(ctx: Context, params: FsyncCostParams) -> str | None:
+    """Why the answered fsync rate cannot be (None: it can, or none is answered)."""
+    fsyncs = ctx.workload.fsyncs_per_second
+    if fsyncs is None:
+        return None
+    cost, what = _fsync_cost(ctx, params)
+    most = 1000 / cost
+    if fsyncs <= most * IMPOSSIBLE_LOAD:
+        return None
+    return (f"fsyncs_per_second = {fsyncs:g} is more than {IMPOSSIBLE_LOAD} times what the "
+            f"storage completes (about {most:g} fsyncs/s at {cost:g} ms each {what}): taken as "
+            "a mistake in the answers, so no rule builds on it and the log settings keep their "
+            "defaults; check the rate (fsyncs per second, all writers together)")
+
+
+def fsync_load(ctx: Context, params: FsyncCostParams) -> tuple[float, str] | None:
+    """The share of the storage's time the answered fsync rate takes (above 1: more than it
+    completes, the fsyncs queue), and how that was worked out; None when no rate is answered or
+    the rate cannot be (impossible_fsync_rate)."""
+    fsyncs = ctx.workload.fsyncs_per_second
+    if fsyncs is None or impossible_fsync_rate(ctx, params):
+        return None
+    cost, what = _fsync_cost(ctx, params)
     load = fsyncs * cost / 1000
+    if load > 1:
+        return load, (f"{fsyncs:g} fsyncs/s at about {cost:g} ms each {what}: more than it "
+                      f"completes (about {1000 / cost:g}/s), so fsyncs queue behind one another "
+                      "and their latency decides")
     return load, (f"{fsyncs:g} fsyncs/s at about {cost:g} ms each {what} keep it busy "
                   f"{load:.0%} of the time")
 

@@ -56,6 +56,28 @@ class RuleBook:
         return sorted((r.rule for r in self.rules.values() if r.rule.kind == kind),
                       key=lambda r: r.id)
 
+    def for_option(self, text: str) -> list[Rule]:
+        """The rules an option's text is about: obsolete advice that matches it, else the rules
+        deciding its setting (`-l size=128m` -> log-size; `logbsize=256k` -> logbsize;
+        `agcount` -> ag-concurrency, ag-growth), highest priority first; empty when none."""
+        words = text.split()
+        flag = words[0] if len(words) > 1 and words[0].startswith("-") else None
+        parts = [p for w in words[1 if flag else 0:] for p in w.split(",") if p]
+        obsolete = [r for r in self.of_kind("obsolete") if r.obsolete and any(
+            m in (p, f"{flag} {p}") for p in parts for m in r.obsolete.matches)]
+        if obsolete:
+            return obsolete
+        keys = {p.split("=", 1)[0].lstrip("-") for p in parts}
+        keys |= {k.removeprefix("no") for k in keys}  # nodiscard -> discard
+        keys |= {"atime" for k in keys if k.endswith("atime")}  # noatime, relatime
+        keys |= {"quota" for k in keys if "quota" in k}  # prjquota, pquota
+        found = []
+        for name in BY_NAME:
+            head, _, tail = name.partition(" ")
+            if (head == flag or flag is None) and keys & set(tail.split("/")):
+                found += [r.rule for r in self.for_setting(name)]
+        return found
+
     def all(self) -> list[Rule]:
         return sorted((r.rule for r in self.rules.values()), key=lambda r: (r.kind, r.id))
 

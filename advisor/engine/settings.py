@@ -26,30 +26,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("-n size", "mkfs", "no (mkfs)"),
     Setting("-l size", "mkfs", "no (mkfs; an external log needs a new mkfs too)"),
     Setting("-l su", "mkfs", "no (mkfs)"),
-    # issue 15, external log
     Setting("-l logdev", "mkfs", "no (mkfs; the log device is part of the filesystem)"),
-    # -- issue 15, part A --
     Setting("-m rmapbt", "mkfs", "no (mkfs; xfsprogs 6.1's xfs_admin cannot add it)"),
     Setting("-d extszinherit", "mkfs", "for new files (xfs_io -c 'extsize SIZE' DIR; files "
             "holding data keep theirs)"),
     Setting("-d cowextsize", "mkfs", "yes (xfs_io -c 'cowextsize SIZE' on a directory)"),
     Setting("-i maxpct", "mkfs", "yes (xfs_growfs -m PERCENT)"),
-    # -- end issue 15, part A --
     Setting("mount inode32/inode64", "mount", "yes (remount; existing inodes stay where they are)"),
     Setting("mount logbsize", "mount", "yes (mount)"),
     Setting("mount logbufs", "mount", "yes (mount)"),
     Setting("mount atime", "mount", "yes (remount)"),
     Setting("mount discard", "mount", "yes (remount)"),
-    # issue 15, DAX
     Setting("mount dax", "mount", "yes (mount; per file with xfs_io chattr +x)"),
-    # issue 15, external log
     Setting("mount logdev", "mount", "no (it names where the log is: every mount needs it)"),
-    # -- issue 15, part A --
     Setting("mount swalloc", "mount", "yes (mount)"),
     Setting("mount allocsize", "mount", "yes (mount)"),
     Setting("mount largeio", "mount", "yes (mount)"),
     Setting("mount quota", "mount", "on a fresh mount only (not by remount; / needs rootflags=)"),
-    # -- end issue 15, part A --
 )
 
 BY_NAME = {s.name: s for s in SETTINGS}

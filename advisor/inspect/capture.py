@@ -20,6 +20,7 @@ from advisor.inspect.probes import PROBES_FILE
 from advisor.models.device import Inventory
 from advisor.models.environment import PAGE_SIZE_FILE
 from advisor.system.sysroot import SysRoot
+from advisor.system.versions import XFSPROGS_FILE, xfsprogs_version
 
 
 @dataclass(frozen=True)
@@ -140,12 +141,18 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
     try:
         recorder = _RecordingRoot(source.root)
         inventory, probes = inspect_with_probes(recorder, probe=True)
-        recorder.read(PAGE_SIZE_FILE)  # issue 15: the block size rule reads the page size
+        recorder.read(PAGE_SIZE_FILE)  # the block size rule reads the page size
         mirror = _Mirror(source.root, dest, recorder.contents)
         for rel in sorted((recorder.recorded or set()) - {PROBES_FILE}):
             mirror.copy(rel)
         if probes.probed:
             (dest / PROBES_FILE).write_text(probes.to_json(), encoding="utf-8")
+        if source.live:
+            version = xfsprogs_version()
+            if version:  # the host's own mkfs.xfs: the proposal's flags are for that one
+                (dest / XFSPROGS_FILE).write_text(f"mkfs.xfs version {version}\n",
+                                                  encoding="utf-8")
+                mirror.files += 1
         if source.live and os.geteuid() == 0:
             from advisor.audit.host import capture_sources
 

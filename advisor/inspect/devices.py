@@ -448,7 +448,7 @@ def _stripe(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> StripeGe
     return stripe
 
 
-# ---- issue 15: what sits below (thin provisioning, discards a dm layer drops) ----
+# ---- what sits below (thin provisioning, discards a dm layer drops) ----
 
 def _lbpme(root: SysRoot, name: str) -> Fact[str] | None:
     """`lbpme` when a SCSI disk reports logical block provisioning (thin_provisioning = 1 under

@@ -176,7 +176,7 @@ class Device(Model):
     holders: list[str] = Field(default_factory=list)
     """Kernel names in holders/ only (LVM, md, dm-crypt, multipath using this device)."""
 
-    # ---- issue 15: what sits below ----
+    # ---- what sits below ----
     thin: Fact[str] = Fact()
     """Thin provisioning under the device: `dm-thin` (an LVM thin volume: a -tpool device
     below), `lbpme` (a SCSI LUN reporting thin_provisioning = 1); null when none is seen."""

@@ -23,7 +23,7 @@ class Environment(Model):
     """Online CPUs (sys/devices/system/cpu/online)."""
     lts_configs: dict[str, str] = Field(default_factory=dict)
     """Kernel version -> path of xfsprogs' lts_<kernel>.conf feature sets for older kernels."""
-    # ---- issue 15: the page size, which caps the block size before Linux 6.12 ----
+    # ---- the page size, which caps the block size before Linux 6.12 ----
     page_size: int | None = Field(default=None, ge=1024)
     """The kernel's page size in bytes (4096 on x86-64; 16384 or 65536 on some arm64 and
     ppc64le kernels), from sys/kernel/mm/transparent_hugepage/hpage_pmd_size (a capture's) or
@@ -32,10 +32,21 @@ class Environment(Model):
     """The kernel's XFS build options (QUOTA, ONLINE_SCRUB, ONLINE_REPAIR: CONFIG_XFS_*) -> built
     in or a module, from /proc/config.gz or /boot/config-RELEASE; empty when unknown."""
 
+    target_xfsprogs: str | None = None
+    """The xfsprogs of the host the proposal is for, when that is a capture that recorded it
+    (`mkfs.xfs -V` there); null for the local host, or a capture without it."""
+
     def xfsprogs_at_least(self, major: int, minor: int) -> bool:
         """True when the xfsprogs version is known and >= major.minor."""
         version = parse_version(self.xfsprogs_version)
         return version is not None and version >= (major, minor)
+
+    def mkfs_knows(self, major: int, minor: int) -> bool:
+        """True when every mkfs.xfs the command is for knows options of xfsprogs major.minor:
+        the local one (which checks it) and the captured host's, when recorded."""
+        target = parse_version(self.target_xfsprogs)
+        return self.xfsprogs_at_least(major, minor) and (target is None
+                                                         or target >= (major, minor))
 
 
 class FeatureSet(Model):

@@ -40,7 +40,8 @@ class Decision(Model):
     reason: str
     """Why, in a sentence or two, with the numbers that drove it."""
     source: str
-    """Where the advice comes from (`guide 2.1.1`, `xfs-facts`...)."""
+    """Where the advice comes from (`guide 2.1.1`, `mkfs.xfs(8) -d agcount`,
+    `xfs(5): swalloc`...)."""
     changeable_later: str
     """`no (mkfs)`, `yes (remount)`, `yes (mount)`..."""
     options: list[str] = Field(default_factory=list)

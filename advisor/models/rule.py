@@ -63,7 +63,11 @@ class ExampleDevice(Model):
     """Bytes the disk starts off its physical alignment (sysfs alignment_offset)."""
     storage_hint: StorageKind | None = None
     """What the device's own facts say the storage is (a RAID controller's driver, virtio...)."""
-    # ---- issue 15, below the filesystem ----
+    md_level: Literal["raid0", "raid1", "raid4", "raid5", "raid6", "raid10", "linear"] | None \
+        = None
+    """The device is an md array of this level (md/level), with `data_disks` members holding
+    data when a stripe is given."""
+    # ---- below the filesystem ----
     dax: bool | None = None
     """queue/dax: persistent memory that can be mapped directly (fsdax)."""
     partition_start: int | None = Field(default=None, ge=0)
@@ -85,7 +89,7 @@ class ExampleEnv(Model):
     kernel: str = "6.1.0-18-amd64"
     memory: str = "16GiB"
     page_size: int = 4096
-    """The kernel's page size in bytes (issue 15: caps the block size before Linux 6.12)."""
+    """The kernel's page size in bytes (it caps the block size before Linux 6.12)."""
 
 
 class ExampleExpect(Model):
@@ -146,7 +150,8 @@ class Rule(Model):
     kind: RuleKind
     """policy (the engine's stance), mkfs, mount, device (warnings only) or obsolete."""
     source: str = Field(min_length=3)
-    """Where the rule comes from, by what it is: `guide 2.1.1` (Chinner 2014), `xfs-facts`."""
+    """Where the rule comes from, as a reader can look it up: `guide 2.1.1` (Chinner 2014), a
+    man page (`xfs(5): swalloc`), kernel documentation, an xfsprogs file or a commit."""
     setting: str | None = None
     """The setting it decides (`-n size`, `mount logbsize`...), one of the engine's settings."""
     decide: str | None = None

@@ -19,7 +19,7 @@ StorageKind = Literal["single-disk", "hardware-raid", "md-raid", "ssd", "virtual
 #: What the concurrent writers do: create/delete/rename files and set xattrs (space management,
 #: guide 2.1.2), write into files that already exist (databases, VM images), or both.
 WriterActivity = Literal["metadata", "data", "both"]
-#: How files get their data (issue 15, streaming and extent size hints): streamed start to end
+#: How files get their data (streaming and extent size hints): streamed start to end
 #: once, rewritten or grown in place anywhere, or both.
 WritePattern = Literal["sequential", "random", "mixed"]
 
@@ -80,7 +80,7 @@ MAX_STRIPE_WIDTH = (1 << 31) - 1
 class Storage(Model):
     """What the device hides: hardware RAID geometry and a protected controller cache."""
 
-    # ---- issue 15, below the filesystem: an external log ----
+    # ---- below the filesystem: an external log ----
     log_device: str | None = Field(default=None, max_length=4095)
     """A faster device available for the XFS log, as its /dev path (an SSD or NVMe partition, a
     mirrored pair): fsync-heavy work on disk RAID may put the log there. The filesystem cannot
@@ -97,7 +97,7 @@ class Storage(Model):
     """single-disk, hardware-raid, md-raid, ssd, virtual-disk, cloud-volume or unknown (AG count,
     fsync cost); the device's own hint is shown as a fact when it has one."""
 
-    # ---- issue 15: external log ----
+    # ---- external log ----
     @field_validator("log_device")
     @classmethod
     def _device_path(cls, v: str | None) -> str | None:
@@ -156,12 +156,12 @@ class Workload(Model):
     """Oldest kernel that must mount it: "5.10", a `uname -r` like "4.18.0-513.el8", or a
     distribution: rhel7-9 (alma, rocky, centos, oracle alike), ubuntu18.04-24.04, debian10-12,
     sles12, sles15 (rescue media, an older distro)."""
-    # ---- issue 15, thin provisioning ----
+    # ---- thin provisioning ----
     deleted_per_day: ByteSize | None = None
     """Data deleted (or replaced) per day, in bytes or as "50GiB": on thin-provisioned storage
     it decides between online discard and how often fstrim must run."""
     # ---- end: thin provisioning ----
-    # -- issue 15, part A: streaming, extent size hints, quotas, inode space, rmapbt --
+    # -- streaming, extent size hints, quotas, inode space, rmapbt --
     write_pattern: WritePattern | None = None
     """How files get their data: sequential (streamed start to end once: backups, media, logs),
     random (written in place anywhere or grown by random writes: VM images, databases) or mixed
@@ -193,6 +193,16 @@ class Workload(Model):
                               or any(c.isspace() or not c.isprintable() for c in v)):
             raise ValueError("must be an absolute path without spaces or control characters")
         return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        entries, files = self.largest_directory_entries, self.file_count
+        if entries is not None and files is not None and entries > files:
+            raise ValueError(
+                f"largest_directory_entries ({entries:,}) is more than file_count ({files:,}): "
+                "one directory cannot hold more entries than the filesystem holds files; "
+                "correct one of them")
+        return self
 
     @field_validator("must_mount_on_kernel")
     @classmethod

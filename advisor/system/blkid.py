@@ -55,6 +55,18 @@ def _value(probe: Any, key: str) -> str | None:
     return str(raw)
 
 
+def evaluate_tag(tag: str, value: str) -> str | None:
+    """The device node with this tag (UUID, LABEL, PARTUUID, PARTLABEL), found the way mount(8)
+    finds it: libblkid's udev symlinks, else its scan of the block devices (read-only probes;
+    libblkid keeps its cache in /run/blkid as it does for mount). None when no device has it or
+    the binding is missing."""
+    try:
+        found = _library().evaluate_tag(tag, value)
+    except (DeviceProblem, RuntimeError, OSError, ValueError):
+        return None
+    return str(found) if found else None
+
+
 def probe_signatures(path: str) -> list[Fact[str]]:
     """Every signature libblkid finds on `path`: a filesystem, swap, RAID or LVM member (TYPE, with
     USAGE) and a partition table (PTTYPE). Empty when the device holds nothing libblkid knows.

@@ -17,6 +17,8 @@ from advisor.system.runner import run
 from advisor.system.sysroot import SysRoot
 
 LTS_DIR = Path("/usr/share/xfsprogs/mkfs")
+#: Where a capture keeps its host's `mkfs.xfs -V` output (relative to the capture's root).
+XFSPROGS_FILE = "xfs-advisor-mkfs-version"
 
 
 def parse_mkfs_version(text: str) -> str | None:
@@ -113,12 +115,13 @@ def read_environment(root: SysRoot | None = None, *,
         lts_configs=lts_configs(),
         page_size=_page_size(root),
         kernel_xfs=kernel_xfs(root, kernel),
+        target_xfsprogs=None if root.live else parse_mkfs_version(root.read(XFSPROGS_FILE) or ""),
     )
 
 
 def _page_size(root: SysRoot) -> int | None:
     """The page size of the host the root shows: from sysfs (a capture's too), else the live
-    host's own (issue 15: the block size rule reads it)."""
+    host's own (the block size rule reads it)."""
     size = page_size_from_pmd(root.read(PAGE_SIZE_FILE))
     if size is None and root.live:
         size = os.sysconf("SC_PAGE_SIZE")

@@ -96,13 +96,17 @@ def test_no_bigtime_upgrade_suggested_then_run_on_a_copy(tmp_path: Path) -> None
     assert bigtime["fix_command"] == ["xfs_admin", "-O", "bigtime=1", dev]
     assert inobt["fix_command"] == ["xfs_admin", "-O", "inobtcount=1", dev]
     assert "xfsprogs >= 5.11" in bigtime["fix"]
+    # what the fix does, said before it is run: a repair pass, one-way, kernels it shuts out
+    assert "full xfs_repair pass" in bigtime["fix"] and "one-way" in bigtime["fix"]
+    assert "before Linux 5.10 can no longer mount" in bigtime["fix"]
     assert code == 0  # nothing breaks now: the default --fail-on is breaks
 
     copy = tmp_path / "copy.img"
     shutil.copyfile(backing, copy)  # the suggested upgrade runs on a copy, never the audited one
     with attached(copy, 0) as dev2:
         for finding in (bigtime, inobt):
-            sh(*[dev2 if a == dev else a for a in finding["fix_command"]])
+            out = sh(*[dev2 if a == dev else a for a in finding["fix_command"]])
+            assert "Running xfs_repair to upgrade filesystem" in out.stdout + out.stderr
         with mounted(dev2, tmp_path / "mnt") as mnt:
             info = sh("xfs_info", str(mnt)).stdout
             assert "bigtime=1" in info and "inobtcount=1" in info
@@ -110,11 +114,15 @@ def test_no_bigtime_upgrade_suggested_then_run_on_a_copy(tmp_path: Path) -> None
         assert rules(doc) == {} and code == 0
 
 
-def test_stripe_that_the_device_no_longer_reports(tmp_path: Path) -> None:
+def test_stripe_set_by_hand_on_a_device_that_reports_none(tmp_path: Path) -> None:
+    """A loop device, like a hardware RAID LUN, never reports a stripe: the one given at mkfs is
+    said (info), not called stale (it was `performance`, failing a `--fail-on performance`
+    gate on every hand-aligned LUN)."""
     with formatted(tmp_path, "stripe", 1 << 30, "-d", "su=64k,sw=4") as (dev, backing):
-        _, doc = audited(dev, backing)
+        code, doc = audited(dev, backing, "--fail-on", "performance")
     stripe = rules(doc)["audit-stripe"]
-    assert stripe["severity"] == "performance"
+    assert stripe["severity"] == "info" and code == 0
+    assert "sunit=,swidth=" in stripe["fix"] and stripe["source"].startswith("guide 2.1.4")
     assert "sunit=16 swidth=64" in stripe["evidence"] and "reports 0 / 0" in stripe["evidence"]
 
 
@@ -336,18 +344,25 @@ def _geometry(**over: int) -> MkfsGeometry:
                                             "bigtime": 1, "inobtcount": 1, "ftype": 1})
 
 
-@pytest.mark.parametrize(("fs", "device", "fix_kind", "words"), [
-    ((16, 64), (128 << 10, 512 << 10), "next-mount", "sunit=256,swidth=1024"),  # reshaped RAID
-    ((0, 0), (64 << 10, 256 << 10), "new-mkfs", "never aligned"),
-    ((16, 64), (None, None), "none", "reports none"),
+@pytest.mark.parametrize(("fs", "device", "reports", "fix_kind", "words", "severity"), [
+    ((16, 64), (128 << 10, 512 << 10), True, "next-mount", "sunit=256,swidth=1024",
+     "performance"),  # reshaped RAID
+    ((0, 0), (64 << 10, 256 << 10), True, "new-mkfs", "never aligned", "performance"),
+    # an md array that reports no stripe now: stale; the mount options fix it
+    ((16, 64), (None, None), True, "next-mount", "mount with noalign", "performance"),
+    # a hardware RAID LUN that never reports its stripe: the one set at mkfs is not stale
+    ((16, 64), (None, None), False, "none", "does not report", "info"),
 ])
 def test_stripe_against_what_the_device_reports(fs: tuple[int, int],
                                                 device: tuple[int | None, int | None],
-                                                fix_kind: str, words: str) -> None:
+                                                reports: bool, fix_kind: str, words: str,
+                                                severity: str) -> None:
     """md and RAID reshapes cannot be made in this VM: the pure check, on each case."""
     geometry = _geometry(sunit_blocks=fs[0], swidth_blocks=fs[1])
-    [finding] = layout_findings(geometry, Today(device[0], device[1], "md0 (md raid5)", 4, None))
+    [finding] = layout_findings(geometry, Today(device[0], device[1], "md0 (md raid5)", 4, None,
+                                                reports_stripes=reports))
     assert finding.fix_kind == fix_kind and words in finding.fix + finding.title
+    assert finding.severity == severity and finding.source.startswith("guide 2.1.4")
     assert layout_findings(_geometry(sunit_blocks=16, swidth_blocks=64),
                            Today(64 << 10, 256 << 10, "md0", 4, None)) == []
 
@@ -415,3 +430,75 @@ def test_a_host_root_mounted_elsewhere_is_audited_with_its_own_fstab(tmp_path: P
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         assert main(["--sysroot", str(bare), "capture", str(tmp_path / "capture2")]) == 0
     assert not (tmp_path / "capture2" / "xfs-advisor-audit" / "fstab").exists()
+
+
+#: Mount option values, and whether Linux mounts an XFS with them (a 4 KiB block, no log stripe).
+VALUES = [("allocsize=2g", False), ("allocsize=1g", True), ("allocsize=4k", True),
+          ("allocsize=2k", False), ("allocsize=3k", False), ("allocsize=12k", True),
+          ("logbsize=24k", False), ("logbsize=512k", False), ("logbsize=16k", True),
+          ("logbsize=256k", True), ("logbufs=1", False), ("logbufs=9", False),
+          ("logbufs=2", True), ("logbufs=8", True)]
+
+
+def test_mount_values_the_kernel_refuses_break(tmp_path: Path) -> None:
+    """Every value range the audit models, against a real mount: a value the kernel refuses is a
+    `breaks` finding, one it takes is none (allocsize=12k mounts as 4k: said, as info)."""
+    from advisor.audit.fstab import FstabEntry
+    from advisor.audit.options import value_findings
+    with formatted(tmp_path, "values", 1 << 30) as (dev, _):
+        for option, mounts in VALUES:
+            entry = FstabEntry(1, dev, "/srv", "xfs", (option,), f"{dev} /srv xfs {option} 0 0")
+            breaks = [f for f in value_findings(entry) if f.severity == "breaks"]
+            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path)],
+                                capture_output=True, check=False).returncode == 0
+            if ok:
+                sh("umount", str(tmp_path))
+            assert (ok, bool(breaks)) == (mounts, not mounts), option
+    [info] = value_findings(FstabEntry(1, dev, "/srv", "xfs", ("allocsize=12k",), ""))
+    assert info.severity == "info" and "uses 4KiB" in info.evidence
+
+
+def test_logbsize_below_the_log_stripe_unit_breaks(tmp_path: Path) -> None:
+    with formatted(tmp_path, "lsu", 1 << 30, "-l", "su=64k") as (dev, backing):
+        for option, mounts in (("logbsize=32k", False), ("logbsize=64k", True)):
+            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path / "m")],
+                                capture_output=True, check=False).returncode == 0 \
+                if (tmp_path / "m").mkdir(exist_ok=True) is None else False
+            if ok:
+                sh("umount", str(tmp_path / "m"))
+            assert ok == mounts, option
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"{dev} {tmp_path / 'm'} xfs logbsize=32k,nofail 0 0\n")
+        code, doc = audited(dev, backing, fstab=fstab)
+    found = rules(doc)["audit-mount-value"]
+    assert found["severity"] == "breaks" and "64k log stripe unit" in found["evidence"]
+    assert code == 6
+
+
+def test_a_uuid_line_finds_its_device_through_libblkid(tmp_path: Path) -> None:
+    """fstab's UUID= resolved as mount(8) resolves it, through libblkid: with no udev (no
+    /dev/disk/by-uuid, as in this container) the unmounted device was "not on this host"."""
+    uuid = "3f0c7e9a-1111-4222-8333-944455556666"
+    with formatted(tmp_path, "uuid", 512 * MiB, "-m", f"uuid={uuid}") as (dev, backing):
+        fstab = tmp_path / "fstab"
+        fstab.write_text(f"UUID={uuid} {tmp_path / 'data'} xfs nofail 0 0\n")
+        _, doc = audited(dev, backing, fstab=fstab)
+    [fs] = doc["filesystems"]
+    assert fs["device"] == dev and fs["fstab_line"] == 1 and fs["read_with"] == "xfs_db -r"
+    assert "audit-no-device" not in rules(doc)
+
+
+def test_a_past_removal_date_is_said_as_due() -> None:
+    """attr2/ikeep's removal was scheduled for September 2025: before then it is ahead, after it
+    due (Linux 6.18 still mounts with both, checked on a loop device), never a future date
+    that has passed."""
+    from datetime import date
+
+    from advisor.audit.options import obsolete_findings
+    from advisor.engine.rulebook import load_rulebook
+
+    obsolete = load_rulebook().of_kind("obsolete")
+    [before] = obsolete_findings(["attr2"], "fstab", obsolete, today=date(2025, 1, 1))
+    [after] = obsolete_findings(["attr2"], "fstab", obsolete, today=date(2026, 11, 25))
+    assert before.when is not None and before.when.startswith("removal scheduled for Sept")
+    assert after.when is not None and "was scheduled for September 2025 and is due" in after.when

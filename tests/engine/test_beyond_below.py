@@ -1,4 +1,4 @@
-"""Issue 15, below the filesystem (external log, what sits under the device, thin provisioning,
+"""Below the filesystem (external log, what sits under the device, thin provisioning,
 block size and DAX): for real, as root, each proposal formats and mounts on loop devices the
 test makes, and the setting is read back from the filesystem (xfs_info, /proc/self/mountinfo)."""
 
@@ -81,7 +81,8 @@ def test_dax_layout_formats_and_mounts(tmp_path: Path) -> None:
     require_root_tools("losetup", "mkfs.xfs", "mount", "xfs_info")
     with loop_device(tmp_path / "pmem.img", 1 << 30) as dev:
         p = propose(_loop_as(dev, dax=True, rotational=False), Workload(), env=environment())
-        assert {"-d", "su=2m,sw=1", "-m", "reflink=0"} <= set(p.mkfs_options), p.mkfs_options
+        assert {"-m", "reflink=0"} <= set(p.mkfs_options), p.mkfs_options
+        assert "su=2m,sw=1,extszinherit=512" in p.mkfs_options, p.mkfs_options
         assert "dax=always" in p.mount_options
         sh(*p.mkfs_argv)
         info = sh("xfs_info", dev).stdout
@@ -89,6 +90,9 @@ def test_dax_layout_formats_and_mounts(tmp_path: Path) -> None:
         with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
             # A loop device is not DAX-capable: the kernel mounts it, with dax=never.
             assert "dax=never" in mountinfo_options(mnt)
+            # Every new file inherits the 2 MiB hint of the root directory.
+            (mnt / "f").write_bytes(b"x")
+            assert "fsxattr.extsize = 2097152" in sh("xfs_io", "-c", "stat", str(mnt / "f")).stdout
 
 
 

@@ -1,4 +1,4 @@
-"""Issue 15, part A, for real (root): what the rules swalloc, allocsize, largeio,
+"""For real (root): what the rules swalloc, allocsize, largeio,
 extent-size-hint, cow-extent-size-hint, inode-space and rmapbt propose is made by this mkfs.xfs,
 mounts on this kernel, and reads back from xfs_info, xfs_io, stat() and /proc/self/mountinfo;
 rmapbt's measured space cost holds; project-quota's reading of the kernel's config agrees with

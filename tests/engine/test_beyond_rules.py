@@ -1,4 +1,4 @@
-"""Issue 15, part A: what the new rules say depends on the host's kernel (CONFIG_XFS_QUOTA,
+"""What the allocation, quota and inode rules say depends on the host's kernel (CONFIG_XFS_QUOTA,
 CONFIG_XFS_ONLINE_SCRUB, CONFIG_XFS_ONLINE_REPAIR) and on the geometry; each case goes through
 the real proposal and its mkfs.xfs -N gate."""
 
@@ -76,5 +76,6 @@ def test_an_extent_size_hint_over_half_an_ag_is_not_proposed() -> None:
                   size=device_size(dev))
     ctx.chosen["-d su/sw"] = Change("su=64m,sw=2", ["-d", "su=64m,sw=2"], "the answers",
                                     source="answers")
-    out = extent_size_hint(ctx, ExtentSizeHintParams(min_file_size=256 * MiB, hint=MiB))
+    out = extent_size_hint(ctx, ExtentSizeHintParams(min_file_size=256 * MiB, hint=MiB,
+                                                     dax_hint=2 * MiB))
     assert out.change is None and "over half an allocation group" in (out.keep_reason or "")

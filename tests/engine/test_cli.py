@@ -231,3 +231,20 @@ def test_host_managed_zoned_device_is_refused_with_exit_3(tmp_path: Path) -> Non
     assert len(lines) == 1, lines
     assert "host-managed zoned device" in lines[0]
     assert "Linux 6.15" in lines[0] and "xfsprogs 6.15" in lines[0] and "dm-zoned" in lines[0]
+
+
+@pytest.mark.parametrize(("text", "rules", "words"), [
+    ("-l size=128m", ["log-size"], "fixed log"),
+    ("logbsize=256k", ["logbsize"], "log buffers"),
+    ("agcount", ["ag-growth", "ag-concurrency"], "16, 45 or 90 AGs"),
+    ("-d agcount=16", ["ag-growth", "ag-concurrency"], "one disk"),
+    ("noatime", ["atime"], "relatime"),
+    ("-l version=2", ["log-version-2"], "OBSOLETE"),
+])
+def test_explain_resolves_option_text(text: str, rules: list[str], words: str) -> None:
+    proc = cli("explain", text)
+    assert proc.returncode == 0, proc.stderr
+    shown = [line.split(":")[0] for line in proc.stdout.splitlines()
+             if line and not line.startswith(" ") and ": " in line and " " not in
+             line.split(":")[0]]
+    assert shown[:len(rules)] == rules and words in proc.stdout, proc.stdout[:300]

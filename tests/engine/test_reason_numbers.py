@@ -49,9 +49,12 @@ def eventual(device: Device, w: Workload) -> int | None:
 
 
 def without(device: Device, p: Proposal, decision: Decision) -> MkfsGeometry:
-    """What mkfs.xfs makes with the proposal's options less this decision's."""
-    others = [d.options for d in p.decisions
-              if d.changed and d.setting.startswith("-") and d is not decision]
+    """What mkfs.xfs makes with the proposal's options less this decision's, and less the
+    decisions after it that were sized on it (a log sized for AGs it no longer has)."""
+    index = p.decisions.index(decision)
+    others = [d.options for i, d in enumerate(p.decisions)
+              if d.changed and d.setting.startswith("-") and d is not decision
+              and not (d.setting == "-l size" and i > index)]
     return HostMkfs().check(device, merge_options(others)).geometry
 
 
@@ -93,12 +96,13 @@ def check_stripe(reason: str, now: MkfsGeometry) -> None:
 
 
 def check_log(reason: str, now: MkfsGeometry, before: Geometry) -> None:
+    """Log sizes are said exactly, in MiB as mkfs.xfs makes them (2038 MiB, never "2 GiB")."""
     for size in re.findall(rf"the default {SIZE} log is", reason):
-        assert size == human_size(now.log_bytes), reason
+        assert parse_size(size) == now.log_bytes, reason
         CHECKED["log size"] += 1
     for size, old in re.findall(rf"a {SIZE} log \(default {SIZE}\)", reason):
-        assert size == human_size(now.log_bytes), reason
-        assert old == human_size(before().log_bytes), reason
+        assert parse_size(size) == now.log_bytes, reason
+        assert parse_size(old) == before().log_bytes, reason
         CHECKED["log size"] += 1
 
 

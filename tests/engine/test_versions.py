@@ -57,3 +57,39 @@ def test_captured_environment(tmp_path: Path) -> None:
     (tmp_path / "proc" / "meminfo").write_text("MemTotal:  4096 kB\n")
     env = read_environment(SysRoot.open(tmp_path))
     assert (env.kernel, env.memory_bytes, env.cpu_count) == ("5.10.0-28-amd64", 4096 * 1024, 16)
+
+
+def test_a_capture_s_own_xfsprogs_limits_the_flags(tmp_path: Path) -> None:
+    """A RHEL 8 host captured with its xfsprogs 5.0: the feature flags leave out what that
+    mkfs.xfs does not know (bigtime, inobtcount since 5.10, nrext64 since 5.19; it rejects
+    them), and a warning says the check ran with the local mkfs.xfs."""
+    from advisor.advice import propose
+    from advisor.models.workload import Workload
+    from advisor.system.versions import XFSPROGS_FILE, read_environment
+    from tests.engine.helpers import TiB, device
+
+    (tmp_path / "sys/block").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text("4.18.0-513.el8.x86_64\n")
+    (tmp_path / XFSPROGS_FILE).write_text("mkfs.xfs version 5.0.0\n")
+    env = read_environment(SysRoot.open(tmp_path), local_xfsprogs=lambda: "6.1.0")
+    assert env.target_xfsprogs == "5.0.0" and env.xfsprogs_version == "6.1.0"
+    p = propose(device(1 * TiB, rotational=False), Workload(), env=env)
+    assert "bigtime" not in " ".join(p.mkfs_options)
+    assert "nrext64" not in " ".join(p.mkfs_options) and "reflink=1" in " ".join(p.mkfs_options)
+    [warning] = [w.message for w in p.warnings if w.rule == "kernel-compat"]
+    assert "xfsprogs 5.0.0" in warning and "bigtime, inobtcount, nrext64" in warning
+
+
+def test_a_live_capture_records_its_mkfs_version(tmp_path: Path) -> None:
+    import os
+
+    import pytest
+
+    from advisor.inspect.capture import capture
+    from advisor.system.versions import XFSPROGS_FILE, xfsprogs_version
+    if os.geteuid() != 0 or xfsprogs_version() is None:
+        pytest.skip("needs root and mkfs.xfs")
+    capture(SysRoot(), tmp_path / "live")
+    assert (tmp_path / "live" / XFSPROGS_FILE).read_text() == \
+        f"mkfs.xfs version {xfsprogs_version()}\n"

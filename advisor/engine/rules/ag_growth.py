@@ -43,7 +43,8 @@ MKFS_MAX_LOG_BYTES = 2 * GiB
 def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     eventual = ctx.eventual_size
     if eventual is None:
-        return Outcome(keep_reason="no growth planned (answer eventual_size or growth_factor)")
+        return Outcome(keep_reason="no growth planned (answer eventual_size or growth_factor)",
+                       applies=False)
     if eventual <= ctx.size:
         return Outcome(keep_reason="the eventual size is not larger than the device")
     factor = eventual / ctx.size
@@ -73,23 +74,44 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     # over, or half the device when it is small.
     room = max(MIN_AG_BYTES, min(ctx.size // 2, 2 * MKFS_MAX_LOG_BYTES))
     agsize = min(agsize, round_down(ctx.size - room, align))
+    # No runt last AG: xfs_growfs first extends the last AG to full size, so a short last AG
+    # would stretch across the boundary of the old and the new storage (guide 2.1.2.2 asks for
+    # AGs that each sit on one). The device is cut into whole AGs: the most that are each at
+    # least `needed` (two at least), and never fewer than the largest AG allows; each rounded
+    # down to the alignment.
+    upper = min(round_down(params.max_ag_bytes, align), round_down(ctx.size - room, align))
+    agcount = max(2, math.ceil(ctx.size / upper), ctx.size // needed)
+    agsize = round_down(ctx.size // agcount, align)
     if stripe and agsize % (stripe[0] * stripe[1]) == 0:
         # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns): one
-        # stripe unit more moves each to the next disk; less only when more does not fit.
+        # stripe unit more moves each to the next disk; less when more does not fit whole.
         grown_larger = agsize + stripe[0]
-        fits = grown_larger <= min(params.max_ag_bytes, ctx.size - room)
+        fits = grown_larger * agcount <= ctx.size and grown_larger <= params.max_ag_bytes
         agsize = grown_larger if fits else agsize - stripe[0]
+    tail = ctx.size - agcount * agsize
+    if tail:
+        warnings.append(
+            f"{human_size(ctx.size)} is not a whole number of {human_size(agsize)} AGs: the "
+            f"last {human_size(tail)} stay outside the filesystem (mkfs.xfs makes no AG that "
+            f"small); a device of exactly {agcount * agsize} bytes ({agcount} AGs) wastes "
+            "nothing. Grow it by whole AGs too, so that every AG sits on one storage")
     if math.ceil(eventual / agsize) > params.max_agcount_when_grown:
+        largest = min(needed, round_down(params.max_ag_bytes, align))
         limit = (f"AGs cannot exceed {human_size(params.max_ag_bytes)}"
                  if needed > round_down(params.max_ag_bytes, align) else
-                 f"{human_size(ctx.size)} now is too small for larger AGs")
+                 f"{human_size(ctx.size)} now holds no whole number of larger AGs")
+        whole = (f"; a device of exactly {2 * largest} bytes (two {human_size(largest)} AGs) "
+                 f"would keep it to {math.ceil(eventual / largest)}"
+                 if largest > agsize and 2 * largest > ctx.size else "")
         warnings.append(f"{human_size(eventual)} needs more than "
-                        f"{params.max_agcount_when_grown} AGs: {limit}, so the largest possible "
-                        "are used")
+                        f"{params.max_agcount_when_grown} AGs: {limit}, so the largest that "
+                        f"fill it whole are used ({human_size(agsize)}){whole}")
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
         values={"agsize": agsize}, reason=
         f"growing {factor:.1f}x to {human_size(eventual)}: the default "
         f"{human_size(default_agsize)} AGs would become {grown} AGs; AG size cannot change after "
-        f"mkfs, so {human_size(agsize)} AGs keep it to "
-        f"{math.ceil(eventual / agsize)}"), warnings=warnings)
+        f"mkfs, so {human_size(agsize)} AGs keep it to {math.ceil(eventual / agsize)}; "
+        f"{agcount} of them fill the {human_size(ctx.size)} device, so no short last AG "
+        "stretches across the old and the new storage when it grows (guide 2.1.2.2)"),
+        warnings=warnings)

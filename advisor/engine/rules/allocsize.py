@@ -1,5 +1,5 @@
 """allocsize=: a fixed end-of-file preallocation for large files streamed by several writers at
-once (issue 15)."""
+once."""
 
 from __future__ import annotations
 

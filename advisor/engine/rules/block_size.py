@@ -1,4 +1,4 @@
-"""A block size matching a drive's write unit, where the kernel mounts it (issue 15)."""
+"""A block size matching a drive's write unit, where the kernel mounts it."""
 
 from __future__ import annotations
 

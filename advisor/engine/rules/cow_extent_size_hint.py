@@ -1,4 +1,4 @@
-"""Copy-on-write extent size hint for reflinked files written in place (issue 15)."""
+"""Copy-on-write extent size hint for reflinked files written in place."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def reflink_off(ctx: Context) -> str | None:
     """Why the filesystem will have no reflink, or None when it will."""
     chosen = ctx.chosen.get("-m features")
     if chosen and any("reflink=0" in o for o in chosen.options):
-        return "the feature set the target kernel needs has reflink off"
+        return ("reflink is off for persistent memory mounted with DAX" if
+                ctx.device.dax.value and not ctx.workload.must_mount_on_kernel else
+                "the feature set the target kernel needs has reflink off")
     if chosen is None and ctx.geometry.features.get("reflink") == 0:
         return "this mkfs.xfs makes no reflink by default"
     return None
@@ -36,7 +38,17 @@ def cow_extent_size_hint(ctx: Context, params: CowExtentSizeHintParams) -> Outco
                        + ("= false)" if w.reflink_clones is False else "not answered)"))
     off = reflink_off(ctx)
     if off:
-        return Outcome(keep_reason=f"{off}: there is no copy-on-write to hint")
+        chosen = ctx.chosen.get("-m features")
+        by = f" ({chosen.value})" if chosen else ""
+        return Outcome(keep_reason=f"{off}: there is no copy-on-write to hint", warnings=[
+            f"reflink clones are wanted (reflink_clones), but the filesystem will have no "
+            f"reflink: {off}{by}. `cp --reflink=always` and clone ioctls fail on it "
+            "(EOPNOTSUPP) and copies take full space. The choice: " + (
+                "do without clones, or keep reflink and DAX per file only (a site rule that "
+                "keeps reflink: DAX with reflink is refused before Linux 6.0 and experimental "
+                "after)" if "DAX" in off else
+                "a newer kernel that must mount it (must_mount_on_kernel), or do without "
+                "clones")])
     hint = hint_bytes(ctx, params.hint)
     too_large = hint_too_large(ctx, hint)
     if too_large:

@@ -27,7 +27,7 @@ def not_dax(ctx: Context) -> str | None:
 def dax_alignment(ctx: Context, params: DaxParams) -> Outcome:
     why = not_dax(ctx)
     if why:
-        return Outcome(keep_reason=why)
+        return Outcome(keep_reason=why, applies=False)
     size = mkfs_size(params.huge_page)
     return Outcome(change=Change(
         f"su={size},sw=1", ["-d", f"su={size},sw=1"],

@@ -11,7 +11,7 @@ from advisor.engine.rules.dax_alignment import not_dax
 def dax_reflink(ctx: Context, params: NoParams) -> Outcome:
     why = not_dax(ctx)
     if why:
-        return Outcome(keep_reason=why)
+        return Outcome(keep_reason=why, applies=False)
     return Outcome(change=Change(
         "reflink=0", ["-m", "reflink=0"], values={"reflink": False}, reason=
         "DAX writes go straight to the media, with no page cache to copy shared blocks through: "

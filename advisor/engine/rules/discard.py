@@ -1,5 +1,5 @@
 """Online discard or periodic fstrim (guide 2.2); on thin-provisioned storage, from the delete
-rate (issue 15)."""
+rate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A dm layer that drops the discards the storage below takes (issue 15)."""
+"""A dm layer that drops the discards the storage below takes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The log on a faster device for fsync-heavy work on disk storage (issue 15)."""
+"""The log on a faster device for fsync-heavy work on disk storage."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from advisor.engine.context import Change, Context, Outcome
 from advisor.engine.registry import decider
+from advisor.engine.rules.dax_alignment import not_dax
 from advisor.errors import BadInput
 from advisor.models.base import Model
 from advisor.models.environment import Environment, parse_version
@@ -52,7 +53,7 @@ def explicit_feature_flags(features: dict[str, dict[str, int]], env: Environment
     for section in (meta, inode):
         for name in list(section):
             since = parse_version(option_since.get(name))
-            if since and not env.xfsprogs_at_least(*since):
+            if since and not env.mkfs_knows(*since):
                 del section[name]
     out: list[str] = []
     if meta:
@@ -96,11 +97,38 @@ def since_features(kernel: tuple[int, int], params: KernelCompatParams,
 
 @decider(KernelCompatParams)
 def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
+    outcome = _kernel_compat(ctx, params)
+    env = ctx.env
+    left_out = sorted(name for name, since in params.option_since.items()
+                      if (v := parse_version(since)) and env.xfsprogs_at_least(*v)
+                      and not env.mkfs_knows(*v))
+    if outcome.change and left_out:
+        outcome.warnings.append(
+            f"the command is for the captured host's mkfs.xfs (xfsprogs {env.target_xfsprogs}), "
+            f"which does not know {', '.join(left_out)}: those options are left out, and that "
+            "mkfs.xfs makes none of those features; the mkfs.xfs -N check ran with the local "
+            f"xfsprogs {env.xfsprogs_version}, which knows them")
+    return outcome
+
+
+def _nrext64_note(ctx: Context) -> str:
+    """Why nrext64 stays as this mkfs.xfs makes it, when it makes it off."""
+    if ctx.geometry.features.get("nrext64", 1) != 0:
+        return ""
+    return ("; nrext64 stays off, as xfsprogs " + (ctx.env.xfsprogs_version or "?") + " makes "
+            "it: 64-bit extent counters lift a file's limit of 2^31 data extents (2^15 "
+            "attribute extents) and help only files fragmented or reflinked into billions of "
+            "extents (large, long-lived VM images), while Linux before 5.19 cannot mount a "
+            "filesystem with them (mkfs.xfs(8) -i nrext64)")
+
+
+def _kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
     target = target_kernel(ctx.workload, ctx.env)
     if target is None:
         wanted = ctx.workload.must_mount_on_kernel
         if wanted is None:
-            return Outcome(keep_reason="no older kernel must mount it: the current feature set")
+            return Outcome(keep_reason="no older kernel must mount it: the current feature set"
+                           + _nrext64_note(ctx))
         return Outcome(keep_reason=f"kernel {wanted} mounts what xfsprogs "
                        f"{ctx.env.xfsprogs_version} makes by default")
     wanted, who = target
@@ -111,10 +139,10 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
             raise BadInput(f"must_mount_on_kernel: no feature table for {wanted} (known: "
                            f"{known}); give its kernel version (uname -r) instead")
         if distro.features:
-            flags = explicit_feature_flags(distro.features, ctx.env, params.option_since)
-            return Outcome(change=Change(
-                " ".join(flags), flags, f"{who}: what {wanted}'s kernel ({distro.kernel}, with "
-                f"its backports) mounts read-write ({distro.source})"))
+            features, off = _ceiling(ctx, distro.features)
+            flags = explicit_feature_flags(features, ctx.env, params.option_since)
+            return _change(flags, f"{who}: what {wanted}'s kernel ({distro.kernel}, with "
+                           f"its backports) mounts read-write ({distro.source})" + off)
         who = f"{who} (kernel {distro.kernel}: {distro.source})"
         wanted = distro.kernel
         progs = parse_version(ctx.env.xfsprogs_version)
@@ -126,24 +154,47 @@ def kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
                   key=lambda v: parse_version(v) or (0, 0))
     older = [v for v in sets if (parse_version(v) or (0, 0)) <= kernel]
     if not older:
-        flags = explicit_feature_flags(since_features(kernel, params), ctx.env,
-                                       params.option_since)
-        return Outcome(change=Change(
-            " ".join(flags), flags, f"{who}: kernel {wanted} is older than every LTS feature "
-            f"set ({sets[0]} the oldest): only features it mounts, from the kernel each "
-            "appeared in"))
+        features, off = _ceiling(ctx, since_features(kernel, params))
+        flags = explicit_feature_flags(features, ctx.env, params.option_since)
+        return _change(flags, f"{who}: kernel {wanted} is older than every LTS feature "
+                       f"set ({sets[0]} the oldest): only features it mounts, from the kernel "
+                       "each appeared in" + off)
     profile = older[-1]
     shipped = ctx.feature_sets.get(profile)
     why = f"{who}: the features of the {profile} LTS kernel"
     if shipped:
-        if shipped.rejection is None:
+        _, off = _ceiling(ctx, shipped.features)
+        if shipped.rejection is None and not off:
             return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={shipped.path}"],
                                          why + f" ({shipped.path})"))
         features = shipped.features
         why += (f"; this mkfs.xfs rejects its own {Path(shipped.path).name} "
-                f"({shipped.rejection}), so as explicit flags")
+                f"({shipped.rejection}), so as explicit flags" if shipped.rejection else
+                " as explicit flags")
     else:
         features = params.features[profile]
         why += " (no lts_*.conf for it installed: the rule's own table)"
+    features, off = _ceiling(ctx, features)
     flags = explicit_feature_flags(features, ctx.env, params.option_since)
-    return Outcome(change=Change(" ".join(flags), flags, why))
+    return _change(flags, why + off)
+
+
+def _ceiling(ctx: Context, features: dict[str, dict[str, int]],
+             ) -> tuple[dict[str, dict[str, int]], str]:
+    """An older kernel's feature set as a ceiling: what it mounts, less what this device must
+    not have (reflink on persistent memory mounted with DAX: any kernel mounts a filesystem
+    without reflink). The features, and what the reason adds (empty: nothing turned off)."""
+    if not_dax(ctx) is not None or features.get("metadata", {}).get("reflink") == 0:
+        return features, ""
+    meta = {**features.get("metadata", {}), "reflink": 0}
+    return ({**features, "metadata": meta},
+            "; reflink=0 all the same, as this device is persistent memory mounted with DAX "
+            "(the older kernel is a ceiling on the features, not a set to copy: it mounts a "
+            "filesystem without reflink)")
+
+
+def _change(flags: list[str], why: str) -> Outcome:
+    """The explicit flags as a change, with the reflink flag typed when they give it."""
+    reflink = Change(" ".join(flags), flags, why).option_texts().get("reflink")
+    values = {"reflink": reflink == "1"} if reflink in ("0", "1") else {}
+    return Outcome(change=Change(" ".join(flags), flags, why, values=values))

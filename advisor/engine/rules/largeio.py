@@ -1,4 +1,4 @@
-"""largeio: report the stripe width (or allocsize) as the preferred I/O size (issue 15)."""
+"""largeio: report the stripe width (or allocsize) as the preferred I/O size."""
 
 from __future__ import annotations
 

@@ -28,6 +28,11 @@ class LogSizeParams(Model):
     """Largest internal log mkfs.xfs makes (2 GiB - 10 MiB)."""
     old_xfsprogs_min_bytes: int = Field(ge=MiB)
     """Log size to ask for when xfsprogs <= 5.14 would make a small one (5.15's minimum)."""
+    size_per_log_byte: int = Field(ge=1)
+    """mkfs.xfs makes a log of 1/this of the filesystem (up to max_log_bytes): the log a
+    filesystem made at its eventual size would have."""
+    grown_log_share: int = Field(ge=1)
+    """A log sized for growth takes at most 1/this of the filesystem as made."""
 
 
 @decider(LogSizeParams)
@@ -50,8 +55,13 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
         want = params.old_xfsprogs_min_bytes
         why = f"xfsprogs {ctx.env.xfsprogs_version} makes small logs"
     else:
-        return Outcome(keep_reason=f"{who if writers is None else 'read-heavy access'}: the "
-                       f"default {human_size(default)} log is enough")
+        want, why = 0, (f"{who if writers is None else 'read-heavy access'}: the default "
+                        f"{_mib(default)} log is enough")
+    grown = _grown_log(ctx, params)
+    if grown is not None and grown[0] > max(want, default):
+        want, why = grown
+    elif want == 0:
+        return Outcome(keep_reason=why + (f"; {grown[1]}" if grown else ""))
     limits = []
     if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
         want = min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2)
@@ -61,10 +71,31 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
         want -= math.lcm(MiB, default_log_stripe_unit(ctx) or 1)
     if want <= default:
-        return Outcome(keep_reason=f"{why}: the default {human_size(default)} log is already "
+        return Outcome(keep_reason=f"{why}: the default {_mib(default)} log is already "
                        f"that large" + (f" ({'; '.join(limits)})" if limits else ""))
     return Outcome(change=Change(
         mkfs_size(want), ["-l", f"size={mkfs_size(want)}"],
         values={"size": want}, reason=
-        f"{why}: a {human_size(want)} log (default {human_size(default)})"
+        f"{why}: a {_mib(want)} log (default {_mib(default)})"
         + (f" ({'; '.join(limits)})" if limits else "")))
+
+
+def _grown_log(ctx: Context, params: LogSizeParams) -> tuple[int, str] | None:
+    """The log mkfs.xfs would make at the eventual size, and why it matters (an internal log
+    cannot grow: xfs_growfs(8)); None when no growth is planned."""
+    eventual = ctx.eventual_size
+    if eventual is None or eventual <= ctx.size:
+        return None
+    bs = ctx.geometry.block_size
+    grown = min(params.max_log_bytes, eventual // params.size_per_log_byte // bs * bs,
+                ctx.size // params.grown_log_share // MiB * MiB)
+    return grown, (f"growing to {human_size(eventual)}: an internal log cannot grow "
+                   f"(xfs_growfs(8)), and mkfs.xfs makes a {_mib(grown)} log at that size "
+                   f"(1/{params.size_per_log_byte} of it, at most "
+                   f"{_mib(params.max_log_bytes)}) where it makes {_mib(ctx.geometry.log_bytes)}"
+                   f" at {human_size(ctx.size)}")
+
+
+def _mib(n: int) -> str:
+    """A log size as mkfs.xfs reports it, exactly (2038 MiB, never "2 GiB")."""
+    return f"{n // MiB} MiB" if n % MiB == 0 else human_size(n)

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from advisor.engine.context import Change, Context, Outcome, mkfs_size
-from advisor.engine.load import FsyncCostParams, fsync_load, metadata_writers
+from advisor.engine.load import (
+    FsyncCostParams,
+    fsync_load,
+    impossible_fsync_rate,
+    metadata_writers,
+)
 from advisor.engine.registry import decider
 from advisor.engine.rules.log_stripe_unit import default_log_stripe_unit
 
@@ -31,6 +36,9 @@ def _log_intensive(ctx: Context, params: LogbsizeParams) -> str | None:
 @decider(LogbsizeParams)
 def logbsize(ctx: Context, params: LogbsizeParams) -> Outcome:
     w = ctx.workload
+    impossible = impossible_fsync_rate(ctx, params)
+    if impossible:
+        return Outcome(keep_reason=impossible, warnings=[impossible])
     intensive = _log_intensive(ctx, params)
     if intensive is None:
         load = fsync_load(ctx, params)

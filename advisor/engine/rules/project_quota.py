@@ -1,4 +1,4 @@
-"""Project quotas for container and per-tenant stores (issue 15)."""
+"""Project quotas for container and per-tenant stores."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from advisor.engine.registry import NoParams, decider
 
 def setup_steps(mnt: str) -> str:
     """What must be done after mounting, for one tree (the name and ID are examples)."""
-    return (f"then, per tree: echo 42:{mnt}/tenant-a >> /etc/projects; echo tenant-a:42 >> "
+    tree = f"{mnt.rstrip('/')}/tenant-a"
+    return (f"then, per tree: echo 42:{tree} >> /etc/projects; echo tenant-a:42 >> "
             f"/etc/projid; xfs_quota -x -c 'project -s tenant-a' {mnt}; xfs_quota -x -c "
             f"'limit -p bhard=100g tenant-a' {mnt}")
 

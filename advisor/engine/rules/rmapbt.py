@@ -1,4 +1,4 @@
-"""The reverse-mapping btree, for online checking with xfs_scrub (issue 15)."""
+"""The reverse-mapping btree, for online checking with xfs_scrub."""
 
 from __future__ import annotations
 
@@ -42,8 +42,14 @@ def rmapbt(ctx: Context, params: RmapbtParams) -> Outcome:
         return Outcome(keep_reason="this mkfs.xfs makes rmapbt by default")
     features = ctx.chosen.get("-m features")
     if features is not None:
-        return Outcome(keep_reason=f"an older kernel must mount it ({features.value}): its "
-                       "feature set has rmapbt off")
+        why = (f"an older kernel must mount it ({features.value}): its feature set has rmapbt "
+               "off")
+        warnings = [] if not ctx.workload.online_scrub else [
+            f"online checking is wanted (online_scrub), but {why}, and xfs_scrub needs rmapbt "
+            "to cross-check space and rebuild metadata. The choice: drop the older kernel "
+            "(must_mount_on_kernel) to get rmapbt, or check offline with xfs_repair -n "
+            "(unmounted)"]
+        return Outcome(keep_reason=why, warnings=warnings)
     wanted = ctx.workload.online_scrub
     cost = (f"rmapbt costs {params.space_cost} and a reverse-mapping update with every block "
             "allocated or freed")

@@ -1,4 +1,4 @@
-"""What sits between the filesystem and a striped array must start on a full stripe (issue 15)."""
+"""What sits between the filesystem and a striped array must start on a full stripe."""
 
 from __future__ import annotations
 

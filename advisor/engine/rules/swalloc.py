@@ -1,4 +1,4 @@
-"""swalloc: round allocations at the end of large files up to the stripe width (issue 15)."""
+"""swalloc: round allocations at the end of large files up to the stripe width."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15, "beyond the 2014 guide": one measured example per rule, on loop devices over sparse
+"""Rules beyond the 2014 guide: one measured example per rule, on loop devices over sparse
 files this script makes (root). Each case formats and mounts an A (the default) and a B (the
 rule's option) and prints what differs: extents per file (xfs_bmap), allocation counters
 (/sys/fs/xfs/<dev>/stats/stats), st_blksize, df, inode counts. Counts, not timings, so the
@@ -7,8 +7,8 @@ figures do not depend on the machine's load. Not a test: figures to read.
 
     .venv/bin/python scripts/bench_rules_beyond.py [CASE ...]   (no CASE: all; --list)
 
-Cases are registered in CASES, one function per rule, so that both halves of issue 15 can add
-theirs side by side.
+Cases are registered in CASES, one function per rule, so that a new rule adds its own beside
+the others.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def show(label: str, **figures: object) -> None:
     print(f"  {label:<28}" + "  ".join(f"{k}={v}" for k, v in figures.items()))
 
 
-# ---- issue 15, part A: swalloc, allocsize, largeio, extent size hints, quotas, maxpct, rmapbt --
+# ---- mkfs and mount options: swalloc, allocsize, largeio, extent hints, quotas, maxpct, rmapbt
 
 @case
 def allocsize(work: Path) -> None:
@@ -304,7 +304,7 @@ def project_quota(work: Path) -> None:
             sh("umount", str(mnt), check=False)
 
 
-# ---- issue 15, part B: external log, block size, DAX layout, discard on thin storage ----------
+# ---- below the filesystem: external log, block size, DAX layout, discard on thin storage ----------
 
 def block_stat(dev: str) -> dict[str, int]:
     """/sys/block/<dev>/stat: write IOs, write sectors, discard IOs, discard sectors, flushes."""

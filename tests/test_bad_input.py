@@ -1,4 +1,4 @@
-"""Bad input of every kind (issue 16): one line on stderr, the documented exit code (2 for bad
+"""Bad input of every kind: one line on stderr, the documented exit code (2 for bad
 input), no traceback, no hang (each run has a timeout), and nothing made on the host.
 
 Every run goes through a fresh interpreter, as a user's shell would start it."""

@@ -1,4 +1,4 @@
-"""Property-based fuzz of workload files (issue 16): TOML and JSON text built from the real keys of
+"""Property-based fuzz of workload files: TOML and JSON text built from the real keys of
 advisor.models.workload with junk values (wrong types, huge and non-finite numbers, control
 characters, deep nesting, bytes that are not UTF-8). `load_workload` either returns a Workload or
 raises BadInput; through the CLI a proposal never exits 1, never hangs, and every error is one

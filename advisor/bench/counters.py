@@ -24,7 +24,7 @@ END = "end"
 
 #: /sys/fs/xfs/<dev>/stats/stats `log` line: writes, blocks (512 B), noiclogs, force, force_sleep.
 _LOG_FIELDS = ("log_writes", "log_blocks", "log_noiclogs", "log_forces", "log_force_sleeps")
-#: Issue 15: extents allocated (extent_alloc's first field, allocx), for the allocation rules.
+#: Extents allocated (extent_alloc's first field, allocx), for the allocation rules.
 _ALLOC_LINE = "extent_alloc"
 #: /sys/block/<dev>/stat fields (Documentation/block/stat.rst), by position.
 _BLOCK_FIELDS = {4: "write_ios", 6: "write_sectors", 11: "discard_ios", 15: "flush_ios"}
@@ -62,14 +62,14 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "write_ios", 1.0),
     Mechanism("flushes_per_fsync", "cache flushes per fsync", "flushes", ("syncwrite",),
               "flush_ios", 1.0),
-    # issue 15, block-size: a block larger than the small synced write makes the device write
+    # block-size: a block larger than the small synced write makes the device write
     # the whole block (the drive's unit), not the part the write touched.
-    # issue 15, discard: online discard trims as the deletes free extents.
+    # discard: online discard trims as the deletes free extents.
     Mechanism("discards_per_1k_dirops", "discard IOs per 1k directory ops", "IOs", DIRECTORY,
               "discard_ios", 1000.0),
     Mechanism("device_write_kib_per_fsync", "device write KiB per fsync", "KiB", ("syncwrite",),
               "write_sectors", 0.5),
-    # -- issue 15, part A: extent allocations (extent size hints, swalloc) --
+    # -- extent allocations (extent size hints, swalloc) --
     Mechanism("extent_allocs_per_1k_sync_writes", "allocations per 1k fsync'd writes",
               "allocs", ("syncwrite",), "extent_allocs", 1000.0),
     Mechanism("extent_allocs_per_mib_written", "allocations per MiB written", "allocs",

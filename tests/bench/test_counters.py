@@ -1,4 +1,4 @@
-"""Mechanism counters (issue 11, item 2): XFS's per-mount and the block layer's counters,
+"""Mechanism counters: XFS's per-mount and the block layer's counters,
 snapshotted before each fio phase, give work per operation; on real mounts logbsize=256k writes
 the log several times less often for the same directory work, as the logbsize rule says."""
 
@@ -48,7 +48,7 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
                       "log_writes_per_fsync": 0.5, "log_kib_per_fsync": 1.0,
                       "device_writes_per_fsync": 1.5,
                       "flushes_per_fsync": 0.0,
-                      "device_write_kib_per_fsync": 0.0,  # issue 15 (no sectors in this text)
+                      "device_write_kib_per_fsync": 0.0,  # no sectors in this text
                       "discards_per_1k_dirops": 0.0}
     (tmp_path / "counters.refill").unlink()  # a missed snapshot: no figure, not a wrong one
     values = counters.mechanism_values(

@@ -1,4 +1,4 @@
-"""B is the proposal the user was shown (issue 11, item 1): options a scratch device cannot take
+"""B is the proposal the user was shown: options a scratch device cannot take
 are found by real `mkfs.xfs -N` dry runs on a stand-in of its size, left out, and named before
 the run (in the plan) and after it (the report's first lines)."""
 
@@ -110,7 +110,7 @@ def test_validate_for_a_device_names_what_the_scratch_device_cannot_take(
         assert (checksum(tmp_path / "big.img"), checksum(tmp_path / "scratch.img")) == before
 
 
-# ---- issue 15: an external log is never run by validate, and is named as not applied ----
+# ---- an external log is never run by validate, and is named as not applied ----
 def test_an_external_log_is_left_out_and_named() -> None:
     logged = SideConfig(label="B", source="proposal",
                         mkfs_options=["-l", "su=4k,logdev=/dev/nvme0n1p3,size=256m"],

@@ -1,4 +1,4 @@
-"""The guard's verdict stays true until the write (issue 16, items 2 and 3), on real loop devices:
+"""The guard's verdict stays true until the write, on real loop devices:
 
 - a loop device stacked on another block device, or sharing a backing file with one, is followed
   to what really holds its data (sysfs has no holders/slaves link for these);

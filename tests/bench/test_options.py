@@ -184,7 +184,7 @@ def test_every_rule_example_passes() -> None:
     examples = _rule_examples()
     assert len(examples) >= 10
     for options in examples:
-        # issue 15: refused on purpose (another device; DAX); fit() names them as not applied
+        # refused on purpose (another device; DAX); fit() names them as not applied
         if any("logdev=" in o or o in ("dax", "dax=always") for o in options):
             with pytest.raises(BadInput, match=r"names another device|dax(=always)? is refused"):
                 (check_mkfs if options[0].startswith("-") else check_mount)(options)

@@ -1,4 +1,4 @@
-"""Issue 15, what sits below the filesystem, on a hand-written sysfs tree (md and dm do not
+"""What sits below the filesystem, on a hand-written sysfs tree (md and dm do not
 exist on this machine): thin provisioning (an LVM thin volume, an LBPME SCSI LUN), dm layers that
 drop discards, a partition off the full stripe; and what the proposal says about each."""
 

@@ -1,4 +1,4 @@
-"""The TUI's audit view (issue 13): `a` on the device screen shows what `xfs-advisor audit DEV`
+"""The TUI's audit view: `a` on the device screen shows what `xfs-advisor audit DEV`
 finds on the highlighted device, read-only."""
 
 from __future__ import annotations

@@ -304,7 +304,7 @@ def project_quota(work: Path) -> None:
             sh("umount", str(mnt), check=False)
 
 
-# ---- below the filesystem: external log, block size, DAX layout, discard on thin storage ----------
+# ---- below the filesystem: external log, block size, DAX layout, discard on thin storage ---------
 
 def block_stat(dev: str) -> dict[str, int]:
     """/sys/block/<dev>/stat: write IOs, write sectors, discard IOs, discard sectors, flushes."""

@@ -196,6 +196,13 @@ def test_rates_take_the_count_forms() -> None:
     assert parse_workload({"fsyncs_per_second": "0.5"}).fsyncs_per_second == 0.5
 
 
+def test_a_rate_too_large_for_a_float_is_bad_input() -> None:
+    """TOML and JSON integers have no limit; float() of a 400-digit one overflows (it was an
+    internal error, exit 1)."""
+    with pytest.raises(BadInput, match="400 digits is too large"):
+        parse_workload({"fsyncs_per_second": 10**399})
+
+
 @pytest.mark.parametrize(("value", "needle"), [
     ("1.5", "not a whole number"), ("5 parsecs", "try 5000000"), ("1,00", "try 5000000"),
     ("5M5", "try 5000000"), ("2M", "less than or equal to 1000000"),

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +87,13 @@ def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None)
     assert _ours(str(tmp_path)) == []
 
 
+def _last_document(stderr: str) -> dict[str, Any]:
+    """Under --json stderr is JSON lines (progress, then the error): every line is a document,
+    the last one says how the run ended."""
+    docs = [json.loads(line) for line in stderr.strip().splitlines()]
+    return docs[-1]  # type: ignore[no-any-return]
+
+
 def _naming(xfs_info: str) -> str:
     return next(line for line in xfs_info.splitlines() if line.startswith("naming"))
 
@@ -134,7 +142,7 @@ def test_planted_change_runs_as_planned_and_is_judged_by_its_primary_metric(
 def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> None:
     proc = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
     assert proc.returncode == 4
-    err = json.loads(proc.stderr.strip())["error"]
+    err = _last_document(proc.stderr)["error"]
     assert "mkfs.xfs for side B" in err["message"]
     assert _ours(str(tmp_path)) == []
     assert not (tmp_path / "work").exists()  # made for the run, removed with it
@@ -144,7 +152,7 @@ def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> N
 def test_failing_mount_option_cleans_up(tmp_path: Path, root_tools: None) -> None:
     proc = _validate(tmp_path, "--mount-options", "logbsize=3k", "--budget", "10")
     assert proc.returncode == 4, proc.stderr
-    assert "mount" in json.loads(proc.stderr.strip())["error"]["message"]
+    assert "mount" in _last_document(proc.stderr)["error"]["message"]
     assert _ours(str(tmp_path)) == []
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from advisor.cli import requested_command
+from tests.conftest import REPO
 
 
 @pytest.mark.parametrize(
@@ -63,6 +65,9 @@ def test_help_lists_the_exit_codes() -> None:
     assert proc.stdout.rstrip().endswith(HELP_EXIT_CODES.rstrip())
     codes = [line.split()[0] for line in HELP_EXIT_CODES.splitlines()[1:9]]
     assert codes == ["0", "1", "2", "3", "4", "5", "6", "130"]
+    # The documentation's table has the same codes.
+    page = (REPO / "docs" / "exit-codes.md").read_text()
+    assert re.findall(r"^\| (\d+) \|", page, re.M) == codes
 
 
 def test_help_says_what_a_size_unit_means() -> None:

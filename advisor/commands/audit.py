@@ -47,7 +47,7 @@ def exit_code(doc: AuditDocument) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from advisor.answers import workload_from_args
-    from advisor.cli import out
+    from advisor.console import out
     from advisor.session import Session
 
     session = Session(getattr(args, "sysroot", None), rules_dir=getattr(args, "rules", None))

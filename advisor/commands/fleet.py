@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = terminal_lines(markdown(doc) if args.markdown else table(doc))
     if args.output:
-        from advisor.cli import notice
+        from advisor.console import notice
         from advisor.system.files import write_text_atomically
 
         written = write_text_atomically(args.output, text, "fleet report")

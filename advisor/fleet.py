@@ -27,8 +27,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor.audit.models import SEVERITIES, AuditDocument
 from advisor.errors import AdvisorError, BadInput
+from advisor.models.audit import SEVERITIES, AuditDocument
 from advisor.models.device import Device, Inventory, media_label
 from advisor.models.fleet import (
     FleetDevice,

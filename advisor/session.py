@@ -23,11 +23,11 @@ from advisor.models.device import Device, Inventory
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
-    from advisor.audit.models import AuditDocument, Severity
     from advisor.bench.hold import DeviceHold
     from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
+    from advisor.models.audit import AuditDocument, Severity
     from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile

@@ -46,10 +46,6 @@ LAYERS: list[tuple[str, ...]] = [
 #: the edge itself, not the component pair, so a new import between the same two components
 #: still fails.
 EXCEPTIONS: dict[str, str] = {
-    "advisor.render.audit -> advisor.audit.models":
-        "the audit's shapes (audit/models.py) belong in models/",
-    "advisor.render.fleet -> advisor.audit.models":
-        "the audit's shapes (audit/models.py) belong in models/",
     "advisor.inspect.capture -> advisor.audit.host":
         "capture asks audit.host which host files a capture must copy",
     "advisor.audit -> advisor.session":

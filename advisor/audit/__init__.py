@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 
 from advisor.audit import host as h
 from advisor.audit.fstab import FstabEntry, parse_fstab
-from advisor.audit.models import (
+from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
+from advisor.audit.options import fstab_findings, log_stripe_findings, obsolete_findings
+from advisor.errors import AdvisorError, DeviceProblem
+from advisor.models.audit import (
     SEVERITIES,
     AuditDocument,
     FilesystemAudit,
@@ -19,9 +22,6 @@ from advisor.audit.models import (
     Severity,
     TodayProposal,
 )
-from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
-from advisor.audit.options import fstab_findings, log_stripe_findings, obsolete_findings
-from advisor.errors import AdvisorError, DeviceProblem
 from advisor.models.workload import Workload
 from advisor.system.files import read_text
 from advisor.system.sysroot import SysRoot

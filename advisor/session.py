@@ -192,7 +192,7 @@ class Session:
             return []
         from advisor.bench.guard import Links, live_links, refusals, scope_of
         from advisor.bench.run import MIN_DEVICE_BYTES
-        from advisor.render.devices import natural_key
+        from advisor.models.device import natural_key
 
         inventory = inventory or self.inventory()
         links = live_links(inventory) if inventory.live else Links()

@@ -505,7 +505,7 @@ class Session:
         `workload`: the answers what the advisor would propose today is made for."""
         from advisor.audit import audit
 
-        return audit(self, names, fstab, fail_on, workload)
+        return audit(self, self.root, names, fstab, fail_on, workload)
 
     # ---- profile ----
 

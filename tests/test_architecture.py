@@ -48,16 +48,10 @@ LAYERS: list[tuple[str, ...]] = [
 EXCEPTIONS: dict[str, str] = {
     "advisor.inspect.capture -> advisor.audit.host":
         "capture asks audit.host which host files a capture must copy",
-    "advisor.audit -> advisor.session":
-        "typing only: audit takes a Session; a Protocol in models/ of what the audit needs of a "
-        "session would end the circle",
-    "advisor.fleet -> advisor.session":
-        "the fleet report builds a Session per host; the same Protocol",
 }
 
 #: Circles between modules that exist today (each exact module set with why), all to be broken.
 CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"advisor.session", "advisor.audit"}): "see EXCEPTIONS (audit -> session)",
     frozenset({"advisor.bench.attribute", "advisor.bench.run", "advisor.bench.report"}):
         "the report renders attribution, which runs through run.py: attribution's data shapes "
         "belong in models/bench.py",

@@ -17,7 +17,7 @@ from advisor.models.obstacles import obstacles
 from advisor.models.proposal import Proposal, ProposalWarning
 from advisor.models.workload import Workload
 from advisor.render.fstab import fstab_line
-from advisor.render.mkfs import command_line, mkfs_argv
+from advisor.system import argv as system_argv
 from advisor.system.mkfs import HostMkfs
 
 
@@ -55,11 +55,11 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
     if timings is not None:
         timings.update(rules=loaded - started, defaults_check=asked - loaded,
                        engine=decided - asked, proposal_check=done - decided)
-    argv = mkfs_argv(drafted.mkfs_options, device.path)
+    argv = system_argv.mkfs_xfs(device.path, drafted.mkfs_options)
     return Proposal(
         mkfs_argv=argv,
         mkfs_options=drafted.mkfs_options,
-        mkfs_command=command_line(argv),
+        mkfs_command=system_argv.shell_line(argv),
         mount_options=drafted.mount_options,
         fstab=fstab_line(drafted.mount_options, workload.mount_point),
         decisions=drafted.decisions,

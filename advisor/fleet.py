@@ -25,10 +25,10 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from advisor.audit.models import SEVERITIES, AuditDocument
 from advisor.errors import AdvisorError, BadInput
+from advisor.models.audit import SEVERITIES, AuditDocument
 from advisor.models.device import Device, Inventory, media_label
 from advisor.models.fleet import (
     FleetDevice,
@@ -41,12 +41,22 @@ from advisor.models.fleet import (
     FleetShape,
     FleetWarning,
 )
+from advisor.models.session import Advising
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from advisor.engine.rulebook import RuleBook
-    from advisor.session import Session
+
+
+class OpenSession(Protocol):
+    """What makes a host's session (advisor.session.Session, passed by the command): over its
+    capture, with a rule book and this machine's xfsprogs shared by every host of a worker."""
+
+    def __call__(self, sysroot: str, *, rulebook: RuleBook,
+                 local_xfsprogs: Callable[[], str | None]) -> Advising: ...
 
 #: Devices a report lists without being named: top-level ones, less these kinds.
 UNLISTED_KINDS = ("loop", "zram", "rom")
@@ -59,6 +69,7 @@ ABSENT = "absent"
 
 #: Per worker process: the rules, and proposals made for (device, environment, workload).
 _RULES_DIR: str | None = None
+_OPEN: OpenSession | None = None
 _BOOK: RuleBook | None = None
 _MADE: dict[str, FleetProposal | str] = {}
 _MADE_MAX = 4096
@@ -159,7 +170,7 @@ def _local_xfsprogs() -> str | None:
     return _XFSPROGS[0]
 
 
-def _propose(session: Session, device: Device, workload: Workload) -> FleetProposal | str:
+def _propose(session: Advising, device: Device, workload: Workload) -> FleetProposal | str:
     """The proposal (or why there is none), made once per identical device, environment and
     workload in this process."""
     key = "\0".join((device.model_dump_json(), session.environment.model_dump_json(),
@@ -197,8 +208,7 @@ def advise_host(folder: Path) -> FleetHost:
 
 
 def _advise(folder: Path) -> FleetHost:
-    from advisor.session import Session
-
+    assert _OPEN is not None, "advise_hosts sets the session opener first"
     host = folder.name
     error = _read(folder, "error.txt")
     if error is not None:
@@ -218,8 +228,8 @@ def _advise(folder: Path) -> FleetHost:
                        "probes and the audit could not read on-disk formats (use become)",
                        **known)
     try:
-        session = Session(str(folder / "capture"), rulebook=_book(),
-                          local_xfsprogs=_local_xfsprogs)
+        session = _OPEN(str(folder / "capture"), rulebook=_book(),
+                        local_xfsprogs=_local_xfsprogs)
         inventory = session.inventory()
     except AdvisorError as err:
         return _failed(host, f"unusable capture: {err.message}", **known)
@@ -297,9 +307,9 @@ def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
     return bool(theirs == made.mkfs_command)
 
 
-def _init_worker(rules_dir: str | None) -> None:
-    global _RULES_DIR, _BOOK
-    _RULES_DIR, _BOOK = rules_dir, None
+def _init_worker(rules_dir: str | None, open_session: OpenSession) -> None:
+    global _RULES_DIR, _OPEN, _BOOK
+    _RULES_DIR, _OPEN, _BOOK = rules_dir, open_session, None
     _MADE.clear()
 
 
@@ -318,17 +328,18 @@ def host_folders(results: Path) -> list[Path]:
     return folders
 
 
-def advise_hosts(folders: list[Path], rules_dir: str | None = None,
+def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str | None = None,
                  jobs: int | None = None) -> Iterator[FleetHost]:
-    """Each host's record, in order; `jobs` worker processes (default: one per CPU)."""
+    """Each host's record, in order; `jobs` worker processes (default: one per CPU), each
+    making its hosts' sessions with `open_session` (a class or function a worker can import)."""
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
     if jobs == 1 or len(folders) < 4:
-        _init_worker(rules_dir)
+        _init_worker(rules_dir, open_session)
         yield from (advise_host(f) for f in folders)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(rules_dir,)) as pool:
+                             initargs=(rules_dir, open_session)) as pool:
         yield from pool.map(advise_host, folders, chunksize=max(1, min(32, len(folders) //
                                                                        (jobs * 8))))
 
@@ -354,13 +365,14 @@ def failing(hosts: list[FleetHost], fail_on: str) -> list[str]:
             if any(RANK.get(f.severity, 9) <= RANK[fail_on] for f in h.findings)]
 
 
-def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = None,
-                 fail_on: str | None = None) -> FleetDocument:
-    """The report for every host folder in `results`."""
+def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None = None,
+                 jobs: int | None = None, fail_on: str | None = None) -> FleetDocument:
+    """The report for every host folder in `results`; `open_session` makes each host's session
+    (advisor.session.Session)."""
     from advisor.engine.rulebook import load_rulebook
 
     book = load_rulebook(Path(rules_dir) if rules_dir else None)  # bad rules: BadInput, once
-    hosts = list(advise_hosts(host_folders(Path(results)), rules_dir, jobs))
+    hosts = list(advise_hosts(host_folders(Path(results)), open_session, rules_dir, jobs))
     groups: dict[str, list[FleetHost]] = {}
     for h in hosts:
         if h.shape is not None:

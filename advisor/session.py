@@ -23,11 +23,11 @@ from advisor.models.device import Device, Inventory
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
-    from advisor.audit.models import AuditDocument, Severity
     from advisor.bench.hold import DeviceHold
     from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
+    from advisor.models.audit import AuditDocument, Severity
     from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
@@ -192,7 +192,7 @@ class Session:
             return []
         from advisor.bench.guard import Links, live_links, refusals, scope_of
         from advisor.bench.run import MIN_DEVICE_BYTES
-        from advisor.render.devices import natural_key
+        from advisor.models.device import natural_key
 
         inventory = inventory or self.inventory()
         links = live_links(inventory) if inventory.live else Links()
@@ -505,7 +505,7 @@ class Session:
         `workload`: the answers what the advisor would propose today is made for."""
         from advisor.audit import audit
 
-        return audit(self, names, fstab, fail_on, workload)
+        return audit(self, self.root, names, fstab, fail_on, workload)
 
     # ---- profile ----
 

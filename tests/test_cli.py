@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from advisor.cli import requested_command
+from advisor.commands.parser import requested_command
 from tests.conftest import REPO
 
 
@@ -48,7 +48,7 @@ def test_errors_are_json_under_json(tmp_path: object) -> None:
 
 
 def test_every_command_has_help() -> None:
-    from advisor.cli import COMMANDS
+    from advisor.commands.parser import COMMANDS
 
     for name in COMMANDS:
         proc = advisor(name, "--help")

@@ -262,7 +262,7 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) ->
 def _with_absent_fstab_finding(folder: Path) -> None:
     """The host's audit gains an fstab line for a disk that is not there, with an option Linux
     4.0 removed (what `audit` reports for OLD_FSTAB)."""
-    from advisor.audit.models import AuditDocument, FilesystemAudit, Finding
+    from advisor.models.audit import AuditDocument, FilesystemAudit, Finding
 
     audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
     audit.filesystems.append(FilesystemAudit(

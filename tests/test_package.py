@@ -250,7 +250,8 @@ def test_every_command_runs_from_the_wheel(installed: Installed, shared_dumps: d
     checkout's validate tests run that same code."""
     from tests.fleet_hosts import collect
 
-    commands = set(installed.run("python", "-c", "from advisor.cli import build_parser; "
+    commands = set(installed.run("python", "-c",
+                                 "from advisor.commands.parser import build_parser; "
                                  "import argparse; p = build_parser(); print(*next(a.choices "
                                  "for a in p._actions if isinstance(a, "
                                  "argparse._SubParsersAction)))").stdout.split())

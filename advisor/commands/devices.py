@@ -38,7 +38,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.cli import out
+    from advisor.console import out
     from advisor.inspect.devices import find_device
     from advisor.render.inert import json_text
     from advisor.session import Session

@@ -58,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     if getattr(args, "sysroot", None):
         raise BadInput("fleet reads each host's own capture: drop --sysroot")
-    doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs, args.fail_on)
+    from advisor.session import Session
+
+    doc = fleet_report(args.dir, Session, getattr(args, "rules", None), args.jobs, args.fail_on)
     from advisor.render.inert import json_text, terminal_lines
 
     # Host names, errors and findings come from the hosts: escaped for whatever reads them.
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = terminal_lines(markdown(doc) if args.markdown else table(doc))
     if args.output:
-        from advisor.cli import notice
+        from advisor.console import notice
         from advisor.system.files import write_text_atomically
 
         written = write_text_atomically(args.output, text, "fleet report")

@@ -133,7 +133,7 @@ def _progress_printer(as_json: bool) -> Any:
 
 def _sayer(as_json: bool) -> Any:
     """Lines for people during the run (what a recovery removed): JSON documents under --json."""
-    from advisor.cli import notice
+    from advisor.console import notice
 
     return lambda line: notice(line, as_json)
 
@@ -294,7 +294,7 @@ def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None
         say(report.device_left)
     if args is not None:
         _save(report, report_path(args), say)
-    from advisor.cli import out
+    from advisor.console import out
 
     if as_json:
         out(report.model_dump_json(indent=2) + "\n", as_json=True)

@@ -26,7 +26,7 @@ from advisor.models.proposal import (
 )
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
-from advisor.render.mkfs import merge_options
+from advisor.system.argv import merge_options
 
 POLICY_RULE = "keep-defaults"
 

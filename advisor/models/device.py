@@ -6,6 +6,7 @@ rule engine, the scratch-device guard, the TUI, `devices --json`).
 
 from __future__ import annotations
 
+import re
 from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -285,3 +286,9 @@ def stripe_hidden_below(device: Device) -> bool:
         return False
     return reports_nothing(device.min_io.value, device.opt_io.value,
                            device.logical_sector.value, device.physical_sector.value)
+
+
+def natural_key(name: str) -> tuple[tuple[int, str | int], ...]:
+    """Sort key that orders numbers by value: loop1, loop2, loop10 (not loop1, loop10, loop2)."""
+    return tuple((1, int(part)) if part.isdigit() else (0, part)
+                 for part in re.split(r"(\d+)", name) if part)

@@ -12,7 +12,7 @@ HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDIN
 
 def _findings(counts: dict[str, int]) -> str:
     """'2 breaks, 1 info' (severity order), '-' for none."""
-    from advisor.audit.models import SEVERITIES
+    from advisor.models.audit import SEVERITIES
 
     said = [f"{counts[s]} {s}" for s in SEVERITIES if counts.get(s)]
     return ", ".join(said) or "-"

@@ -28,6 +28,33 @@ def mkfs_xfs(
     return [*argv, *options, *([target] if target is not None else [])]
 
 
+#: The order of mkfs.xfs flags in a merged option list.
+FLAG_ORDER = ("-b", "-c", "-m", "-d", "-i", "-n", "-l", "-s")
+
+
+def merge_options(fragments: Iterable[Sequence[str]]) -> list[str]:
+    """Flag/argument pairs merged per flag (`-i size=1024` and `-i sparse=1` become
+    `-i size=1024,sparse=1`), flags in FLAG_ORDER. Raises ValueError on one sub-option given
+    twice."""
+    merged: dict[str, list[str]] = {}
+    for fragment in fragments:
+        if len(fragment) % 2:
+            raise ValueError(f"mkfs fragment {list(fragment)} is not flag/argument pairs")
+        for flag, arg in zip(fragment[::2], fragment[1::2], strict=True):
+            parts = merged.setdefault(flag, [])
+            for part in arg.split(","):
+                key = part.split("=", 1)[0]
+                if any(p.split("=", 1)[0] == key for p in parts):
+                    raise ValueError(f"{flag} {key} set twice")
+                parts.append(part)
+    rank = {flag: i for i, flag in enumerate(FLAG_ORDER)}
+    order = sorted(merged, key=lambda f: rank.get(f, len(FLAG_ORDER)))
+    out: list[str] = []
+    for flag in order:
+        out += [flag, ",".join(merged[flag])]
+    return out
+
+
 def mkfs_version() -> list[str]:
     return ["mkfs.xfs", "-V"]
 

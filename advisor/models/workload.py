@@ -20,8 +20,9 @@ StorageKind = Literal["single-disk", "hardware-raid", "md-raid", "ssd", "virtual
 #: guide 2.1.2), write into files that already exist (databases, VM images), or both.
 WriterActivity = Literal["metadata", "data", "both"]
 #: How files get their data (streaming and extent size hints): streamed start to end
-#: once, rewritten or grown in place anywhere, or both.
-WritePattern = Literal["sequential", "random", "mixed"]
+#: once, sparse files filled by writes scattered over them, files grown at the end a few KiB at a
+#: time with fsync and rewritten in place, or a mix.
+WritePattern = Literal["sequential", "random", "appending", "mixed"]
 
 
 #: Distribution targets: name -> the family and version the kernel-compat rule's table knows.
@@ -164,8 +165,9 @@ class Workload(Model):
     # -- streaming, extent size hints, quotas, inode space, rmapbt --
     write_pattern: WritePattern | None = None
     """How files get their data: sequential (streamed start to end once: backups, media, logs),
-    random (written in place anywhere or grown by random writes: VM images, databases) or mixed
-    (swalloc, allocsize, largeio; extent size hints)."""
+    random (sparse files filled by writes scattered over them: VM images), appending (grown at
+    the end a few KiB at a time with fsync, then rewritten in place: database tables and
+    journals) or mixed (swalloc, allocsize, largeio; extent size hints)."""
     reflink_clones: bool | None = None
     """Files are cloned with reflink (cp --reflink, VM snapshots, container layers) and the
     clones then written in place (copy-on-write extent size hint, -d cowextsize)."""

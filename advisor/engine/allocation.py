@@ -7,7 +7,6 @@ from __future__ import annotations
 from advisor.engine.context import Context, round_up
 from advisor.models.units import format_size
 
-
 #: Why the streaming allocation options stay off, per answer other than "sequential".
 _NOT_STREAMED = {
     "random": ("files are filled by writes scattered over them (write_pattern = random), not "

@@ -46,6 +46,13 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
                     feature_sets=sets, measure=measure)
     decided = time.perf_counter()
     warnings = list(drafted.warnings)
+    if env.target_older():
+        warnings.append(ProposalWarning(rule="mkfs-check", message=(
+            f"the command is for the captured host's mkfs.xfs (xfsprogs {env.target_xfsprogs}), "
+            f"older than the local xfsprogs {env.xfsprogs_version} that checked it with "
+            "mkfs.xfs -N: options it does not know are left out, but its defaults (features, "
+            "log size, AG count) may differ from those shown; run mkfs.xfs -N with these options "
+            "on that host before formatting")))
     proposal_check = None
     if check:
         proposal_check = mkfs.check(device, drafted.mkfs_options)

@@ -70,6 +70,10 @@ def test_format_size_round_trips(n: int) -> None:
         # one directory of 5,000,000 entries on a filesystem of 10 files: a contradiction, an
         # error (it made a permanent -n size=64k)
         ({"largest_directory_entries": 5_000_000, "file_count": 10}, "more than file_count"),
+        # every attribute has a name of at least one byte; bytes need an attribute
+        ({"xattrs_per_file": 30, "xattr_bytes_per_file": 20}, "xattrs_per_file (30)"),
+        ({"xattrs_per_file": 0, "xattr_bytes_per_file": 20}, "xattrs_per_file (0)"),
+        ({"xattrs_per_file": -1}, "xattrs_per_file"),
     ],
 )
 def test_bad_answers_name_the_key(data: dict[str, object], key: str) -> None:
@@ -82,6 +86,11 @@ def test_bad_answers_name_the_key(data: dict[str, object], key: str) -> None:
 def test_a_directory_as_large_as_the_filesystem_is_consistent() -> None:
     w = parse_workload({"largest_directory_entries": 10, "file_count": 10}, "w.toml")
     assert w.largest_directory_entries == w.file_count == 10
+
+
+def test_an_attribute_count_as_people_write_it() -> None:
+    w = parse_workload({"xattrs_per_file": "3", "xattr_bytes_per_file": 650}, "w.toml")
+    assert (w.xattrs_per_file, w.xattr_bytes_per_file) == (3, 650)
 
 
 def test_toml_and_json_give_the_same_answers(tmp_path: Path) -> None:

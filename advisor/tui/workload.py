@@ -97,7 +97,13 @@ class WorkloadScreen(StepScreen):
         elif state.proposing:
             preview.update(Text("mkfs: computing...", style="dim"))
         elif state.proposal is not None:
-            preview.update(Text("mkfs: " + terminal(state.proposal.mkfs_command)))
+            text = Text("mkfs: " + terminal(state.proposal.mkfs_command))
+            asked = state.session.question_summary(state.proposal)
+            if asked:  # the answer decides a setting: ask for it where answers are given
+                text.append("\n" + asked + " (" + "; ".join(
+                    terminal(q.message) for q in state.proposal.questions) + ")",
+                            style="bold")
+            preview.update(text)
         else:
             preview.update(Text(terminal(state.proposal_problem or ""), style="dim"))
 

@@ -201,6 +201,10 @@ class ValidateScreen(StepScreen):
 
     def on_screen_resume(self) -> None:
         self.advisor.request_proposal()
+        if self.advisor.state.inventory.live and not self.running:
+            # The devices as they are now (a wipefs, a mount since the list was read): read
+            # again off the event loop; the list follows when the read ends (DevicesChanged).
+            self.advisor.recheck_devices()
         self.refresh_targets()
         self.show_proposal()
 
@@ -390,17 +394,24 @@ class ValidateScreen(StepScreen):
             return
         confirm = self.query_one("#confirm", Input)
         confirmed = confirm.display and confirm.value.strip() == self.target
-        if self.target != LOOP and not confirm.display:  # the guard refused it: no box shown
-            self.notify(f"{self.target} cannot be used for the run (the reasons are shown "
-                        "under the target); choose another target", severity="error")
+        if self.target != LOOP and not confirm.display:
+            # Refused when the list was read: the guard again on the device as it is now (a
+            # wipefs since); usable now, it still needs its name typed.
+            if self._still_scratch({}):
+                self.refresh_targets()
+                self._show_guard()
+                self.notify(f"{self.target} is usable now: type {self.target} in the box under "
+                            "the target to confirm, then ctrl+r", severity="warning")
             return
         if self.target != LOOP and not confirmed:
             self.notify(f"not confirmed: type {self.target} in the box under the target first",
                         severity="error")
             return
         try:
-            # First: a killed run's mount would fail the guard.
-            recovered = self.advisor.state.session.recover(loop=self.target == LOOP)
+            # First: a killed run's mount would fail the guard. Never while the devices are
+            # being read (a read opens them; a recovery detaches).
+            with self.advisor.devices_lock:
+                recovered = self.advisor.state.session.recover(loop=self.target == LOOP)
         except AdvisorError as err:
             self.notify(err.message, severity="error")
             return
@@ -603,8 +614,8 @@ class ValidateScreen(StepScreen):
             if report.device_left:
                 # What the run left on a device the user gave: said here, and the target list
                 # read again, so that it shows the device as it now is.
-                step.update(Text(f"done on {report.environment.device}; {report.device_left}",
-                                 style="bold"))
+                step.update(Text(terminal(f"done on {report.environment.device}; "
+                                          f"{report.device_left}"), style="bold"))
                 self.notify(report.device_left, severity="warning", timeout=30)
                 self.advisor.reload_devices()
         elif event.state == WorkerState.ERROR:

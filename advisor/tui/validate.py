@@ -4,6 +4,7 @@ name. The run is advisor.bench's, in a worker thread that only posts messages.""
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 from collections.abc import Callable
@@ -192,8 +193,11 @@ class ValidateScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
-        self.query_one("#metrics", DataTable).add_columns(
-            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict", "margin")
+        table = self.query_one("#metrics", DataTable)
+        # Widths that fit 80 columns (the sides line says what A and B are); a long metric
+        # title or margin wraps within its row instead of pushing the table off the screen.
+        for label, width in METRIC_COLUMNS:
+            table.add_column(label, width=width)
         self.query_one("#metrics").display = False
         self.query_one("#next").display = False
         self.query_one("#progress").display = False
@@ -665,8 +669,9 @@ class ValidateScreen(StepScreen):
         for m in report.metrics:
             table.add_row(
                 m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
-                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}",
-                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m))
+                interval_text(m.ci[0], m.ci[1]),
+                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m),
+                height=None)
         table.display = True
         self.query_one("#next", Static).update(Text("\n".join(next_steps(report))))
         self.query_one("#next").display = True
@@ -679,6 +684,28 @@ class ValidateScreen(StepScreen):
             self._plots[m.name] = plot
             plots.mount(plot)
             plot.redraw()
+
+
+#: The metrics table's columns and widths: 61 cells of content and 14 of padding fit the 76 an
+#: 80-column screen leaves inside the scrolled body.
+METRIC_COLUMNS = (("metric", 11), ("A", 7), ("B", 7), ("B/A", 5), ("95% CI", 9),
+                  ("verdict", 12), ("margin", 11))
+
+
+def _short(x: float) -> str:
+    """A bound of an interval in at most 4 characters (0.67, 12.3, 123, inf)."""
+    if math.isinf(x):
+        return "inf"
+    if x < 10:
+        return f"{x:.2f}"
+    if x < 100:
+        return f"{x:.1f}"
+    return f"{x:.0f}"
+
+
+def interval_text(lo: float, hi: float) -> str:
+    """A ratio's interval, compact: `0.67-0.91`."""
+    return f"{_short(lo)}-{_short(hi)}"
 
 
 def margin_text(m: MetricResult) -> str:

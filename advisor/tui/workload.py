@@ -68,7 +68,8 @@ class WorkloadScreen(StepScreen):
                     yield Label(q.label, classes="question-name")
                     yield self._widget_for(q)
                     yield Static("", id=f"{q.widget_id}-error", classes="question-error")
-                yield Static(q.help, classes="question-help")
+                # The docstring's hard line breaks would wrap mid-phrase at the screen's width.
+                yield Static(" ".join(q.help.split()), classes="question-help")
         yield Static("", id="preview")
         yield Static("", id="form-status")
         yield Footer(compact=True, show_command_palette=False)

@@ -71,6 +71,7 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
         fstab=fstab_line(drafted.mount_options, workload.mount_point),
         decisions=drafted.decisions,
         warnings=warnings,
+        questions=drafted.questions,
         mkfs_defaults=defaults.geometry,
         check=proposal_check,
         rules_dirs=book.dirs,

@@ -361,6 +361,14 @@ class Session:
         return {m.name: (m.title, m.unit) for m in METRICS}
 
     @staticmethod
+    def question_summary(proposal: Proposal) -> str:
+        """`1 answer would change this: access`, as the proposal's text says it ("" when no
+        missing answer decides anything)."""
+        from advisor.render.explain import question_summary
+
+        return question_summary(proposal.questions)
+
+    @staticmethod
     def report_lines(report: ValidationReport) -> list[str]:
         """A report's first lines, as `xfs-advisor validate` prints them: what was proposed, for
         which device, what ran as B and every difference between the two."""

@@ -23,6 +23,7 @@ from advisor.models.proposal import (
     Decision,
     MkfsGeometry,
     ProposalWarning,
+    Question,
 )
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
@@ -39,6 +40,7 @@ class Draft:
     warnings: list[ProposalWarning]
     mkfs_options: list[str]
     mount_options: list[str]
+    questions: list[Question]
 
 
 #: The caller's `mkfs.xfs -N` of a list of options: the geometry mkfs.xfs makes with them.
@@ -81,7 +83,16 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
 
 
 def _decide(setting: Setting, ctx: Context, book: RuleBook,
-            warnings: list[ProposalWarning]) -> Decision:
+            warnings: list[ProposalWarning], questions: list[Question]) -> Decision:
+    asked: list[Question] = []
+    decision = _decide_asking(setting, ctx, book, warnings, asked)
+    if not decision.changed:  # a changed setting was decided by what is known
+        questions += asked
+    return decision
+
+
+def _decide_asking(setting: Setting, ctx: Context, book: RuleBook,
+                   warnings: list[ProposalWarning], asked: list[Question]) -> Decision:
     changes: list[tuple[str, int, Change]] = []
     keeps: list[tuple[str, str]] = []
     aside: list[tuple[str, str]] = []  # keeps of rules that do not apply here
@@ -93,6 +104,8 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
         assert fn is not None
         outcome = DECIDERS[fn][0](ctx, loaded.params)
         warnings += [ProposalWarning(rule=rule.id, message=m) for m in outcome.warnings]
+        asked += [Question(answer=name, setting=setting.name, rule=rule.id, message=text)
+                  for name, text in outcome.questions.items()]
         if outcome.change:
             changes.append((rule.id, rule.priority, outcome.change))
         elif outcome.keep_reason:
@@ -176,9 +189,10 @@ def draft(device: Device, workload: Workload, *, env: Environment, defaults: Mkf
                   size=device_size(device), feature_sets=dict(feature_sets or {}),
                   distribution_kernels=distribution_kernels(book))
     warnings: list[ProposalWarning] = []
+    questions: list[Question] = []
     decisions: list[Decision] = []
     for setting in SETTINGS:
-        decision = _decide(setting, ctx, book, warnings)
+        decision = _decide(setting, ctx, book, warnings, questions)
         decisions.append(decision)
         if measure is not None and decision.changed and setting.kind == "mkfs":
             ctx.geometry = measure(_merged(decisions))
@@ -194,7 +208,7 @@ def draft(device: Device, workload: Workload, *, env: Environment, defaults: Mkf
     if hits:
         raise ProposalBug(f"bug: the proposal contains obsolete advice ({', '.join(hits)})")
     return Draft(decisions=decisions, warnings=warnings, mkfs_options=options,
-                 mount_options=mount_options)
+                 mount_options=mount_options, questions=questions)
 
 
 def _merged(decisions: list[Decision]) -> list[str]:

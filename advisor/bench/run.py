@@ -44,6 +44,7 @@ from advisor.models.bench import (
     StopReason,
     Timing,
     ValidationReport,
+    Verdict,
 )
 from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
@@ -55,7 +56,7 @@ from advisor.system.superblock import read_xfs_uuid
 
 #: Fewest pairs before the first look (two ABBA blocks): the confidence sequences are valid at
 #: any number of pairs; a primary count with 1-3% noise and a several-fold change is decided at
-#: 3 or 4 pairs (a figure B does none of, by a sign test, at 6).
+#: 3 or 4 pairs (a figure B does none of, by an exact rank test, at 4).
 MIN_PAIRS = 4
 #: Most pairs a run may have: beyond this no verdict changes (stats.MAX_SUGGESTED_ROUNDS), and the
 #: plan, the samples and the time would grow without purpose.
@@ -371,6 +372,90 @@ def _geo_text(x: float | None) -> str:
     return "?" if x is None else f"{x:.3g}"
 
 
+#: The largest slowdown bound said as "no slowdown beyond X% shown": beyond it, inconclusive.
+SLOWDOWN_BOUND_SAID = 0.25
+
+
+def _primaries_of(metrics: list[MetricResult],
+                  mechanisms: list[MetricResult]) -> list[MetricResult]:
+    return [m for m in [*mechanisms, *metrics] if m.primary_for]
+
+
+def _primary_shown(m: MetricResult, checks: list[MechanismCheck]) -> bool:
+    """A primary figure decided the way its option is meant to move it: the rule's claim seen,
+    or for a figure no claim names (CPU time per operation) any decided verdict but worse."""
+    seen = next((c.seen for c in checks if c.counter == m.name), None)
+    if seen is not None:
+        return seen == "seen"
+    return m.verdict in ("better", "equivalent")
+
+
+def headline_verdict(metrics: list[MetricResult], mechanisms: list[MetricResult],
+                     checks: list[MechanismCheck]) -> Verdict:
+    """The run's one word (and so its exit code), the primary metrics leading: `worse` when a
+    timing figure (primary or not) is shown slower, or a primary counter moved against its
+    rule's claim; `better` when every changed option's primary metric is decided the way the
+    option is meant to move it (throughput then either decided or said as bounds in the
+    summary); `equivalent` when every figure is; `inconclusive` otherwise."""
+    primary = _primaries_of(metrics, mechanisms)
+    opposite = any(c.seen == "opposite" for c in checks
+                   if any(m.name == c.counter for m in primary))
+    if opposite or any(m.verdict == "worse" for m in metrics):
+        return "worse"
+    words = [m.verdict for m in [*primary, *metrics]]
+    if words and all(w == "equivalent" for w in words):
+        return "equivalent"
+    if primary and all(_primary_shown(m, checks) for m in primary) \
+            and not all(m.verdict == "equivalent" for m in primary):
+        return "better"
+    return "inconclusive"
+
+
+def _throughput_phrase(metrics: list[MetricResult]) -> str:
+    """Throughput in a few words: the slowdowns shown, else the largest slowdown every interval
+    still excludes, else inconclusive."""
+    timing = [m for m in metrics if not m.primary_for] or metrics
+    if not timing:
+        return "not measured"
+    worse = [m for m in timing if m.verdict == "worse"]
+    if worse:
+        return "slower on " + ", ".join(f"{m.name} ({m.ratio:.2f}x)" for m in worse)
+    # A slowdown bound per figure: how much lower than A the interval still lets B be.
+    bounds = [1.0 - (m.ci[0] if m.higher_is_better else 1.0 / m.ci[1] if m.ci[1] > 0 else 0.0)
+              for m in timing]
+    worst = max(bounds)
+    faster = [m.name for m in timing if m.verdict == "better"]
+    said = f"faster on {', '.join(faster)}; " if faster else ""
+    if worst <= 0.0:
+        return said + "no slowdown shown anywhere"
+    if worst <= SLOWDOWN_BOUND_SAID:
+        return said + f"no slowdown beyond {math.ceil(round(worst * 100, 6)):.0f}% shown"
+    return said + "inconclusive"
+
+
+def headline(metrics: list[MetricResult], mechanisms: list[MetricResult],
+             checks: list[MechanismCheck]) -> str:
+    """The first clause of the verdict line: the changed options' mechanisms, then throughput:
+    `mechanism shown for every changed option; throughput: no slowdown beyond 8% shown`."""
+    primary = _primaries_of(metrics, mechanisms)
+    shown = [m for m in primary if _primary_shown(m, checks)]
+    against = [m for m in primary if m.verdict != "inconclusive" and m not in shown]
+    if not primary:
+        lead = "no primary metric measured"
+    elif len(shown) == len(primary):
+        lead = ("mechanism shown for every changed option" if len(primary) > 1
+                else "mechanism shown for the changed option")
+    elif len(primary) == 1:
+        lead = "mechanism not decided for the changed option" if not against \
+            else "mechanism not shown for the changed option"
+    else:
+        lead = f"mechanism shown for {len(shown)} of {len(primary)} changed options"
+        if against:
+            lead += " (against its claim: " + ", ".join(
+                ", ".join(m.primary_for) for m in against) + ")"
+    return f"{lead}; throughput: {_throughput_phrase(metrics)}"
+
+
 def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
              mechanisms: list[MetricResult] | None = None,
              checks: list[MechanismCheck] | None = None,
@@ -410,8 +495,8 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
         said.append("a trade: weigh which the workload does more of")
     costs = [f"{m.title} up {m.ratio:.2f}x [{m.ci[0]:.2f}, {m.ci[1]:.2f}]" for m in mechanisms
              if not m.primary_for and m.verdict == "worse"]
-    text = "; ".join(lead)
-    text += (". " if text else "") + "Throughput: " + ("; ".join(said) or "nothing else measured")
+    text = headline(metrics, mechanisms, checks) + ". " + "; ".join(lead)
+    text += (". " if lead else "") + "Throughput: " + ("; ".join(said) or "nothing else measured")
     if costs:
         text += ". Costs the counters found: " + "; ".join(costs)
     return text
@@ -658,20 +743,23 @@ def _after_block(plan: Plan, done: int, first: int, looks: list[int],
                  mechanisms: dict[str, dict[str, list[float]]], primary: list[Primary],
                  elapsed: float, slowest_block: float,
                  stop: Callable[[], bool] | None) -> StopReason | None:
-    """The stopping rule, after each ABBA block from the minimum pairs on (fewer decide
-    nothing): None to run another block. Stops when every primary metric is decided, at the
-    most pairs, or when another block as slow as the slowest so far would overrun the budget
-    (counted from the start, set-up and clean-up included). Every look is on confidence
-    sequences, valid however often they are looked at and whenever the run stops."""
-    if done < plan.pairs:
-        return None
-    looks.append(done)
-    if not plan.fixed and not _open(samples, mechanisms, primary):
-        return "resolved"
-    if done >= plan.most_pairs:
-        return "max rounds"
+    """The stopping rule, after each ABBA block: None to run another block. From the minimum
+    pairs on (fewer decide nothing) it stops when every primary metric is decided or at the most
+    pairs; before and after the minimum, when another block as slow as the slowest so far would
+    overrun the budget (counted from the start, set-up and clean-up included): the budget is a
+    cap, the minimum pairs included (the phases are sized so that they fit). Every look is on
+    confidence sequences or on the rank test of advisor.bench.counters, valid however often
+    they are looked at and whenever the run stops."""
+    if done >= plan.pairs:
+        looks.append(done)
+        if not plan.fixed and not _open(samples, mechanisms, primary):
+            return "resolved"
+        if done >= plan.most_pairs:
+            return "max rounds"
     if elapsed + slowest_block + TEARDOWN_SECONDS > plan.budget_seconds:
         return "budget"
+    if done < plan.pairs:
+        return None
     if stop is not None and stop():
         return "cancelled"
     return None
@@ -782,7 +870,6 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
             m.name, m.title, m.unit, m.higher_is_better, a_samples, b_samples, v,
             calibrated_floor=floors.get(m.name),
             primary_for=[p.option for p in primary if p.name == m.name]))
-    verdict = stats.overall([m.verdict for m in metrics])
     calibration_file = None
     if store is not None:
         calibration_file = str(store.path)
@@ -794,6 +881,8 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
     judged = _judge_mechanisms(mechanisms or {}, {
         n: [p.option for p in primary if p.name == n] for n in firsts})
     checks = counters.check_claims(plan.claims, plan.a, plan.b, judged)
+    verdict = (stats.overall([m.verdict for m in metrics]) if plan.calibrate
+               else headline_verdict(metrics, judged, checks))
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
     pairs = min((len(s["A"]) for s in samples.values()), default=0)
@@ -935,7 +1024,7 @@ def continuation(report: ValidationReport, pairs: int | None = None, *,
         raise BadInput("more rounds continue a run on the loop device; on a scratch device, run "
                        "validate again with a larger --rounds or --max-rounds")
     done = report.rounds
-    if done % 2 or done < MIN_PAIRS or any(len(m.a) != done or len(m.b) != done
+    if done % 2 or done < 2 or any(len(m.a) != done or len(m.b) != done
                                            for m in report.metrics):
         raise BadInput(f"the report's {done} pairs are not whole ABBA blocks with a sample per "
                        "pair and side: it cannot be continued")
@@ -963,7 +1052,7 @@ def continuation(report: ValidationReport, pairs: int | None = None, *,
     budget = budget_seconds or (stopping.budget_seconds if stopping else DEFAULT_BUDGET)
     plan = Plan(a=report.a.model_copy(update={"xfs_info": None}),
                 b=report.b.model_copy(update={"xfs_info": None}), workload=Workload(),
-                pairs=done, max_pairs=min(MAX_PAIRS, done + more),
+                pairs=max(done, MIN_PAIRS), max_pairs=min(MAX_PAIRS, done + more),
                 device_bytes=report.environment.device_size_bytes,
                 direct_io=report.environment.direct_io is not False,
                 proposed=report.proposed, proposed_for=report.proposed_for,

@@ -335,13 +335,19 @@ class ValidationReport(Model):
     mechanisms: list[MetricResult] = Field(default_factory=list)
     """Work per operation, from XFS's per-mount and the block layer's counters (log writes and
     KiB per 1,000 creates; log writes, device writes and cache flushes per fsync): lower is less
-    work. Judged on their own, with the same statistics; not part of the verdict, they show
-    whether an option did what its rule says (e.g. logbsize=256k: fewer log writes)."""
+    work. Judged on their own, with the same statistics; they show whether an option did what
+    its rule says (e.g. logbsize=256k: fewer log writes), and a changed option's primary one
+    leads the verdict."""
     verdict: Verdict
-    """worse if any metric is worse; better if some is better and none worse; equivalent if all
-    are; inconclusive otherwise."""
+    """The run's one word, the changed options' primary metrics leading: worse if a timing
+    metric is shown worse or a primary counter moved against its rule's claim (exit code 5);
+    better if every changed option's primary metric is decided the way the option is meant to
+    move it and nothing is shown worse; equivalent if every figure is; inconclusive otherwise.
+    An A/A calibration: worse/better if any metric is, as a false difference."""
     summary: str
-    """One sentence saying what the verdict means."""
+    """The verdict line: first `mechanism shown for every changed option; throughput: ...`
+    (slower on ..., no slowdown beyond X% shown, or inconclusive), then each option's primary
+    metric, the throughput figures and the costs the counters found."""
     age: AgeReport | None = None
     """Fragmentation reached by --age."""
     timing: Timing

@@ -124,8 +124,9 @@ class MetricResult(Model):
     """better / worse (the interval excludes B/A = 1), equivalent (wholly inside +-margin) or
     inconclusive."""
     rounds_to_resolve: int | None = None
-    """For an inconclusive metric: pairs in all that would likely resolve it, from the median
-    and the median absolute deviation of the pairs' log-ratios (null: more than 200)."""
+    """For an inconclusive metric: pairs in all that would likely resolve it, from the spread
+    the interval itself uses (never less than the median absolute deviation's) and an effect
+    taken pessimistically from the mean and the median (null: more than 200)."""
     primary_for: list[str] = Field(default_factory=list)
     """The options of B this figure is the pre-declared primary metric of (their mechanism, from
     the rule; CPU time per directory operation for an option no rule claims a counter for),

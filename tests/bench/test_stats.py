@@ -137,7 +137,7 @@ def test_rounds_to_resolve_is_not_promised_by_a_spread_the_interval_does_not_use
     assert stats.robust_sd(d) < 0.05 < stats.paired_log_ratios(a, b).sd
     assert v.rounds_needed is None
     # Without the wild pair the promise stands, and the interval's spread keeps it.
-    calm = d[1:] + [0.0]
+    calm = [*d[1:], 0.0]
     needed = stats.sequential_rounds_to_resolve(calm, math.log(1.05), 0.05)
     assert needed is not None
     sd = stats.paired_log_ratios([1.0] * 6, [math.exp(x) for x in calm]).sd

@@ -79,6 +79,13 @@ TEARDOWN_SECONDS = 3.0
 #: loop default at load 10: 4 to 5 s).
 SIDE_OVERHEAD = 4.0
 METADATA_OVERHEAD = 0.3
+#: A side repeats the pilot's steps besides its creates (mkfs, mount, sync, a fio start,
+#: umount) about twice over: two fio runs, two syncs, the umount and mount for cold caches.
+PILOT_STEPS = 2.0
+#: fio's cost per phase beyond its operations (its main loop polls in 100 ms steps).
+FIO_PHASE_SECONDS = 0.3
+#: The least fio time per side a run is sized for: below it the phases are too short to time.
+MIN_MEASURE_SECONDS = 1.0
 AGE_SEED = 20140501
 AGE_FILL = 0.10
 REQUIRED_TOOLS = ("mkfs.xfs", "mount", "umount", "losetup", "fio", "xfs_info")
@@ -110,6 +117,36 @@ def abba_order(pairs: int) -> list[str]:
     for i in range(pairs):
         order += ["A", "B"] if i % 2 == 0 else ["B", "A"]
     return order
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """What the run measured of this machine before its first pair, to size its phases (none
+    of it is a sample: the verdicts never see it)."""
+
+    ops_rate: float
+    """Creates per second fio reached in the pilot's directory (jobs.PILOT_ENTRIES files)."""
+    side_overhead: float
+    """Seconds a side is expected to cost besides fio's measured time: PILOT_STEPS times the
+    pilot's own time besides its creates, plus FIO_PHASE_SECONDS per phase."""
+    spent: float
+    """Seconds from the run's start to the pilot's end (set-up and pilot), out of the budget."""
+
+
+def sized_for(budget: float, pilot: Pilot, planned_pairs: int,
+              min_pairs: int) -> tuple[float, int]:
+    """fio seconds per side, and the pairs they are sized for, so that the run fits what the
+    budget leaves after the pilot and the clean-up: the planned pairs (twice the minimum, so an
+    adaptive run has room to go on) if each side then still gets MIN_MEASURE_SECONDS, else the
+    minimum pairs (shrinking the phases rather than overrunning), else the smallest phases (the
+    budget's cap then ends the run early and says so)."""
+    left = budget - pilot.spent - TEARDOWN_SECONDS
+    for pairs in dict.fromkeys((planned_pairs, min_pairs)):
+        per_side = left / (2 * pairs)
+        measure = (per_side - pilot.side_overhead) / (1 + METADATA_OVERHEAD)
+        if measure >= MIN_MEASURE_SECONDS:
+            return measure, pairs
+    return MIN_MEASURE_SECONDS, min_pairs
 
 
 @dataclass
@@ -165,6 +202,9 @@ class Plan:
     prior: Prior | None = None
     """An earlier run's pairs this one continues (Session.more_rounds): same sides, same shape,
     same margins; its samples are kept and the confidence sequence simply goes on."""
+    pilot: Pilot | None = None
+    """This machine's rate and a side's cost, measured by the run before its first pair: the
+    phases are sized from it (before it, from jobs.PLAN_RATE and SIDE_OVERHEAD)."""
 
     def __post_init__(self) -> None:
         if not MIN_PAIRS <= self.pairs <= MAX_PAIRS:
@@ -204,14 +244,18 @@ class Plan:
         if self.prior is not None:
             return self.prior.shape
         return jobs.shape_for(self.workload, measure_seconds=self.measure_seconds_per_side,
-                              fs_bytes=self.device_bytes)
+                              fs_bytes=self.device_bytes,
+                              ops_rate=self.pilot.ops_rate if self.pilot else jobs.PLAN_RATE)
 
     @property
     def measure_seconds_per_side(self) -> float:
         """fio time per side so that the whole run fits the budget: each side also pays about
         SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, umount, fio's start-up and its
         ~0.3 s per phase) and fio's per-file set-up of the directory phases (about
-        METADATA_OVERHEAD of the measured time). Measured on this machine's loop default."""
+        METADATA_OVERHEAD of the measured time). Measured on this machine's loop default;
+        once the run's pilot has measured this machine, from that (sized_for)."""
+        if self.pilot is not None:
+            return sized_for(self.budget_seconds, self.pilot, self.planned_pairs, self.pairs)[0]
         per_side = self.budget_seconds / (2 * self.planned_pairs)
         return max(1.0, (per_side - SIDE_OVERHEAD) / (1 + METADATA_OVERHEAD))
 
@@ -223,6 +267,10 @@ class Plan:
                          f"{self.loop_dir}/xfs-advisor-*/scratch.img")
             lines.append(argv.shell_line(argv.losetup_attach("scratch.img",
                                                              direct_io=self.direct_io)))
+        if self.prior is None:
+            lines.append(f"# pilot, before the first pair: side A's mkfs and mount, "
+                         f"{jobs.PILOT_ENTRIES:,} creates by fio, umount: this machine's rate "
+                         "and a side's cost size the phases to the budget (no sample kept)")
         for side in (self.a, self.b):
             lines.append(f"# side {side.label} ({side.source})")
             if side is self.b:
@@ -582,6 +630,12 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
         counted = counters.kernel_name(device)
+        if prior is None:
+            if progress:
+                progress(0, 2 * plan.planned_pairs, "pilot: this machine's rate")
+            plan.pilot, ours = _pilot(plan, hold, res, device, mnt, work, ours, started)
+            shape = plan.shape
+            samples = {m.name: {"A": [], "B": []} for m in shape.metrics}
         jobpaths = {}
         for part in ("changes", "rest"):
             # fio runs in `work`: names relative to it, whatever the loop folder is called.
@@ -657,6 +711,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             progress(step, step, "judging")
     report = judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
                    timing=Timing(wall_seconds=round(earlier_wall + wall, 2),
+                                 pilot_creates_per_s=plan.pilot.ops_rate if plan.pilot else None,
+                                 pilot_side_overhead=plan.pilot.side_overhead
+                                 if plan.pilot else None,
                                  measuring_seconds=round(measuring, 2),
                                  measuring_share=round(measuring / (earlier_wall + wall), 3)
                                  if wall else 0.0),
@@ -668,6 +725,33 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         report.device_left = (f"{plan.device} now holds the test filesystem of the last round: "
                               f"`wipefs -a {plan.device}` removes it before any other use")
     return report
+
+
+def _pilot(plan: Plan, hold: DeviceHold, res: Resources, device: str, mnt: str, work: str,
+           ours: str | None, started: float) -> tuple[Pilot, str | None]:
+    """Side A's filesystem made and mounted as a round would, jobs.PILOT_ENTRIES creates by
+    fio, sync, umount: this machine's create rate now, and what the steps around fio cost
+    (Pilot). Returns it and the UUID of the filesystem it made."""
+    began = time.monotonic()
+    ours = _format(hold, plan.a, plan.a.mkfs_options, ours,
+                   unrecognized_ok=plan.destroy_unrecognized)
+    res.made_filesystem(device)
+    res.mount(device, mnt, plan.a.mount_options)
+    os.mkdir(os.path.join(mnt, "big"))
+    run(argv.sync(), timeout=300)
+    Path(work, "pilot.fio").write_text(jobs.pilot_jobfile(os.path.basename(mnt)),
+                                       encoding="utf-8")
+    result = run(argv.fio("pilot.fio"), check=False, timeout=300, cwd=work)
+    if not result.ok:
+        raise ToolProblem(f"fio failed in the pilot: {result.first_error_line()}")
+    rate, busy = jobs.pilot_rate(result.stdout)
+    run(argv.sync(), timeout=300)
+    res.umount(mnt)
+    hold.claim()
+    besides = max(0.0, time.monotonic() - began - busy)
+    overhead = PILOT_STEPS * besides + FIO_PHASE_SECONDS * len(counters.PHASES)
+    return Pilot(ops_rate=round(rate, 1), side_overhead=round(overhead, 2),
+                 spent=round(time.monotonic() - started, 2)), ours
 
 
 def _load() -> float:

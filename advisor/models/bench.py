@@ -198,6 +198,11 @@ class Timing(Model):
     """Time fio spent in the measured phases."""
     measuring_share: float
     """measuring_seconds / wall_seconds."""
+    pilot_creates_per_s: float | None = None
+    """Creates per second of the pilot run before the first pair, which sized the directory
+    phases (null: a continued run, sized by the run it continues)."""
+    pilot_side_overhead: float | None = None
+    """Seconds a side was expected to cost besides fio's measured time, from the pilot."""
 
 
 class BenchEnvironment(Model):

@@ -50,6 +50,7 @@ from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 from advisor.system import argv
+from advisor.system.cgroup import Isolation, open_isolation
 from advisor.system.loopdev import dev_name
 from advisor.system.runner import run, which
 from advisor.system.superblock import read_xfs_uuid
@@ -295,6 +296,9 @@ class Plan:
                          f"then ABBA blocks until every option's primary metric is decided "
                          f"(at most {self.most_pairs} pairs or {self.budget_seconds:.0f} s in "
                          "all)")
+        lines.append("# fio runs in a cgroup of its own where the host allows it (a systemd "
+                     "scope, or a folder under a cgroup v2 hierarchy that delegates cpu and io), "
+                     "with CPU and IO weight 1000; the report says which")
         lines.append(f"# {HOST_EFFECTS}")
         return lines
 
@@ -624,6 +628,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             # Proposed for the loop device itself: what was proposed is what runs.
             plan.proposed, plan.proposed_for = plan.b, device
         env = _environment(plan, device, backing)
+        isolation = open_isolation(f"xfs-advisor-{os.getpid()}")
+        held.callback(isolation.close)
+        env.isolation = isolation.summary
         floors, calibration = _calibration(plan, env, store)
         margins = _margins(plan, shape, floors)
         primary = primaries(plan)
@@ -633,7 +640,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         if prior is None:
             if progress:
                 progress(0, 2 * plan.planned_pairs, "pilot: this machine's rate")
-            plan.pilot, ours = _pilot(plan, hold, res, device, mnt, work, ours, started)
+            plan.pilot, ours = _pilot(plan, hold, res, device, mnt, work, ours, started,
+                                      isolation)
             shape = plan.shape
             samples = {m.name: {"A": [], "B": []} for m in shape.metrics}
         jobpaths = {}
@@ -679,7 +687,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                     res.umount(mnt)
                     res.mount(device, mnt, options)
 
-                measured = _round(label, shape, jobpaths, work, fio_timeout, counted, remount)
+                measured = _round(label, shape, jobpaths, work, fio_timeout, counted, remount,
+                                  isolation)
                 work_done = counters.mechanism_values(
                     work, jobs.phases(shape),
                     {"create": float(shape.directory_entries),
@@ -728,7 +737,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
 
 
 def _pilot(plan: Plan, hold: DeviceHold, res: Resources, device: str, mnt: str, work: str,
-           ours: str | None, started: float) -> tuple[Pilot, str | None]:
+           ours: str | None, started: float,
+           isolation: Isolation | None = None) -> tuple[Pilot, str | None]:
     """Side A's filesystem made and mounted as a round would, jobs.PILOT_ENTRIES creates by
     fio, sync, umount: this machine's create rate now, and what the steps around fio cost
     (Pilot). Returns it and the UUID of the filesystem it made."""
@@ -741,7 +751,8 @@ def _pilot(plan: Plan, hold: DeviceHold, res: Resources, device: str, mnt: str, 
     run(argv.sync(), timeout=300)
     Path(work, "pilot.fio").write_text(jobs.pilot_jobfile(os.path.basename(mnt)),
                                        encoding="utf-8")
-    result = run(argv.fio("pilot.fio"), check=False, timeout=300, cwd=work)
+    fio = argv.fio("pilot.fio")
+    result = run(isolation.wrap(fio) if isolation else fio, check=False, timeout=300, cwd=work)
     if not result.ok:
         raise ToolProblem(f"fio failed in the pilot: {result.first_error_line()}")
     rate, busy = jobs.pilot_rate(result.stdout)
@@ -763,7 +774,8 @@ def _load() -> float:
 
 
 def _round(label: str, shape: jobs.Shape, jobpaths: dict[str, str], work: str,
-           timeout: float, counted: str, remount: Callable[[], None]) -> jobs.RoundResult:
+           timeout: float, counted: str, remount: Callable[[], None],
+           isolation: Isolation | None = None) -> jobs.RoundResult:
     """One side's fio runs: the directory changes, then `sync`, the counters' snapshot before the
     stats, the test filesystem unmounted and mounted again (`remount`: its caches are then cold,
     and only its own), then the cold stats and the data phases."""
@@ -774,7 +786,9 @@ def _round(label: str, shape: jobs.Shape, jobpaths: dict[str, str], work: str,
             counters.take_snapshot(counted, work, "stat")
             remount()
         # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
-        result = run(argv.fio(jobpaths[part]), check=False, timeout=timeout, cwd=work)
+        fio = argv.fio(jobpaths[part])
+        result = run(isolation.wrap(fio) if isolation else fio, check=False, timeout=timeout,
+                     cwd=work)
         if not result.ok:
             raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
         wanted = tuple(m for m in shape.metrics

@@ -229,6 +229,9 @@ class BenchEnvironment(Model):
     ABBA block, and at the end (other work makes noise; the verdicts hold anyway)."""
     host_effects: str | None = None
     """What the run did to the host outside its own device (said in the plan too)."""
+    isolation: str | None = None
+    """Where fio ran: a systemd scope or a cgroup v2 folder of its own with CPU and IO weight
+    1000, or without one and why (null: a report from before this was kept)."""
     note: str | None = None
     """What the numbers mean (e.g. that a loop device measures its backing storage)."""
 

@@ -284,6 +284,8 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     load = load_line(report)
     if load:
         out.append(load)
+    if env.isolation:
+        out.append(f"Isolation: {env.isolation}")
     attributed = attribution_lines(report)
     if attributed:
         out += ["", *attributed]

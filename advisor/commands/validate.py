@@ -405,7 +405,7 @@ def _check_report(name: str, report: Any, loop_dir: str) -> None:
         raise bad("workload.phase_seconds", f"must be 0.5 to {bench.MAX_BUDGET:.0f}")
     entries = int(shape["directory_entries"])
     # The most entries a run could be sized for: the whole largest budget spent on the directory.
-    most = int(bench.MAX_BUDGET * jobs.OPS_RATE_GUESS / jobs.OPS_PER_ENTRY)
+    most = int(bench.MAX_BUDGET * jobs.PILOT_RATES[1] / jobs.OPS_PER_ENTRY)
     if not jobs.MIN_DIRECTORY_ENTRIES <= entries <= most or entries % 10:
         raise bad("workload.directory_entries", f"must be a multiple of 10 from "
                   f"{jobs.MIN_DIRECTORY_ENTRIES} to {most}")

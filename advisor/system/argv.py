@@ -133,6 +133,21 @@ def fio(jobfile: str, *, output_format: str = "json") -> list[str]:
     return ["fio", f"--output-format={output_format}", jobfile]
 
 
+def systemd_scope(argv: Sequence[str], *, cpu_weight: int, io_weight: int) -> list[str]:
+    """`systemd-run --scope` around argv: a transient scope of its own (collected when it ends)
+    with these CPU and IO weights; the command runs in the foreground as itself."""
+    return ["systemd-run", "--scope", "--quiet", "--collect", "-p", f"CPUWeight={cpu_weight}",
+            "-p", f"IOWeight={io_weight}", "--", *argv]
+
+
+def in_cgroup(folder: str, argv: Sequence[str]) -> list[str]:
+    """argv started inside the cgroup v2 folder `folder`: the shell writes its own pid to the
+    folder's cgroup.procs, then becomes the command (exec). The folder and the command are
+    positional parameters, never part of the script."""
+    return ["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', "sh", folder,
+            *argv]
+
+
 def fio_version() -> list[str]:
     return ["fio", "--version"]
 

@@ -6,6 +6,7 @@ controller, one folder per host (what ansible/roles/xfs_advisor/files/collect.sh
     HOST/proposals/DEV.*   the host's own `propose --json` for each device named in its vars
     HOST/devices           those device names, one a line
     HOST/workload.json     the workload answers from the host's vars
+    HOST/observe.out, .rc  `xfs-advisor observe --json` on the live host (when asked)
     HOST/*.err, *.rc       each step's stderr and exit status; tool.err: no tool on the host
     HOST/uid, sysroot      who ran it, and the tree it read instead of the live system (if any)
     HOST/error.txt         alone: the host failed before it could collect (Ansible's error)
@@ -35,6 +36,8 @@ from advisor.models.fleet import (
     FleetDocument,
     FleetFinding,
     FleetHost,
+    FleetObservation,
+    FleetObserveRule,
     FleetProposal,
     FleetReason,
     FleetRule,
@@ -280,9 +283,33 @@ def _advise(folder: Path) -> FleetHost:
             found.findings[finding.severity] = found.findings.get(finding.severity, 0) + 1
     devices = list(rows.values())
     hardware = [d for d in devices if d.kind not in (*UNLISTED_KINDS, "?", ABSENT)]
+    seconds, observed, observe_error = _observation(folder)
     return FleetHost(host=host, status="ok", devices=devices, shape=_shape_of(hardware),
                      counts={s: audit.counts.get(s, 0) for s in SEVERITIES},
-                     findings=findings, **known)
+                     findings=findings, observed_seconds=seconds, observe_findings=observed,
+                     observe_error=observe_error, **known)
+
+
+def _observation(folder: Path) -> tuple[float | None, list[FleetObservation], str | None]:
+    """The host's observe step, if it ran: (seconds, findings, error). The findings are made
+    again from the figures the host measured, with this machine's rules, as proposals are."""
+    from pydantic import ValidationError
+
+    from advisor.models.observe import ObserveDocument
+    from advisor.observe.findings import findings_for
+
+    if not os.path.lexists(folder / "observe.rc"):
+        return None, [], None
+    why = _step_error(folder, "observe")
+    if why:
+        return None, [], why
+    try:
+        doc = ObserveDocument.model_validate_json(_read(folder, "observe.out") or "")
+    except ValidationError as err:
+        return None, [], f"observe: unusable output ({_first_line(str(err))})"
+    found = [FleetObservation(rule=f.rule, mountpoint=fs.mountpoint, message=f.message)
+             for fs in doc.filesystems for f in findings_for(fs)]
+    return doc.seconds, found, None
 
 
 def _row(device: Device, *, named: bool) -> FleetDevice:
@@ -359,6 +386,19 @@ def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:
     return sorted(groups.values(), key=lambda g: (RANK.get(g.severity, 9), -len(g.hosts), g.rule))
 
 
+def observe_by_rule(hosts: list[FleetHost]) -> list[FleetObserveRule]:
+    """Observe findings grouped by rule id: the most hosts first."""
+    groups: dict[str, FleetObserveRule] = {}
+    for h in hosts:
+        for f in h.observe_findings:
+            group = groups.setdefault(f.rule, FleetObserveRule(rule=f.rule, hosts=[], findings=0,
+                                                               example=f.message))
+            group.findings += 1
+            if not group.hosts or group.hosts[-1] != h.host:
+                group.hosts.append(h.host)
+    return sorted(groups.values(), key=lambda g: (-len(g.hosts), g.rule))
+
+
 def failing(hosts: list[FleetHost], fail_on: str) -> list[str]:
     """Hosts with a finding at or above `fail_on`."""
     return [h.host for h in hosts
@@ -393,5 +433,6 @@ def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None 
     return FleetDocument(results_dir=str(results), rules_dirs=book.dirs, hosts=hosts,
                          shapes=shapes, counts={"hosts": len(hosts), "ok": len(hosts) - failed,
                                                 "failed": failed},
-                         by_rule=by_rule(hosts), fail_on=fail_on,
+                         by_rule=by_rule(hosts), observe_by_rule=observe_by_rule(hosts),
+                         fail_on=fail_on,
                          failing_hosts=failing(hosts, fail_on) if fail_on else [])

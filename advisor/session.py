@@ -104,9 +104,14 @@ class Session:
         return self._inventory
 
     def device(self, name: str) -> Device:
-        """The device called `name` (kernel name, dm name, /dev path); DeviceProblem otherwise."""
-        from advisor.inspect.devices import find_device
+        """The device called `name` (kernel name, dm name, /dev path); DeviceProblem otherwise.
+        Without a kept inventory only what the device's facts depend on is read."""
+        from advisor.inspect.devices import find_device, inspect_one
 
+        if self._inventory is None and not self._fixed:
+            found = inspect_one(self.root, name)
+            if found is not None:
+                return found
         return find_device(self.inventory(), name)
 
     # ---- advice ----

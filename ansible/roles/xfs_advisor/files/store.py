@@ -1,6 +1,7 @@
 """Store one host's results on the controller (the xfs_advisor role's tasks/store.yml).
 
-usage: store.py RESULTS_DIR --batch < {"incoming": DIR, "hosts": {HOST: error}, "check": bool}
+usage: store.py RESULTS_DIR --batch < {"incoming": DIR, "hosts": {HOST: error}, "check": bool,
+                                       "collected": bool}
        store.py RESULTS_DIR HOST < {"payload": base64 tar.gz, "error": message}
 
 The first form is the role's: every host of the play in one run, each payload read from
@@ -182,20 +183,24 @@ def _host_name(host: str) -> bool:
 def batch(results: str, doc: dict[str, object]) -> int:
     """Every host of the play in one run: doc = {"incoming": folder of HOST.tar.gz fetched from
     the hosts, "hosts": {HOST: error message or ""}, "check": bool (say what would change, store
-    nothing)}. A host with a payload is
-    stored from it, one without from its error (or "not reached"). Prints {"changed": [HOST...],
-    "unchanged": N}; the incoming folder is removed."""
+    nothing), "collected": bool (default true: the run collected)}. A host with a payload is
+    stored from it, one without from its error (or "not reached"). In a run that did not collect
+    (the playbook with --tags install), a host with neither keeps what is stored: its last
+    results are still the truth, not "not reached". Prints {"changed": [HOST...], "unchanged": N,
+    "kept": N}; the incoming folder is removed."""
     incoming = str(doc.get("incoming") or "")
     hosts = doc.get("hosts")
     if not isinstance(hosts, dict) or not incoming:
         print("store.py: the batch document needs 'incoming' and 'hosts'", file=sys.stderr)
         return 2
     changed: list[str] = []
-    unchanged = 0
+    unchanged = kept = 0
     check = bool(doc.get("check"))
+    collected = doc.get("collected", True) is not False
     try:
         if check and not os.path.isdir(results):  # nothing stored yet: every host would change
-            print(json.dumps({"changed": sorted(hosts), "unchanged": 0}))
+            new = sorted(h for h, e in hosts.items() if collected or e)
+            print(json.dumps({"changed": new, "unchanged": 0, "kept": len(hosts) - len(new)}))
             return 0
         os.makedirs(results, exist_ok=True)
         for host, error in sorted(hosts.items()):
@@ -211,6 +216,9 @@ def batch(results: str, doc: dict[str, object]) -> int:
             if data is not None and len(data) > MAX_BYTES:
                 data, error = None, f"results refused: more than {MAX_BYTES} bytes"
             why = str(error or "") if not data else ""
+            if not data and not why and not collected:
+                kept += 1
+                continue
             if store(results, host, data, why or "not reached: unreachable, or failed before the "
                      "role ran", check=check):
                 changed.append(host)
@@ -218,7 +226,7 @@ def batch(results: str, doc: dict[str, object]) -> int:
                 unchanged += 1
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
-    print(json.dumps({"changed": changed, "unchanged": unchanged}))
+    print(json.dumps({"changed": changed, "unchanged": unchanged, "kept": kept}))
     return 0
 
 

@@ -1,0 +1,77 @@
+"""ansible/playbook.yml as an operator drives it, run for real with ansible-playbook (connection
+local) on inventory hosts that stand for other machines by reading captured trees: a run with
+only some tags, variables of the wrong type, and the gate play."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, require
+
+PLAYBOOK = REPO / "ansible" / "playbook.yml"
+BIN = Path(sys.executable).parent
+#: An fstab line with an option Linux 4.0 removed (a 'breaks' finding) for a disk not there.
+OLD_FSTAB = "UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n"
+
+
+def playbook(inventory: dict[str, Any], tmp: Path, *extra: str,
+             rc: int = 0) -> tuple[str, dict[str, dict[str, int]]]:
+    """Run the playbook on an inventory: its output and the recap's counts by host."""
+    require((BIN / "ansible-playbook").exists(), "needs ansible-playbook (pip install -e .[test])")
+    path = tmp / "inventory.json"
+    path.write_text(json.dumps(inventory))
+    home = tmp / "ansible-home"
+    env = {**os.environ, "ANSIBLE_HOME": str(home), "ANSIBLE_LOCAL_TEMP": str(home / "tmp"),
+           "ANSIBLE_REMOTE_TEMP": str(home / "remote-tmp"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+           "ANSIBLE_DEPRECATION_WARNINGS": "0"}
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(path), str(PLAYBOOK), *extra],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == rc, proc.stdout[-6000:] + proc.stderr[-2000:]
+    recap: dict[str, dict[str, int]] = {}
+    for host, counts in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M):
+        recap[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+    return proc.stdout, recap
+
+
+def _fleet(results: Path) -> dict[str, dict[str, Any]]:
+    proc = subprocess.run([str(BIN / "xfs-advisor"), "fleet", "--json", str(results)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return {h["host"]: h for h in json.loads(proc.stdout)["hosts"]}
+
+
+def _inventory(results: Path, hosts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Hosts that read a captured tree with this checkout's tool (no install)."""
+    return {"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                 "ansible_become": False, "xfs_advisor_results_dir": str(results),
+                 "xfs_advisor_install": False, "xfs_advisor_command": str(BIN / "xfs-advisor")},
+        "hosts": hosts}}
+
+
+@pytest.mark.slow
+def test_a_run_without_the_collection_keeps_the_stored_results(
+        tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
+    """--tags install fetches nothing: the hosts' stored results stay, none reads "not
+    reached"."""
+    results = tmp_path / "results"
+    inventory = _inventory(results, {"lvmhost": {
+        "xfs_advisor_sysroot": str(shared_dumps["simple-lvm"]), "xfs_advisor_devices": ["sda"]}})
+    out, first = playbook(inventory, tmp_path)
+    assert first["localhost"]["changed"] == 1, out
+    stored = (results / "lvmhost" / "audit.out").read_text()
+    out, second = playbook(inventory, tmp_path, "--tags", "install")
+    assert "TASK [xfs_advisor : Store every host's results]" in out  # the store ran
+    assert second["localhost"]["changed"] == 0, out
+    assert not (results / "lvmhost" / "error.txt").exists()
+    assert (results / "lvmhost" / "audit.out").read_text() == stored
+    assert _fleet(results)["lvmhost"]["status"] == "ok"

@@ -75,3 +75,26 @@ def test_a_run_without_the_collection_keeps_the_stored_results(
     assert not (results / "lvmhost" / "error.txt").exists()
     assert (results / "lvmhost" / "audit.out").read_text() == stored
     assert _fleet(results)["lvmhost"]["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_string_where_a_list_is_typed_is_a_failed_host(
+        tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
+    """`xfs_advisor_devices: sdb` is not proposals for s, d and b: the host fails, by name."""
+    results = tmp_path / "results"
+    sysroot = str(shared_dumps["simple-lvm"])
+    inventory = _inventory(results, {
+        "stringhost": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_devices": "sda"},
+        "auditstring": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_audit": "/srv/data",
+                        "xfs_advisor_pip_args": "--no-deps,--quiet"},
+        "listhost": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_devices": ["sda"]}})
+    out, _ = playbook(inventory, tmp_path)
+    hosts = _fleet(results)
+    assert hosts["listhost"]["status"] == "ok", hosts["listhost"]
+    assert hosts["stringhost"]["status"] == "failed"
+    assert hosts["stringhost"]["error"] == (
+        "bad variables: xfs_advisor_devices must be a list (YAML: [a, b], or one '- item' a "
+        'line), not the string "sda"'), out
+    error = hosts["auditstring"]["error"]
+    assert "xfs_advisor_audit must be a list" in error and "xfs_advisor_pip_args must" in error
+    assert not (results / "stringhost" / "proposals").exists()

@@ -8,6 +8,7 @@ controller, one folder per host (what ansible/roles/xfs_advisor/files/collect.sh
     HOST/workload.json     the workload answers from the host's vars
     HOST/*.err, *.rc       each step's stderr and exit status; tool.err: no tool on the host
     HOST/uid, sysroot      who ran it, and the tree it read instead of the live system (if any)
+    HOST/collected_at      when the collection started (UTC, ISO 8601)
     HOST/error.txt         alone: the host failed before it could collect (Ansible's error)
 
 Findings are the host's own audit (first-hand xfs_info / xfs_db -r reads). Proposals are made
@@ -196,6 +197,20 @@ def advise_host(folder: Path) -> FleetHost:
         return _failed(host, f"unreadable results: {err}")
 
 
+def _collected_at(folder: Path) -> str | None:
+    """The host's collected_at, when it is a UTC time in ISO 8601 (anything else: unknown)."""
+    from datetime import UTC, datetime
+
+    text = (_read(folder, "collected_at") or "").strip()
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.utcoffset() is None or when.utcoffset():
+        return None
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _advise(folder: Path) -> FleetHost:
     from advisor.session import Session
 
@@ -203,15 +218,18 @@ def _advise(folder: Path) -> FleetHost:
     error = _read(folder, "error.txt")
     if error is not None:
         return _failed(host, error.strip() or "failed (no message)")
+    collected_at = _collected_at(folder)
     if (folder / "tool.rc").exists():
-        return _failed(host, _first_line(_read(folder, "tool.err") or "") or "no xfs-advisor")
+        return _failed(host, _first_line(_read(folder, "tool.err") or "") or "no xfs-advisor",
+                       collected_at=collected_at)
     version = (_read(folder, "version.out") or "").strip().removeprefix("xfs-advisor ") or None
     for step, ok in (("capture", (0,)), ("audit", (0, 6))):
         why = _step_error(folder, step, ok)
         if why:
-            return _failed(host, why, tool_version=version)
+            return _failed(host, why, tool_version=version, collected_at=collected_at)
     audit = AuditDocument.model_validate_json(_read(folder, "audit.out") or "")
-    known = {"tool_version": version, "kernel": audit.kernel, "xfsprogs": audit.xfsprogs}
+    known = {"tool_version": version, "kernel": audit.kernel, "xfsprogs": audit.xfsprogs,
+             "collected_at": collected_at}
     uid = (_read(folder, "uid") or "").strip()
     if uid != "0" and not (_read(folder, "sysroot") or "").strip():
         return _failed(host, f"not run as root (uid {uid or '?'}): the capture lacks libblkid's "

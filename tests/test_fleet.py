@@ -358,7 +358,7 @@ def test_csv_has_every_row_and_every_finding_with_its_rule(tmp_path: Path,
     table, findings = out.read_text().split("\n\n")
     rows = list(csv.reader(table.splitlines()))
     assert rows[0][:3] == ["HOST", "STATUS", "SHAPE"]
-    assert rows[1][:2] == ["'=cmd", "FAILED"] and rows[1][8] == "'=HYPERLINK(\"x\")"
+    assert rows[1][:2] == ["'=cmd", "FAILED"] and rows[1][9] == "'=HYPERLINK(\"x\")"
     assert any(r[0] == "a" and r[3] == "/srv/old (absent)" and r[7] == "1 breaks"
                for r in rows)
     assert list(csv.reader(findings.splitlines()))[1:] == [
@@ -382,3 +382,35 @@ def test_html_report_is_one_page_with_host_text_escaped(tmp_path: Path, raid_hos
     # Self-contained: no address to fetch anything from; one inline script (sort and filter).
     assert "http://" not in text and "https://" not in text and " src=" not in text
     assert text.count("<script>") == 1 and 'id="filter"' in text
+
+
+def test_every_view_says_when_each_host_collected(tmp_path: Path, raid_host: Path) -> None:
+    import csv
+
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b"])
+    (results / "b" / "collected_at").write_text("2026-01-31T12:00:00Z\n")
+    store(results, "c", error="boom")
+    when = (raid_host / "collected_at").read_text().strip()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", when), when
+    _, doc, _ = fleet(str(results))
+    hosts = {h["host"]: h["collected_at"] for h in doc["hosts"]}
+    assert hosts == {"a": when, "b": "2026-01-31T12:00:00Z", "c": None}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results)]) == 0
+    assert re.search(r"^b +ok +shape-1 +sdb .* 2026-01-31T12:00:00Z +mkfs\.xfs ", out.getvalue(),
+                     re.M), out.getvalue()
+    assert re.search(r"^c +FAILED .* - +boom$", out.getvalue(), re.M)
+    assert main(["fleet", str(results), "--csv", "-o", str(tmp_path / "f.csv")]) == 0
+    rows = list(csv.reader((tmp_path / "f.csv").read_text().split("\n\n")[0].splitlines()))
+    column = rows[0].index("COLLECTED")
+    assert {r[0]: r[column] for r in rows[1:]}["b"] == "2026-01-31T12:00:00Z"
+    assert main(["fleet", str(results), "--html", "-o", str(tmp_path / "f.html")]) == 0
+    page = (tmp_path / "f.html").read_text()
+    assert "<th>COLLECTED</th>" in page and "<td>2026-01-31T12:00:00Z</td>" in page
+    # Not a UTC time in ISO 8601: unknown, not shown as the host wrote it.
+    (results / "b" / "collected_at").write_text("\x1b[31myesterday\n")
+    assert {h["host"]: h["collected_at"] for h in fleet(str(results))[1]["hosts"]}["b"] is None

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +62,20 @@ def _inventory(results: Path, hosts: dict[str, dict[str, Any]]) -> dict[str, Any
 @pytest.mark.slow
 def test_a_run_without_the_collection_keeps_the_stored_results(
         tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
-    """--tags install fetches nothing: the hosts' stored results stay, none reads "not
-    reached"."""
+    """A rerun with nothing changed is changed=0 (though the collection time is new); --tags
+    install fetches nothing: the hosts' stored results stay, none reads "not reached"."""
     results = tmp_path / "results"
     inventory = _inventory(results, {"lvmhost": {
         "xfs_advisor_sysroot": str(shared_dumps["simple-lvm"]), "xfs_advisor_devices": ["sda"]}})
     out, first = playbook(inventory, tmp_path)
     assert first["localhost"]["changed"] == 1, out
     stored = (results / "lvmhost" / "audit.out").read_text()
+    when = (results / "lvmhost" / "collected_at").read_text()
+    time.sleep(1.1)
+    # Nothing changed on the host: changed=0, with the time of this collection kept.
+    out, again = playbook(inventory, tmp_path)
+    assert again["localhost"]["changed"] == 0 and again["lvmhost"]["changed"] == 0, out
+    assert (results / "lvmhost" / "collected_at").read_text() > when
     out, second = playbook(inventory, tmp_path, "--tags", "install")
     assert "TASK [xfs_advisor : Store every host's results]" in out  # the store ran
     assert second["localhost"]["changed"] == 0, out

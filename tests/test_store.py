@@ -169,3 +169,17 @@ def test_batch_stores_every_host_of_the_play_in_one_run(tmp_path: Path) -> None:
     assert batch(collected=False) == {"changed": [], "unchanged": 1, "kept": 2}
     assert (results / "a" / "capture/sys/block/sda/size").read_text() == "2048\n"
     assert (results / "c" / "error.txt").read_text().startswith("not reached")
+
+
+def test_a_host_that_differs_only_in_when_it_collected_is_unchanged(tmp_path: Path) -> None:
+    def stamp(when: str) -> Add:
+        return _file("./collected_at", f"{when}\n".encode())
+
+    assert store(tmp_path, "h", payload=_payload(*GOOD, stamp("2026-01-01T00:00:00Z"))) \
+        == "changed"
+    assert store(tmp_path, "h", payload=_payload(*GOOD, stamp("2026-01-02T00:00:00Z"))) \
+        == "unchanged"
+    # The time is the last collection's, though the host's results did not change.
+    assert (tmp_path / "h" / "collected_at").read_text() == "2026-01-02T00:00:00Z\n"
+    assert store(tmp_path, "h", payload=_payload(*GOOD[:-1], stamp("2026-01-03T00:00:00Z"))) \
+        == "changed"

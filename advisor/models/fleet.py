@@ -95,6 +95,9 @@ class FleetHost(Model):
     host: str
     status: Literal["ok", "failed"]
     error: str | None = None
+    collected_at: str | None = None
+    """When the host's collection started, by the host's clock (UTC, ISO 8601,
+    `2026-01-31T12:00:00Z`); null: not known (a host that failed before it collected)."""
     kernel: str | None = None
     xfsprogs: str | None = None
     """The host's xfsprogs, as its audit read it."""

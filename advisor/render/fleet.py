@@ -7,7 +7,8 @@ from advisor.models.fleet import FleetDevice, FleetDocument, FleetHost
 from advisor.models.units import human_size
 from advisor.render.inert import markdown_cell, terminal
 
-HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDINGS", "PROPOSAL")
+HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDINGS", "COLLECTED",
+          "PROPOSAL")
 
 
 def _findings(counts: dict[str, int]) -> str:
@@ -42,17 +43,18 @@ def rows(doc: FleetDocument) -> list[tuple[str, ...]]:
     """The table's rows: a failed host is one row with its error."""
     out: list[tuple[str, ...]] = []
     for h in doc.hosts:
+        when = h.collected_at or "-"
         if h.status == "failed":
-            out.append((h.host, "FAILED", "-", "-", "-", "-", "-", "-", h.error or ""))
+            out.append((h.host, "FAILED", "-", "-", "-", "-", "-", "-", when, h.error or ""))
             continue
         devices = h.devices or []
         if not devices:
             out.append((h.host, "ok", h.shape or "-", "-", "-", "-", "-",
-                        _findings(h.counts), "-"))
+                        _findings(h.counts), when, "-"))
         for d in devices:
             out.append((h.host, "ok", h.shape or "-", d.name, f"{d.kind}/{d.media}",
                         human_size(d.size_bytes) if d.size_bytes else "?", _stripe(d),
-                        _findings(d.findings), _proposal(d)))
+                        _findings(d.findings), when, _proposal(d)))
     return out
 
 

@@ -7,7 +7,8 @@ usage: store.py RESULTS_DIR --batch < {"incoming": DIR, "hosts": {HOST: error}, 
 The first form is the role's: every host of the play in one run, each payload read from
 DIR/HOST.tar.gz (fetched from the host); the second stores one host. RESULTS_DIR/HOST is replaced
 by the unpacked payload (or, for a host that failed before it could collect, by error.txt alone)
-only when that differs from what is there. Standard library only: it runs with the
+only when that differs from what is there; collected_at (when the host collected) is not a
+difference: it is brought up to date in place, and the host stays unchanged. Standard library only: it runs with the
 controller's Ansible Python, which on Debian 12 is 3.11.2, older than tarfile's extraction
 filters: `extract` below unpacks member by member itself (the project's tests and scripts unpack
 their captures with it too).
@@ -123,6 +124,15 @@ def tree(top: str) -> dict[str, tuple[str, bytes]]:
     return found
 
 
+#: When the host collected: new on every run, so not a change of the host's results.
+STAMP = "collected_at"
+
+
+def _compared(found: dict[str, tuple[str, bytes]]) -> dict[str, tuple[str, bytes]]:
+    """A tree as compared for a change: without collected_at."""
+    return {rel: entry for rel, entry in found.items() if rel != STAMP}
+
+
 def _without_timings(rel: str, content: bytes) -> bytes:
     """A proposal's output less its timings (extra.timings_ms), which differ on every run: a
     host with nothing else changed is unchanged."""
@@ -158,7 +168,10 @@ def store(results: str, host: str, data: bytes | None, error: str, *,
                 f.write((error or "no results") + "\n")
         os.chmod(new, 0o755)
         dest = os.path.join(results, host)
-        if os.path.isdir(dest) and tree(new) == tree(dest):
+        if os.path.isdir(dest) and _compared(tree(new)) == _compared(tree(dest)):
+            stamp = os.path.join(new, STAMP)
+            if not check and os.path.isfile(stamp) and not os.path.islink(stamp):
+                os.replace(stamp, os.path.join(dest, STAMP))
             return False
         if check:
             return True

@@ -37,9 +37,12 @@ from advisor.models.fleet import (
     FleetFinding,
     FleetHost,
     FleetProposal,
+    FleetProposalChange,
     FleetReason,
     FleetRule,
+    FleetRuleChange,
     FleetShape,
+    FleetSince,
     FleetWarning,
 )
 from advisor.models.units import human_size
@@ -401,3 +404,79 @@ def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = 
                                                 "failed": failed},
                          by_rule=by_rule(hosts), fail_on=fail_on,
                          failing_hosts=failing(hosts, fail_on) if fail_on else [])
+
+
+#: Largest saved `fleet --json` document read by --since (2,000 hosts make about 20 MiB).
+MAX_DOCUMENT_BYTES = 512 << 20
+
+
+def previous_report(old: str, rules_dir: str | None = None,
+                    jobs: int | None = None) -> FleetDocument:
+    """The report of a previous collection: a results folder (reported again, with the same
+    rules) or a saved `fleet --json` file."""
+    from pydantic import ValidationError
+
+    from advisor.system.files import read_text
+
+    if os.path.isdir(old):
+        return fleet_report(old, rules_dir, jobs)
+    text = read_text(old, "--since", MAX_DOCUMENT_BYTES, errors="replace")
+    try:
+        return FleetDocument.model_validate_json(text)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the document"
+        raise BadInput(f"--since {old} is neither a results folder nor a saved `fleet --json` "
+                       f"document ({where}: {first['msg']})") from None
+
+
+def _proposal_text(d: FleetDevice) -> str | None:
+    if d.proposal_error:
+        return f"none: {d.proposal_error}"
+    if d.proposal is None:
+        return None
+    return d.proposal.mkfs_command + (f" ; mount -o {','.join(d.proposal.mount_options)}"
+                                      if d.proposal.mount_options else "")
+
+
+def since(now: FleetDocument, before: FleetDocument, previous: str) -> FleetSince:
+    """What changed from `before` to `now`: hosts added and removed, failed and recovered, and on
+    hosts complete in both, findings gained or cleared (by rule id) and proposals changed."""
+    old = {h.host: h for h in before.hosts}
+    new = {h.host: h for h in now.hosts}
+    both = [n for n in new if n in old]
+    rules: dict[str, FleetRuleChange] = {}
+
+    def change(f: FleetFinding) -> FleetRuleChange:
+        group = rules.setdefault(f.rule, FleetRuleChange(rule=f.rule, severity=f.severity,
+                                                         title=f.title, gained=[], cleared=[]))
+        if RANK.get(f.severity, 9) < RANK.get(group.severity, 9):
+            group.severity = f.severity
+        return group
+
+    proposals: list[FleetProposalChange] = []
+    for name in both:
+        a, b = old[name], new[name]
+        if a.status != "ok" or b.status != "ok":
+            continue
+        was = {f.rule: f for f in a.findings}
+        now_rules = {f.rule: f for f in b.findings}
+        for rule in sorted(now_rules.keys() - was.keys()):
+            change(now_rules[rule]).gained.append(name)
+        for rule in sorted(was.keys() - now_rules.keys()):
+            change(was[rule]).cleared.append(name)
+        before_dev = {d.name: _proposal_text(d) for d in a.devices}
+        after_dev = {d.name: _proposal_text(d) for d in b.devices}
+        for dev in sorted(before_dev.keys() | after_dev.keys()):
+            first, then = before_dev.get(dev), after_dev.get(dev)
+            if first != then:
+                proposals.append(FleetProposalChange(host=name, device=dev, before=first,
+                                                     after=then))
+    return FleetSince(
+        previous=previous, added=[n for n in new if n not in old],
+        removed=sorted(n for n in old if n not in new),
+        failed=[n for n in both if new[n].status == "failed" and old[n].status == "ok"],
+        recovered=[n for n in both if new[n].status == "ok" and old[n].status == "failed"],
+        rules=sorted(rules.values(), key=lambda g: (RANK.get(g.severity, 9),
+                                                    -len(g.gained) - len(g.cleared), g.rule)),
+        proposals=proposals)

@@ -414,3 +414,63 @@ def test_every_view_says_when_each_host_collected(tmp_path: Path, raid_host: Pat
     # Not a UTC time in ISO 8601: unknown, not shown as the host wrote it.
     (results / "b" / "collected_at").write_text("\x1b[31myesterday\n")
     assert {h["host"]: h["collected_at"] for h in fleet(str(results))[1]["hosts"]}["b"] is None
+
+
+def test_since_a_previous_collection(tmp_path: Path, raid_host: Path) -> None:
+    """Hosts added, removed, failed; a finding gained and one cleared (by rule id); a proposal
+    changed by new answers. The same from the previous folder and from its saved JSON."""
+    from tests.fleet_hosts import replicate, store
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    replicate(raid_host, old, ["a", "b", "c", "d", "gone"])
+    _with_absent_fstab_finding(old / "c")
+    replicate(raid_host, new, ["a", "b", "c", "d", "fresh"])
+    _with_absent_fstab_finding(new / "a")
+    (new / "b" / "workload.json").write_text(json.dumps(
+        {"atime_needed": False, "median_file_size": "4KiB", "fsyncs_per_second": 5000}))
+    shutil.rmtree(new / "d")
+    store(new, "d", error="UNREACHABLE: ssh: connect to host d port 22")
+    code, doc, err = fleet(str(new), "--since", str(old))
+    assert code == 0 and err == "", err
+    d = doc["since"]
+    assert (d["added"], d["removed"], d["failed"], d["recovered"]) == (["fresh"], ["gone"],
+                                                                        ["d"], [])
+    assert d["rules"] == [{"rule": "delaylog", "severity": "breaks",
+                           "title": "delaylog was removed", "gained": ["a"], "cleared": ["c"]}]
+    [changed] = d["proposals"]
+    assert (changed["host"], changed["device"]) == ("b", "sdb")
+    assert changed["before"] == "mkfs.xfs /dev/sdb" and changed["after"] != changed["before"]
+    saved = tmp_path / "old.json"
+    assert main(["fleet", str(old), "--json", "-o", str(saved)]) == 0
+    code, from_file, _ = fleet(str(new), "--since", str(saved))
+    assert from_file["since"] == {**d, "previous": str(saved)}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(new), "--since", str(saved), "--fail-on", "breaks"]) == 6
+    text = out.getvalue()
+    assert text.startswith(f"5 hosts: 4 complete, 1 failed; since {saved}: 1 hosts added, "
+                           "1 removed, 1 failed, 0 recovered; 1 rules with findings gained or "
+                           "cleared; 1 proposals changed\n"), text
+    assert "hosts failed:\n    d: UNREACHABLE: ssh: connect to host d port 22\n" in text
+    assert ("delaylog [breaks]: delaylog was removed\n    gained on 1 hosts: a\n"
+            "    cleared on 1 hosts: c\n") in text
+    assert "proposal for b:sdb\n    before: mkfs.xfs /dev/sdb\n    now:    mkfs.xfs " in text
+    # The same collection: nothing changed.
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(new), "--since", str(new)]) == 0
+    assert out.getvalue().endswith("proposals changed\nnothing changed\n")
+
+
+@pytest.mark.parametrize(("old", "message"), [
+    ("{tmp}/nothing", "--since {tmp}/nothing"),
+    ("{tmp}/audit.json", "is neither a results folder nor a saved `fleet --json` document"),
+])
+def test_since_something_unreadable_is_one_line(tmp_path: Path, raid_host: Path, old: str,
+                                                message: str) -> None:
+    (tmp_path / "audit.json").write_text('{"schema_version": 1, "filesystems": []}')
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["fleet", str(raid_host.parent), "--since", old.format(tmp=tmp_path)])
+    assert code == 2 and message.format(tmp=tmp_path) in err.getvalue()
+    assert len(err.getvalue().splitlines()) == 1, err.getvalue()

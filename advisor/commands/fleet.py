@@ -40,17 +40,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     view.add_argument("--by-proposal", action="store_true",
                       help="only the proposals grouped by decision, with their reasons, "
                       "warnings and hosts (which hosts got a non-default proposal, and why?)")
+    view.add_argument("--since", metavar="OLD", default=None,
+                      help="what changed since a previous collection: OLD is a previous "
+                      "results folder (reported again with the same rules) or a saved `fleet "
+                      "--json` file; hosts added, removed, failed and recovered, findings gained "
+                      "and cleared by rule id, proposals changed (with --json: the report with "
+                      "its `since` part). The exit code is the report's: 0, or 6 with --fail-on "
+                      "when a host fails now; 2 when OLD cannot be read")
 
 
 def run(args: argparse.Namespace) -> int:
     from advisor.errors import EXIT_FINDINGS, BadInput
-    from advisor.fleet import fleet_report
+    from advisor.fleet import fleet_report, previous_report, since
     from advisor.render.fleet import (
         csv_text,
         html,
         markdown,
         proposals_view,
         rules_view,
+        since_view,
         table,
     )
 
@@ -58,7 +66,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     if getattr(args, "sysroot", None):
         raise BadInput("fleet reads each host's own capture: drop --sysroot")
+    if args.since is not None and (args.markdown or args.html or args.csv):
+        raise BadInput("--since prints the changes as text or --json: drop --markdown, --html "
+                       "or --csv")
     doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs, args.fail_on)
+    if args.since is not None:
+        before = previous_report(args.since, getattr(args, "rules", None), args.jobs)
+        doc.since = since(doc, before, args.since)
     from advisor.render.inert import json_text, terminal_lines
 
     # Host names, errors and findings come from the hosts: escaped for whatever reads them.
@@ -72,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         text = terminal_lines(rules_view(doc))
     elif args.by_proposal:
         text = terminal_lines(proposals_view(doc))
+    elif args.since is not None:
+        text = terminal_lines(since_view(doc))
     else:
         text = terminal_lines(markdown(doc) if args.markdown else table(doc))
     if args.output:

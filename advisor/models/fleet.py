@@ -124,6 +124,49 @@ class FleetShape(Model):
     by device)."""
 
 
+class FleetRuleChange(Model):
+    """One rule whose findings came to or left hosts since the previous collection."""
+
+    rule: str
+    severity: str
+    title: str
+    gained: list[str]
+    """Hosts with a finding of this rule now and none before."""
+    cleared: list[str]
+    """Hosts with none now and one before."""
+
+
+class FleetProposalChange(Model):
+    """A device whose proposal is not what it was in the previous collection."""
+
+    host: str
+    device: str
+    before: str | None
+    """The mkfs.xfs command and mount options (or `none: why`); null: no proposal before."""
+    after: str | None
+    """The same, now; null: no proposal now."""
+
+
+class FleetSince(Model):
+    """What changed since a previous collection (`fleet --since OLD`). Findings and proposals are
+    compared on hosts complete in both; a host that failed in either is in failed or
+    recovered instead."""
+
+    previous: str
+    """OLD as given: a previous results folder or a saved `fleet --json` file."""
+    added: list[str]
+    """Hosts in this collection and not in the previous one."""
+    removed: list[str]
+    """Hosts in the previous collection and not in this one."""
+    failed: list[str]
+    """Hosts that failed now and were complete before."""
+    recovered: list[str]
+    """Hosts complete now that failed before."""
+    rules: list[FleetRuleChange]
+    """By rule id, worst severity first."""
+    proposals: list[FleetProposalChange]
+
+
 class FleetDocument(Model):
     """The fleet report."""
 
@@ -140,3 +183,5 @@ class FleetDocument(Model):
     """The --fail-on severity asked (null: none)."""
     failing_hosts: list[str] = Field(default_factory=list)
     """Hosts with a finding at or above fail_on."""
+    since: FleetSince | None = None
+    """What changed since a previous collection (--since; null: not asked)."""

@@ -111,6 +111,39 @@ def proposals_view(doc: FleetDocument) -> str:
     return "\n".join(lines) + "\n"
 
 
+def since_view(doc: FleetDocument) -> str:
+    """What changed since the previous collection (--since): hosts added, removed, failed and
+    recovered; rules whose findings came to or left hosts; proposals that changed."""
+    d = doc.since
+    if d is None:
+        return ""
+    lines = [f"{_summary(doc)}; since {d.previous}: {len(d.added)} hosts added, "
+             f"{len(d.removed)} removed, {len(d.failed)} failed, {len(d.recovered)} recovered; "
+             f"{len(d.rules)} rules with findings gained or cleared; {len(d.proposals)} "
+             "proposals changed"]
+    failed = {h.host: " ".join((h.error or "").split()) for h in doc.hosts}
+    for title, hosts in (("hosts added", d.added), ("hosts removed", d.removed),
+                         ("hosts recovered", d.recovered)):
+        if hosts:
+            lines.append(f"{title}: {_hosts(hosts)}")
+    if d.failed:
+        lines.append("hosts failed:")
+        lines += [f"    {h}: {failed.get(h, '')}" for h in d.failed]
+    for r in d.rules:
+        lines.append(f"{r.rule} [{r.severity}]: {r.title}")
+        if r.gained:
+            lines.append(f"    gained on {len(r.gained)} hosts: {_hosts(r.gained)}")
+        if r.cleared:
+            lines.append(f"    cleared on {len(r.cleared)} hosts: {_hosts(r.cleared)}")
+    for p in d.proposals:
+        lines += [f"proposal for {p.host}:{p.device}", f"    before: {p.before or 'none'}",
+                  f"    now:    {p.after or 'none'}"]
+    if not (d.added or d.removed or d.failed or d.recovered or d.rules or d.proposals):
+        lines.append("nothing changed")
+    lines += _gate(doc)
+    return "\n".join(lines) + "\n"
+
+
 def _gate(doc: FleetDocument) -> list[str]:
     if not doc.fail_on:
         return []

@@ -65,6 +65,8 @@ ABSENT = "absent"
 _RULES_DIR: str | None = None
 _BOOK: RuleBook | None = None
 _MADE: dict[str, FleetProposal | str] = {}
+#: Per worker process: the target kernel (--kernel) and its version, or None.
+_KERNEL: tuple[str, tuple[int, int]] | None = None
 _MADE_MAX = 4096
 
 
@@ -231,6 +233,10 @@ def _advise(folder: Path) -> FleetHost:
         if why:
             return _failed(host, why, tool_version=version, collected_at=collected_at)
     audit = AuditDocument.model_validate_json(_read(folder, "audit.out") or "")
+    if _KERNEL is not None:
+        from advisor.audit.kernel import at_kernel
+
+        audit = at_kernel(audit, *_KERNEL)
     known = {"tool_version": version, "kernel": audit.kernel, "xfsprogs": audit.xfsprogs,
              "collected_at": collected_at}
     uid = (_read(folder, "uid") or "").strip()
@@ -270,7 +276,8 @@ def _advise(folder: Path) -> FleetHost:
     findings: list[FleetFinding] = []
     for fs in audit.filesystems:
         findings += [FleetFinding(rule=f.rule, severity=f.severity, title=f.title,
-                                  device=fs.device, mountpoint=fs.mountpoint)
+                                  due_kernel=f.due_kernel, device=fs.device,
+                                  mountpoint=fs.mountpoint)
                      for f in fs.findings]
         on = inventory.get(fs.device) if fs.device else None
         if on is None:
@@ -318,9 +325,10 @@ def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
     return bool(theirs == made.mkfs_command)
 
 
-def _init_worker(rules_dir: str | None) -> None:
-    global _RULES_DIR, _BOOK
-    _RULES_DIR, _BOOK = rules_dir, None
+def _init_worker(rules_dir: str | None,
+                 kernel: tuple[str, tuple[int, int]] | None = None) -> None:
+    global _RULES_DIR, _BOOK, _KERNEL
+    _RULES_DIR, _BOOK, _KERNEL = rules_dir, None, kernel
     _MADE.clear()
 
 
@@ -340,16 +348,18 @@ def host_folders(results: Path) -> list[Path]:
 
 
 def advise_hosts(folders: list[Path], rules_dir: str | None = None,
-                 jobs: int | None = None) -> Iterator[FleetHost]:
-    """Each host's record, in order; `jobs` worker processes (default: one per CPU)."""
+                 jobs: int | None = None,
+                 kernel: tuple[str, tuple[int, int]] | None = None) -> Iterator[FleetHost]:
+    """Each host's record, in order; `jobs` worker processes (default: one per CPU); `kernel`:
+    the target kernel its findings are judged for as well (advisor.audit.kernel)."""
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
     if jobs == 1 or len(folders) < 4:
-        _init_worker(rules_dir)
+        _init_worker(rules_dir, kernel)
         yield from (advise_host(f) for f in folders)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(rules_dir,)) as pool:
+                             initargs=(rules_dir, kernel)) as pool:
         yield from pool.map(advise_host, folders, chunksize=max(1, min(32, len(folders) //
                                                                        (jobs * 8))))
 
@@ -376,12 +386,19 @@ def failing(hosts: list[FleetHost], fail_on: str) -> list[str]:
 
 
 def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = None,
-                 fail_on: str | None = None) -> FleetDocument:
-    """The report for every host folder in `results`."""
+                 fail_on: str | None = None, kernel: str | None = None) -> FleetDocument:
+    """The report for every host folder in `results`; with `kernel` (a target kernel, spelt as
+    must_mount_on_kernel), will-break findings due by it are breaks."""
+    from advisor.engine.decide import distribution_kernels
     from advisor.engine.rulebook import load_rulebook
 
     book = load_rulebook(Path(rules_dir) if rules_dir else None)  # bad rules: BadInput, once
-    hosts = list(advise_hosts(host_folders(Path(results)), rules_dir, jobs))
+    target = None
+    if kernel is not None:
+        from advisor.audit.kernel import target_version
+
+        target = target_version(kernel, distribution_kernels(book))
+    hosts = list(advise_hosts(host_folders(Path(results)), rules_dir, jobs, target))
     groups: dict[str, list[FleetHost]] = {}
     for h in hosts:
         if h.shape is not None:
@@ -403,6 +420,7 @@ def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = 
                          shapes=shapes, counts={"hosts": len(hosts), "ok": len(hosts) - failed,
                                                 "failed": failed},
                          by_rule=by_rule(hosts), fail_on=fail_on,
+                         target_kernel=target[0] if target else None,
                          failing_hosts=failing(hosts, fail_on) if fail_on else [])
 
 
@@ -410,16 +428,16 @@ def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = 
 MAX_DOCUMENT_BYTES = 512 << 20
 
 
-def previous_report(old: str, rules_dir: str | None = None,
-                    jobs: int | None = None) -> FleetDocument:
+def previous_report(old: str, rules_dir: str | None = None, jobs: int | None = None,
+                    kernel: str | None = None) -> FleetDocument:
     """The report of a previous collection: a results folder (reported again, with the same
-    rules) or a saved `fleet --json` file."""
+    rules and target kernel) or a saved `fleet --json` file."""
     from pydantic import ValidationError
 
     from advisor.system.files import read_text
 
     if os.path.isdir(old):
-        return fleet_report(old, rules_dir, jobs)
+        return fleet_report(old, rules_dir, jobs, kernel=kernel)
     text = read_text(old, "--since", MAX_DOCUMENT_BYTES, errors="replace")
     try:
         return FleetDocument.model_validate_json(text)

@@ -290,8 +290,8 @@ def test_findings_by_rule_gate_and_proposals_with_reasons(tmp_path: Path,
     [absent] = [d for d in hosts["a"]["devices"] if d["kind"] == "absent"]
     assert absent["name"] == "/srv/old (absent)" and absent["findings"] == {"breaks": 1}
     assert hosts["a"]["findings"] == [{"rule": "delaylog", "severity": "breaks",
-                                       "title": "delaylog was removed", "device": None,
-                                       "mountpoint": "/srv/old"}]
+                                       "title": "delaylog was removed", "due_kernel": None,
+                                       "device": None, "mountpoint": "/srv/old"}]
     assert not [d for d in hosts["b"]["devices"] if d["kind"] == "absent"]
     assert doc["by_rule"] == [{"rule": "delaylog", "severity": "breaks",
                                "title": "delaylog was removed", "hosts": ["a", "c"],
@@ -474,3 +474,57 @@ def test_since_something_unreadable_is_one_line(tmp_path: Path, raid_host: Path,
         code = main(["fleet", str(raid_host.parent), "--since", old.format(tmp=tmp_path)])
     assert code == 2 and message.format(tmp=tmp_path) in err.getvalue()
     assert len(err.getvalue().splitlines()) == 1, err.getvalue()
+
+
+def _with_will_break(folder: Path, rule: str, due: str) -> None:
+    """The host's audit gains a will-break fstab finding due from kernel `due`."""
+    from advisor.audit.models import AuditDocument, FilesystemAudit, Finding
+
+    audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
+    audit.filesystems.append(FilesystemAudit(
+        device=None, mountpoint=f"/srv/{rule}", mounted=False, read_with=None, fstab_line=1,
+        findings=[Finding(rule=rule, severity="will-break", title=f"{rule} goes away",
+                          evidence=rule, source="test", when="some day", due_kernel=due,
+                          fix="drop it", fix_kind="next-mount")]))
+    audit.counts["will-break"] = audit.counts.get("will-break", 0) + 1
+    (folder / "audit.out").write_text(audit.model_dump_json())
+
+
+def test_which_hosts_the_target_kernel_refuses(tmp_path: Path, raid_host: Path) -> None:
+    """Findings due at different kernels: each target kernel fails the hosts it refuses."""
+    from tests.fleet_hosts import replicate
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b", "c"])
+    _with_will_break(results / "a", "attr2", "6.19")
+    _with_will_break(results / "b", "audit-v4", "7.4")
+    failing, breaking = {}, {}
+    for kernel in ("6.18", "6.19", "7.4", "rhel9", "ubuntu24.04"):
+        code, doc, err = fleet(str(results), "--kernel", kernel, "--fail-on", "breaks")
+        assert err == "" and doc["target_kernel"] == kernel
+        assert code == (6 if doc["failing_hosts"] else 0)
+        failing[kernel] = doc["failing_hosts"]
+        breaking[kernel] = sorted(r["rule"] for r in doc["by_rule"] if r["severity"] == "breaks")
+    assert failing == {"6.18": [], "6.19": ["a"], "7.4": ["a", "b"], "rhel9": [],
+                       "ubuntu24.04": []}
+    assert breaking == {"6.18": [], "6.19": ["attr2"], "7.4": ["attr2", "audit-v4"],
+                        "rhel9": [], "ubuntu24.04": []}
+    # Without a target: will-break, as each host's audit said.
+    code, doc, _ = fleet(str(results), "--fail-on", "breaks")
+    assert code == 0 and doc["target_kernel"] is None
+    assert {r["rule"]: r["severity"] for r in doc["by_rule"]} == {"attr2": "will-break",
+                                                                  "audit-v4": "will-break"}
+    # One command answers "which hosts will the new kernel refuse?".
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--kernel", "6.19", "--by-rule",
+                     "--fail-on", "breaks"]) == 6
+    assert "attr2 [breaks] 1 hosts, 1 findings: attr2 goes away\n    a\n" in out.getvalue()
+    assert out.getvalue().endswith("--fail-on breaks: 1 hosts fail: a\n")
+    [row] = [d for d in fleet(str(results), "--kernel", "6.19")[1]["hosts"][0]["devices"]
+             if d["kind"] == "absent"]
+    assert row["findings"] == {"breaks": 1}
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["fleet", str(results), "--kernel", "next"]) == 2
+    assert err.getvalue().startswith("xfs-advisor: --kernel next: give a kernel version")

@@ -33,6 +33,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", choices=["breaks", "will-break", "performance", "info"],
                    default=None, help="exit 6 when a host has an audit finding at or above this "
                    "severity (a gate; default: exit 0 whatever the findings)")
+    p.add_argument("--kernel", metavar="X.Y", default=None,
+                   help="the kernel the hosts are moving to (spelt as must_mount_on_kernel: "
+                   "\"6.19\", a `uname -r` or a distribution such as rhel9 or debian12): a "
+                   "will-break finding due by that kernel counts as breaks, in --by-rule and "
+                   "--fail-on too (which hosts will the new kernel refuse? --kernel 6.19 "
+                   "--by-rule --fail-on breaks)")
     view = p.add_mutually_exclusive_group()
     view.add_argument("--by-rule", action="store_true",
                       help="only the findings grouped by rule id, with their hosts and counts "
@@ -69,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
     if args.since is not None and (args.markdown or args.html or args.csv):
         raise BadInput("--since prints the changes as text or --json: drop --markdown, --html "
                        "or --csv")
-    doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs, args.fail_on)
+    doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs, args.fail_on,
+                       args.kernel)
     if args.since is not None:
-        before = previous_report(args.since, getattr(args, "rules", None), args.jobs)
+        before = previous_report(args.since, getattr(args, "rules", None), args.jobs,
+                                 args.kernel)
         doc.since = since(doc, before, args.since)
     from advisor.render.inert import json_text, terminal_lines
 

@@ -34,8 +34,10 @@ class FleetFinding(Model):
     rule: str
     """Rule id (`xfs-advisor explain ID`) or audit check (`audit-v4`...)."""
     severity: str
-    """breaks, will-break, performance or info."""
+    """breaks, will-break, performance or info (with --kernel: for that kernel)."""
     title: str
+    due_kernel: str | None = None
+    """For will-break: the first kernel that may refuse it (null: due on a date, or none)."""
     device: str | None
     """The device holding the filesystem (null: an fstab line whose device is not there)."""
     mountpoint: str | None
@@ -181,6 +183,9 @@ class FleetDocument(Model):
     """Findings grouped by rule id, worst severity first, then most hosts."""
     fail_on: str | None = None
     """The --fail-on severity asked (null: none)."""
+    target_kernel: str | None = None
+    """--kernel: the kernel the hosts' findings were judged for as well (a will-break finding
+    due by it counts as breaks); null: each host's running kernel only."""
     failing_hosts: list[str] = Field(default_factory=list)
     """Hosts with a finding at or above fail_on."""
     since: FleetSince | None = None

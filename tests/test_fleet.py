@@ -528,3 +528,29 @@ def test_which_hosts_the_target_kernel_refuses(tmp_path: Path, raid_host: Path) 
     with contextlib.redirect_stderr(err):
         assert main(["fleet", str(results), "--kernel", "next"]) == 2
     assert err.getvalue().startswith("xfs-advisor: --kernel next: give a kernel version")
+
+
+def test_a_proposal_with_a_warning_reaches_by_proposal_with_it(tmp_path: Path) -> None:
+    """A disk whose partition is mounted: its own proposal warns, and so does every view."""
+    from tests.fleet_hosts import collect
+    from tests.inspect.sysfs_builder import Dev, Part, write_tree
+
+    tree = write_tree(tmp_path / "tree", [
+        Dev("sdb", 4 * TiB, "8:16", devpath=SAS, write_cache="write through",
+            partitions=[Part("sdb1", 2048, 1024 * GiB)])],
+        mountinfo="1 0 8:17 / /data rw - xfs /dev/sdb1 rw")
+    results = tmp_path / "results"
+    folder = collect(results, "parted", tree, ["sdb"])
+    own = json.loads((folder / "proposals" / "sdb.out").read_text())["proposal"]
+    [theirs] = [w for w in own["warnings"] if w["rule"] == "device-partitions"]
+    _, doc, _ = fleet(str(results))
+    [sdb] = [d for d in doc["hosts"][0]["devices"] if d["name"] == "sdb"]
+    assert {"rule": "device-partitions", "message": theirs["message"]} \
+        in sdb["proposal"]["warnings"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--by-proposal"]) == 0
+    assert (f"1 devices, the defaults kept: mkfs.xfs /dev/sdb\n"
+            f"    warning (device-partitions): {theirs['message']}\n    parted:sdb\n") \
+        in out.getvalue(), out.getvalue()
+    assert "sdb1" in theirs["message"]

@@ -34,6 +34,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", default="breaks",
                    choices=("breaks", "will-break", "performance", "info"),
                    help="exit 6 when a finding is this bad or worse (default: breaks)")
+    p.add_argument("--kernel", metavar="X.Y", default=None,
+                   help="the kernel the host is moving to (spelt as must_mount_on_kernel: "
+                   "\"6.19\", a `uname -r` or a distribution such as rhel9 or debian12): a "
+                   "will-break finding due by that kernel is breaks (with --fail-on breaks: "
+                   "will the new kernel refuse it?)")
 
 
 def exit_code(doc: AuditDocument) -> int:
@@ -51,7 +56,17 @@ def run(args: argparse.Namespace) -> int:
     from advisor.session import Session
 
     session = Session(getattr(args, "sysroot", None), rules_dir=getattr(args, "rules", None))
+    target = None
+    if args.kernel is not None:
+        from advisor.audit.kernel import target_version
+        from advisor.engine.decide import distribution_kernels
+
+        target = target_version(args.kernel, distribution_kernels(session.rulebook))
     doc = session.audit(args.names, args.fstab, args.fail_on, workload_from_args(args))
+    if target is not None:
+        from advisor.audit.kernel import at_kernel
+
+        doc = at_kernel(doc, *target)
     if args.json:
         out(doc.model_dump_json(indent=2) + "\n", as_json=True)
     else:

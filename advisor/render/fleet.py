@@ -7,7 +7,8 @@ from advisor.models.fleet import FleetDevice, FleetDocument, FleetHost
 from advisor.models.units import human_size
 from advisor.render.inert import markdown_cell, terminal
 
-HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDINGS", "PROPOSAL")
+HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDINGS", "COLLECTED",
+          "PROPOSAL")
 
 
 def _findings(counts: dict[str, int]) -> str:
@@ -42,17 +43,18 @@ def rows(doc: FleetDocument) -> list[tuple[str, ...]]:
     """The table's rows: a failed host is one row with its error."""
     out: list[tuple[str, ...]] = []
     for h in doc.hosts:
+        when = h.collected_at or "-"
         if h.status == "failed":
-            out.append((h.host, "FAILED", "-", "-", "-", "-", "-", "-", h.error or ""))
+            out.append((h.host, "FAILED", "-", "-", "-", "-", "-", "-", when, h.error or ""))
             continue
         devices = h.devices or []
         if not devices:
             out.append((h.host, "ok", h.shape or "-", "-", "-", "-", "-",
-                        _findings(h.counts), "-"))
+                        _findings(h.counts), when, "-"))
         for d in devices:
             out.append((h.host, "ok", h.shape or "-", d.name, f"{d.kind}/{d.media}",
                         human_size(d.size_bytes) if d.size_bytes else "?", _stripe(d),
-                        _findings(d.findings), _proposal(d)))
+                        _findings(d.findings), when, _proposal(d)))
     return out
 
 
@@ -123,6 +125,39 @@ def proposals_view(doc: FleetDocument) -> str:
                   for r in p.reasons]
         lines += [f"    warning ({w.rule}): {w.message}" for w in p.warnings]
         lines.append(f"    {_hosts(where)}")
+    return "\n".join(lines) + "\n"
+
+
+def since_view(doc: FleetDocument) -> str:
+    """What changed since the previous collection (--since): hosts added, removed, failed and
+    recovered; rules whose findings came to or left hosts; proposals that changed."""
+    d = doc.since
+    if d is None:
+        return ""
+    lines = [f"{_summary(doc)}; since {d.previous}: {len(d.added)} hosts added, "
+             f"{len(d.removed)} removed, {len(d.failed)} failed, {len(d.recovered)} recovered; "
+             f"{len(d.rules)} rules with findings gained or cleared; {len(d.proposals)} "
+             "proposals changed"]
+    failed = {h.host: " ".join((h.error or "").split()) for h in doc.hosts}
+    for title, hosts in (("hosts added", d.added), ("hosts removed", d.removed),
+                         ("hosts recovered", d.recovered)):
+        if hosts:
+            lines.append(f"{title}: {_hosts(hosts)}")
+    if d.failed:
+        lines.append("hosts failed:")
+        lines += [f"    {h}: {failed.get(h, '')}" for h in d.failed]
+    for r in d.rules:
+        lines.append(f"{r.rule} [{r.severity}]: {r.title}")
+        if r.gained:
+            lines.append(f"    gained on {len(r.gained)} hosts: {_hosts(r.gained)}")
+        if r.cleared:
+            lines.append(f"    cleared on {len(r.cleared)} hosts: {_hosts(r.cleared)}")
+    for p in d.proposals:
+        lines += [f"proposal for {p.host}:{p.device}", f"    before: {p.before or 'none'}",
+                  f"    now:    {p.after or 'none'}"]
+    if not (d.added or d.removed or d.failed or d.recovered or d.rules or d.proposals):
+        lines.append("nothing changed")
+    lines += _gate(doc)
     return "\n".join(lines) + "\n"
 
 

@@ -3,7 +3,7 @@
 # packed as a tar.gz into XFS_ADVISOR_PAYLOAD_FILE (the role fetches it), or without that as one
 # base64 line "XFS-ADVISOR-PAYLOAD:..." on stdout. Stdout ends with "XFS-ADVISOR-AUDIT-RC:N",
 # the audit's exit status (6: findings at or above XFS_ADVISOR_FAIL_ON). Every step's output,
-# stderr and exit status go into the archive: a step that fails is reported by the controller's
+# stderr and exit status go into the archive, with collected_at (when it started: UTC, ISO 8601): a step that fails is reported by the controller's
 # `xfs-advisor fleet`, it does not stop the others. Works in a folder of its own, removed before
 # it returns. Environment: XFS_ADVISOR_TOOL, XFS_ADVISOR_SYSROOT (optional),
 # XFS_ADVISOR_DEVICES (space-separated), XFS_ADVISOR_WORKLOAD (JSON), XFS_ADVISOR_AUDIT (the
@@ -27,6 +27,7 @@ case ${XFS_ADVISOR_SYSROOT:-} in
 esac
 if [ -n "${XFS_ADVISOR_SYSROOT:-}" ]; then set -- --sysroot "$XFS_ADVISOR_SYSROOT"; fi
 id -u > "$out/uid"
+date -u +%Y-%m-%dT%H:%M:%SZ > "$out/collected_at"
 printf '%s\n' "${XFS_ADVISOR_SYSROOT:-}" > "$out/sysroot"
 workload=${XFS_ADVISOR_WORKLOAD:-}
 printf '%s\n' "${workload:-"{}"}" > "$out/workload.json"

@@ -90,15 +90,16 @@ class Session:
     # ---- devices ----
 
     def inventory(self, *, refresh: bool = False, probe: bool = True,
-                  fields: frozenset[str] | None = None) -> Inventory:
+                  fields: frozenset[str] | None = None, users: bool = False) -> Inventory:
         """Every block device, read once and kept until `refresh`. libblkid is asked on the live
         system as root; a capture brings its own probe results. `probe` False (sysfs and /proc
-        only) or `fields` (only these Device fields, `devices --json --fields`) make a scan of
-        their own, which is not kept."""
+        only), `fields` (only these Device fields, `devices --json --fields`) or `users` (which
+        processes hold each device open, as root) make a scan of their own, which is not
+        kept."""
         from advisor.inspect.devices import inspect_devices
 
-        if (not probe or fields is not None) and not self._fixed:
-            return inspect_devices(self.root, probe=probe, fields=fields)
+        if (not probe or fields is not None or users) and not self._fixed:
+            return inspect_devices(self.root, probe=probe, fields=fields, users=users)
         if self._inventory is None or (refresh and not self._fixed):
             self._inventory = inspect_devices(self.root)
         return self._inventory

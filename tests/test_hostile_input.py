@@ -6,10 +6,12 @@ budget). Each is one line and exit 2; the run itself never starts."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -258,6 +260,97 @@ def test_someone_elses_link_in_a_shared_folder_is_not_followed(tmp_path: Path,
                           text=True, cwd=REPO, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert victim.read_text() != "# precious\n"
+
+
+def _checksums(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_capture_refuses_a_folder_someone_else_can_fill(tmp_path: Path) -> None:
+    """Root capturing into /tmp/cap that another user made: that user could plant links in it
+    while the capture writes (to /etc/...). Refused before anything is read, as is a folder of
+    ours that others may write into; a new folder is made only we can write."""
+    require_root_tools()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    theirs = shared / "cap"
+    theirs.mkdir()
+    os.chown(theirs, 4242, 4242)
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    env = {k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"}
+
+    def capture(dest: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "advisor", "--sysroot", str(root),
+                               "capture", str(dest)], capture_output=True, text=True, cwd=REPO,
+                              env=env, timeout=120)
+
+    proc = capture(theirs)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "belongs to uid 4242" in proc.stderr
+    assert list(theirs.iterdir()) == []
+    open_to_all = shared / "ours"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    proc = capture(open_to_all)
+    assert proc.returncode == 2 and "can be written by others (mode 777)" in proc.stderr
+    assert list(open_to_all.iterdir()) == []
+    proc = capture(shared / "new")
+    assert proc.returncode == 0, proc.stderr
+    made = os.stat(shared / "new")
+    assert made.st_uid == os.geteuid() and not made.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def test_a_captured_tree_cannot_send_the_capture_outside_its_folder(tmp_path: Path) -> None:
+    """A --sysroot tree (another host's, untrusted) whose sysfs link names an absolute path:
+    capture copied what it read there back onto that path of this machine, outside DEST."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "model").write_text("  precious settings  \n\n")
+    (victim / "queue_depth").write_text("32")
+    before = _checksums(victim)
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    device = root / "sys" / "devices" / "virtual" / "block" / "sda" / "device"
+    device.symlink_to(victim)
+    env = {k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"}
+    proc = subprocess.run([sys.executable, "-m", "advisor", "--sysroot", str(root), "capture",
+                           str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert _checksums(victim) == before
+    assert sorted(p.name for p in victim.iterdir()) == ["model", "queue_depth"]
+
+
+def test_a_capture_writes_only_inside_the_folder_it_opened(tmp_path: Path) -> None:
+    """The writes go through the folder's fd: a link that appears inside it is not followed
+    (the write fails), and the folder renamed away and replaced by a link to elsewhere still
+    gets the files, not the link's target."""
+    from advisor.system.files import OwnFolder
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "passwd").write_text("root:x:0:0\n")
+    before = _checksums(victim)
+    dest = tmp_path / "cap"
+    folder, made = OwnFolder.make(dest, "capture folder")
+    with folder:
+        assert made
+        folder.write("sys/block/a", "1\n")
+        (dest / "etc").symlink_to(victim)
+        with pytest.raises(OSError):
+            folder.write("etc/passwd", "owned\n")
+        with pytest.raises(FileExistsError):
+            folder.write("sys/block/a", "2\n")
+        with pytest.raises(AdvisorError, match="outside"):
+            folder.write("../victim/passwd", "owned\n")
+        dest.rename(tmp_path / "moved")
+        dest.symlink_to(victim)
+        folder.write("passwd2", "x\n")
+        folder.write("sys/block/b", "2\n")
+    assert _checksums(victim) == before
+    assert (tmp_path / "moved" / "passwd2").read_text() == "x\n"
+    assert (tmp_path / "moved" / "sys" / "block" / "b").read_text() == "2\n"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])

@@ -18,7 +18,7 @@ from advisor.inspect.parsers import MountEntry, parse_mountinfo
 from advisor.models.device import Device, Inventory
 from advisor.models.proposal import MkfsGeometry
 from advisor.system import argv, blkid
-from advisor.system.files import read_text
+from advisor.system.files import OwnFolder, read_text
 from advisor.system.mkfs import parse_mkfs_output
 from advisor.system.runner import run
 from advisor.system.sysroot import SysRoot
@@ -186,18 +186,14 @@ def sysroot_fstab(root: SysRoot) -> Path:
     return copy if copy.exists() or not root.path("etc/fstab").exists() else root.path("etc/fstab")
 
 
-def capture_sources(root: SysRoot, inventory: Inventory, dest: str) -> int:
+def capture_sources(root: SysRoot, inventory: Inventory, dest: OwnFolder) -> int:
     """Write what the audit reads that a sysfs capture lacks into dest/AUDIT_DIR: every XFS
     device's xfs_info (or xfs_db -r) output, the kernel's XFS options, /etc/fstab; and the
     kernel release (the xfs_admin upgrades depend on it). Read-only on the devices. The number
     of files written."""
-    folder = os.path.join(dest, AUDIT_DIR)
-    os.makedirs(folder, exist_ok=True)
-    release = os.path.join(dest, "proc/sys/kernel/osrelease")
-    if not os.path.exists(release):
-        os.makedirs(os.path.dirname(release), exist_ok=True)
-        with open(release, "w", encoding="utf-8") as f:
-            f.write(os.uname().release + "\n")
+    release = "proc/sys/kernel/osrelease"
+    if not dest.lexists(release):
+        dest.write(release, os.uname().release + "\n")
     written = {"kernel-config": live_kernel_config()}
     fstab = "/etc/fstab" if root.live else str(sysroot_fstab(root))
     if os.path.isfile(fstab):  # the tree's own, never this machine's
@@ -212,9 +208,9 @@ def capture_sources(root: SysRoot, inventory: Inventory, dest: str) -> int:
         except AdvisorError:
             continue  # unreadable now: the replay reports it as the live audit would
         written[f"{device.name}.{tool}"] = text
+    dest.makedirs(AUDIT_DIR)
     for name, text in written.items():
-        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-            f.write(text)
+        dest.write(f"{AUDIT_DIR}/{name}", text)
     return len(written)
 
 

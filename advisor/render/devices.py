@@ -104,6 +104,10 @@ def badges(device: Device) -> list[Badge]:
     """What stands in the way of formatting the device (advisor.models.obstacles), or `free`
     when nothing does."""
     found = [Badge(o.badge, "blocks" if o.blocks else "warns") for o in obstacles(device)]
+    held = device.usage.held_open
+    if held:  # looked at only by `devices` as root: not an obstacle of the device's own facts
+        more = f" +{len(held) - 1}" if len(held) > 1 else ""
+        found.append(Badge(f"held open by {held[0].describe()}{more}", "blocks"))
     return found or [Badge("free", "free")]
 
 

@@ -546,7 +546,7 @@ def test_since_something_unreadable_is_one_line(tmp_path: Path, raid_host: Path,
 
 def _with_will_break(folder: Path, rule: str, due: str) -> None:
     """The host's audit gains a will-break fstab finding due from kernel `due`."""
-    from advisor.audit.models import AuditDocument, FilesystemAudit, Finding
+    from advisor.models.audit import AuditDocument, FilesystemAudit, Finding
 
     audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
     audit.filesystems.append(FilesystemAudit(

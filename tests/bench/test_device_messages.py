@@ -1,6 +1,7 @@
 """What validate says about a device is what happened: a device held by another opener is refused
-with the holder's pid (exit 3, a device matter, not a tool failure), a libblkid error is quoted instead of "run as root",
-and what a recovery removed is a JSON document under --json like every other line on stderr."""
+with the holder's pid (exit 3, a device matter, not a tool failure), a libblkid error is quoted
+instead of "run as root", and what a recovery removed is a JSON document under --json like every
+other line on stderr."""
 
 from __future__ import annotations
 

@@ -46,8 +46,6 @@ LAYERS: list[tuple[str, ...]] = [
 #: the edge itself, not the component pair, so a new import between the same two components
 #: still fails.
 EXCEPTIONS: dict[str, str] = {
-    "advisor.inspect.capture -> advisor.audit.host":
-        "capture asks audit.host which host files a capture must copy",
 }
 
 #: Circles between modules that exist today (each exact module set with why), all to be broken.

@@ -14,11 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.errors import BadInput
+from advisor.errors import AdvisorError, BadInput
 from advisor.inspect.devices import inspect_with_probes
+from advisor.inspect.mounts import xfs_mounts
 from advisor.inspect.probes import PROBES_FILE
 from advisor.models.device import Inventory
 from advisor.models.environment import PAGE_SIZE_FILE
+from advisor.system.auditfiles import (
+    AUDIT_DIR,
+    live_kernel_config,
+    run_format_tool,
+    sysroot_fstab,
+)
+from advisor.system.files import read_text
 from advisor.system.sysroot import SysRoot
 from advisor.system.versions import XFSPROGS_FILE, xfsprogs_version
 
@@ -154,13 +162,9 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
                                                   encoding="utf-8")
                 mirror.files += 1
         if source.live and os.geteuid() == 0:
-            from advisor.audit.host import capture_sources
-
-            mirror.files += capture_sources(recorder, inventory, str(dest))
+            mirror.files += _capture_audit_files(recorder, inventory, str(dest))
         elif not source.live:
             # A host's root mounted elsewhere (or a capture): its fstab, for `audit` on the copy.
-            from advisor.audit.host import AUDIT_DIR, sysroot_fstab
-
             fstab = sysroot_fstab(source)
             if fstab.is_file():
                 (dest / AUDIT_DIR).mkdir(exist_ok=True)
@@ -175,3 +179,35 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
                 dest.rmdir()  # only while still empty: an inspection that failed leaves nothing
     return CaptureResult(dest=dest, files=mirror.files, symlinks=mirror.symlinks,
                          inventory=inventory)
+
+
+def _capture_audit_files(root: SysRoot, inventory: Inventory, dest: str) -> int:
+    """Write what the audit reads that a sysfs capture lacks into dest/AUDIT_DIR: every XFS
+    device's xfs_info (or xfs_db -r) output, the kernel's XFS options, /etc/fstab; and the
+    kernel release (the xfs_admin upgrades depend on it). Read-only on the devices. The number
+    of files written."""
+    folder = os.path.join(dest, AUDIT_DIR)
+    os.makedirs(folder, exist_ok=True)
+    release = os.path.join(dest, "proc/sys/kernel/osrelease")
+    if not os.path.exists(release):
+        os.makedirs(os.path.dirname(release), exist_ok=True)
+        with open(release, "w", encoding="utf-8") as f:
+            f.write(os.uname().release + "\n")
+    written = {"kernel-config": live_kernel_config()}
+    fstab = "/etc/fstab" if root.live else str(sysroot_fstab(root))
+    if os.path.isfile(fstab):  # the tree's own, never this machine's
+        written["fstab"] = read_text(fstab, "fstab")
+    mounts = xfs_mounts(root)
+    for device in inventory.devices:
+        mount = next((m for m in mounts if m.entry.maj_min == device.maj_min), None)
+        if device.usage.fstype.value != "xfs" and mount is None:
+            continue
+        try:
+            tool, text = run_format_tool(device.path, mount.entry.mountpoint if mount else None)
+        except AdvisorError:
+            continue  # unreadable now: the replay reports it as the live audit would
+        written[f"{device.name}.{tool}"] = text
+    for name, text in written.items():
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    return len(written)

@@ -396,10 +396,11 @@ class Session:
         ..."), why it is not offered ("Attribution: not offered: ..."), or "" when the report
         already holds one."""
         from advisor.bench import attribute as attribution
+        from advisor.bench import differences
 
         if report.attribution is not None:
             return ""
-        chosen = attribution.options(plan.a, plan.b)
+        chosen = differences.options(plan.a, plan.b)
         why = attribution.skip_reason(report, chosen)
         if why is None and plan.device is not None:
             why = (f"on {plan.device} it runs from the command line, with the device held "
@@ -422,6 +423,7 @@ class Session:
         made (by UUID, read while held) and nothing else. `progress(done, total, what)` counts
         over all the option runs; `cancel` stops them like run_validation's."""
         from advisor.bench import attribute as attribution
+        from advisor.bench import differences
         from advisor.bench.resources import Recovery
         from advisor.system.loopdev import dev_name
         from advisor.system.superblock import read_xfs_uuid
@@ -432,7 +434,7 @@ class Session:
             raise DeviceProblem(f"attribution on {plan.device} needs the device still held from "
                                 "the combined run (validate --attribute runs right after it)")
         cancel = cancel or threading.Event()
-        chosen = attribution.options(plan.a, plan.b)
+        chosen = differences.options(plan.a, plan.b)
         steps = 2 * plan.pairs + 1
 
         def run_one(p: Plan, index: int) -> ValidationReport:

@@ -223,7 +223,7 @@ def attribution_lines(report: ValidationReport) -> list[str]:
 def unclaimed(report: ValidationReport) -> list[str]:
     """B's options (those A lacks) that no mechanism check speaks for: the report says so rather
     than leave them out."""
-    from advisor.bench.attribute import options
+    from advisor.bench.differences import options
 
     if report.calibrate:
         return []

@@ -309,8 +309,9 @@ def _attribute(session: Any, plan: Any, report: Any, progress: Any, say: Any,
                hold: Any) -> None:
     """--attribute after the combined run: why not, or the estimate, then the option runs."""
     from advisor.bench import attribute as attribution
+    from advisor.bench import differences
 
-    chosen = attribution.options(plan.a, plan.b)
+    chosen = differences.options(plan.a, plan.b)
     report.attribution_skipped = attribution.skip_reason(report, chosen)
     if report.attribution_skipped:
         say(f"attribution: not run: {report.attribution_skipped}")

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("answers", "inspect"),
     ("system",),
     ("models",),
-    ("errors", "advisor"),
+    ("errors", "signals", "advisor"),
 ]
 
 #: Module edges ("importer -> imported") allowed to break the layers, each with why (none

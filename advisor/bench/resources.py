@@ -37,6 +37,7 @@ from advisor.errors import DeviceProblem, ToolProblem
 from advisor.inspect.parsers import unescape_mount_path
 from advisor.models.base import Model
 from advisor.models.device import Device
+from advisor.signals import STOPPING_SIGNALS
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
 from advisor.system.openers import shown as printable
@@ -46,8 +47,6 @@ from advisor.system.sysroot import SysRoot
 
 STATE_DIR_ENV = "XFS_ADVISOR_STATE_DIR"
 DEFAULT_STATE_DIR = "/run/xfs-advisor"
-#: Signals that end the process: each must let the clean-up run first.
-ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def state_dir() -> Path:
@@ -176,7 +175,7 @@ def _install(handler: Callable[[int, FrameType | None], None]) -> dict[int, obje
     """Install `handler` for every ending signal the process has not chosen to ignore (nohup's
     SIGHUP stays ignored). Returns the previous handlers."""
     previous: dict[int, object] = {}
-    for signum in ENDING_SIGNALS:
+    for signum in STOPPING_SIGNALS:
         current = signal.getsignal(signum)
         if current is signal.SIG_IGN:
             continue

@@ -17,6 +17,7 @@ from typing import Any
 import sh
 
 from advisor.errors import ToolProblem
+from advisor.signals import STOPPING_SIGNALS
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -61,10 +62,6 @@ def _text(output: str | bytes) -> str:
     return output if isinstance(output, str) else output.decode("utf-8", "replace")
 
 
-#: Signals whose Python handlers raise (Ctrl-C's KeyboardInterrupt, the clean-up's Terminated).
-DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
     """Within the block (in the main thread), a signal with a Python handler is noted, and its
@@ -84,7 +81,7 @@ def signals_deferred() -> Iterator[None]:
         caught.append((signum, frame))
 
     previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
-    for signum in DEFERRED_SIGNALS:
+    for signum in STOPPING_SIGNALS:  # their handlers raise (KeyboardInterrupt, Terminated)
         handler = signal.getsignal(signum)
         if callable(handler):
             previous[signum] = handler

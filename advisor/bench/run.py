@@ -33,6 +33,7 @@ from advisor.bench.resources import (
 )
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
+    MAX_PAIRS,
     AgeReport,
     BenchEnvironment,
     CalibrationUse,
@@ -57,9 +58,6 @@ from advisor.system.superblock import read_xfs_uuid
 #: any number of pairs; a primary count with 1-3% noise and a several-fold change is decided at
 #: 3 or 4 pairs (a figure B does none of, by a sign test, at 6).
 MIN_PAIRS = 4
-#: Most pairs a run may have: beyond this no verdict changes (stats.MAX_SUGGESTED_ROUNDS), and the
-#: plan, the samples and the time would grow without purpose.
-MAX_PAIRS = 200
 #: Longest wall-time budget, seconds (a day): the workload is scaled to it.
 MAX_BUDGET = 86400.0
 DEFAULT_PAIRS = 4
@@ -404,7 +402,7 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
                  if m.rounds_to_resolve]
         more = (_pairs_time(max(needs), seconds_per_pair) + " would likely settle "
                 + ("them" if len(needs) > 1 else "it")) if needs \
-            else f"more than {stats.MAX_SUGGESTED_ROUNDS} pairs would be needed"
+            else f"more than {MAX_PAIRS} pairs would be needed"
         said.append(f"undecided on {', '.join(m.name for m in named['inconclusive'])} ({more})")
     if named["worse"] and named["better"]:
         said.append("a trade: weigh which the workload does more of")
@@ -835,7 +833,7 @@ def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pair
         could = allows(list(m.still_possible))
         more = (f"; {_pairs_time(m.rounds_to_resolve - pairs, seconds_per_pair)} would likely "
                 "resolve it" if m.rounds_to_resolve
-                else f"; more than {stats.MAX_SUGGESTED_ROUNDS} pairs in all would be needed")
+                else f"; more than {MAX_PAIRS} pairs in all would be needed")
         open_.append(f"{m.name}: could still be {could} (B/A {_ci_text(m.ci)} against "
                      f"+-{m.margin * 100:.0f}%){more}")
     if plan.fixed and reason == "max rounds":

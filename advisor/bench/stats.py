@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from statistics import NormalDist, median
 from typing import Literal
 
+from advisor.models.bench import MAX_PAIRS
+
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
 #: Never claim a difference smaller than this on any metric, whatever calibration says.
 DEFAULT_MARGIN = 0.05
-#: How many rounds we would ever suggest; beyond that the answer is "more than this".
-MAX_SUGGESTED_ROUNDS = 200
 
 
 # ---- Student's t distribution -------------------------------------------------------------
@@ -305,7 +305,7 @@ def sequential_rounds_to_resolve(d: Sequence[float], margin: float, alpha: float
     likely settle an undecided metric: the noise from the median absolute deviation, the effect
     the median shrunk towards 0 by one standard error (so a mean that a few noisy pairs pushed
     away from 0 promises nothing); settled = the direction shown (radius below the effect) or
-    equivalence (radius below the margin less the effect). None beyond MAX_SUGGESTED_ROUNDS."""
+    equivalence (radius below the margin less the effect). None beyond MAX_PAIRS."""
     n0 = len(d)
     sd = robust_sd(d)
     if n0 < 2 or not math.isfinite(sd) or sd == 0.0:
@@ -315,7 +315,7 @@ def sequential_rounds_to_resolve(d: Sequence[float], margin: float, alpha: float
     if target <= 0.0:
         return None
     n = n0 + 2 - n0 % 2
-    while n <= MAX_SUGGESTED_ROUNDS:
+    while n <= MAX_PAIRS:
         if cs_radius(n, sd, alpha, g) < target:
             return n
         n += 2

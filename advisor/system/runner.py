@@ -110,12 +110,29 @@ def stop_children() -> None:
             proc.kill()
 
 
+#: The locale commands run in: their messages untranslated, as the code matches them ("Device or
+#: resource busy", "could not find any free loop device"), whatever the user's LANG, LC_* or
+#: LANGUAGE say. C.UTF-8 rather than C, so that a non-ASCII name stays as it is (under C,
+#: losetup prints /tmp/dätä.img as /tmp/d\xc3\xa4t\xc3\xa4.img); LANGUAGE goes, because
+#: gettext follows it under any locale but C. Where C.UTF-8 is missing, the tools fall back to C.
+COMMAND_LOCALE = "C.UTF-8"
+
+
+def command_env() -> dict[str, str]:
+    """The environment a command runs in: the advisor's own, with COMMAND_LOCALE for every
+    locale category."""
+    env = {k: v for k, v in os.environ.items() if k != "LANGUAGE"}
+    env["LC_ALL"] = COMMAND_LOCALE
+    return env
+
+
 def _spawn(cmd: sh.Command, argv: list[str], input: str | None, cwd: str | None,
            own_group: bool) -> Any:
-    """Start the command in the background (sh forks and execs it)."""
+    """Start the command in the background (sh forks and execs it), in command_env()."""
     return cmd(
         *argv[1:],
         _bg=True,
+        _env=command_env(),
         # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
         # SIGHUP, which reaches the whole process group) is a failed result, not an
         # exception: clean-up retries it.

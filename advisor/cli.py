@@ -68,7 +68,7 @@ def _raise_on_interrupt() -> None:
 
 
 def _resend_lost_interrupt(unraisable: Any) -> None:
-    """A Ctrl-C (or an ending signal raised as advisor.bench.resources.Terminated) that lands
+    """A Ctrl-C (or an ending signal raised as advisor.signals.Terminated) that lands
     in code the interpreter calls on its own (a weakref callback, a finalizer) cannot leave it:
     the interpreter prints "Exception ignored in: ..." and drops it, and the run went on to exit
     0 (seen once in 40 Ctrl-C'd proposals). The signal is sent again instead, to be raised where

@@ -20,17 +20,12 @@ from pathlib import Path
 
 from advisor.bench import counters, jobs, stats
 from advisor.bench.calibration import CalibrationStore
+from advisor.bench.cleanup import Recovery, recover_and_say
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
 from advisor.bench.report import allows
-from advisor.bench.resources import (
-    Recovery,
-    Resources,
-    failure,
-    recover_and_say,
-    terminate_as_interrupt,
-)
+from advisor.bench.resources import Resources, failure
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
     MAX_PAIRS,
@@ -49,6 +44,7 @@ from advisor.models.bench import (
 from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
+from advisor.signals import terminate_as_interrupt
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
 from advisor.system.runner import run, which

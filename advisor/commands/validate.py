@@ -515,7 +515,7 @@ def _check_folder(what: str, folder: str) -> str:
 def _check_state_folder() -> None:
     """The run records what it makes in the state folder first: it must be writable (a read-only
     one would fail after the loop device exists)."""
-    from advisor.bench.resources import STATE_DIR_ENV, state_dir
+    from advisor.bench.journal import STATE_DIR_ENV, state_dir
     from advisor.errors import ToolProblem
 
     folder = state_dir()

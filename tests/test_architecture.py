@@ -3,10 +3,11 @@
 Every import counts: at module level, deferred inside a function, and typing-only under
 `if TYPE_CHECKING:` (a typing-only edge is still a dependency a reader must follow, and the
 way circles hide). A module may import from its own component and from components in lower
-layers; components that share a layer are independent of one another. What breaks that today
-is listed below, each edge with the reason it is there and where it is to move; the test fails
-on an edge that is neither allowed nor listed, on a circle between modules that is not listed,
-and on a listed exception that no longer exists (so the list only shrinks).
+layers; components that share a layer are independent of one another. An exception must be
+listed below by its module edge (or, for a circle, its exact set of modules) with the reason it
+is there; the test fails on an edge that is neither allowed nor listed, on a circle that does
+not match a listed one exactly, and on a listed exception that no longer exists. None is listed
+today.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from advisor import SCHEMA_VERSION
 from advisor.commands.parser import build_parser, load, requested_command
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
 from advisor.render.inert import terminal
+from advisor.signals import ENDING_SIGNALS
 
 #: Metavars of arguments that name a file, a folder or a device (and what each names): an empty
 #: one is a mistake (a variable that was not set), never "none" and never the current directory.
@@ -67,7 +68,7 @@ def _raise_on_interrupt() -> None:
 
 
 def _resend_lost_interrupt(unraisable: Any) -> None:
-    """A Ctrl-C (or an ending signal raised as advisor.bench.resources.Terminated) that lands
+    """A Ctrl-C (or an ending signal raised as advisor.signals.Terminated) that lands
     in code the interpreter calls on its own (a weakref callback, a finalizer) cannot leave it:
     the interpreter prints "Exception ignored in: ..." and drops it, and the run went on to exit
     0 (seen once in 40 Ctrl-C'd proposals). The signal is sent again instead, to be raised where
@@ -142,7 +143,7 @@ def _ending_signals_interrupt() -> None:
     files removed), unless the process was started ignoring them (nohup)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    for signum in ENDING_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _end_as_interrupt)
 

@@ -23,8 +23,8 @@ from advisor.models.device import Device, Inventory
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
+    from advisor.bench.cleanup import Recovery
     from advisor.bench.hold import DeviceHold
-    from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
     from advisor.models.audit import AuditDocument, Severity
@@ -168,7 +168,7 @@ class Session:
         run's own mount would make it refuse); after the host check, so that without root the
         message is that. `say` gets each "recovered: ..." line."""
         self.require_live("validation")
-        from advisor.bench.resources import recover_and_say
+        from advisor.bench.cleanup import recover_and_say
         from advisor.bench.run import check_host
 
         check_host(need_loop=loop)
@@ -178,8 +178,8 @@ class Session:
         """The scratch-device guard's reasons not to format `device` (empty: it may be used).
         `left`: test filesystems dead runs left (Recovery.test_filesystems), not counted as
         data."""
+        from advisor.bench.cleanup import without_test_filesystem
         from advisor.bench.guard import refusals
-        from advisor.bench.resources import without_test_filesystem
         from advisor.bench.run import MIN_DEVICE_BYTES
 
         if not self.live:
@@ -214,8 +214,8 @@ class Session:
         """The device called `name`, read afresh and through the guard; DeviceProblem naming
         every reason otherwise. `unrecognized_ok`: data no signature names may be destroyed
         (validate --destroy-unrecognized-data)."""
+        from advisor.bench.cleanup import without_test_filesystem
         from advisor.bench.guard import check_scratch
-        from advisor.bench.resources import without_test_filesystem
         from advisor.bench.run import MIN_DEVICE_BYTES
 
         self.require_live("validation")
@@ -314,7 +314,7 @@ class Session:
         sequences hold whenever a run stops). The rest as advisor.bench.run.execute."""
         self.require_live("validation")
         from advisor.bench.calibration import CalibrationStore
-        from advisor.bench.resources import stop_our_fio
+        from advisor.bench.cleanup import stop_our_fio
         from advisor.bench.run import execute
 
         store = CalibrationStore(Path(self.calibration_file) if self.calibration_file else None)
@@ -410,10 +410,11 @@ class Session:
         ..."), why it is not offered ("Attribution: not offered: ..."), or "" when the report
         already holds one."""
         from advisor.bench import attribute as attribution
+        from advisor.bench import differences
 
         if report.attribution is not None:
             return ""
-        chosen = attribution.options(plan.a, plan.b)
+        chosen = differences.options(plan.a, plan.b)
         why = attribution.skip_reason(report, chosen)
         if why is None and plan.device is not None:
             why = (f"on {plan.device} it runs from the command line, with the device held "
@@ -436,7 +437,8 @@ class Session:
         made (by UUID, read while held) and nothing else. `progress(done, total, what)` counts
         over all the option runs; `cancel` stops them like run_validation's."""
         from advisor.bench import attribute as attribution
-        from advisor.bench.resources import Recovery
+        from advisor.bench import differences
+        from advisor.bench.cleanup import Recovery
         from advisor.system.loopdev import dev_name
         from advisor.system.superblock import read_xfs_uuid
 
@@ -446,7 +448,7 @@ class Session:
             raise DeviceProblem(f"attribution on {plan.device} needs the device still held from "
                                 "the combined run (validate --attribute runs right after it)")
         cancel = cancel or threading.Event()
-        chosen = attribution.options(plan.a, plan.b)
+        chosen = differences.options(plan.a, plan.b)
         steps = 2 * plan.pairs + 1
 
         def run_one(p: Plan, index: int) -> ValidationReport:

@@ -61,7 +61,7 @@ def test_help_lists_the_exit_codes() -> None:
     from advisor.errors import HELP_EXIT_CODES
 
     proc = advisor("--help")
-    assert proc.returncode == 0
+    assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().endswith(HELP_EXIT_CODES.rstrip())
     codes = [line.split()[0] for line in HELP_EXIT_CODES.splitlines()[1:9]]
     assert codes == ["0", "1", "2", "3", "4", "5", "6", "130"]

@@ -13,6 +13,7 @@ from advisor.audit.fstab import FstabEntry, parse_fstab
 from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
 from advisor.audit.options import fstab_findings, log_stripe_findings, obsolete_findings
 from advisor.errors import AdvisorError, DeviceProblem
+from advisor.inspect.mounts import Mount, xfs_mounts
 from advisor.models.audit import (
     SEVERITIES,
     AuditDocument,
@@ -23,6 +24,7 @@ from advisor.models.audit import (
 )
 from advisor.models.session import Advising
 from advisor.models.workload import Workload
+from advisor.system.auditfiles import devno, sysroot_fstab
 from advisor.system.files import read_text
 from advisor.system.sysroot import SysRoot
 
@@ -33,7 +35,7 @@ def _fstab(path: str | None, root: SysRoot) -> tuple[str | None, list[FstabEntry
     """The fstab's XFS lines and its unusable lines as findings. A named file must be readable
     (BadInput otherwise); a missing default (/etc/fstab; in a --sysroot tree a capture's copy,
     else the tree's etc/fstab: a host's root mounted elsewhere) is no fstab."""
-    default = DEFAULT_FSTAB if root.live else str(h.sysroot_fstab(root))
+    default = DEFAULT_FSTAB if root.live else str(sysroot_fstab(root))
     if path is None and not os.path.exists(default):
         return None, [], []
     name = path or default
@@ -46,7 +48,7 @@ def _fstab(path: str | None, root: SysRoot) -> tuple[str | None, list[FstabEntry
     return name, [e for e in entries if e.fstype == "xfs"], bad
 
 
-def _targets(session: Advising, names: Sequence[str], mounts: list[h.Mount],
+def _targets(session: Advising, names: Sequence[str], mounts: list[Mount],
              fstab: list[FstabEntry]) -> list[h.Target]:
     """The filesystems to audit, each with its mount and its fstab line; with no names, every
     XFS mount, every unmounted XFS device libblkid finds, and every XFS fstab line."""
@@ -62,7 +64,7 @@ def _targets(session: Advising, names: Sequence[str], mounts: list[h.Mount],
                     and not d.usage.mountpoints]
     for entry in fstab:
         path = h.resolve_spec(entry.spec) if session.live else None
-        number = h.devno(path or "")
+        number = devno(path or "")
         match = next((t for t in targets if (number and t.maj_min == number) or
                       (t.mount and t.mount.entry.mountpoint == entry.mountpoint)), None)
         if match is not None and match.fstab is None:
@@ -174,7 +176,7 @@ def audit(session: Advising, root: SysRoot, names: Sequence[str] = (), fstab: st
     writes, never mounts. On a capture, what `xfs-advisor capture` recorded stands for xfs_info
     and xfs_db."""
     fstab_name, entries, syntax = _fstab(fstab, root)
-    mounts = h.xfs_mounts(root)
+    mounts = xfs_mounts(root)
     config = h.kernel_config(root)
     env = session.environment
     host = Host(env.kernel, env.xfsprogs_version, h.supported(config, "CONFIG_XFS_SUPPORT_V4"),

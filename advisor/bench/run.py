@@ -20,19 +20,15 @@ from pathlib import Path
 
 from advisor.bench import counters, jobs, stats
 from advisor.bench.calibration import CalibrationStore
+from advisor.bench.cleanup import Recovery, recover_and_say
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
 from advisor.bench.report import allows
-from advisor.bench.resources import (
-    Recovery,
-    Resources,
-    failure,
-    recover_and_say,
-    terminate_as_interrupt,
-)
+from advisor.bench.resources import Resources, failure
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import (
+    MAX_PAIRS,
     AgeReport,
     BenchEnvironment,
     CalibrationUse,
@@ -49,6 +45,7 @@ from advisor.models.bench import (
 from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
+from advisor.signals import terminate_as_interrupt
 from advisor.system import argv
 from advisor.system.cgroup import Isolation, open_isolation
 from advisor.system.loopdev import dev_name
@@ -59,9 +56,6 @@ from advisor.system.superblock import read_xfs_uuid
 #: any number of pairs; a primary count with 1-3% noise and a several-fold change is decided at
 #: 3 or 4 pairs (a figure B does none of, by an exact rank test, at 4).
 MIN_PAIRS = 4
-#: Most pairs a run may have: beyond this no verdict changes (stats.MAX_SUGGESTED_ROUNDS), and the
-#: plan, the samples and the time would grow without purpose.
-MAX_PAIRS = 200
 #: Longest wall-time budget, seconds (a day): the workload is scaled to it.
 MAX_BUDGET = 86400.0
 DEFAULT_PAIRS = 4
@@ -541,7 +535,7 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
                  if m.rounds_to_resolve]
         more = (_pairs_time(max(needs), seconds_per_pair) + " would likely settle "
                 + ("them" if len(needs) > 1 else "it")) if needs \
-            else f"more than {stats.MAX_SUGGESTED_ROUNDS} pairs would be needed"
+            else f"more than {MAX_PAIRS} pairs would be needed"
         said.append(f"undecided on {', '.join(m.name for m in named['inconclusive'])} ({more})")
     if named["worse"] and named["better"]:
         said.append("a trade: weigh which the workload does more of")
@@ -824,7 +818,7 @@ def primaries(plan: Plan) -> list[Primary]:
     """Per option of B that A lacks (su and sw as one): the counter its rule's claim names,
     else FALLBACK_PRIMARY; one `B = A` entry when nothing differs. Decided before any pair, from
     the plan alone."""
-    from advisor.bench.attribute import options
+    from advisor.bench.differences import options
 
     found = []
     for o in options(plan.a, plan.b):
@@ -1022,7 +1016,7 @@ def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pair
         could = allows(list(m.still_possible))
         more = (f"; {_pairs_time(m.rounds_to_resolve - pairs, seconds_per_pair)} would likely "
                 "resolve it" if m.rounds_to_resolve
-                else f"; more than {stats.MAX_SUGGESTED_ROUNDS} pairs in all would be needed")
+                else f"; more than {MAX_PAIRS} pairs in all would be needed")
         open_.append(f"{m.name}: could still be {could} (B/A {_ci_text(m.ci)} against "
                      f"+-{m.margin * 100:.0f}%){more}")
     if plan.fixed and reason == "max rounds":

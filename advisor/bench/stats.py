@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from statistics import NormalDist, median
 from typing import Literal
 
+from advisor.models.bench import MAX_PAIRS
+
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
 #: Never claim a difference smaller than this on any metric, whatever calibration says.
 DEFAULT_MARGIN = 0.05
-#: How many rounds we would ever suggest; beyond that the answer is "more than this".
-MAX_SUGGESTED_ROUNDS = 200
 
 
 # ---- Student's t distribution -------------------------------------------------------------
@@ -309,7 +309,7 @@ def sequential_rounds_to_resolve(d: Sequence[float], margin: float, alpha: float
     the smaller of |mean| and |median| shrunk towards 0 by one standard error (a mean that a few
     noisy pairs pushed away from 0 promises nothing); for equivalence, the larger grown by one.
     Settled = the radius below that effect, or below the margin less it. None beyond
-    MAX_SUGGESTED_ROUNDS."""
+    MAX_PAIRS."""
     n0 = len(d)
     if n0 < 2:
         return None
@@ -324,7 +324,7 @@ def sequential_rounds_to_resolve(d: Sequence[float], margin: float, alpha: float
     if target <= 0.0:
         return None
     n = n0 + 2 - n0 % 2
-    while n <= MAX_SUGGESTED_ROUNDS:
+    while n <= MAX_PAIRS:
         if cs_radius(n, sd, alpha, g) < target:
             return n
         n += 2

@@ -309,8 +309,9 @@ def _attribute(session: Any, plan: Any, report: Any, progress: Any, say: Any,
                hold: Any) -> None:
     """--attribute after the combined run: why not, or the estimate, then the option runs."""
     from advisor.bench import attribute as attribution
+    from advisor.bench import differences
 
-    chosen = attribution.options(plan.a, plan.b)
+    chosen = differences.options(plan.a, plan.b)
     report.attribution_skipped = attribution.skip_reason(report, chosen)
     if report.attribution_skipped:
         say(f"attribution: not run: {report.attribution_skipped}")
@@ -438,16 +439,17 @@ def _check_args(args: argparse.Namespace) -> int:
     host, then the folders the run will write to. Returns the loop size in bytes."""
     from advisor.bench import run as bench
     from advisor.bench.calibration import CalibrationStore
+    from advisor.models.bench import MAX_PAIRS
     from advisor.models.units import human_size, parse_size
 
     if getattr(args, "sysroot", None):
         raise BadInput("validate formats and measures devices of this machine: --sysroot "
                        "cannot apply (drop it)")
-    if not bench.MIN_PAIRS <= args.rounds <= bench.MAX_PAIRS:
-        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {bench.MAX_PAIRS} (pairs before "
+    if not bench.MIN_PAIRS <= args.rounds <= MAX_PAIRS:
+        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {MAX_PAIRS} (pairs before "
                        "the first look)")
-    if args.max_rounds is not None and not args.rounds <= args.max_rounds <= bench.MAX_PAIRS:
-        raise BadInput(f"--max-rounds must be --rounds ({args.rounds}) to {bench.MAX_PAIRS}")
+    if args.max_rounds is not None and not args.rounds <= args.max_rounds <= MAX_PAIRS:
+        raise BadInput(f"--max-rounds must be --rounds ({args.rounds}) to {MAX_PAIRS}")
     if args.budget is not None and not 0 < args.budget <= bench.MAX_BUDGET:  # also refuses nan
         raise BadInput(f"--budget must be more than 0 and at most {bench.MAX_BUDGET:.0f} seconds")
     if args.calibrate and (args.mkfs_options or args.mount_options):
@@ -513,7 +515,7 @@ def _check_folder(what: str, folder: str) -> str:
 def _check_state_folder() -> None:
     """The run records what it makes in the state folder first: it must be writable (a read-only
     one would fail after the loop device exists)."""
-    from advisor.bench.resources import STATE_DIR_ENV, state_dir
+    from advisor.bench.journal import STATE_DIR_ENV, state_dir
     from advisor.errors import ToolProblem
 
     folder = state_dir()

@@ -13,11 +13,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.errors import BadInput
+from advisor.errors import AdvisorError, BadInput
 from advisor.inspect.devices import inspect_with_probes
+from advisor.inspect.mounts import xfs_mounts
 from advisor.inspect.probes import PROBES_FILE
 from advisor.models.device import Inventory
 from advisor.models.environment import PAGE_SIZE_FILE
+from advisor.system.auditfiles import (
+    AUDIT_DIR,
+    live_kernel_config,
+    run_format_tool,
+    sysroot_fstab,
+)
 from advisor.system.files import OwnFolder, read_text
 from advisor.system.sysroot import SysRoot
 from advisor.system.versions import XFSPROGS_FILE, xfsprogs_version
@@ -135,13 +142,9 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
                 folder.write(XFSPROGS_FILE, f"mkfs.xfs version {version}\n")
                 mirror.files += 1
         if source.live and os.geteuid() == 0:
-            from advisor.audit.host import capture_sources
-
-            mirror.files += capture_sources(recorder, inventory, folder)
+            mirror.files += _capture_audit_files(recorder, inventory, folder)
         elif not source.live:
             # A host's root mounted elsewhere (or a capture): its fstab, for `audit` on the copy.
-            from advisor.audit.host import AUDIT_DIR, sysroot_fstab
-
             fstab = sysroot_fstab(source)
             if fstab.is_file():
                 folder.write(f"{AUDIT_DIR}/fstab", read_text(fstab, "fstab",
@@ -156,3 +159,31 @@ def capture(source: SysRoot, dest: Path) -> CaptureResult:
         folder.close()
     return CaptureResult(dest=dest, files=mirror.files, symlinks=mirror.symlinks,
                          inventory=inventory)
+
+
+def _capture_audit_files(root: SysRoot, inventory: Inventory, dest: OwnFolder) -> int:
+    """Write what the audit reads that a sysfs capture lacks into dest/AUDIT_DIR: every XFS
+    device's xfs_info (or xfs_db -r) output, the kernel's XFS options, /etc/fstab; and the
+    kernel release (the xfs_admin upgrades depend on it). Read-only on the devices; written
+    through the capture's own folder (no link followed). The number of files written."""
+    release = "proc/sys/kernel/osrelease"
+    if not dest.lexists(release):
+        dest.write(release, os.uname().release + "\n")
+    written = {"kernel-config": live_kernel_config()}
+    fstab = "/etc/fstab" if root.live else str(sysroot_fstab(root))
+    if os.path.isfile(fstab):  # the tree's own, never this machine's
+        written["fstab"] = read_text(fstab, "fstab")
+    mounts = xfs_mounts(root)
+    for device in inventory.devices:
+        mount = next((m for m in mounts if m.entry.maj_min == device.maj_min), None)
+        if device.usage.fstype.value != "xfs" and mount is None:
+            continue
+        try:
+            tool, text = run_format_tool(device.path, mount.entry.mountpoint if mount else None)
+        except AdvisorError:
+            continue  # unreadable now: the replay reports it as the live audit would
+        written[f"{device.name}.{tool}"] = text
+    dest.makedirs(AUDIT_DIR)
+    for name, text in written.items():
+        dest.write(f"{AUDIT_DIR}/{name}", text)
+    return len(written)

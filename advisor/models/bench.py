@@ -18,7 +18,10 @@ Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 MAX_STORED_FLOOR = 10.0
 #: Largest standard deviation of a pair's log-ratio a calibration file may hold (e^10 per pair).
 MAX_STORED_SD = 10.0
-#: Most pairs a calibration can have been measured with (validate runs at most 200).
+#: Most pairs a run may have: beyond this no verdict changes (a metric that needs more is "more
+#: than MAX_PAIRS pairs"), and the plan, the samples and the time would grow without purpose.
+MAX_PAIRS = 200
+#: Most pairs a calibration can have been measured with (validate runs at most MAX_PAIRS).
 MAX_STORED_ROUNDS = 10_000
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import sh
 
 from advisor.errors import ToolProblem
+from advisor.signals import STOPPING_SIGNALS
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -61,10 +62,6 @@ def _text(output: str | bytes) -> str:
     return output if isinstance(output, str) else output.decode("utf-8", "replace")
 
 
-#: Signals whose Python handlers raise (Ctrl-C's KeyboardInterrupt, the clean-up's Terminated).
-DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
     """Within the block (in the main thread), a signal with a Python handler is noted, and its
@@ -84,7 +81,7 @@ def signals_deferred() -> Iterator[None]:
         caught.append((signum, frame))
 
     previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
-    for signum in DEFERRED_SIGNALS:
+    for signum in STOPPING_SIGNALS:  # their handlers raise (KeyboardInterrupt, Terminated)
         handler = signal.getsignal(signum)
         if callable(handler):
             previous[signum] = handler
@@ -113,12 +110,29 @@ def stop_children() -> None:
             proc.kill()
 
 
+#: The locale commands run in: their messages untranslated, as the code matches them ("Device or
+#: resource busy", "could not find any free loop device"), whatever the user's LANG, LC_* or
+#: LANGUAGE say. C.UTF-8 rather than C, so that a non-ASCII name stays as it is (under C,
+#: losetup prints /tmp/dätä.img as /tmp/d\xc3\xa4t\xc3\xa4.img); LANGUAGE goes, because
+#: gettext follows it under any locale but C. Where C.UTF-8 is missing, the tools fall back to C.
+COMMAND_LOCALE = "C.UTF-8"
+
+
+def command_env() -> dict[str, str]:
+    """The environment a command runs in: the advisor's own, with COMMAND_LOCALE for every
+    locale category."""
+    env = {k: v for k, v in os.environ.items() if k != "LANGUAGE"}
+    env["LC_ALL"] = COMMAND_LOCALE
+    return env
+
+
 def _spawn(cmd: sh.Command, argv: list[str], input: str | None, cwd: str | None,
            own_group: bool) -> Any:
-    """Start the command in the background (sh forks and execs it)."""
+    """Start the command in the background (sh forks and execs it), in command_env()."""
     return cmd(
         *argv[1:],
         _bg=True,
+        _env=command_env(),
         # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
         # SIGHUP, which reaches the whole process group) is a failed result, not an
         # exception: clean-up retries it.

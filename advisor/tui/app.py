@@ -35,6 +35,7 @@ from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
 from advisor.render.inert import terminal, terminal_lines
 from advisor.session import Session
+from advisor.signals import ENDING_SIGNALS, STOPPING_SIGNALS
 from advisor.tui.messages import DevicesChanged, DevicesRead, HotplugSeen, ProposalChanged
 
 if TYPE_CHECKING:
@@ -91,8 +92,6 @@ class ActiveRun:
         return not self.done.is_set()
 
 
-#: Signals that end the TUI: each cancels a running validation, which cleans up, then exits.
-ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
 
 
 def _screen_factory(step: str) -> Callable[[], Screen[Any]]:
@@ -584,7 +583,7 @@ def finish_run(app: AdvisorApp) -> None:
     with contextlib.suppress(OSError):
         print("xfs-advisor: cleaning up the validation run...", file=sys.stderr, flush=True)
     # A further Ctrl-C, SIGHUP or SIGTERM while waiting must not cut the clean-up short.
-    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (*ENDING_SIGNALS, signal.SIGINT)}
+    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOPPING_SIGNALS}
     try:
         run.done.wait()
     finally:

@@ -21,7 +21,7 @@ from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
 
 from advisor.errors import AdvisorError, DeviceProblem
-from advisor.models.bench import NotApplied, SideConfig
+from advisor.models.bench import MAX_PAIRS, NotApplied, SideConfig
 from advisor.models.units import human_size
 from advisor.render.inert import terminal
 from advisor.tui.messages import DevicesChanged, ProposalChanged, RunProgressed, RunSampled
@@ -732,7 +732,7 @@ def next_steps(report: ValidationReport) -> list[str]:
         if m.rounds_to_resolve:
             need = f"~{m.rounds_to_resolve} pairs would likely resolve it"
         else:
-            need = "more than 200 pairs, or the difference sits on the margin"
+            need = f"more than {MAX_PAIRS} pairs, or the difference sits on the margin"
         lines.append(f"{m.title}: inconclusive after {report.rounds} pairs (noise "
                      f"{m.noise * 100:.0f}% per pair); {need}.")
     # "More rounds" (Session.more_rounds, being built apart) and "attribute" (Session.attribute)

@@ -15,7 +15,6 @@ import pytest
 
 from advisor.bench.report import render_text
 from advisor.bench.run import (
-    MAX_PAIRS,
     Plan,
     _after_block,
     continuation,
@@ -24,7 +23,7 @@ from advisor.bench.run import (
     suggested_more,
 )
 from advisor.errors import BadInput
-from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
+from advisor.models.bench import MAX_PAIRS, BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
 from tests.conftest import REPO, require_root_tools, sh
 

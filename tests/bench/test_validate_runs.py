@@ -141,7 +141,7 @@ def test_planted_change_runs_as_planned_and_is_judged_by_its_primary_metric(
 
 def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> None:
     proc = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
-    assert proc.returncode == 4
+    assert proc.returncode == 4, proc.stderr
     err = _last_document(proc.stderr)["error"]
     assert "mkfs.xfs for side B" in err["message"]
     assert _ours(str(tmp_path)) == []
@@ -198,7 +198,7 @@ def test_sigkill_leftovers_are_recovered_by_the_next_run(tmp_path: Path, root_to
         assert _ours(str(tmp_path)) != []  # the dead run did leave things behind
         # The next run (it fails fast on a bad option) first removes what the dead one left.
         after = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
-        assert after.returncode == 4
+        assert after.returncode == 4, after.stderr
         assert "recovered: a dead run (pid" in after.stderr
         assert _ours(str(tmp_path)) == []
         assert list((tmp_path / "state").glob("run-*.json")) == []
@@ -245,7 +245,7 @@ def test_missing_fio_is_one_line_exit_4(tmp_path: Path, root_tools: None) -> Non
     proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--loop-dir",
                            str(tmp_path / "work")], capture_output=True, text=True, cwd=REPO,
                           env=env, timeout=60)
-    assert proc.returncode == 4
+    assert proc.returncode == 4, proc.stderr
     assert proc.stderr.strip() == "xfs-advisor: fio not found: install it (Debian: apt-get " \
                                   "install fio)"
     assert not (tmp_path / "work").exists()
@@ -263,7 +263,7 @@ def test_missing_mkfs_is_one_line_exit_4(tmp_path: Path, root_tools: None) -> No
     proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                           capture_output=True, text=True, cwd=REPO, env=_env(tmp_path),
                           timeout=60)
-    assert proc.returncode == 4
+    assert proc.returncode == 4, proc.stderr
     err = json.loads(proc.stderr)["error"]
     assert err["kind"] == "tool" and "mkfs.xfs not found" in err["message"]
     assert not (tmp_path / "work").exists()
@@ -285,7 +285,7 @@ def test_not_root_is_one_line_exit_3(tmp_path: Path) -> None:
 
 def test_bad_rounds_is_bad_input(tmp_path: Path) -> None:
     proc = _validate(tmp_path, "--rounds", "3")
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert "--rounds must be 4 to 200" in proc.stderr
 
 

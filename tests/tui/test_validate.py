@@ -254,6 +254,7 @@ async def test_attribution_is_offered_after_a_verdict_and_shown(make_app: AppFac
     """After a verdict on a B of two options the screen offers ctrl+b with the estimate; with
     one option it says why not; an attribution, once there, is shown under the verdict."""
     from advisor.bench import attribute as attribution
+    from advisor.bench import differences
     from advisor.bench.run import Plan
     from advisor.models.bench import SideConfig, ValidationReport
     from advisor.models.workload import Workload
@@ -285,7 +286,7 @@ async def test_attribution_is_offered_after_a_verdict_and_shown(make_app: AppFac
         alone = [report, report.model_copy(update={"mechanisms": [
             report.mechanisms[0].model_copy(update={"ratio": 1.0, "ci": [0.9, 1.1],
                                                     "verdict": "inconclusive"})]})]
-        chosen = attribution.options(SideConfig(label="A"), b)
+        chosen = differences.options(SideConfig(label="A"), b)
         screen.show_report(report.model_copy(update={  # type: ignore[attr-defined]
             "attribution": attribution.combine(chosen, alone, report)}))
         await pilot.pause()

@@ -388,3 +388,20 @@ def test_an_ending_signal_during_a_dry_run_removes_its_image(tmp_path: Path,
     assert list(temp.iterdir()) == []
     stub_left = subprocess.run(["pgrep", "-f", f"{stubs}"], capture_output=True, text=True)
     assert stub_left.stdout == ""
+
+
+def test_a_command_a_worker_starts_while_the_advisor_ends_is_killed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race behind a dry run outliving a SIGTERM: a worker thread starts its command just
+    after the main thread stopped every listed one. Once stop_children has run, a command that
+    is started is killed at once instead of running on (here for 30 s)."""
+    import threading as _threading
+
+    from advisor.system import runner
+
+    monkeypatch.setattr(runner, "_stopping", _threading.Event())
+    runner.stop_children()
+    started = time.monotonic()
+    result = runner.run(["sleep", "30"], check=False)
+    assert time.monotonic() - started < 10
+    assert result.returncode != 0

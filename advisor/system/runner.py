@@ -98,13 +98,18 @@ def signals_deferred() -> Iterator[None]:
 
 #: Commands running now (in any thread), but for clean-up's own-group ones: stop_children().
 _running: dict[int, Any] = {}
+#: Set by stop_children: a command a worker thread starts from then on is killed at once.
+_stopping = threading.Event()
 
 
 def stop_children() -> None:
     """Kill every command still running, but for clean-up's: called when the process is ended
     (Ctrl-C, SIGTERM, SIGHUP), so that a worker thread waiting on one (a proposal's mkfs.xfs dry
     run of the defaults) returns at once and removes its temporary files, and the interpreter,
-    which waits for its threads, exits."""
+    which waits for its threads, exits. A worker that had just started a command and not yet
+    listed it sees the flag once it has (the flag is set before the list is read), so no
+    command outlives the advisor (one did, under load, holding its output pipes for a minute)."""
+    _stopping.set()
     for proc in list(_running.values()):
         with contextlib.suppress(ProcessLookupError, OSError):
             proc.kill()
@@ -182,6 +187,9 @@ def run(
 
         if not own_group:
             _running[id(proc)] = proc
+            if _stopping.is_set():  # the advisor is ending: stop_children may have missed it
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    proc.kill()
 
         timer = threading.Timer(timeout, kill) if timeout else None
         if timer:

@@ -101,6 +101,43 @@ def test_a_continued_report_is_held_to_the_flags_bounds(
     assert len(err.splitlines()) == 1 and needle in err, err
 
 
+@pytest.mark.parametrize(("update", "needle"), [
+    ({"environment.device_size_bytes": 1 << 50}, "free"),
+    ({"workload.writers": 64}, "workload.writers"),
+    ({"workload.directory_entries": -20_000, "workload.churn_entries": -2_000},
+     "workload.directory_entries"),
+    ({"workload.phase_seconds": 1e300}, "workload.phase_seconds"),
+    ({"stopping.budget_seconds": 1e12}, "stopping.budget_seconds"),
+])
+def test_the_tuis_continuation_is_held_to_the_same_bounds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: dict[str, Any],
+        needle: str) -> None:
+    """The check lives where the report is continued (bench.run.continuation), not in the
+    command line: the TUI's "more rounds" (Session.continuation_plan, then more_rounds) refuses
+    the same reports, naming the field, before anything is made."""
+    from advisor.errors import BadInput
+    from advisor.models.bench import ValidationReport
+
+    report = ValidationReport.model_validate(_hostile(update))
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started("the run started")
+
+    monkeypatch.setattr(Session, "run_validation", started)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    session = Session()
+    with pytest.raises(BadInput, match=needle.replace(".", r"\.")) as plan_refused:
+        session.continuation_plan(report)
+    assert plan_refused.value.message.startswith(str(tmp_path)) if needle == "free" else \
+        plan_refused.value.message.startswith("the report: ")
+    with pytest.raises(BadInput, match=needle.replace(".", r"\.")):
+        session.more_rounds(report, loop_dir=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+    # The sound report gets through to the run.
+    with pytest.raises(_Started):
+        session.more_rounds(_report(), loop_dir=str(tmp_path))
+
+
 def test_a_sound_report_still_continues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require_root_tools("losetup", "mkfs.xfs", "fio", "mount")
     report = tmp_path / "report.json"

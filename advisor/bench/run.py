@@ -208,9 +208,10 @@ class Plan:
     @property
     def measure_seconds_per_side(self) -> float:
         """fio time per side so that the whole run fits the budget: each side also pays about
-        SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, umount, fio's start-up and its
-        ~0.3 s per phase) and fio's per-file set-up of the directory phases (about
-        METADATA_OVERHEAD of the measured time). Measured on this machine's loop default."""
+        SIDE_OVERHEAD seconds (mkfs, mount, sync, the remount that makes the stat phase cold,
+        umount, fio's start-up and its ~0.3 s per phase) and fio's per-file set-up of the
+        directory phases (about METADATA_OVERHEAD of the measured time). Measured on this
+        machine's loop default."""
         per_side = self.budget_seconds / (2 * self.planned_pairs)
         return max(1.0, (per_side - SIDE_OVERHEAD) / (1 + METADATA_OVERHEAD))
 

@@ -58,6 +58,7 @@ def busy_host(work: Path, procs: int, fds: int, loops: int) -> Iterator[tuple[st
     """The loop devices and the processes; yields (target device, pid holding it)."""
     devices: list[str] = []
     children: list[int] = []
+    before = set(os.listdir("/sys/block"))
     try:
         for i in range(loops):
             image = work / f"l{i}.img"
@@ -93,6 +94,29 @@ def busy_host(work: Path, procs: int, fds: int, loops: int) -> Iterator[tuple[st
                 os.waitpid(pid, 0)
         for dev in devices:
             subprocess.run(["losetup", "-d", dev], check=False)
+        _remove_new_loop_nodes(devices, before)
+
+
+#: ioctl on /dev/loop-control that removes an unbound loop device (linux/loop.h).
+LOOP_CTL_REMOVE = 0x4C81
+
+
+def _remove_new_loop_nodes(devices: list[str], before: set[str]) -> None:
+    """Loop devices losetup had to create stay in /sys/block after their detach: remove those
+    this run created (each only while nothing has bound it again), so that a 200-loop run
+    leaves the host's device list as it found it."""
+    import fcntl
+
+    made = [d for d in devices if os.path.basename(d) not in before]
+    if not made:
+        return
+    fd = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        for dev in made:
+            with contextlib.suppress(OSError, ValueError):  # bound again meanwhile: kept
+                fcntl.ioctl(fd, LOOP_CTL_REMOVE, int(os.path.basename(dev).removeprefix("loop")))
+    finally:
+        os.close(fd)
 
 
 def _timed(action: Callable[[], set[int]]) -> tuple[float, set[int]]:

@@ -490,27 +490,33 @@ class Session:
                     cancel: threading.Event | None = None,
                     finish: threading.Event | None = None,
                     on_sample: Sample | None = None,
-                    say: Callable[[str], None] | None = None) -> ValidationReport:
+                    say: Callable[[str], None] | None = None,
+                    source: str = "the report") -> ValidationReport:
         """Continue a finished loop-device validation with more ABBA blocks: the same sides,
         workload shape and margins, on a fresh loop device of the same size; the earlier pairs
         are kept and the confidence sequences simply go on (they hold at every number of
         pairs, so continuing after a look is not peeking). Stops when every metric is resolved,
         after `pairs` more pairs (default: what the report says would likely resolve the open
-        ones, at least one block) or when `budget_seconds` (default: the report's) runs out."""
+        ones, at least one block) or when `budget_seconds` (default: the report's) runs out.
+        The report is input (a file from anywhere): every number the run would act on is held
+        to the bounds the flags have, before anything is made (BadInput naming `source`)."""
         from advisor.bench.run import continuation
 
         self.require_live("validation")
-        plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir)
+        plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir,
+                            source=source)
         return self.run_validation(plan, progress=progress, cancel=cancel, finish=finish,
                                    on_sample=on_sample, say=say)
 
     @staticmethod
-    def continuation_plan(report: ValidationReport, pairs: int | None = None) -> Plan:
+    def continuation_plan(report: ValidationReport, pairs: int | None = None, *,
+                          loop_dir: str | None = None, source: str = "the report") -> Plan:
         """The plan more_rounds would run for `report` (BadInput for a calibration or a
-        scratch-device run, which cannot be continued)."""
+        scratch-device run, which cannot be continued, and for numbers out of the flags'
+        bounds or a backing file the loop folder cannot hold)."""
         from advisor.bench.run import continuation
 
-        return continuation(report, pairs)
+        return continuation(report, pairs, loop_dir=loop_dir, source=source)
 
     # ---- audit ----
 

@@ -6,6 +6,7 @@ budget). Each is one line and exit 2; the run itself never starts."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -99,6 +100,43 @@ def test_a_continued_report_is_held_to_the_flags_bounds(
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1 and needle in err, err
+
+
+@pytest.mark.parametrize(("update", "needle"), [
+    ({"environment.device_size_bytes": 1 << 50}, "free"),
+    ({"workload.writers": 64}, "workload.writers"),
+    ({"workload.directory_entries": -20_000, "workload.churn_entries": -2_000},
+     "workload.directory_entries"),
+    ({"workload.phase_seconds": 1e300}, "workload.phase_seconds"),
+    ({"stopping.budget_seconds": 1e12}, "stopping.budget_seconds"),
+])
+def test_the_tuis_continuation_is_held_to_the_same_bounds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: dict[str, Any],
+        needle: str) -> None:
+    """The check lives where the report is continued (bench.run.continuation), not in the
+    command line: the TUI's "more rounds" (Session.continuation_plan, then more_rounds) refuses
+    the same reports, naming the field, before anything is made."""
+    from advisor.errors import BadInput
+    from advisor.models.bench import ValidationReport
+
+    report = ValidationReport.model_validate(_hostile(update))
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started("the run started")
+
+    monkeypatch.setattr(Session, "run_validation", started)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    session = Session()
+    with pytest.raises(BadInput, match=needle.replace(".", r"\.")) as plan_refused:
+        session.continuation_plan(report)
+    assert plan_refused.value.message.startswith(str(tmp_path)) if needle == "free" else \
+        plan_refused.value.message.startswith("the report: ")
+    with pytest.raises(BadInput, match=needle.replace(".", r"\.")):
+        session.more_rounds(report, loop_dir=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+    # The sound report gets through to the run.
+    with pytest.raises(_Started):
+        session.more_rounds(_report(), loop_dir=str(tmp_path))
 
 
 def test_a_sound_report_still_continues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -405,3 +443,76 @@ def test_a_command_a_worker_starts_while_the_advisor_ends_is_killed(
     result = runner.run(["sleep", "30"], check=False)
     assert time.monotonic() - started < 10
     assert result.returncode != 0
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+            found += [int(p) for p in f.read().split()]
+    return found
+
+
+def test_recovery_sweeps_what_killed_dry_runs_and_state_writes_left(tmp_path: Path) -> None:
+    """SIGKILL during a proposal's mkfs.xfs -N leaves its folder (a device-sized sparse image)
+    in TMPDIR; a kill between writing a state file and renaming it leaves run-*.json.tmp. The
+    next run's recovery removes both once their process is dead, and keeps a live process's
+    (and anyone else's) folder and file."""
+    require_root_tools()
+    from advisor.system.processes import process_start
+    from advisor.system.sysroot import SysRoot
+
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    real = subprocess.run(["mkfs.xfs", "-V"], capture_output=True, text=True).stdout
+    (stubs / "mkfs.xfs").write_text(
+        f'#!/bin/sh\ncase "$1" in -V) echo "{real.strip()}"; exit 0;; esac\n'
+        f'touch "{tmp_path}/dry-run-started"\nexec sleep 60\n')
+    (stubs / "mkfs.xfs").chmod(0o755)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    env = {**{k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"},
+           "PATH": f"{stubs}:{os.environ['PATH']}", "TMPDIR": str(temp),
+           "XFS_ADVISOR_STATE_DIR": str(state)}
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "--sysroot", str(root),
+                             "--device", "sda"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "dry-run-started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stub = _children(proc.pid)
+        proc.kill()
+        proc.wait()
+    finally:
+        proc.kill()
+        proc.wait()
+    for pid in stub:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    [killed] = [p for p in temp.iterdir() if p.name.startswith("xfs-advisor-check-")]
+    assert (killed / "device.img").stat().st_size == 100 << 30
+    # A live process's dry run (this one's), and a dead one's that is not ours.
+    me = f"{os.getpid()}-{process_start(SysRoot(), os.getpid())}"
+    live = temp / f"xfs-advisor-check-{me}-live0001"
+    live.mkdir()
+    (live / "device.img").write_bytes(b"")
+    theirs = temp / f"xfs-advisor-check-{proc.pid}-1-theirs01"
+    theirs.mkdir()
+    (theirs / "device.img").write_bytes(b"")
+    os.chown(theirs, 4242, 4242)
+    (state / f"run-{proc.pid}-0.json.tmp").write_text("{")
+    (state / f"run-{proc.pid}-0.json.tmp").chmod(0o600)
+    (state / f"run-{os.getpid()}-9.json.tmp").write_text("{")
+    recovery = subprocess.run(
+        [sys.executable, "-c", "from advisor.bench.resources import recover_and_say\n"
+         "recover_and_say(print)"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=60)
+    assert recovery.returncode == 0, recovery.stderr
+    assert f"dry run left {killed}" in recovery.stdout, recovery.stdout
+    assert f"unfinished state file {state}/run-{proc.pid}-0.json.tmp" in recovery.stdout
+    assert sorted(p.name for p in temp.iterdir()) == sorted([live.name, theirs.name])
+    assert sorted(p.name for p in state.iterdir()) == [f"run-{os.getpid()}-9.json.tmp"]

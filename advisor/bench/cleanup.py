@@ -18,6 +18,7 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from advisor.bench.journal import (
@@ -31,6 +32,7 @@ from advisor.bench.journal import (
     open_state_dir,
     read_state,
     state_dir,
+    untrusted,
     write_state,
 )
 from advisor.errors import DeviceProblem, ToolProblem
@@ -40,32 +42,12 @@ from advisor.signals import signals_held
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
 from advisor.system.openers import shown as printable
+from advisor.system.processes import alive
 from advisor.system.runner import run
 from advisor.system.superblock import read_xfs_uuid, xfs_fingerprint
 from advisor.system.sysroot import SysRoot
 
 # ---- reading the host ----
-
-def _process_stat(proc: SysRoot, pid: int) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name (state first), or None."""
-    text = proc.read(f"proc/{pid}/stat")
-    return text.rsplit(")", 1)[-1].split() if text else None
-
-
-def process_start(proc: SysRoot, pid: int) -> str | None:
-    """Field 22 of /proc/PID/stat (start time in ticks): tells a live process from a reused pid."""
-    fields = _process_stat(proc, pid)
-    return fields[19] if fields and len(fields) > 19 else None
-
-
-def alive(proc: SysRoot, pid: int, started: str | None) -> bool:
-    """True while the run's process lives: same start time, and not a zombie (a dead process its
-    parent has not reaped yet)."""
-    fields = _process_stat(proc, pid)
-    if not fields or len(fields) <= 19 or fields[19] != started:
-        return False
-    return fields[0] not in ("Z", "X", "x")
-
 
 def _same_name(recorded: str, shown: str) -> bool:
     """mountinfo is read as UTF-8 with replacement: compare the recorded path the same way."""
@@ -359,14 +341,21 @@ def recover_leftovers(proc: SysRoot | None = None) -> Recovery:
     """Remove what dead runs left behind (their state files name it), as far as it is still
     what they made. A state file whose run left something that cannot be undone yet is kept,
     so a later run tries again."""
+    from advisor.system.mkfs import sweep_dry_runs
+
     proc = proc or SysRoot()
     directory = state_dir()
     found = Recovery()
+    found.done += [f"a killed proposal's dry run left {printable(path)} (a sparse image of the "
+                   "device's size): removed" for path in sweep_dry_runs()]
     dir_fd = open_state_dir(directory, create=False)
     if dir_fd is None:
         return found
     try:
         for name in sorted(os.listdir(dir_fd)):
+            if name.startswith("run-") and name.endswith(".json.tmp"):
+                _sweep_unfinished(proc, dir_fd, directory, name, found)
+                continue
             if not (name.startswith("run-") and name.endswith(".json")) \
                     or str(directory / name) in active_runs:
                 continue
@@ -385,6 +374,28 @@ def recover_leftovers(proc: SysRoot | None = None) -> Recovery:
     finally:
         os.close(dir_fd)
     return found
+
+
+def _sweep_unfinished(proc: SysRoot, dir_fd: int, directory: Path, name: str,
+                      found: Recovery) -> None:
+    """A state file's temporary copy (run-PID-N.json.tmp) that a run killed between writing it
+    and renaming it (or a full state folder) left: removed once that pid is no process at all,
+    and only when it is ours; a live pid's may be in the middle of its rename."""
+    pid = name.removeprefix("run-").split("-", 1)[0]
+    if not pid.isdigit() or int(pid) == os.getpid() or proc.read(f"proc/{pid}/stat"):
+        return
+    try:
+        st = os.lstat(name, dir_fd=dir_fd)
+    except OSError:
+        return
+    why = untrusted(st, "it") if stat.S_ISREG(st.st_mode) else "it is not a regular file"
+    if why:
+        found.notes.append(f"ignored {directory / name}: {why}: not this tool's")
+        return
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dir_fd)
+    found.done.append(f"a dead run (pid {pid}) left an unfinished state file {directory / name}: "
+                      "removed")
 
 
 def recover_and_say(say: Callable[[str], None] | None) -> Recovery:

@@ -130,7 +130,7 @@ class RunState(_Record):
 
 # ---- trust ----
 
-def _untrusted(st: os.stat_result, what: str) -> str | None:
+def untrusted(st: os.stat_result, what: str) -> str | None:
     """Why a state folder or file cannot be trusted (None: it can)."""
     if st.st_uid != os.geteuid():
         return f"{what} is owned by uid {st.st_uid}, not by uid {os.geteuid()} (this run)"
@@ -162,7 +162,7 @@ def open_state_dir(directory: Path, *, create: bool) -> int | None:
             raise DeviceProblem(f"refusing the state folder {directory}: it is a symbolic link "
                                 f"(set {STATE_DIR_ENV} to a real folder)") from None
         raise DeviceProblem(f"refusing the state folder {directory}: {err.strerror}") from None
-    why = _untrusted(os.fstat(fd), "it")
+    why = untrusted(os.fstat(fd), "it")
     if why:
         os.close(fd)
         raise DeviceProblem(f"refusing the state folder {directory}: {why}; nothing was undone "
@@ -188,7 +188,7 @@ def read_state(dir_fd: int, name: str) -> RunState:
         raise Ignored(str(err.strerror)) from None
     try:
         st = os.fstat(fd)
-        why = _untrusted(st, "it") if stat.S_ISREG(st.st_mode) else "it is not a regular file"
+        why = untrusted(st, "it") if stat.S_ISREG(st.st_mode) else "it is not a regular file"
         if why:
             raise Ignored(f"{why}: not this tool's")
         with os.fdopen(os.dup(fd), "rb") as f:

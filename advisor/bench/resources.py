@@ -18,7 +18,6 @@ from advisor.bench.cleanup import (
 from advisor.bench.cleanup import (
     check_bound,
     find_mount,
-    process_start,
     remains,
     stop_our_fio,
     undo,
@@ -47,6 +46,7 @@ from advisor.signals import signals_held
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
 from advisor.system.openers import shown as printable
+from advisor.system.processes import process_start
 from advisor.system.runner import run
 from advisor.system.superblock import read_xfs_uuid, xfs_fingerprint
 from advisor.system.sysroot import SysRoot

@@ -26,7 +26,7 @@ from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
 from advisor.bench.report import allows
 from advisor.bench.resources import Resources, failure
-from advisor.errors import DeviceProblem, ToolProblem
+from advisor.errors import BadInput, DeviceProblem, ToolProblem
 from advisor.models.bench import (
     MAX_PAIRS,
     AgeReport,
@@ -245,7 +245,8 @@ class Plan:
     @property
     def measure_seconds_per_side(self) -> float:
         """fio time per side so that the whole run fits the budget: each side also pays about
-        SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, umount, fio's start-up and its
+        SIDE_OVERHEAD seconds (mkfs, mount, sync, the remount that makes the stat phase
+        cold, umount, fio's start-up and its
         ~0.3 s per phase) and fio's per-file set-up of the directory phases (about
         METADATA_OVERHEAD of the measured time). Measured on this machine's loop default;
         once the run's pilot has measured this machine, from that (sized_for)."""
@@ -1102,13 +1103,95 @@ def suggested_more(report: ValidationReport) -> int:
     return min(more, MAX_PAIRS - report.rounds)
 
 
+def existing_folder(folder: str) -> str:
+    """`folder`, or its nearest ancestor that exists (what a missing folder will be made in)."""
+    path = os.path.abspath(folder)
+    while not os.path.lexists(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def writable_folder(what: str, folder: str) -> str:
+    """The run makes its work folder (and `folder` itself, when missing) there: it must be, or
+    be made in, a writable directory. Returns the directory that exists."""
+    existing = existing_folder(folder)
+    if not os.path.isdir(existing):
+        raise BadInput(f"{what} {folder}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only filesystem
+        raise BadInput(f"{what} {folder}: {existing} is not writable")
+    return existing
+
+
+def free_bytes(folder: str) -> tuple[int, int]:
+    """Free bytes for us in `folder`'s filesystem, and what must stay free besides the backing
+    file: 1GiB or 5% of the filesystem (other programs and the run's own files share it)."""
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize, max(1 << 30, st.f_blocks * st.f_frsize // 20)
+
+
+def check_report(source: str, report: ValidationReport, loop_dir: str) -> None:
+    """A report to continue is input like a flag (a file from anywhere: `--continue FILE`, or
+    the TUI's last run): every number the run would act on is held to the bounds the flags have
+    (the loop size to the loop folder's free space, the writers to MAX_WRITERS, the budget to
+    MAX_BUDGET...), before anything is made. BadInput names `source` and the field."""
+    def bad(field: str, why: str) -> BadInput:
+        return BadInput(f"{source}: {field} {why}: not a report `validate --json` writes (run "
+                        "validate again)")
+
+    size = report.environment.device_size_bytes
+    if not MIN_DEVICE_BYTES <= size <= 1 << 60:
+        raise bad("environment.device_size_bytes", f"{size} is not a loop size --loop-size takes")
+    existing = writable_folder("--loop-dir (or TMPDIR)", loop_dir)
+    free, headroom = free_bytes(existing)
+    if free < size + headroom:
+        raise BadInput(f"{loop_dir} has {human_size(free)} free: the report's "
+                       f"{human_size(size)} backing file needs that much plus "
+                       f"{human_size(headroom)} to spare (use another --loop-dir)")
+    stopping = report.stopping
+    if stopping is not None and not 0 < stopping.budget_seconds <= MAX_BUDGET:
+        raise bad("stopping.budget_seconds", f"must be more than 0 and at most "
+                  f"{MAX_BUDGET:.0f}")
+    shape = report.workload
+    ints = ("directory_entries", "churn_entries", "writers", "write_file_bytes",
+            "read_file_bytes")
+    whole: dict[str, int] = {}
+    for key in ints:
+        value = shape.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise bad(f"workload.{key}", "must be a whole number of at least 1")
+        whole[key] = value
+    for key in ("fsync_phase", "sequential_phases"):
+        if type(shape.get(key)) is not bool:
+            raise bad(f"workload.{key}", "must be true or false")
+    asked = shape.get("directory_entries_asked")
+    if asked is not None and (type(asked) is not int or not 0 <= asked <= 10**12):
+        raise bad("workload.directory_entries_asked", "must be null or 0 to 10^12")
+    phase = shape.get("phase_seconds")
+    if type(phase) not in (int, float) or not isinstance(phase, int | float) \
+            or not 0.5 <= float(phase) <= MAX_BUDGET:  # nan too
+        raise bad("workload.phase_seconds", f"must be 0.5 to {MAX_BUDGET:.0f}")
+    entries = whole["directory_entries"]
+    # The most entries a run could be sized for: the whole largest budget spent on the directory.
+    most = int(MAX_BUDGET * jobs.PILOT_RATES[1] / jobs.OPS_PER_ENTRY)
+    if not jobs.MIN_DIRECTORY_ENTRIES <= entries <= most or entries % 10:
+        raise bad("workload.directory_entries", f"must be a multiple of 10 from "
+                  f"{jobs.MIN_DIRECTORY_ENTRIES} to {most}")
+    if whole["churn_entries"] != entries // 10:
+        raise bad("workload.churn_entries", "must be a tenth of directory_entries")
+    if whole["writers"] > jobs.MAX_WRITERS:
+        raise bad("workload.writers", f"must be 1 to {jobs.MAX_WRITERS}")
+    for key in ("write_file_bytes", "read_file_bytes"):
+        if whole[key] > size:
+            raise bad(f"workload.{key}", f"must fit the {human_size(size)} device")
+
+
 def continuation(report: ValidationReport, pairs: int | None = None, *,
-                 budget_seconds: float | None = None, loop_dir: str | None = None) -> Plan:
+                 budget_seconds: float | None = None, loop_dir: str | None = None,
+                 source: str = "the report") -> Plan:
     """The plan that continues `report` (a finished loop-device run) with up to `pairs` more
     pairs (default suggested_more) in whole ABBA blocks: same sides, shape, margins and
-    calibration; the earlier samples kept. BadInput for a run that cannot be continued."""
-    from advisor.errors import BadInput
-
+    calibration; the earlier samples kept. BadInput for a run that cannot be continued, or for
+    a report whose numbers the flags would not allow (check_report; `source` names it)."""
     if report.calibrate:
         raise BadInput("an A/A calibration is a fixed design: run `validate --calibrate` again "
                        "rather than continuing it")
@@ -1129,6 +1212,7 @@ def continuation(report: ValidationReport, pairs: int | None = None, *,
     except TypeError:
         raise BadInput("the report's workload shape is not this version's: run validate "
                        "again") from None
+    check_report(source, report, loop_dir or os.environ.get("TMPDIR") or "/var/tmp")
     more = suggested_more(report) if pairs is None else pairs + pairs % 2
     prior = Prior(
         shape=shape,

@@ -186,11 +186,6 @@ def sync() -> list[str]:
     return ["sync"]
 
 
-def drop_caches() -> list[str]:
-    """Drop the page cache, dentries and inodes (after a sync), so each round starts cold."""
-    return ["sysctl", "-q", "-w", "vm.drop_caches=3"]
-
-
 def shell_line(argv: Sequence[str]) -> str:
     """argv as one line a person can paste into a shell."""
     return shlex.join(argv)

@@ -331,3 +331,18 @@ def test_a_partition_of_a_loop_over_the_device_is_found(tmp_path: Path,
             sh("sync")
             with frozen(mnt):
                 refused(backing, v, f"{os.path.basename(part)} on it is mounted on {mnt}")
+
+
+def test_a_mount_point_with_line_breaks_python_knows_is_still_a_mount(tmp_path: Path,
+                                                                    root_tools: None) -> None:
+    """The kernel escapes only space, tab, newline and backslash in mountinfo: a mount point
+    holding a carriage return, NEL or U+2028 is written raw, and reading the table by Python's
+    idea of a line (or of whitespace) lost the mount: `devices` called the device `holds xfs`."""
+    backing = tmp_path / "odd.img"
+    with attached(backing, GIB) as dev:
+        sh("mkfs.xfs", "-q", dev)
+        with mounted(dev, tmp_path / "m\r\x85\u2028\u3000x") as mnt:
+            assert "mounted " in devices_line(dev), devices_line(dev)
+            inv = inspect_devices(SysRoot(), probe=True)
+            reasons = guard.refusals(inv, find_device(inv, dev), MIN_DEVICE_BYTES)
+            assert f"it is mounted on {mnt}" in reasons, reasons

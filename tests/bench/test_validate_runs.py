@@ -94,6 +94,24 @@ def _last_document(stderr: str) -> dict[str, Any]:
     return docs[-1]  # type: ignore[no-any-return]
 
 
+def test_a_run_never_drops_the_hosts_caches(tmp_path: Path, root_tools: None) -> None:
+    """A production host's page cache is not the benchmark's to throw away: a whole loop run
+    (both sides, the cold stat phase by remounting the test filesystem) never runs sysctl.
+    `sysctl` first on PATH records every call and does nothing."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    log = tmp_path / "sysctl.log"
+    (stubs / "sysctl").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\n')
+    (stubs / "sysctl").chmod(0o755)
+    env = _env(tmp_path, PATH=f"{stubs}:{os.environ['PATH']}")
+    proc = _validate(tmp_path, "--mkfs-options", "-i size=1024", "--max-rounds", "4",
+                     "--budget", "15", *SMALL, env=env)
+    assert proc.returncode in (0, 5), proc.stderr
+    assert json.loads(proc.stdout)["rounds"] == 4
+    assert not log.exists(), log.read_text()
+    assert _ours(str(tmp_path)) == []
+
+
 def _naming(xfs_info: str) -> str:
     return next(line for line in xfs_info.splitlines() if line.startswith("naming"))
 

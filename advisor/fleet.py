@@ -6,8 +6,10 @@ controller, one folder per host (what ansible/roles/xfs_advisor/files/collect.sh
     HOST/proposals/DEV.*   the host's own `propose --json` for each device named in its vars
     HOST/devices           those device names, one a line
     HOST/workload.json     the workload answers from the host's vars
+    HOST/observe.out, .rc  `xfs-advisor observe --json` on the live host (when asked)
     HOST/*.err, *.rc       each step's stderr and exit status; tool.err: no tool on the host
     HOST/uid, sysroot      who ran it, and the tree it read instead of the live system (if any)
+    HOST/collected_at      when the collection started (UTC, ISO 8601)
     HOST/error.txt         alone: the host failed before it could collect (Ansible's error)
 
 Findings are the host's own audit (first-hand xfs_info / xfs_db -r reads). Proposals are made
@@ -25,28 +27,43 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from advisor.audit.models import SEVERITIES, AuditDocument
 from advisor.errors import AdvisorError, BadInput
+from advisor.models.audit import SEVERITIES, AuditDocument
 from advisor.models.device import Device, Inventory, media_label
 from advisor.models.fleet import (
     FleetDevice,
     FleetDocument,
     FleetFinding,
     FleetHost,
+    FleetObservation,
+    FleetObserveRule,
     FleetProposal,
+    FleetProposalChange,
     FleetReason,
     FleetRule,
+    FleetRuleChange,
     FleetShape,
+    FleetSince,
     FleetWarning,
 )
+from advisor.models.session import Advising
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from advisor.engine.rulebook import RuleBook
-    from advisor.session import Session
+
+
+class OpenSession(Protocol):
+    """What makes a host's session (advisor.session.Session, passed by the command): over its
+    capture, with a rule book and this machine's xfsprogs shared by every host of a worker."""
+
+    def __call__(self, sysroot: str, *, rulebook: RuleBook,
+                 local_xfsprogs: Callable[[], str | None]) -> Advising: ...
 
 #: Devices a report lists without being named: top-level ones, less these kinds.
 UNLISTED_KINDS = ("loop", "zram", "rom")
@@ -59,8 +76,11 @@ ABSENT = "absent"
 
 #: Per worker process: the rules, and proposals made for (device, environment, workload).
 _RULES_DIR: str | None = None
+_OPEN: OpenSession | None = None
 _BOOK: RuleBook | None = None
 _MADE: dict[str, FleetProposal | str] = {}
+#: Per worker process: the target kernel (--kernel) and its version, or None.
+_KERNEL: tuple[str, tuple[int, int]] | None = None
 _MADE_MAX = 4096
 
 
@@ -159,7 +179,7 @@ def _local_xfsprogs() -> str | None:
     return _XFSPROGS[0]
 
 
-def _propose(session: Session, device: Device, workload: Workload) -> FleetProposal | str:
+def _propose(session: Advising, device: Device, workload: Workload) -> FleetProposal | str:
     """The proposal (or why there is none), made once per identical device, environment and
     workload in this process."""
     key = "\0".join((device.model_dump_json(), session.environment.model_dump_json(),
@@ -196,30 +216,50 @@ def advise_host(folder: Path) -> FleetHost:
         return _failed(host, f"unreadable results: {err}")
 
 
-def _advise(folder: Path) -> FleetHost:
-    from advisor.session import Session
+def _collected_at(folder: Path) -> str | None:
+    """The host's collected_at, when it is a UTC time in ISO 8601 (anything else: unknown)."""
+    from datetime import UTC, datetime
 
+    text = (_read(folder, "collected_at") or "").strip()
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.utcoffset() is None or when.utcoffset():
+        return None
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _advise(folder: Path) -> FleetHost:
+    assert _OPEN is not None, "advise_hosts sets the session opener first"
     host = folder.name
     error = _read(folder, "error.txt")
     if error is not None:
         return _failed(host, error.strip() or "failed (no message)")
+    collected_at = _collected_at(folder)
     if (folder / "tool.rc").exists():
-        return _failed(host, _first_line(_read(folder, "tool.err") or "") or "no xfs-advisor")
+        return _failed(host, _first_line(_read(folder, "tool.err") or "") or "no xfs-advisor",
+                       collected_at=collected_at)
     version = (_read(folder, "version.out") or "").strip().removeprefix("xfs-advisor ") or None
     for step, ok in (("capture", (0,)), ("audit", (0, 6))):
         why = _step_error(folder, step, ok)
         if why:
-            return _failed(host, why, tool_version=version)
+            return _failed(host, why, tool_version=version, collected_at=collected_at)
     audit = AuditDocument.model_validate_json(_read(folder, "audit.out") or "")
-    known = {"tool_version": version, "kernel": audit.kernel, "xfsprogs": audit.xfsprogs}
+    if _KERNEL is not None:
+        from advisor.audit.kernel import at_kernel
+
+        audit = at_kernel(audit, *_KERNEL)
+    known = {"tool_version": version, "kernel": audit.kernel, "xfsprogs": audit.xfsprogs,
+             "collected_at": collected_at}
     uid = (_read(folder, "uid") or "").strip()
     if uid != "0" and not (_read(folder, "sysroot") or "").strip():
         return _failed(host, f"not run as root (uid {uid or '?'}): the capture lacks libblkid's "
                        "probes and the audit could not read on-disk formats (use become)",
                        **known)
     try:
-        session = Session(str(folder / "capture"), rulebook=_book(),
-                          local_xfsprogs=_local_xfsprogs)
+        session = _OPEN(str(folder / "capture"), rulebook=_book(),
+                        local_xfsprogs=_local_xfsprogs)
         inventory = session.inventory()
     except AdvisorError as err:
         return _failed(host, f"unusable capture: {err.message}", **known)
@@ -249,7 +289,8 @@ def _advise(folder: Path) -> FleetHost:
     findings: list[FleetFinding] = []
     for fs in audit.filesystems:
         findings += [FleetFinding(rule=f.rule, severity=f.severity, title=f.title,
-                                  device=fs.device, mountpoint=fs.mountpoint)
+                                  due_kernel=f.due_kernel, device=fs.device,
+                                  mountpoint=fs.mountpoint)
                      for f in fs.findings]
         on = inventory.get(fs.device) if fs.device else None
         if on is None:
@@ -270,9 +311,33 @@ def _advise(folder: Path) -> FleetHost:
             found.findings[finding.severity] = found.findings.get(finding.severity, 0) + 1
     devices = list(rows.values())
     hardware = [d for d in devices if d.kind not in (*UNLISTED_KINDS, "?", ABSENT)]
+    seconds, observed, observe_error = _observation(folder)
     return FleetHost(host=host, status="ok", devices=devices, shape=_shape_of(hardware),
                      counts={s: audit.counts.get(s, 0) for s in SEVERITIES},
-                     findings=findings, **known)
+                     findings=findings, observed_seconds=seconds, observe_findings=observed,
+                     observe_error=observe_error, **known)
+
+
+def _observation(folder: Path) -> tuple[float | None, list[FleetObservation], str | None]:
+    """The host's observe step, if it ran: (seconds, findings, error). The findings are made
+    again from the figures the host measured, with this machine's rules, as proposals are."""
+    from pydantic import ValidationError
+
+    from advisor.models.observe import ObserveDocument
+    from advisor.observe.findings import findings_for
+
+    if not os.path.lexists(folder / "observe.rc"):
+        return None, [], None
+    why = _step_error(folder, "observe")
+    if why:
+        return None, [], why
+    try:
+        doc = ObserveDocument.model_validate_json(_read(folder, "observe.out") or "")
+    except ValidationError as err:
+        return None, [], f"observe: unusable output ({_first_line(str(err))})"
+    found = [FleetObservation(rule=f.rule, mountpoint=fs.mountpoint, message=f.message)
+             for fs in doc.filesystems for f in findings_for(fs)]
+    return doc.seconds, found, None
 
 
 def _row(device: Device, *, named: bool) -> FleetDevice:
@@ -297,9 +362,10 @@ def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
     return bool(theirs == made.mkfs_command)
 
 
-def _init_worker(rules_dir: str | None) -> None:
-    global _RULES_DIR, _BOOK
-    _RULES_DIR, _BOOK = rules_dir, None
+def _init_worker(rules_dir: str | None, open_session: OpenSession,
+                 kernel: tuple[str, tuple[int, int]] | None = None) -> None:
+    global _RULES_DIR, _OPEN, _BOOK, _KERNEL
+    _RULES_DIR, _OPEN, _BOOK, _KERNEL = rules_dir, open_session, None, kernel
     _MADE.clear()
 
 
@@ -318,17 +384,20 @@ def host_folders(results: Path) -> list[Path]:
     return folders
 
 
-def advise_hosts(folders: list[Path], rules_dir: str | None = None,
-                 jobs: int | None = None) -> Iterator[FleetHost]:
-    """Each host's record, in order; `jobs` worker processes (default: one per CPU)."""
+def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str | None = None,
+                 jobs: int | None = None,
+                 kernel: tuple[str, tuple[int, int]] | None = None) -> Iterator[FleetHost]:
+    """Each host's record, in order; `jobs` worker processes (default: one per CPU), each
+    making its hosts' sessions with `open_session` (a class or function a worker can import);
+    `kernel`: the target kernel its findings are judged for as well (advisor.audit.kernel)."""
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
     if jobs == 1 or len(folders) < 4:
-        _init_worker(rules_dir)
+        _init_worker(rules_dir, open_session, kernel)
         yield from (advise_host(f) for f in folders)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(rules_dir,)) as pool:
+                             initargs=(rules_dir, open_session, kernel)) as pool:
         yield from pool.map(advise_host, folders, chunksize=max(1, min(32, len(folders) //
                                                                        (jobs * 8))))
 
@@ -348,19 +417,42 @@ def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:
     return sorted(groups.values(), key=lambda g: (RANK.get(g.severity, 9), -len(g.hosts), g.rule))
 
 
+def observe_by_rule(hosts: list[FleetHost]) -> list[FleetObserveRule]:
+    """Observe findings grouped by rule id: the most hosts first."""
+    groups: dict[str, FleetObserveRule] = {}
+    for h in hosts:
+        for f in h.observe_findings:
+            group = groups.setdefault(f.rule, FleetObserveRule(rule=f.rule, hosts=[], findings=0,
+                                                               example=f.message))
+            group.findings += 1
+            if not group.hosts or group.hosts[-1] != h.host:
+                group.hosts.append(h.host)
+    return sorted(groups.values(), key=lambda g: (-len(g.hosts), g.rule))
+
+
 def failing(hosts: list[FleetHost], fail_on: str) -> list[str]:
     """Hosts with a finding at or above `fail_on`."""
     return [h.host for h in hosts
             if any(RANK.get(f.severity, 9) <= RANK[fail_on] for f in h.findings)]
 
 
-def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = None,
-                 fail_on: str | None = None) -> FleetDocument:
-    """The report for every host folder in `results`."""
+def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None = None,
+                 jobs: int | None = None, fail_on: str | None = None,
+                 kernel: str | None = None) -> FleetDocument:
+    """The report for every host folder in `results`; `open_session` makes each host's session
+    (advisor.session.Session); with `kernel` (a target kernel, spelt as must_mount_on_kernel),
+    will-break findings due by it are breaks."""
+    from advisor.engine.decide import distribution_kernels
     from advisor.engine.rulebook import load_rulebook
 
     book = load_rulebook(Path(rules_dir) if rules_dir else None)  # bad rules: BadInput, once
-    hosts = list(advise_hosts(host_folders(Path(results)), rules_dir, jobs))
+    target = None
+    if kernel is not None:
+        from advisor.audit.kernel import target_version
+
+        target = target_version(kernel, distribution_kernels(book))
+    hosts = list(advise_hosts(host_folders(Path(results)), open_session, rules_dir, jobs,
+                              target))
     groups: dict[str, list[FleetHost]] = {}
     for h in hosts:
         if h.shape is not None:
@@ -381,5 +473,82 @@ def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = 
     return FleetDocument(results_dir=str(results), rules_dirs=book.dirs, hosts=hosts,
                          shapes=shapes, counts={"hosts": len(hosts), "ok": len(hosts) - failed,
                                                 "failed": failed},
-                         by_rule=by_rule(hosts), fail_on=fail_on,
+                         by_rule=by_rule(hosts), observe_by_rule=observe_by_rule(hosts),
+                         fail_on=fail_on, target_kernel=target[0] if target else None,
                          failing_hosts=failing(hosts, fail_on) if fail_on else [])
+
+
+#: Largest saved `fleet --json` document read by --since (2,000 hosts make about 20 MiB).
+MAX_DOCUMENT_BYTES = 512 << 20
+
+
+def previous_report(old: str, open_session: OpenSession, rules_dir: str | None = None,
+                    jobs: int | None = None, kernel: str | None = None) -> FleetDocument:
+    """The report of a previous collection: a results folder (reported again, with the same
+    rules and target kernel) or a saved `fleet --json` file."""
+    from pydantic import ValidationError
+
+    from advisor.system.files import read_text
+
+    if os.path.isdir(old):
+        return fleet_report(old, open_session, rules_dir, jobs, kernel=kernel)
+    text = read_text(old, "--since", MAX_DOCUMENT_BYTES, errors="replace")
+    try:
+        return FleetDocument.model_validate_json(text)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the document"
+        raise BadInput(f"--since {old} is neither a results folder nor a saved `fleet --json` "
+                       f"document ({where}: {first['msg']})") from None
+
+
+def _proposal_text(d: FleetDevice) -> str | None:
+    if d.proposal_error:
+        return f"none: {d.proposal_error}"
+    if d.proposal is None:
+        return None
+    return d.proposal.mkfs_command + (f" ; mount -o {','.join(d.proposal.mount_options)}"
+                                      if d.proposal.mount_options else "")
+
+
+def since(now: FleetDocument, before: FleetDocument, previous: str) -> FleetSince:
+    """What changed from `before` to `now`: hosts added and removed, failed and recovered, and on
+    hosts complete in both, findings gained or cleared (by rule id) and proposals changed."""
+    old = {h.host: h for h in before.hosts}
+    new = {h.host: h for h in now.hosts}
+    both = [n for n in new if n in old]
+    rules: dict[str, FleetRuleChange] = {}
+
+    def change(f: FleetFinding) -> FleetRuleChange:
+        group = rules.setdefault(f.rule, FleetRuleChange(rule=f.rule, severity=f.severity,
+                                                         title=f.title, gained=[], cleared=[]))
+        if RANK.get(f.severity, 9) < RANK.get(group.severity, 9):
+            group.severity = f.severity
+        return group
+
+    proposals: list[FleetProposalChange] = []
+    for name in both:
+        a, b = old[name], new[name]
+        if a.status != "ok" or b.status != "ok":
+            continue
+        was = {f.rule: f for f in a.findings}
+        now_rules = {f.rule: f for f in b.findings}
+        for rule in sorted(now_rules.keys() - was.keys()):
+            change(now_rules[rule]).gained.append(name)
+        for rule in sorted(was.keys() - now_rules.keys()):
+            change(was[rule]).cleared.append(name)
+        before_dev = {d.name: _proposal_text(d) for d in a.devices}
+        after_dev = {d.name: _proposal_text(d) for d in b.devices}
+        for dev in sorted(before_dev.keys() | after_dev.keys()):
+            first, then = before_dev.get(dev), after_dev.get(dev)
+            if first != then:
+                proposals.append(FleetProposalChange(host=name, device=dev, before=first,
+                                                     after=then))
+    return FleetSince(
+        previous=previous, added=[n for n in new if n not in old],
+        removed=sorted(n for n in old if n not in new),
+        failed=[n for n in both if new[n].status == "failed" and old[n].status == "ok"],
+        recovered=[n for n in both if new[n].status == "ok" and old[n].status == "failed"],
+        rules=sorted(rules.values(), key=lambda g: (RANK.get(g.severity, 9),
+                                                    -len(g.gained) - len(g.cleared), g.rule)),
+        proposals=proposals)

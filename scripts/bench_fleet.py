@@ -5,7 +5,9 @@ then replicated under other names (hard links: distinct folders, as fetched resu
 --hosts. Runs the report with every CPU and with one, and for a tenth of the hosts, each in a
 fresh process; prints wall time, hosts/s, the largest process's peak RSS (getrusage of the
 children: the report or one of its workers) and the machine's load; then the two owner questions
-(`fleet --by-rule`, `fleet --by-proposal`) on all the hosts, and the controller's store step for
+(`fleet --by-rule`, `fleet --by-proposal`) on all the hosts (11 fixture hosts, 10 shapes:
+8 hand-written trees, one a disk with a mounted partition whose proposal warns, and the 3 real
+captures, two of which share a shape), and the controller's store step for
 a tenth of them: the role's store.py once per host (as the role did) against one --batch run.
 Each figure is printed beside the one of the previous run (kept in --figures FILE). Not a test:
 figures to read.
@@ -43,6 +45,12 @@ REQUESTS = {
     "simple-lvm": (["sda", "nvme0n1"], {"concurrent_writers": 8}),
     "simple-nvme": (["sdb"], {}),
     "multi-devs-bcachefs": (["sda"], {"fsyncs_per_second": 500}),
+    "mounted-part": (["sdb"], {"concurrent_writers": 4}),
+    "sata-ssd": (["sda"], {"access": "read-heavy", "mount_point": "/srv/cache"}),
+    "hdd-4kn": (["sdc"], {"median_file_size": "4KiB", "atime_needed": False}),
+    "nvme-4k": (["nvme0n1"], {"fsyncs_per_second": 5000, "concurrent_writers": 32}),
+    "virtio": (["vda"], {"mount_point": "/var/lib/data"}),
+    "two-hdd": (["sdb", "sdc"], {"write_pattern": "sequential"}),
 }
 
 
@@ -58,6 +66,28 @@ def _trees(work: Path) -> dict[str, Path]:
             Dev("nvme0n1", 1 * TiB, "259:0", devpath=NVME, rotational=0, fua=1, hw_queues=4,
                 scheduler="[none] mq-deadline")]),
     }
+    # A disk whose first partition is mounted: its own proposal warns (formatting the whole
+    # disk destroys the partition), and the warning must reach --by-proposal.
+    trees["mounted-part"] = write_tree(work / "mounted-part", [
+        Dev("sda", 240 * GiB, "8:0", devpath=SAS, rotational=0),
+        Dev("sdb", 4 * TiB, "8:16", devpath=SAS, partitions=[Part("sdb1", 2048, 1024 * GiB)])],
+        mountinfo="1 0 8:17 / /data rw - xfs /dev/sdb1 rw")
+    trees["sata-ssd"] = write_tree(work / "sata-ssd", [
+        Dev("sda", 960 * GiB, "8:0", devpath=SAS, rotational=0, discard_granularity=4096,
+            discard_max_bytes=2 * GiB)])
+    trees["hdd-4kn"] = write_tree(work / "hdd-4kn", [
+        Dev("sda", 480 * GiB, "8:0", devpath=SAS, rotational=0),
+        Dev("sdc", 8 * TiB, "8:32", devpath=SAS, logical=4096, physical=4096)])
+    trees["nvme-4k"] = write_tree(work / "nvme-4k", [
+        Dev("nvme0n1", 4 * TiB, "259:0", devpath=NVME, rotational=0, logical=4096,
+            physical=4096, fua=1, hw_queues=8, write_cache="write through",
+            scheduler="[none] mq-deadline")])
+    trees["virtio"] = write_tree(work / "virtio", [
+        Dev("vda", 100 * GiB, "254:0", devpath="pci0000:00/0000:00:05.0/virtio2",
+            rotational=1)])
+    trees["two-hdd"] = write_tree(work / "two-hdd", [
+        Dev("sdb", 12 * TiB, "8:16", devpath=SAS, physical=4096),
+        Dev("sdc", 12 * TiB, "8:32", devpath=SAS, physical=4096)])
     shared = REPO / "tests" / "data" / "sysfs-dumps"
     trees.update(unpack_dumps(shared, work))
     # Two shapes have an fstab line with an option Linux 4.0 removed, for a disk not there (the

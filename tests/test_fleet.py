@@ -262,7 +262,7 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) ->
 def _with_absent_fstab_finding(folder: Path) -> None:
     """The host's audit gains an fstab line for a disk that is not there, with an option Linux
     4.0 removed (what `audit` reports for OLD_FSTAB)."""
-    from advisor.audit.models import AuditDocument, FilesystemAudit, Finding
+    from advisor.models.audit import AuditDocument, FilesystemAudit, Finding
 
     audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
     audit.filesystems.append(FilesystemAudit(
@@ -290,8 +290,8 @@ def test_findings_by_rule_gate_and_proposals_with_reasons(tmp_path: Path,
     [absent] = [d for d in hosts["a"]["devices"] if d["kind"] == "absent"]
     assert absent["name"] == "/srv/old (absent)" and absent["findings"] == {"breaks": 1}
     assert hosts["a"]["findings"] == [{"rule": "delaylog", "severity": "breaks",
-                                       "title": "delaylog was removed", "device": None,
-                                       "mountpoint": "/srv/old"}]
+                                       "title": "delaylog was removed", "due_kernel": None,
+                                       "device": None, "mountpoint": "/srv/old"}]
     assert not [d for d in hosts["b"]["devices"] if d["kind"] == "absent"]
     assert doc["by_rule"] == [{"rule": "delaylog", "severity": "breaks",
                                "title": "delaylog was removed", "hosts": ["a", "c"],
@@ -358,7 +358,7 @@ def test_csv_has_every_row_and_every_finding_with_its_rule(tmp_path: Path,
     table, findings = out.read_text().split("\n\n")
     rows = list(csv.reader(table.splitlines()))
     assert rows[0][:3] == ["HOST", "STATUS", "SHAPE"]
-    assert rows[1][:2] == ["'=cmd", "FAILED"] and rows[1][8] == "'=HYPERLINK(\"x\")"
+    assert rows[1][:2] == ["'=cmd", "FAILED"] and rows[1][9] == "'=HYPERLINK(\"x\")"
     assert any(r[0] == "a" and r[3] == "/srv/old (absent)" and r[7] == "1 breaks"
                for r in rows)
     assert list(csv.reader(findings.splitlines()))[1:] == [
@@ -382,3 +382,243 @@ def test_html_report_is_one_page_with_host_text_escaped(tmp_path: Path, raid_hos
     # Self-contained: no address to fetch anything from; one inline script (sort and filter).
     assert "http://" not in text and "https://" not in text and " src=" not in text
     assert text.count("<script>") == 1 and 'id="filter"' in text
+
+
+SPILLING = """
+import os, sys, time
+folder = sys.argv[1]
+os.makedirs(folder, exist_ok=True)
+i = 0
+while True:
+    path = f"{folder}/x{i}"
+    open(path, "w").close()
+    os.setxattr(path, "user.tag", b"v" * 300)
+    i += 1
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_observe_findings_by_rule_across_hosts(tmp_path: Path) -> None:
+    """The role's collect step observes a live XFS whose files get 300-byte attributes (never
+    inline) for 2 s: fleet groups the inode-size finding by rule over the hosts that observed,
+    says nothing for a host that was not asked, and gives the error of one whose observation
+    failed."""
+    from tests.conftest import loop_device, mounted, sh
+    from tests.fleet_hosts import collect, replicate
+    from tests.observe.test_observe import have_perf
+
+    require(have_perf(), "needs perf with xfs tracepoints")
+    tree = _tree(tmp_path / "tree")
+    results = tmp_path / "results"
+    with loop_device(tmp_path / "fs.img", 512 * MiB) as dev:
+        sh("mkfs.xfs", "-q", "-f", dev)
+        with mounted(dev, tmp_path / "mnt") as mnt:
+            writer = subprocess.Popen([sys.executable, "-c", SPILLING, str(mnt / "tagged")])
+            try:
+                busy = collect(tmp_path / "one", "busy", tree, [], observe_for=2,
+                               observe=(str(mnt),))
+            finally:
+                writer.kill()
+                writer.wait()
+    assert (busy / "observe.rc").read_text().strip() == "0", (busy / "observe.err").read_text()
+    replicate(busy, results, ["busy1", "busy2", "broken"])
+    quiet = collect(tmp_path / "two", "quiet", tree, [])
+    assert not (quiet / "observe.rc").exists()
+    replicate(quiet, results, ["quiet"])
+    (results / "broken" / "observe.rc").write_text("3\n")
+    (results / "broken" / "observe.err").write_text(
+        "xfs-advisor: /srv was unmounted during the observation\n")
+    code, doc, err = fleet(str(results))
+    assert code == 0 and err == ""
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    [group] = [g for g in doc["observe_by_rule"] if g["rule"] == "inode-size"]
+    assert group["hosts"] == ["busy1", "busy2"], doc["observe_by_rule"]
+    assert group["findings"] == 2
+    assert " setxattr calls (100%) moved the attributes out of the 512-byte inode" \
+        in group["example"]
+    assert hosts["busy1"]["observed_seconds"] == 2
+    assert hosts["busy1"]["observe_findings"][0]["mountpoint"] == str(tmp_path / "mnt")
+    assert hosts["quiet"]["observed_seconds"] is None and hosts["quiet"]["observe_error"] is None
+    assert hosts["broken"]["observe_error"] == ("observe failed (exit 3): /srv was unmounted "
+                                                "during the observation")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--by-rule"]) == 0
+    text = out.getvalue()
+    assert "observed under load on 3 hosts; observe findings by rule:\ninode-size [observed] " \
+        "2 hosts, 2 findings: " in text, text
+    assert "    busy1, busy2\nbroken: observe failed (exit 3): /srv was unmounted" in text
+
+
+def test_every_view_says_when_each_host_collected(tmp_path: Path, raid_host: Path) -> None:
+    import csv
+
+    from tests.fleet_hosts import replicate, store
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b"])
+    (results / "b" / "collected_at").write_text("2026-01-31T12:00:00Z\n")
+    store(results, "c", error="boom")
+    when = (raid_host / "collected_at").read_text().strip()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", when), when
+    _, doc, _ = fleet(str(results))
+    hosts = {h["host"]: h["collected_at"] for h in doc["hosts"]}
+    assert hosts == {"a": when, "b": "2026-01-31T12:00:00Z", "c": None}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results)]) == 0
+    assert re.search(r"^b +ok +shape-1 +sdb .* 2026-01-31T12:00:00Z +mkfs\.xfs ", out.getvalue(),
+                     re.M), out.getvalue()
+    assert re.search(r"^c +FAILED .* - +boom$", out.getvalue(), re.M)
+    assert main(["fleet", str(results), "--csv", "-o", str(tmp_path / "f.csv")]) == 0
+    rows = list(csv.reader((tmp_path / "f.csv").read_text().split("\n\n")[0].splitlines()))
+    column = rows[0].index("COLLECTED")
+    assert {r[0]: r[column] for r in rows[1:]}["b"] == "2026-01-31T12:00:00Z"
+    assert main(["fleet", str(results), "--html", "-o", str(tmp_path / "f.html")]) == 0
+    page = (tmp_path / "f.html").read_text()
+    assert "<th>COLLECTED</th>" in page and "<td>2026-01-31T12:00:00Z</td>" in page
+    # Not a UTC time in ISO 8601: unknown, not shown as the host wrote it.
+    (results / "b" / "collected_at").write_text("\x1b[31myesterday\n")
+    assert {h["host"]: h["collected_at"] for h in fleet(str(results))[1]["hosts"]}["b"] is None
+
+
+def test_since_a_previous_collection(tmp_path: Path, raid_host: Path) -> None:
+    """Hosts added, removed, failed; a finding gained and one cleared (by rule id); a proposal
+    changed by new answers. The same from the previous folder and from its saved JSON."""
+    from tests.fleet_hosts import replicate, store
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    replicate(raid_host, old, ["a", "b", "c", "d", "gone"])
+    _with_absent_fstab_finding(old / "c")
+    replicate(raid_host, new, ["a", "b", "c", "d", "fresh"])
+    _with_absent_fstab_finding(new / "a")
+    (new / "b" / "workload.json").write_text(json.dumps(
+        {"atime_needed": False, "median_file_size": "4KiB", "fsyncs_per_second": 5000}))
+    shutil.rmtree(new / "d")
+    store(new, "d", error="UNREACHABLE: ssh: connect to host d port 22")
+    code, doc, err = fleet(str(new), "--since", str(old))
+    assert code == 0 and err == "", err
+    d = doc["since"]
+    assert (d["added"], d["removed"], d["failed"], d["recovered"]) == (["fresh"], ["gone"],
+                                                                        ["d"], [])
+    assert d["rules"] == [{"rule": "delaylog", "severity": "breaks",
+                           "title": "delaylog was removed", "gained": ["a"], "cleared": ["c"]}]
+    [changed] = d["proposals"]
+    assert (changed["host"], changed["device"]) == ("b", "sdb")
+    assert changed["before"] == "mkfs.xfs /dev/sdb" and changed["after"] != changed["before"]
+    saved = tmp_path / "old.json"
+    assert main(["fleet", str(old), "--json", "-o", str(saved)]) == 0
+    code, from_file, _ = fleet(str(new), "--since", str(saved))
+    assert from_file["since"] == {**d, "previous": str(saved)}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(new), "--since", str(saved), "--fail-on", "breaks"]) == 6
+    text = out.getvalue()
+    assert text.startswith(f"5 hosts: 4 complete, 1 failed; since {saved}: 1 hosts added, "
+                           "1 removed, 1 failed, 0 recovered; 1 rules with findings gained or "
+                           "cleared; 1 proposals changed\n"), text
+    assert "hosts failed:\n    d: UNREACHABLE: ssh: connect to host d port 22\n" in text
+    assert ("delaylog [breaks]: delaylog was removed\n    gained on 1 hosts: a\n"
+            "    cleared on 1 hosts: c\n") in text
+    assert "proposal for b:sdb\n    before: mkfs.xfs /dev/sdb\n    now:    mkfs.xfs " in text
+    # The same collection: nothing changed.
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(new), "--since", str(new)]) == 0
+    assert out.getvalue().endswith("proposals changed\nnothing changed\n")
+
+
+@pytest.mark.parametrize(("old", "message"), [
+    ("{tmp}/nothing", "--since {tmp}/nothing"),
+    ("{tmp}/audit.json", "is neither a results folder nor a saved `fleet --json` document"),
+])
+def test_since_something_unreadable_is_one_line(tmp_path: Path, raid_host: Path, old: str,
+                                                message: str) -> None:
+    (tmp_path / "audit.json").write_text('{"schema_version": 1, "filesystems": []}')
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["fleet", str(raid_host.parent), "--since", old.format(tmp=tmp_path)])
+    assert code == 2 and message.format(tmp=tmp_path) in err.getvalue()
+    assert len(err.getvalue().splitlines()) == 1, err.getvalue()
+
+
+def _with_will_break(folder: Path, rule: str, due: str) -> None:
+    """The host's audit gains a will-break fstab finding due from kernel `due`."""
+    from advisor.models.audit import AuditDocument, FilesystemAudit, Finding
+
+    audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
+    audit.filesystems.append(FilesystemAudit(
+        device=None, mountpoint=f"/srv/{rule}", mounted=False, read_with=None, fstab_line=1,
+        findings=[Finding(rule=rule, severity="will-break", title=f"{rule} goes away",
+                          evidence=rule, source="test", when="some day", due_kernel=due,
+                          fix="drop it", fix_kind="next-mount")]))
+    audit.counts["will-break"] = audit.counts.get("will-break", 0) + 1
+    (folder / "audit.out").write_text(audit.model_dump_json())
+
+
+def test_which_hosts_the_target_kernel_refuses(tmp_path: Path, raid_host: Path) -> None:
+    """Findings due at different kernels: each target kernel fails the hosts it refuses."""
+    from tests.fleet_hosts import replicate
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, ["a", "b", "c"])
+    _with_will_break(results / "a", "attr2", "6.19")
+    _with_will_break(results / "b", "audit-v4", "7.4")
+    failing, breaking = {}, {}
+    for kernel in ("6.18", "6.19", "7.4", "rhel9", "ubuntu24.04"):
+        code, doc, err = fleet(str(results), "--kernel", kernel, "--fail-on", "breaks")
+        assert err == "" and doc["target_kernel"] == kernel
+        assert code == (6 if doc["failing_hosts"] else 0)
+        failing[kernel] = doc["failing_hosts"]
+        breaking[kernel] = sorted(r["rule"] for r in doc["by_rule"] if r["severity"] == "breaks")
+    assert failing == {"6.18": [], "6.19": ["a"], "7.4": ["a", "b"], "rhel9": [],
+                       "ubuntu24.04": []}
+    assert breaking == {"6.18": [], "6.19": ["attr2"], "7.4": ["attr2", "audit-v4"],
+                        "rhel9": [], "ubuntu24.04": []}
+    # Without a target: will-break, as each host's audit said.
+    code, doc, _ = fleet(str(results), "--fail-on", "breaks")
+    assert code == 0 and doc["target_kernel"] is None
+    assert {r["rule"]: r["severity"] for r in doc["by_rule"]} == {"attr2": "will-break",
+                                                                  "audit-v4": "will-break"}
+    # One command answers "which hosts will the new kernel refuse?".
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--kernel", "6.19", "--by-rule",
+                     "--fail-on", "breaks"]) == 6
+    assert "attr2 [breaks] 1 hosts, 1 findings: attr2 goes away\n    a\n" in out.getvalue()
+    assert out.getvalue().endswith("--fail-on breaks: 1 hosts fail: a\n")
+    [row] = [d for d in fleet(str(results), "--kernel", "6.19")[1]["hosts"][0]["devices"]
+             if d["kind"] == "absent"]
+    assert row["findings"] == {"breaks": 1}
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["fleet", str(results), "--kernel", "next"]) == 2
+    assert err.getvalue().startswith("xfs-advisor: --kernel next: give a kernel version")
+
+
+def test_a_proposal_with_a_warning_reaches_by_proposal_with_it(tmp_path: Path) -> None:
+    """A disk whose partition is mounted: its own proposal warns, and so does every view."""
+    from tests.fleet_hosts import collect
+    from tests.inspect.sysfs_builder import Dev, Part, write_tree
+
+    tree = write_tree(tmp_path / "tree", [
+        Dev("sdb", 4 * TiB, "8:16", devpath=SAS, write_cache="write through",
+            partitions=[Part("sdb1", 2048, 1024 * GiB)])],
+        mountinfo="1 0 8:17 / /data rw - xfs /dev/sdb1 rw")
+    results = tmp_path / "results"
+    folder = collect(results, "parted", tree, ["sdb"])
+    own = json.loads((folder / "proposals" / "sdb.out").read_text())["proposal"]
+    [theirs] = [w for w in own["warnings"] if w["rule"] == "device-partitions"]
+    _, doc, _ = fleet(str(results))
+    [sdb] = [d for d in doc["hosts"][0]["devices"] if d["name"] == "sdb"]
+    assert {"rule": "device-partitions", "message": theirs["message"]} \
+        in sdb["proposal"]["warnings"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--by-proposal"]) == 0
+    assert (f"1 devices, the defaults kept: mkfs.xfs /dev/sdb\n"
+            f"    warning (device-partitions): {theirs['message']}\n    parted:sdb\n") \
+        in out.getvalue(), out.getvalue()
+    assert "sdb1" in theirs["message"]

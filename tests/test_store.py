@@ -144,11 +144,11 @@ def test_batch_stores_every_host_of_the_play_in_one_run(tmp_path: Path) -> None:
     incoming.mkdir()
     (incoming / "a.tar.gz").write_bytes(base64.b64decode(_payload(*GOOD)))
 
-    def batch(check: bool = False) -> dict[str, object]:
+    def batch(check: bool = False, collected: bool = True) -> dict[str, object]:
         incoming.mkdir(exist_ok=True)
-        if not (incoming / "a.tar.gz").exists():
+        if collected and not (incoming / "a.tar.gz").exists():
             (incoming / "a.tar.gz").write_bytes(base64.b64decode(_payload(*GOOD)))
-        doc = {"incoming": str(incoming), "check": check,
+        doc = {"incoming": str(incoming), "check": check, "collected": collected,
                "hosts": {"a": "", "b": "install failed: pip: ERROR: no wheel", "c": ""}}
         proc = subprocess.run([sys.executable, str(ROLE_FILES / "store.py"), str(results),
                                "--batch"], input=json.dumps(doc), capture_output=True,
@@ -156,11 +156,30 @@ def test_batch_stores_every_host_of_the_play_in_one_run(tmp_path: Path) -> None:
         assert not incoming.exists()
         return dict(json.loads(proc.stdout))
 
-    assert batch(check=True) == {"changed": ["a", "b", "c"], "unchanged": 0}
+    assert batch(check=True) == {"changed": ["a", "b", "c"], "unchanged": 0, "kept": 0}
     assert not results.exists()
-    assert batch() == {"changed": ["a", "b", "c"], "unchanged": 0}
+    assert batch() == {"changed": ["a", "b", "c"], "unchanged": 0, "kept": 0}
     assert (results / "a" / "capture/sys/block/sda/size").read_text() == "2048\n"
     assert (results / "b" / "error.txt").read_text() == "install failed: pip: ERROR: no wheel\n"
     assert (results / "c" / "error.txt").read_text().startswith("not reached")
-    assert batch() == {"changed": [], "unchanged": 3}
-    assert batch(check=True) == {"changed": [], "unchanged": 3}
+    assert batch() == {"changed": [], "unchanged": 3, "kept": 0}
+    assert batch(check=True) == {"changed": [], "unchanged": 3, "kept": 0}
+    # A run that did not collect (--tags install): nothing fetched, and the hosts without news
+    # keep their results; the one whose install failed has its error.
+    assert batch(collected=False) == {"changed": [], "unchanged": 1, "kept": 2}
+    assert (results / "a" / "capture/sys/block/sda/size").read_text() == "2048\n"
+    assert (results / "c" / "error.txt").read_text().startswith("not reached")
+
+
+def test_a_host_that_differs_only_in_when_it_collected_is_unchanged(tmp_path: Path) -> None:
+    def stamp(when: str) -> Add:
+        return _file("./collected_at", f"{when}\n".encode())
+
+    assert store(tmp_path, "h", payload=_payload(*GOOD, stamp("2026-01-01T00:00:00Z"))) \
+        == "changed"
+    assert store(tmp_path, "h", payload=_payload(*GOOD, stamp("2026-01-02T00:00:00Z"))) \
+        == "unchanged"
+    # The time is the last collection's, though the host's results did not change.
+    assert (tmp_path / "h" / "collected_at").read_text() == "2026-01-02T00:00:00Z\n"
+    assert store(tmp_path, "h", payload=_payload(*GOOD[:-1], stamp("2026-01-03T00:00:00Z"))) \
+        == "changed"

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from advisor.audit.fstab import FstabEntry
-from advisor.audit.models import Finding, Severity
 from advisor.engine.context import KiB, mkfs_size
+from advisor.models.audit import Finding, Severity
 from advisor.models.rule import Rule
 from advisor.models.units import format_size, parse_size
 
@@ -20,6 +20,10 @@ XFS_DOC = "Documentation/admin-guide/xfs.rst"
 #: The deprecated mount options' scheduled removal (Documentation/admin-guide/xfs.rst).
 REMOVAL_2025 = "September 2025"
 REMOVAL_DUE = date(2025, 9, 1)
+#: The first kernel that may refuse attr2 and ikeep: 6.18-rc1 removed them, 6.18-rc3 took them
+#: back as ignored ("xfs: loudly complain about defunct mount options"), and 6.18 mounts with
+#: them (checked on a real mount); the removal is overdue, so any later kernel may drop them.
+REMOVAL_AFTER = "6.19"
 
 
 def when_text(when: str | None, today: date) -> str | None:
@@ -40,6 +44,8 @@ class Verdict:
     severity: Severity
     when: str | None
     fix: str
+    due_kernel: str | None = None
+    """The first kernel that may refuse it (see Finding.due_kernel)."""
 
 
 #: The rule book's obsolete mount advice, rated for the audit (other obsolete rules are mkfs
@@ -53,9 +59,10 @@ VERDICTS = {
     "delaylog": Verdict("breaks", None, "remove the option from the fstab line: kernels since "
                         "4.0 refuse it"),
     "attr2": Verdict("will-break", REMOVAL_2025,
-                     "remove attr2/noattr2 from the fstab line (ignored with a warning today)"),
+                     "remove attr2/noattr2 from the fstab line (ignored with a warning today)",
+                     REMOVAL_AFTER),
     "ikeep": Verdict("will-break", REMOVAL_2025,
-                     "remove ikeep/noikeep from the fstab line (ignored today)"),
+                     "remove ikeep/noikeep from the fstab line (ignored today)", REMOVAL_AFTER),
     "logbufs-8": Verdict("info", None, "drop logbufs=8: it is the default"),
     "inode64": Verdict("info", None, "drop inode64: it is the default since Linux 3.7"),
     "nodiratime": Verdict("info", None, "drop nodiratime: noatime already implies it"),
@@ -116,6 +123,7 @@ def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rul
                 evidence=f"{', '.join(hits)} in {where}",
                 source=f"{rule.source}; since {rule.obsolete.since}",
                 when=when_text(verdict.when, today or date.today()),
+                due_kernel=verdict.due_kernel,
                 fix=f"{verdict.fix}. {rule.obsolete.today}", fix_kind="next-mount"))
     return found
 

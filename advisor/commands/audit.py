@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.answers import add_workload_flags
 
 if TYPE_CHECKING:
-    from advisor.audit.models import AuditDocument
+    from advisor.models.audit import AuditDocument
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -34,12 +34,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", default="breaks",
                    choices=("breaks", "will-break", "performance", "info"),
                    help="exit 6 when a finding is this bad or worse (default: breaks)")
+    p.add_argument("--kernel", metavar="X.Y", default=None,
+                   help="the kernel the host is moving to (spelt as must_mount_on_kernel: "
+                   "\"6.19\", a `uname -r` or a distribution such as rhel9 or debian12): a "
+                   "will-break finding due by that kernel is breaks (with --fail-on breaks: "
+                   "will the new kernel refuse it?)")
 
 
 def exit_code(doc: AuditDocument) -> int:
     """6 when some finding is at or above --fail-on, else 0."""
-    from advisor.audit.models import at_least
     from advisor.errors import EXIT_FINDINGS, EXIT_OK
+    from advisor.models.audit import at_least
 
     worst = [f for fs in doc.filesystems for f in fs.findings if at_least(f.severity, doc.fail_on)]
     return EXIT_FINDINGS if worst else EXIT_OK
@@ -47,11 +52,21 @@ def exit_code(doc: AuditDocument) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from advisor.answers import workload_from_args
-    from advisor.cli import out
+    from advisor.console import out
     from advisor.session import Session
 
     session = Session(getattr(args, "sysroot", None), rules_dir=getattr(args, "rules", None))
+    target = None
+    if args.kernel is not None:
+        from advisor.audit.kernel import target_version
+        from advisor.engine.decide import distribution_kernels
+
+        target = target_version(args.kernel, distribution_kernels(session.rulebook))
     doc = session.audit(args.names, args.fstab, args.fail_on, workload_from_args(args))
+    if target is not None:
+        from advisor.audit.kernel import at_kernel
+
+        doc = at_kernel(doc, *target)
     if args.json:
         out(doc.model_dump_json(indent=2) + "\n", as_json=True)
     else:

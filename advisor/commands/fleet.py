@@ -33,6 +33,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", choices=["breaks", "will-break", "performance", "info"],
                    default=None, help="exit 6 when a host has an audit finding at or above this "
                    "severity (a gate; default: exit 0 whatever the findings)")
+    p.add_argument("--kernel", metavar="X.Y", default=None,
+                   help="the kernel the hosts are moving to (spelt as must_mount_on_kernel: "
+                   "\"6.19\", a `uname -r` or a distribution such as rhel9 or debian12): a "
+                   "will-break finding due by that kernel counts as breaks, in --by-rule and "
+                   "--fail-on too (which hosts will the new kernel refuse? --kernel 6.19 "
+                   "--by-rule --fail-on breaks)")
     view = p.add_mutually_exclusive_group()
     view.add_argument("--by-rule", action="store_true",
                       help="only the findings grouped by rule id, with their hosts and counts "
@@ -40,17 +46,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     view.add_argument("--by-proposal", action="store_true",
                       help="only the proposals grouped by decision, with their reasons, "
                       "warnings and hosts (which hosts got a non-default proposal, and why?)")
+    view.add_argument("--since", metavar="OLD", default=None,
+                      help="what changed since a previous collection: OLD is a previous "
+                      "results folder (reported again with the same rules) or a saved `fleet "
+                      "--json` file; hosts added, removed, failed and recovered, findings gained "
+                      "and cleared by rule id, proposals changed (with --json: the report with "
+                      "its `since` part). The exit code is the report's: 0, or 6 with --fail-on "
+                      "when a host fails now; 2 when OLD cannot be read")
 
 
 def run(args: argparse.Namespace) -> int:
     from advisor.errors import EXIT_FINDINGS, BadInput
-    from advisor.fleet import fleet_report
+    from advisor.fleet import fleet_report, previous_report, since
     from advisor.render.fleet import (
         csv_text,
         html,
         markdown,
         proposals_view,
         rules_view,
+        since_view,
         table,
     )
 
@@ -58,7 +72,17 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     if getattr(args, "sysroot", None):
         raise BadInput("fleet reads each host's own capture: drop --sysroot")
-    doc = fleet_report(args.dir, getattr(args, "rules", None), args.jobs, args.fail_on)
+    if args.since is not None and (args.markdown or args.html or args.csv):
+        raise BadInput("--since prints the changes as text or --json: drop --markdown, --html "
+                       "or --csv")
+    from advisor.session import Session
+
+    doc = fleet_report(args.dir, Session, getattr(args, "rules", None), args.jobs, args.fail_on,
+                       args.kernel)
+    if args.since is not None:
+        before = previous_report(args.since, Session, getattr(args, "rules", None), args.jobs,
+                                 args.kernel)
+        doc.since = since(doc, before, args.since)
     from advisor.render.inert import json_text, terminal_lines
 
     # Host names, errors and findings come from the hosts: escaped for whatever reads them.
@@ -72,10 +96,12 @@ def run(args: argparse.Namespace) -> int:
         text = terminal_lines(rules_view(doc))
     elif args.by_proposal:
         text = terminal_lines(proposals_view(doc))
+    elif args.since is not None:
+        text = terminal_lines(since_view(doc))
     else:
         text = terminal_lines(markdown(doc) if args.markdown else table(doc))
     if args.output:
-        from advisor.cli import notice
+        from advisor.console import notice
         from advisor.system.files import write_text_atomically
 
         written = write_text_atomically(args.output, text, "fleet report")

@@ -124,7 +124,7 @@ def _check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from advisor.cli import notice
+    from advisor.console import notice
     from advisor.profile.report import printable, render_text
     from advisor.profile.walker import Walker, display_path
 
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(profile.model_dump(mode="json"), indent=2))
     else:
-        from advisor.cli import out
+        from advisor.console import out
 
         out(render_text(profile))
     sys.stdout.flush()

@@ -34,11 +34,36 @@ class FleetFinding(Model):
     rule: str
     """Rule id (`xfs-advisor explain ID`) or audit check (`audit-v4`...)."""
     severity: str
-    """breaks, will-break, performance or info."""
+    """breaks, will-break, performance or info (with --kernel: for that kernel)."""
     title: str
+    due_kernel: str | None = None
+    """For will-break: the first kernel that may refuse it (null: due on a date, or none)."""
     device: str | None
     """The device holding the filesystem (null: an fstab line whose device is not there)."""
     mountpoint: str | None
+
+
+class FleetObservation(Model):
+    """One finding of the host's short `xfs-advisor observe` (its live filesystem under its
+    own load), made again here from the figures the host measured."""
+
+    rule: str
+    """The rule it concerns (`xfs-advisor explain RULE`)."""
+    mountpoint: str
+    """The filesystem watched (the host's text)."""
+    message: str
+    """What was seen and what the rule says about it."""
+
+
+class FleetObserveRule(Model):
+    """One rule's observe findings across the fleet."""
+
+    rule: str
+    hosts: list[str]
+    findings: int
+    """Findings in all (one per filesystem watched)."""
+    example: str
+    """The message of its first finding."""
 
 
 class FleetRule(Model):
@@ -95,6 +120,9 @@ class FleetHost(Model):
     host: str
     status: Literal["ok", "failed"]
     error: str | None = None
+    collected_at: str | None = None
+    """When the host's collection started, by the host's clock (UTC, ISO 8601,
+    `2026-01-31T12:00:00Z`); null: not known (a host that failed before it collected)."""
     kernel: str | None = None
     xfsprogs: str | None = None
     """The host's xfsprogs, as its audit read it."""
@@ -107,6 +135,12 @@ class FleetHost(Model):
     """The host's audit findings by severity (fstab lines without a device included)."""
     findings: list[FleetFinding] = Field(default_factory=list)
     """Every audit finding, with its rule id and severity."""
+    observed_seconds: float | None = None
+    """How long the host's `observe` watched (null: not asked, xfs_advisor_observe_for 0)."""
+    observe_findings: list[FleetObservation] = Field(default_factory=list)
+    """The findings of that observation, per filesystem watched."""
+    observe_error: str | None = None
+    """Why the observation gave nothing (it failed on the host, or its output is unusable)."""
 
 
 class FleetShape(Model):
@@ -121,6 +155,49 @@ class FleetShape(Model):
     by device)."""
 
 
+class FleetRuleChange(Model):
+    """One rule whose findings came to or left hosts since the previous collection."""
+
+    rule: str
+    severity: str
+    title: str
+    gained: list[str]
+    """Hosts with a finding of this rule now and none before."""
+    cleared: list[str]
+    """Hosts with none now and one before."""
+
+
+class FleetProposalChange(Model):
+    """A device whose proposal is not what it was in the previous collection."""
+
+    host: str
+    device: str
+    before: str | None
+    """The mkfs.xfs command and mount options (or `none: why`); null: no proposal before."""
+    after: str | None
+    """The same, now; null: no proposal now."""
+
+
+class FleetSince(Model):
+    """What changed since a previous collection (`fleet --since OLD`). Findings and proposals are
+    compared on hosts complete in both; a host that failed in either is in failed or
+    recovered instead."""
+
+    previous: str
+    """OLD as given: a previous results folder or a saved `fleet --json` file."""
+    added: list[str]
+    """Hosts in this collection and not in the previous one."""
+    removed: list[str]
+    """Hosts in the previous collection and not in this one."""
+    failed: list[str]
+    """Hosts that failed now and were complete before."""
+    recovered: list[str]
+    """Hosts complete now that failed before."""
+    rules: list[FleetRuleChange]
+    """By rule id, worst severity first."""
+    proposals: list[FleetProposalChange]
+
+
 class FleetDocument(Model):
     """The fleet report."""
 
@@ -133,7 +210,14 @@ class FleetDocument(Model):
     """hosts, ok, failed."""
     by_rule: list[FleetRule] = Field(default_factory=list)
     """Findings grouped by rule id, worst severity first, then most hosts."""
+    observe_by_rule: list[FleetObserveRule] = Field(default_factory=list)
+    """The hosts' observe findings grouped by rule id, most hosts first."""
     fail_on: str | None = None
     """The --fail-on severity asked (null: none)."""
+    target_kernel: str | None = None
+    """--kernel: the kernel the hosts' findings were judged for as well (a will-break finding
+    due by it counts as breaks); null: each host's running kernel only."""
     failing_hosts: list[str] = Field(default_factory=list)
     """Hosts with a finding at or above fail_on."""
+    since: FleetSince | None = None
+    """What changed since a previous collection (--since; null: not asked)."""

@@ -4,7 +4,7 @@ TUI's audit view alike."""
 
 from __future__ import annotations
 
-from advisor.audit.models import AuditDocument, FilesystemAudit
+from advisor.models.audit import AuditDocument, FilesystemAudit
 from advisor.render.inert import terminal
 
 
@@ -46,7 +46,8 @@ def _plan(fs: FilesystemAudit) -> list[str]:
 
 def render(doc: AuditDocument) -> str:
     lines = [f"kernel {doc.kernel or 'unknown'}, xfsprogs {doc.xfsprogs or 'unknown'}, "
-             f"fstab {doc.fstab or 'none'}"]
+             f"fstab {doc.fstab or 'none'}"
+             + (f", judged for kernel {doc.target_kernel} as well" if doc.target_kernel else "")]
     if not doc.filesystems:
         lines.append("no XFS filesystem found")
     for fs in doc.filesystems:

@@ -7,12 +7,13 @@ from advisor.models.fleet import FleetDevice, FleetDocument, FleetHost
 from advisor.models.units import human_size
 from advisor.render.inert import markdown_cell, terminal
 
-HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDINGS", "PROPOSAL")
+HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDINGS", "COLLECTED",
+          "PROPOSAL")
 
 
 def _findings(counts: dict[str, int]) -> str:
     """'2 breaks, 1 info' (severity order), '-' for none."""
-    from advisor.audit.models import SEVERITIES
+    from advisor.models.audit import SEVERITIES
 
     said = [f"{counts[s]} {s}" for s in SEVERITIES if counts.get(s)]
     return ", ".join(said) or "-"
@@ -42,17 +43,18 @@ def rows(doc: FleetDocument) -> list[tuple[str, ...]]:
     """The table's rows: a failed host is one row with its error."""
     out: list[tuple[str, ...]] = []
     for h in doc.hosts:
+        when = h.collected_at or "-"
         if h.status == "failed":
-            out.append((h.host, "FAILED", "-", "-", "-", "-", "-", "-", h.error or ""))
+            out.append((h.host, "FAILED", "-", "-", "-", "-", "-", "-", when, h.error or ""))
             continue
         devices = h.devices or []
         if not devices:
             out.append((h.host, "ok", h.shape or "-", "-", "-", "-", "-",
-                        _findings(h.counts), "-"))
+                        _findings(h.counts), when, "-"))
         for d in devices:
             out.append((h.host, "ok", h.shape or "-", d.name, f"{d.kind}/{d.media}",
                         human_size(d.size_bytes) if d.size_bytes else "?", _stripe(d),
-                        _findings(d.findings), _proposal(d)))
+                        _findings(d.findings), when, _proposal(d)))
     return out
 
 
@@ -78,8 +80,25 @@ def rules_view(doc: FleetDocument) -> str:
                   f"{r.title}", f"    {_hosts(r.hosts)}"]
     if not doc.by_rule:
         lines.append("no findings")
+    lines += _observed(doc)
     lines += _gate(doc)
     return "\n".join(lines) + "\n"
+
+
+def _observed(doc: FleetDocument) -> list[str]:
+    """The hosts' observe findings by rule, and the observations that failed (nothing when no
+    host was asked to observe)."""
+    asked = [h for h in doc.hosts if h.observed_seconds is not None or h.observe_error]
+    if not asked:
+        return []
+    lines = [f"observed under load on {len(asked)} hosts; observe findings by rule:"]
+    for r in doc.observe_by_rule:
+        lines += [f"{r.rule} [observed] {len(r.hosts)} hosts, {r.findings} findings: "
+                  f"{r.example}", f"    {_hosts(r.hosts)}"]
+    if not doc.observe_by_rule:
+        lines.append("no observe findings")
+    lines += [f"{h.host}: {h.observe_error}" for h in asked if h.observe_error]
+    return lines
 
 
 def proposals_view(doc: FleetDocument) -> str:
@@ -109,6 +128,39 @@ def proposals_view(doc: FleetDocument) -> str:
     return "\n".join(lines) + "\n"
 
 
+def since_view(doc: FleetDocument) -> str:
+    """What changed since the previous collection (--since): hosts added, removed, failed and
+    recovered; rules whose findings came to or left hosts; proposals that changed."""
+    d = doc.since
+    if d is None:
+        return ""
+    lines = [f"{_summary(doc)}; since {d.previous}: {len(d.added)} hosts added, "
+             f"{len(d.removed)} removed, {len(d.failed)} failed, {len(d.recovered)} recovered; "
+             f"{len(d.rules)} rules with findings gained or cleared; {len(d.proposals)} "
+             "proposals changed"]
+    failed = {h.host: " ".join((h.error or "").split()) for h in doc.hosts}
+    for title, hosts in (("hosts added", d.added), ("hosts removed", d.removed),
+                         ("hosts recovered", d.recovered)):
+        if hosts:
+            lines.append(f"{title}: {_hosts(hosts)}")
+    if d.failed:
+        lines.append("hosts failed:")
+        lines += [f"    {h}: {failed.get(h, '')}" for h in d.failed]
+    for r in d.rules:
+        lines.append(f"{r.rule} [{r.severity}]: {r.title}")
+        if r.gained:
+            lines.append(f"    gained on {len(r.gained)} hosts: {_hosts(r.gained)}")
+        if r.cleared:
+            lines.append(f"    cleared on {len(r.cleared)} hosts: {_hosts(r.cleared)}")
+    for p in d.proposals:
+        lines += [f"proposal for {p.host}:{p.device}", f"    before: {p.before or 'none'}",
+                  f"    now:    {p.after or 'none'}"]
+    if not (d.added or d.removed or d.failed or d.recovered or d.rules or d.proposals):
+        lines.append("nothing changed")
+    lines += _gate(doc)
+    return "\n".join(lines) + "\n"
+
+
 def _gate(doc: FleetDocument) -> list[str]:
     if not doc.fail_on:
         return []
@@ -130,6 +182,7 @@ def table(doc: FleetDocument) -> str:
                               f"{', '.join(s.hosts)}"))
     lines += [terminal(f"{r.rule} [{r.severity}]: {len(r.hosts)} hosts, {r.findings} findings")
               for r in doc.by_rule]
+    lines += [terminal(line) for line in _observed(doc)]
     lines += [terminal(line) for line in _gate(doc)]
     return "\n".join(lines) + "\n"
 
@@ -243,6 +296,10 @@ def markdown(doc: FleetDocument) -> str:
         same = "the same proposals" if s.same_proposal else "**different proposals**"
         lines.append(f"- **{s.shape}** ({len(s.hosts)} hosts, {same}): {_cell(s.devices)}; "
                      f"hosts: {_cell(', '.join(s.hosts))}")
+    observed = _observed(doc)
+    if observed:
+        lines += ["", "## Observed under load", ""]
+        lines += [f"- {_cell(line.strip())}" for line in observed]
     failed = [h for h in doc.hosts if h.status == "failed"]
     if failed:
         lines += ["", "## Failed hosts", ""]

@@ -3,12 +3,15 @@
 # packed as a tar.gz into XFS_ADVISOR_PAYLOAD_FILE (the role fetches it), or without that as one
 # base64 line "XFS-ADVISOR-PAYLOAD:..." on stdout. Stdout ends with "XFS-ADVISOR-AUDIT-RC:N",
 # the audit's exit status (6: findings at or above XFS_ADVISOR_FAIL_ON). Every step's output,
-# stderr and exit status go into the archive: a step that fails is reported by the controller's
+# stderr and exit status go into the archive, with collected_at (when it started: UTC, ISO 8601): a step that fails is reported by the controller's
 # `xfs-advisor fleet`, it does not stop the others. Works in a folder of its own, removed before
 # it returns. Environment: XFS_ADVISOR_TOOL, XFS_ADVISOR_SYSROOT (optional),
 # XFS_ADVISOR_DEVICES (space-separated), XFS_ADVISOR_WORKLOAD (JSON), XFS_ADVISOR_AUDIT (the
 # filesystems to audit, space-separated; empty: all of the host's), XFS_ADVISOR_FAIL_ON (a
-# severity for the audit's --fail-on), XFS_ADVISOR_PAYLOAD_FILE.
+# severity for the audit's --fail-on), XFS_ADVISOR_OBSERVE_FOR (seconds of `observe --json`
+# on the live host, never on XFS_ADVISOR_SYSROOT; empty or 0: no observation),
+# XFS_ADVISOR_OBSERVE (the mount points to observe, space-separated; empty: every XFS),
+# XFS_ADVISOR_PAYLOAD_FILE.
 set -u
 tool=${XFS_ADVISOR_TOOL:-xfs-advisor}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xfs-advisor-collect.XXXXXX") || exit 1
@@ -24,6 +27,7 @@ case ${XFS_ADVISOR_SYSROOT:-} in
 esac
 if [ -n "${XFS_ADVISOR_SYSROOT:-}" ]; then set -- --sysroot "$XFS_ADVISOR_SYSROOT"; fi
 id -u > "$out/uid"
+date -u +%Y-%m-%dT%H:%M:%SZ > "$out/collected_at"
 printf '%s\n' "${XFS_ADVISOR_SYSROOT:-}" > "$out/sysroot"
 workload=${XFS_ADVISOR_WORKLOAD:-}
 printf '%s\n' "${workload:-"{}"}" > "$out/workload.json"
@@ -50,6 +54,15 @@ else
     if [ -n "${XFS_ADVISOR_FAIL_ON:-}" ]; then fail_on="--fail-on=$XFS_ADVISOR_FAIL_ON"; fi
     # shellcheck disable=SC2086 # names, split on spaces; fail_on is one word or none
     step audit "$tool" "$@" audit --json $fail_on ${XFS_ADVISOR_AUDIT:-}
+    case ${XFS_ADVISOR_OBSERVE_FOR:-0} in
+        ""|0) ;;
+        *[!0-9]*)
+            echo "observe: XFS_ADVISOR_OBSERVE_FOR is not a number of seconds" > "$out/observe.err"
+            echo 2 > "$out/observe.rc" ;;
+        *)  # shellcheck disable=SC2086 # mount points, split on spaces
+            step observe "$tool" observe --json --for "${XFS_ADVISOR_OBSERVE_FOR}s" \
+                ${XFS_ADVISOR_OBSERVE:-} ;;
+    esac
     for dev in ${XFS_ADVISOR_DEVICES:-}; do
         step "proposals/${dev##*/}" "$tool" "$@" propose --device "$dev" \
             --workload "$out/workload.json" --json

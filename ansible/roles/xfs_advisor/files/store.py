@@ -1,12 +1,14 @@
 """Store one host's results on the controller (the xfs_advisor role's tasks/store.yml).
 
-usage: store.py RESULTS_DIR --batch < {"incoming": DIR, "hosts": {HOST: error}, "check": bool}
+usage: store.py RESULTS_DIR --batch < {"incoming": DIR, "hosts": {HOST: error}, "check": bool,
+                                       "collected": bool}
        store.py RESULTS_DIR HOST < {"payload": base64 tar.gz, "error": message}
 
 The first form is the role's: every host of the play in one run, each payload read from
 DIR/HOST.tar.gz (fetched from the host); the second stores one host. RESULTS_DIR/HOST is replaced
 by the unpacked payload (or, for a host that failed before it could collect, by error.txt alone)
-only when that differs from what is there. Standard library only: it runs with the
+only when that differs from what is there; collected_at (when the host collected) is not a
+difference: it is brought up to date in place, and the host stays unchanged. Standard library only: it runs with the
 controller's Ansible Python, which on Debian 12 is 3.11.2, older than tarfile's extraction
 filters: `extract` below unpacks member by member itself (the project's tests and scripts unpack
 their captures with it too).
@@ -122,6 +124,15 @@ def tree(top: str) -> dict[str, tuple[str, bytes]]:
     return found
 
 
+#: When the host collected: new on every run, so not a change of the host's results.
+STAMP = "collected_at"
+
+
+def _compared(found: dict[str, tuple[str, bytes]]) -> dict[str, tuple[str, bytes]]:
+    """A tree as compared for a change: without collected_at."""
+    return {rel: entry for rel, entry in found.items() if rel != STAMP}
+
+
 def _without_timings(rel: str, content: bytes) -> bytes:
     """A proposal's output less its timings (extra.timings_ms), which differ on every run: a
     host with nothing else changed is unchanged."""
@@ -157,7 +168,10 @@ def store(results: str, host: str, data: bytes | None, error: str, *,
                 f.write((error or "no results") + "\n")
         os.chmod(new, 0o755)
         dest = os.path.join(results, host)
-        if os.path.isdir(dest) and tree(new) == tree(dest):
+        if os.path.isdir(dest) and _compared(tree(new)) == _compared(tree(dest)):
+            stamp = os.path.join(new, STAMP)
+            if not check and os.path.isfile(stamp) and not os.path.islink(stamp):
+                os.replace(stamp, os.path.join(dest, STAMP))
             return False
         if check:
             return True
@@ -182,20 +196,24 @@ def _host_name(host: str) -> bool:
 def batch(results: str, doc: dict[str, object]) -> int:
     """Every host of the play in one run: doc = {"incoming": folder of HOST.tar.gz fetched from
     the hosts, "hosts": {HOST: error message or ""}, "check": bool (say what would change, store
-    nothing)}. A host with a payload is
-    stored from it, one without from its error (or "not reached"). Prints {"changed": [HOST...],
-    "unchanged": N}; the incoming folder is removed."""
+    nothing), "collected": bool (default true: the run collected)}. A host with a payload is
+    stored from it, one without from its error (or "not reached"). In a run that did not collect
+    (the playbook with --tags install), a host with neither keeps what is stored: its last
+    results are still the truth, not "not reached". Prints {"changed": [HOST...], "unchanged": N,
+    "kept": N}; the incoming folder is removed."""
     incoming = str(doc.get("incoming") or "")
     hosts = doc.get("hosts")
     if not isinstance(hosts, dict) or not incoming:
         print("store.py: the batch document needs 'incoming' and 'hosts'", file=sys.stderr)
         return 2
     changed: list[str] = []
-    unchanged = 0
+    unchanged = kept = 0
     check = bool(doc.get("check"))
+    collected = doc.get("collected", True) is not False
     try:
         if check and not os.path.isdir(results):  # nothing stored yet: every host would change
-            print(json.dumps({"changed": sorted(hosts), "unchanged": 0}))
+            new = sorted(h for h, e in hosts.items() if collected or e)
+            print(json.dumps({"changed": new, "unchanged": 0, "kept": len(hosts) - len(new)}))
             return 0
         os.makedirs(results, exist_ok=True)
         for host, error in sorted(hosts.items()):
@@ -211,6 +229,9 @@ def batch(results: str, doc: dict[str, object]) -> int:
             if data is not None and len(data) > MAX_BYTES:
                 data, error = None, f"results refused: more than {MAX_BYTES} bytes"
             why = str(error or "") if not data else ""
+            if not data and not why and not collected:
+                kept += 1
+                continue
             if store(results, host, data, why or "not reached: unreachable, or failed before the "
                      "role ran", check=check):
                 changed.append(host)
@@ -218,7 +239,7 @@ def batch(results: str, doc: dict[str, object]) -> int:
                 unchanged += 1
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
-    print(json.dumps({"changed": changed, "unchanged": unchanged}))
+    print(json.dumps({"changed": changed, "unchanged": unchanged, "kept": kept}))
     return 0
 
 

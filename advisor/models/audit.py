@@ -41,6 +41,10 @@ class Finding(Model):
     """Where the fact about the kernel or the tools comes from (a document, a kernel version)."""
     when: str | None = None
     """For will-break: the kernel or date from which it breaks."""
+    due_kernel: str | None = None
+    """For will-break: the first upstream kernel (X.Y) that may refuse it, when a kernel is
+    known (null: due on a date, or not by a kernel); `audit --kernel` makes it breaks from
+    there."""
     fix: str
     """What to do, in words."""
     fix_kind: FixKind
@@ -107,3 +111,6 @@ class AuditDocument(Model):
     """Every filesystem audited, in the order found."""
     counts: dict[str, int]
     """Findings per severity."""
+    target_kernel: str | None = None
+    """--kernel: the kernel the findings were judged for as well (a will-break finding due by
+    it is breaks); null: the running kernel only."""

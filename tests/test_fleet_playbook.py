@@ -1,0 +1,107 @@
+"""ansible/playbook.yml as an operator drives it, run for real with ansible-playbook (connection
+local) on inventory hosts that stand for other machines by reading captured trees: a run with
+only some tags, variables of the wrong type, and the gate play."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, require
+
+PLAYBOOK = REPO / "ansible" / "playbook.yml"
+BIN = Path(sys.executable).parent
+#: An fstab line with an option Linux 4.0 removed (a 'breaks' finding) for a disk not there.
+OLD_FSTAB = "UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n"
+
+
+def playbook(inventory: dict[str, Any], tmp: Path, *extra: str,
+             rc: int = 0) -> tuple[str, dict[str, dict[str, int]]]:
+    """Run the playbook on an inventory: its output and the recap's counts by host."""
+    require((BIN / "ansible-playbook").exists(), "needs ansible-playbook (pip install -e .[test])")
+    path = tmp / "inventory.json"
+    path.write_text(json.dumps(inventory))
+    home = tmp / "ansible-home"
+    env = {**os.environ, "ANSIBLE_HOME": str(home), "ANSIBLE_LOCAL_TEMP": str(home / "tmp"),
+           "ANSIBLE_REMOTE_TEMP": str(home / "remote-tmp"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+           "ANSIBLE_DEPRECATION_WARNINGS": "0"}
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(path), str(PLAYBOOK), *extra],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == rc, proc.stdout[-6000:] + proc.stderr[-2000:]
+    recap: dict[str, dict[str, int]] = {}
+    for host, counts in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M):
+        recap[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+    return proc.stdout, recap
+
+
+def _fleet(results: Path) -> dict[str, dict[str, Any]]:
+    proc = subprocess.run([str(BIN / "xfs-advisor"), "fleet", "--json", str(results)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return {h["host"]: h for h in json.loads(proc.stdout)["hosts"]}
+
+
+def _inventory(results: Path, hosts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Hosts that read a captured tree with this checkout's tool (no install)."""
+    return {"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                 "ansible_become": False, "xfs_advisor_results_dir": str(results),
+                 "xfs_advisor_install": False, "xfs_advisor_command": str(BIN / "xfs-advisor")},
+        "hosts": hosts}}
+
+
+@pytest.mark.slow
+def test_a_run_without_the_collection_keeps_the_stored_results(
+        tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
+    """A rerun with nothing changed is changed=0 (though the collection time is new); --tags
+    install fetches nothing: the hosts' stored results stay, none reads "not reached"."""
+    results = tmp_path / "results"
+    inventory = _inventory(results, {"lvmhost": {
+        "xfs_advisor_sysroot": str(shared_dumps["simple-lvm"]), "xfs_advisor_devices": ["sda"]}})
+    out, first = playbook(inventory, tmp_path)
+    assert first["localhost"]["changed"] == 1, out
+    stored = (results / "lvmhost" / "audit.out").read_text()
+    when = (results / "lvmhost" / "collected_at").read_text()
+    time.sleep(1.1)
+    # Nothing changed on the host: changed=0, with the time of this collection kept.
+    out, again = playbook(inventory, tmp_path)
+    assert again["localhost"]["changed"] == 0 and again["lvmhost"]["changed"] == 0, out
+    assert (results / "lvmhost" / "collected_at").read_text() > when
+    out, second = playbook(inventory, tmp_path, "--tags", "install")
+    assert "TASK [xfs_advisor : Store every host's results]" in out  # the store ran
+    assert second["localhost"]["changed"] == 0, out
+    assert not (results / "lvmhost" / "error.txt").exists()
+    assert (results / "lvmhost" / "audit.out").read_text() == stored
+    assert _fleet(results)["lvmhost"]["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_string_where_a_list_is_typed_is_a_failed_host(
+        tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
+    """`xfs_advisor_devices: sdb` is not proposals for s, d and b: the host fails, by name."""
+    results = tmp_path / "results"
+    sysroot = str(shared_dumps["simple-lvm"])
+    inventory = _inventory(results, {
+        "stringhost": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_devices": "sda"},
+        "auditstring": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_audit": "/srv/data",
+                        "xfs_advisor_pip_args": "--no-deps,--quiet"},
+        "listhost": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_devices": ["sda"]}})
+    out, _ = playbook(inventory, tmp_path)
+    hosts = _fleet(results)
+    assert hosts["listhost"]["status"] == "ok", hosts["listhost"]
+    assert hosts["stringhost"]["status"] == "failed"
+    assert hosts["stringhost"]["error"] == (
+        "bad variables: xfs_advisor_devices must be a list (YAML: [a, b], or one '- item' a "
+        'line), not the string "sda"'), out
+    error = hosts["auditstring"]["error"]
+    assert "xfs_advisor_audit must be a list" in error and "xfs_advisor_pip_args must" in error
+    assert not (results / "stringhost" / "proposals").exists()

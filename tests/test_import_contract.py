@@ -164,3 +164,15 @@ def test_devices_imports_only_what_it_needs(tmp_path: Path) -> None:
         assert "advisor.inspect.devices" in modules  # the check sees the run's own modules
         bad = [m for m in modules if _forbidden(m, DEVICES_NEVER_IMPORTS)]
         assert not bad, f"{' '.join(argv)} imported {bad}"
+
+
+def test_profile_without_a_workload_file_imports_no_toml_writer(tmp_path: Path) -> None:
+    """`profile --json` writes no file: the TOML writer (tomlkit) and the proposal's modules are
+    start-up it does not need."""
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "file").write_text("x")
+    modules = _devices_imports(["profile", "--json", str(tmp_path / "tree")])
+    assert "advisor.profile.walker" in modules
+    bad = [m for m in modules if _forbidden(m, ("tomlkit", "advisor.profile.workload_file",
+                                                "textual", "advisor.engine", "sh"))]
+    assert not bad, f"profile --json imported {bad}"

@@ -122,9 +122,9 @@ def test_report_says_why_it_stopped_and_what_is_open() -> None:
     assert open_ and len(st.open) >= len(open_)
     for m in open_:
         assert len(m.still_possible) >= 2  # it straddles a boundary: two verdicts are open
-    text = render_text(report, with_plot=False)
+    text = render_text(report, with_plot=False, saved="/var/tmp/report.json")
     assert "6 pairs" in text and "stopped: the budget ran out after 6 pairs" in text
-    assert "Still open:" in text and "validate --continue" in text
+    assert "Still open:" in text and "validate --continue /var/tmp/report.json" in text
     assert "confidence sequences" in text
 
 

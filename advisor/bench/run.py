@@ -652,7 +652,7 @@ def primaries(plan: Plan) -> list[Primary]:
 
     found = []
     for o in options(plan.a, plan.b):
-        claims = [(rule, c) for rule, c in plan.claims if o.label.startswith(c.option)]
+        claims = counters.closest_claims(plan.claims, o.label)
         if claims:
             found += [Primary(o.label, c.counter, rule) for rule, c in claims[:1]]
         else:

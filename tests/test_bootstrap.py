@@ -52,3 +52,17 @@ def test_link_puts_the_command_on_path(tmp_path: Path) -> None:
     proc = bootstrap("link", XFS_ADVISOR_BIN_DIR=str(bin_dir))
     assert proc.returncode == 1 and "not a symlink: left alone" in proc.stderr
     assert link.read_text() == "#!/bin/sh\n"
+
+
+def test_without_a_terminal_the_first_line_says_the_validation_runs() -> None:
+    """`./bootstrap run </dev/null | cat`: no terminal, so the embedded default is the
+    validation, and the first line says so before any set-up. An interpreter that is not one
+    (XFS_ADVISOR_PYTHON) stops the script right after that line: nothing is validated here."""
+    proc = bootstrap("run", XFS_ADVISOR_PYTHON="/nonexistent/python3")
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1, proc.stderr
+    assert lines[0].startswith("bootstrap: no terminal on stdin or stdout: running the embedded "
+                               "default, `xfs-advisor validate` (an A/B benchmark"), lines
+    assert lines[1:] == ["bootstrap: /nonexistent/python3 is not a python >= 3.11 with venv (set "
+                         "XFS_ADVISOR_PYTHON to one)"], lines
+    assert proc.stdout == ""

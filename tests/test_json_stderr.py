@@ -64,4 +64,8 @@ def test_validate_on_a_device_under_json_writes_only_json_to_stderr(tmp_path: Pa
     progress = [d["progress"] for d in docs if "progress" in d]
     assert progress and {p["unit"] for p in progress} == {"benchmark runs"}
     assert progress[0]["done"] == 0 and progress[0]["total"] >= 12
+    # The most runs the plan may have, said from the first document to the last ("judging").
+    assert {p["total"] for p in progress} == {progress[0]["total"]}, progress
+    assert progress[-1]["step"] == "judging" and progress[-1]["done"] <= progress[-1]["total"]
+    assert all(" of at most " in p["step"] for p in progress[:-1]), progress
     assert any(f"wipefs -a {dev}" in d.get("notice", {}).get("message", "") for d in docs)

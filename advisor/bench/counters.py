@@ -69,6 +69,14 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "discard_ios", 1000.0),
     Mechanism("device_write_kib_per_fsync", "device write KiB per fsync", "KiB", ("syncwrite",),
               "write_sectors", 0.5),
+    # Everything the directory work wrote to the device (log and metadata written back): larger
+    # inodes write larger inode clusters; a larger log writes the same metadata back less often.
+    Mechanism("device_write_kib_per_1k_dirops", "device write KiB per 1k directory ops", "KiB",
+              DIRECTORY, "write_sectors", 500.0),
+    # Times a log write found no free in-memory log buffer (the `log` line's noiclogs): fewer
+    # log buffers (logbufs) wait more often.
+    Mechanism("log_buffer_waits_per_1k_dirops", "log buffer waits per 1k directory ops", "waits",
+              DIRECTORY, "log_noiclogs", 1000.0),
     # -- extent allocations (extent size hints, swalloc) --
     Mechanism("extent_allocs_per_1k_sync_writes", "allocations per 1k fsync'd writes",
               "allocs", ("syncwrite",), "extent_allocs", 1000.0),
@@ -242,6 +250,16 @@ def _options(mkfs: list[str], mount: list[str]) -> list[str]:
     return [*pairs, *mount]
 
 
+def closest_claims(claims: list[tuple[str, MechanismClaim]],
+                   option: str) -> list[tuple[str, MechanismClaim]]:
+    """The claims that speak for `option`: those whose option is its longest matching prefix,
+    so that a claim for one value (`-l su=4k`: one block, nothing padded) stands before the
+    claim for every other value (`-l su=`)."""
+    matching = [(rule, c) for rule, c in claims if option.startswith(c.option)]
+    longest = max((len(c.option) for _, c in matching), default=0)
+    return [(rule, c) for rule, c in matching if len(c.option) == longest]
+
+
 def check_claims(claims: list[tuple[str, MechanismClaim]], a: SideConfig, b: SideConfig,
                  judged: list[MetricResult]) -> list[MechanismCheck]:
     """Each rule's claim (`claims`: (rule id, claim)) whose option B has and A lacks, against the
@@ -251,7 +269,8 @@ def check_claims(claims: list[tuple[str, MechanismClaim]], a: SideConfig, b: Sid
     by_name = {m.name: m for m in judged}
     checks = []
     for rule, claim in claims:
-        have = [o for o in mine if o.startswith(claim.option)]
+        have = [o for o in mine if o.startswith(claim.option)
+                and (rule, claim) in closest_claims(claims, o)]
         if not have or any(o.startswith(claim.option) for o in theirs):
             continue
         m = by_name.get(claim.counter)

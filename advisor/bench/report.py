@@ -4,6 +4,7 @@ the verdict means. Plain text (plotext prints to a string; no Textual here)."""
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Sequence
 
 from advisor.bench.stats import geometric_mean
@@ -64,8 +65,10 @@ def pairs_line(report: ValidationReport) -> str:
     return line
 
 
-def stopping_lines(report: ValidationReport) -> list[str]:
-    """The method and what is still open, for the end of the report."""
+def stopping_lines(report: ValidationReport, saved: str | None = None) -> list[str]:
+    """The method and what is still open, for the end of the report. `saved`: where this
+    report's JSON was written, for the command that continues it (None: not said, as no file
+    the reader has would do)."""
     st = report.stopping
     if st is None:
         return []
@@ -73,9 +76,9 @@ def stopping_lines(report: ValidationReport) -> list[str]:
     if st.open:
         lines.append("Still open:")
         lines += [f"  {line}" for line in st.open]
-        if st.reason != "resolved":
-            lines.append("  (`xfs-advisor validate --continue REPORT.json` adds pairs to this "
-                         "run, keeping the ones measured)")
+        if st.reason != "resolved" and saved:
+            lines.append(f"  (`xfs-advisor validate --continue {shlex.quote(saved)}` adds pairs "
+                         "to this run, keeping the ones measured)")
     return lines
 
 
@@ -242,7 +245,9 @@ def measured_line(measured: dict[str, str]) -> str:
                      for tool, answers in sorted(by.items()))
 
 
-def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
+def render_text(report: ValidationReport, *, with_plot: bool = True,
+                saved: str | None = None) -> str:
+    """The report for people; `saved`: where its JSON was written (see stopping_lines)."""
     env = report.environment
     out = [
         "A/A calibration run" if report.calibrate else "A/B validation",
@@ -279,7 +284,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
                        f"floor is {m.calibrated_floor * 100:.0f}%: calibrate on a quieter machine)")
     for line in report.recovered:
         out.append(f"Recovered: {line}")
-    out += stopping_lines(report)
+    out += stopping_lines(report, saved)
     out.append(f"Verdict: {report.verdict.upper()}: {report.summary}")
     load = load_line(report)
     if load:

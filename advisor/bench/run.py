@@ -231,6 +231,14 @@ class Plan:
         return self.pairs if self.fixed else min(self.most_pairs, 2 * self.pairs)
 
     @property
+    def run_limit(self) -> int:
+        """The most pairs this run has, known before the first: --max-rounds, and for a new
+        adaptive run also the pairs its budget was sized for (measure_seconds_per_side), so that
+        the progress counts towards a total that never changes."""
+        return self.most_pairs if self.prior is not None else min(self.most_pairs,
+                                                                   self.planned_pairs)
+
+    @property
     def order(self) -> list[str]:
         return abba_order(self.pairs)
 
@@ -658,9 +666,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                 side = plan.a if label == "A" else plan.b
                 index = done + i // 2
                 if progress:
-                    total = 2 * (max(plan.planned_pairs, done + 2) - first)
-                    progress(step, total,
-                             f"pair {index + 1}/{max(plan.pairs, done + 2)}, side {label}")
+                    progress(step, 2 * (plan.run_limit - first),
+                             f"pair {index + 1} of at most {plan.run_limit}, side {label}")
                 step += 1
                 mkfs_options = side.mkfs_options
                 ours = _format(hold, side, mkfs_options, ours,
@@ -711,8 +718,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
         wall = time.monotonic() - started
         loads.append(_load())
         env.load_average = [round(loads[0], 2), round(max(loads), 2), round(loads[-1], 2)]
-        if progress:
-            progress(step, step, "judging")
+        if progress:  # the same total: "at most" said from the start
+            progress(step, 2 * (plan.run_limit - first), "judging")
     report = judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
                    timing=Timing(wall_seconds=round(earlier_wall + wall, 2),
                                  pilot_creates_per_s=plan.pilot.ops_rate if plan.pilot else None,
@@ -823,7 +830,7 @@ def primaries(plan: Plan) -> list[Primary]:
 
     found = []
     for o in options(plan.a, plan.b):
-        claims = [(rule, c) for rule, c in plan.claims if o.label.startswith(c.option)]
+        claims = counters.closest_claims(plan.claims, o.label)
         if claims:
             found += [Primary(o.label, c.counter, rule) for rule, c in claims[:1]]
         else:
@@ -837,18 +844,19 @@ def _after_block(plan: Plan, done: int, first: int, looks: list[int],
                  elapsed: float, slowest_block: float,
                  stop: Callable[[], bool] | None) -> StopReason | None:
     """The stopping rule, after each ABBA block: None to run another block. From the minimum
-    pairs on (fewer decide nothing) it stops when every primary metric is decided or at the most
-    pairs; before and after the minimum, when another block as slow as the slowest so far would
-    overrun the budget (counted from the start, set-up and clean-up included): the budget is a
-    cap, the minimum pairs included (the phases are sized so that they fit). Every look is on
-    confidence sequences or on the rank test of advisor.bench.counters, valid however often
+    pairs on (fewer decide nothing) it stops when every primary metric is decided, at the most
+    pairs, or at the pairs the budget was sized for (Plan.run_limit, so the progress total never
+    changes); before and after the minimum, when another block as slow as the slowest so far
+    would overrun the budget (counted from the start, set-up and clean-up included): the budget
+    is a cap, the minimum pairs included (the phases are sized so that they fit). Every look is
+    on confidence sequences or on the rank test of advisor.bench.counters, valid however often
     they are looked at and whenever the run stops."""
     if done >= plan.pairs:
         looks.append(done)
         if not plan.fixed and not _open(samples, mechanisms, primary):
             return "resolved"
-        if done >= plan.most_pairs:
-            return "max rounds"
+        if done >= plan.run_limit:
+            return "max rounds" if done >= plan.most_pairs else "budget"
     if elapsed + slowest_block + TEARDOWN_SECONDS > plan.budget_seconds:
         return "budget"
     if done < plan.pairs:
@@ -1025,14 +1033,17 @@ def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pair
                + (" (an A/A calibration is a fixed design)" if plan.calibrate else ""))
     else:
         why = f"{_REASONS[reason]} after {pairs} pairs"
-        if reason == "budget":
+        if reason == "budget" and pairs >= plan.run_limit:
+            why += (f" (the {plan.run_limit} pairs the {plan.budget_seconds:.0f} s budget was "
+                    "sized for)")
+        elif reason == "budget":
             why += f" (budget {plan.budget_seconds:.0f} s)"
         elif reason == "max rounds":
             why += f" (--max-rounds {plan.most_pairs})"
     if first:
         why += f"; continued from {first} pairs"
     return Stopping(reason=reason, summary=why, min_rounds=plan.pairs,
-                    max_rounds=plan.most_pairs, budget_seconds=plan.budget_seconds,
+                    max_rounds=plan.run_limit, budget_seconds=plan.budget_seconds,
                     looks=looks, continued_from=first or None, open=open_,
                     alpha=ALPHA, method=METHOD,
                     seconds_per_pair=round(seconds_per_pair, 1) if seconds_per_pair else None)

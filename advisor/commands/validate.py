@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from advisor import SCHEMA_VERSION
@@ -103,8 +104,9 @@ def _split_mkfs(text: str | None) -> list[str]:
 
 
 def _progress_printer(as_json: bool) -> Any:
-    """Benchmark runs done out of those planned (one run = one side of one pair; the plan may
-    add pairs while a metric is undecided). In a terminal one line redrawn in place; otherwise a
+    """Benchmark runs done out of the most the plan may have (one run = one side of one pair;
+    the total is known from the start and never changes; a run whose metrics are decided
+    early stops short of it). In a terminal one line redrawn in place; otherwise a
     line every other run; under --json a JSON document per run, so stderr stays JSON."""
     from advisor.render.inert import terminal
 
@@ -120,9 +122,9 @@ def _progress_printer(as_json: bool) -> Any:
         width = 30
         filled = width * done // max(total, 1)
         bar = "#" * filled + "." * (width - filled)
-        counted = f"{done}/{total} benchmark runs"
+        counted = f"{done}/{total} benchmark runs, at most"
         if tty:
-            end = "\n" if done >= total else ""
+            end = "\n" if done >= total or what == "judging" else ""
             print(f"\r[{bar}] {counted}, {terminal(what):<28}", end=end, file=sys.stderr,
                   flush=True)
         elif done % 2 == 0:
@@ -275,7 +277,7 @@ def report_path(args: argparse.Namespace) -> Any:
     return folder / f"validate-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
 
 
-def _save(report: Any, path: Any, say: Any) -> None:
+def _save(report: Any, path: Any, say: Any) -> Path | None:
     """The JSON report written (so that `--continue` works after a text run) and its path said;
     a file that cannot be written is said too, and the report is still printed."""
     from advisor.system.files import write_text_atomically
@@ -285,15 +287,15 @@ def _save(report: Any, path: Any, say: Any) -> None:
         write_text_atomically(path, report.model_dump_json(indent=2) + "\n", "report")
     except (OSError, BadInput) as err:
         say(f"the report was not saved: {err}")
-        return
+        return None
     say(f"report saved: {path} (`xfs-advisor validate --continue {path}` adds pairs)")
+    return Path(path)
 
 
 def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None = None) -> int:
     if report.device_left:
         say(report.device_left)
-    if args is not None:
-        _save(report, report_path(args), say)
+    saved = _save(report, report_path(args), say) if args is not None else None
     from advisor.console import out
 
     if as_json:
@@ -301,7 +303,7 @@ def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None
     else:
         from advisor.bench.report import render_text
 
-        out(render_text(report) + "\n")
+        out(render_text(report, saved=str(saved) if saved else None) + "\n")
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
 
 

@@ -160,7 +160,8 @@ class Stopping(Model):
     min_rounds: int
     """Pairs before the first look (--rounds, rounded up to whole ABBA blocks)."""
     max_rounds: int
-    """Most pairs the run could have (--max-rounds; equal to min_rounds: a fixed design)."""
+    """Most pairs the run could have (--max-rounds, or fewer: the pairs the budget was sized
+    for; equal to min_rounds: a fixed design)."""
     budget_seconds: float
     """Wall-time budget: no ABBA block was started that would likely overrun it."""
     looks: list[int] = Field(default_factory=list)

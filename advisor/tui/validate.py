@@ -444,7 +444,7 @@ class ValidateScreen(StepScreen):
                                           resolve_b=resolve_b, on_sample=sampled,
                                           recovered=recovered)
 
-        self._launch(plan, len(plan.order) + 1, call)
+        self._launch(plan, 2 * plan.run_limit + 1, call)
 
     def _launch(self, plan: Plan, total: int, call: Callable[[Callable[[int, int, str], None],
                                                   threading.Event,
@@ -548,7 +548,8 @@ class ValidateScreen(StepScreen):
         except AdvisorError as err:
             self.notify(err.message, severity="error")
             return
-        self._launch(plan, 2 * report.rounds + 1, lambda progress, cancel, sampled:
+        self._launch(plan, 2 * (plan.run_limit - report.rounds) + 1,
+                     lambda progress, cancel, sampled:
                      session.more_rounds(report, progress=progress, cancel=cancel,
                                          on_sample=sampled))
 
@@ -610,8 +611,9 @@ class ValidateScreen(StepScreen):
         self.refresh_bindings()
         step = self.query_one("#step", Static)
         if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            done = event.worker.result.rounds * 2 + 1
-            self.query_one("#progress", ProgressBar).update(progress=done)
+            bar = self.query_one("#progress", ProgressBar)
+            if bar.total is not None:  # judged: done, however short of "at most" it stopped
+                bar.update(progress=bar.total)
             report = event.worker.result
             step.update(Text(f"done on {terminal(report.environment.device)}"))
             self.show_report(report)

@@ -71,12 +71,14 @@ def test_stopping_rule() -> None:
     noisy = _samples(plan, 8, 1.0, 0.3)
     assert _look(plan, clear, 2) is None  # no look before the minimum
     assert _look(plan, clear, 4) == "resolved"
-    assert _look(plan, noisy, 8) is None
+    assert _look(plan, noisy, 6) is None
+    # The pairs the budget was sized for are the most it runs: the progress total said them.
+    assert plan.run_limit == 8 and _look(plan, noisy, 8) == "budget"
     # The budget counts everything: a block as slow as the slowest (10 s) and the clean-up
     # would overrun it.
-    assert _look(plan, noisy, 8, elapsed=88.0) == "budget"
-    assert _look(plan, noisy, 8, elapsed=80.0) is None
-    assert _look(plan, noisy, 8, stop=True) == "cancelled"
+    assert _look(plan, noisy, 6, elapsed=88.0) == "budget"
+    assert _look(plan, noisy, 6, elapsed=80.0) is None
+    assert _look(plan, noisy, 6, stop=True) == "cancelled"
     capped = _plan(max_pairs=8)
     assert _look(capped, noisy, 8) == "max rounds"
     fixed = _plan(pairs=6, max_pairs=6)
@@ -141,9 +143,9 @@ def test_report_says_why_it_stopped_and_what_is_open() -> None:
     assert open_ and len(st.open) >= len(open_)
     for m in open_:
         assert len(m.still_possible) >= 2  # it straddles a boundary: two verdicts are open
-    text = render_text(report, with_plot=False)
+    text = render_text(report, with_plot=False, saved="/var/tmp/report.json")
     assert "6 pairs" in text and "stopped: the budget ran out after 6 pairs" in text
-    assert "Still open:" in text and "validate --continue" in text
+    assert "Still open:" in text and "validate --continue /var/tmp/report.json" in text
     assert "confidence sequences" in text
 
 

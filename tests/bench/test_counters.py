@@ -50,6 +50,8 @@ def test_values_span_their_phases_per_operation(tmp_path: Path) -> None:
                       "device_writes_per_fsync": 1.5,
                       "flushes_per_fsync": 0.0,
                       "device_write_kib_per_fsync": 0.0,  # no sectors in this text
+                      "device_write_kib_per_1k_dirops": 0.0,
+                      "log_buffer_waits_per_1k_dirops": 0.0,  # noiclogs 0 throughout
                       "discards_per_1k_dirops": 0.0}
     (tmp_path / "counters.refill").unlink()  # a missed snapshot: no figure, not a wrong one
     values = counters.mechanism_values(

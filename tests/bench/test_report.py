@@ -83,3 +83,29 @@ def test_the_report_is_valid_under_its_published_schema() -> None:
     doc = json.loads(report.model_dump_json())
     jsonschema.validate(doc, json.loads(schema_text("validate")))
     assert doc["metrics"][2]["primary_for"] == ["-n size=64k"]
+
+
+def _open_report() -> ValidationReport:
+    """A report whose run stopped on its budget with a metric still open."""
+    from advisor.models.bench import Stopping
+
+    report = _report(Workload(largest_directory_entries=5000), 1.0)
+    return report.model_copy(update={"stopping": Stopping(
+        method="confidence sequences", alpha=0.05, min_rounds=4, max_rounds=8,
+        budget_seconds=80, reason="budget", summary="budget after 8 pairs",
+        open=["creates_per_s: could still be better or worse"])})
+
+
+def test_the_continue_command_names_only_a_report_that_was_saved() -> None:
+    """`validate --continue` needs the JSON report: the text names the file written, and with
+    none (the TUI's Markdown, a report that could not be saved) the line is left out rather
+    than point at a REPORT.json nobody has."""
+    from advisor.bench.report import render_markdown
+
+    report = _open_report()
+    saved = render_text(report, with_plot=False, saved="/var/lib/xfs advisor/run.json")
+    assert "`xfs-advisor validate --continue '/var/lib/xfs advisor/run.json'` adds pairs" \
+        in saved
+    for text in (render_text(report, with_plot=False), render_markdown(report)):
+        assert "Still open:" in text  # the open metric is said all the same
+        assert "--continue" not in text and "REPORT.json" not in text

@@ -47,7 +47,7 @@ def test_on_sample_gets_every_metric_for_each_side(tmp_path: Path,
                 on_sample=on_sample)
     # ABBA: the first pair is A then B; each sample follows its own side's step.
     assert [(side, index) for side, index, _ in seen] == [("A", 0), ("B", 0)]
-    assert steps == ["pair 1/4, side A", "pair 1/4, side B"]
+    assert steps == ["pair 1 of at most 8, side A", "pair 1 of at most 8, side B"]
     for _, _, values in seen:
         assert list(values) == [m.name for m in METRICS]
         assert all(v > 0 for v in values.values())

@@ -34,7 +34,13 @@ def frozen_core(monkeypatch: pytest.MonkeyPatch, frozen_proposal: Proposal) -> N
 
 
 async def _settle(pilot: Pilot[Any]) -> None:
+    from textual.widgets import Input
+
     await pilot.app.workers.wait_for_complete()
+    # A blinking cursor is drawn or not depending on when the picture is taken (seen flipping
+    # between runs on a loaded machine): shown steadily here.
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False
     await pilot.pause()
 
 

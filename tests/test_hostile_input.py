@@ -508,7 +508,7 @@ def test_recovery_sweeps_what_killed_dry_runs_and_state_writes_left(tmp_path: Pa
     (state / f"run-{proc.pid}-0.json.tmp").chmod(0o600)
     (state / f"run-{os.getpid()}-9.json.tmp").write_text("{")
     recovery = subprocess.run(
-        [sys.executable, "-c", "from advisor.bench.resources import recover_and_say\n"
+        [sys.executable, "-c", "from advisor.bench.cleanup import recover_and_say\n"
          "recover_and_say(print)"], cwd=REPO, env=env, capture_output=True, text=True,
         timeout=60)
     assert recovery.returncode == 0, recovery.stderr

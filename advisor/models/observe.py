@@ -58,7 +58,8 @@ class Writer(Model):
     tid: int = Field(ge=0)
     """Its thread id."""
     transactions: int = Field(ge=0)
-    """Transactions it allocated (xfs:xfs_trans_alloc) in the first `writer_seconds`."""
+    """Transactions it allocated (xfs:xfs_trans_alloc) in the first `writer_seconds`: the
+    samples recorded times `writer_period` (an estimate when that is over 1)."""
     kernel_thread: bool = False
     """A kernel worker (xfsaild, kworker...): the filesystem's own work, not a writer."""
 
@@ -145,7 +146,9 @@ class ObservedFilesystem(Model):
     """Threads that allocated transactions, most first (tracepoints only)."""
     writer_seconds: float | None = None
     """Seconds, from the start, over which transactions were recorded per thread (at most 10:
-    each is a record); null without tracepoints."""
+    each sample is a record); null without tracepoints."""
+    writer_period: int = Field(default=1, ge=1)
+    """One transaction in this many was recorded, on each CPU (1: every one)."""
     concurrent_writers: int | None = None
     """User threads changing metadata at once: the median, over the seconds of the first
     `writer_seconds` with any transaction, of the threads that allocated one in that second
@@ -189,6 +192,9 @@ class ObserveDocument(Model):
     """One entry per filesystem watched."""
     answers: ObservedAnswers
     """Workload answers measured (from the busiest filesystem when several were watched)."""
+    cost: str = ""
+    """What watching this way costs the workload, as measured for this version
+    (scripts/bench_observe.py), and whether the goal of under 2% is met."""
 
 
 class RecordedReading(Model):
@@ -212,7 +218,7 @@ class RecordedThread(Model):
     tid: int = Field(ge=0)
     """Its thread id."""
     transactions: int = Field(ge=0)
-    """Transactions recorded."""
+    """Transactions recorded (samples: one in the recording's `writer_period`)."""
     kernel_thread: bool
     """A kernel thread (PF_KTHREAD), as /proc said at the time."""
 
@@ -240,6 +246,9 @@ class RecordedFilesystem(Model):
     """Threads that allocated transactions (null without tracepoints)."""
     writer_seconds: float | None = None
     """Seconds over which threads were recorded."""
+    writer_period: int = Field(default=1, ge=1)
+    """One transaction in this many was recorded, on each CPU (1: every one, as recordings
+    made before sampling have it)."""
     writers_per_second: list[int] | None = None
     """User threads that allocated a transaction in each second of that recording."""
 

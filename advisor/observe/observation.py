@@ -248,6 +248,7 @@ class Observer:
                 before=before[target.maj_min], after=end,
                 tracepoints=None if mine is None else mine.totals, threads=threads,
                 writer_seconds=None if mine is None else mine.writer_seconds,
+                writer_period=1 if mine is None else mine.period,
                 writers_per_second=active))
         return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
 
@@ -289,7 +290,9 @@ def document_from(recording: Recording) -> ObserveDocument:
     return ObserveDocument(started=started.isoformat(timespec="milliseconds")
                            .replace("+00:00", "Z"),
                            seconds=recording.seconds, tracing=recording.tracing,
-                           filesystems=observed, answers=_answers(observed))
+                           filesystems=observed, answers=_answers(observed),
+                           cost=tp.COST_TRACEPOINTS if recording.tracing.method == "perf-stat"
+                           else tp.COST_COUNTERS)
 
 
 def _evidence(source: str, counter: str, start: RecordedReading, end: RecordedReading,
@@ -337,7 +340,8 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
     forms: Forms | None = None
     concurrent: int | None = None
     if recorded.threads is not None:
-        writers = sorted((Writer(command=t.command, tid=t.tid, transactions=t.transactions,
+        writers = sorted((Writer(command=t.command, tid=t.tid,
+                                 transactions=t.transactions * recorded.writer_period,
                                  kernel_thread=t.kernel_thread) for t in recorded.threads),
                          key=lambda w: -w.transactions)
         busy = [n for n in recorded.writers_per_second or () if n]
@@ -351,7 +355,8 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                             geometry=geometry_from(recorded.xfs_info, recorded.mount_options),
                             seconds=interval, rates=rates, counters=moved, writers=writers,
                             concurrent_writers=concurrent, forms=forms,
-                            writer_seconds=recorded.writer_seconds)
+                            writer_seconds=recorded.writer_seconds,
+                            writer_period=recorded.writer_period)
     fs.findings = findings_for(fs)
     return fs
 

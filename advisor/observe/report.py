@@ -74,6 +74,8 @@ def render_text(doc: ObserveDocument) -> str:
         lines += [f"  - {item}" for item in doc.tracing.findings_not_made]
     else:
         lines.append("tracepoints: counted in the kernel by perf stat")
+    if doc.cost:
+        lines.append(f"cost: {doc.cost}")
     for fs in doc.filesystems:
         lines.append("")
         lines += _filesystem(fs)

@@ -90,11 +90,15 @@ def setpriv_pdeathsig() -> list[str]:
     return ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
-def perf_record(event: str, device_filter: str, output: str, seconds: float) -> list[str]:
-    """`perf record` of one tracepoint on every CPU (each hit is a record: perf ignores a
-    sample period on tracepoints), for as long as `sleep SECONDS` runs."""
+def perf_record(event: str, device_filter: str, output: str, seconds: float,
+                period: int = 1) -> list[str]:
+    """`perf record` of one tracepoint on every CPU for as long as `sleep SECONDS` runs, one
+    sample every `period` hits on each CPU. perf asks the kernel to record each hit's period by
+    default, and the kernel then samples every hit of a tracepoint whatever the period:
+    `--no-period` drops that field, and the kernel then keeps one hit in `period`."""
+    sampling = ["--no-period", "--count", str(period)] if period > 1 else []
     return ["perf", "record", "--quiet", "--all-cpus", "--event", event, "--filter",
-            device_filter, "--output", output, "--", "sleep", f"{seconds:g}"]
+            device_filter, *sampling, "--output", output, "--", "sleep", f"{seconds:g}"]
 
 
 def perf_script_threads(data: str) -> list[str]:

@@ -113,6 +113,9 @@ def test_idle_filesystem_makes_no_finding_and_validates(xfs: tuple[str, Path]) -
     assert fs["geometry"]["log_bytes"] > 0 and fs["geometry"]["agcount"] >= 1
     assert fs["concurrent_writers"] in (0, None)
     assert rate(fs, "creates")["evidence"]["delta"] == 0
+    # What watching costs is said, measured, with the goal and whether it is met.
+    assert doc["cost"].startswith("measured on ") and "goal of under 2% is not shown" \
+        in doc["cost"]
 
 
 @pytest.mark.root
@@ -197,9 +200,48 @@ def test_attributes_that_fit_and_that_spill(xfs: tuple[str, Path]) -> None:
     assert fs["forms"]["attribute_sets_inline"] == 40
     assert fs["forms"]["attribute_spills"] == 10
     assert rate(fs, "xattr_sets")["evidence"]["delta"] == 50
+    # Each file's attribute: the name "tag" (3 bytes, its namespace is a flag) and its value.
+    assert fs["forms"]["attribute_files"] == 50
+    assert fs["forms"]["attribute_bytes_per_file"] == 23
+    assert fs["forms"]["largest_attribute_value"] == 300
+    assert doc["answers"]["xattr_bytes_per_file"] == 23
+    assert doc["answers"]["largest_xattr_value"] == 300
     (finding,) = [f for f in fs["findings"] if f["rule"] == "inode-size"]
     assert finding["message"].startswith("10 of 50 setxattr calls (20%) moved the attributes "
                                          "out of the 512-byte inode")
+    assert "(inode-size: 512 keeps 280 B inline, 1024 keeps 792 B inline, 2048 keeps 1816 B " \
+        "inline; a value over 254 B never stays inline)" in finding["message"], finding
+
+
+INLINE_EDGE = """
+import os, sys
+folder, last = sys.argv[1], [int(v) for v in sys.argv[2:]]
+os.makedirs(folder)
+for i, value in enumerate(last):
+    path = f"{folder}/f{i}"
+    open(path, "w").close()
+    for name in ("a1", "a2", "a3"):
+        os.setxattr(path, f"user.{name}", b"v" * 250)
+    os.setxattr(path, "user.d", b"w" * value)
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("xfs", [("-i", "size=1024")], indirect=True, ids=["1024-byte"])
+def test_the_inline_room_said_is_the_kernels(xfs: tuple[str, Path]) -> None:
+    """'1024 keeps 792 B inline', proven on a real 1024-byte inode: three 250-byte values under
+    2-byte names and a fourth attribute "d" take 4 + 3 x 255 + 3 + 1 + V bytes of inline fork:
+    V = 19 is exactly 792 and stays in the inode, V = 20 moves the attributes out."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    code, doc, err = observe_while(mnt, INLINE_EDGE, str(mnt / "edge"), "19", "20")
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    assert fs["geometry"]["inode_size"] == 1024
+    assert fs["forms"]["attribute_spills"] == 1
+    (finding,) = [f for f in fs["findings"] if f["rule"] == "inode-size"]
+    assert "(inode-size: 1024 keeps 792 B inline, 2048 keeps 1816 B inline;" \
+        in finding["message"], finding
 
 
 @pytest.mark.root
@@ -221,6 +263,38 @@ def test_a_directory_grown_into_node_form(xfs: tuple[str, Path]) -> None:
     assert rate(fs, "creates")["evidence"]["delta"] == 3007
     (finding,) = [f for f in fs["findings"] if f["rule"] == "dir-block-size"]
     assert finding["message"].startswith("1 directory grew into node form and ")
+    assert forms["largest_directory_entries_at_least"] == 493
+    assert "the largest had at least 493 entries, a lower bound from its form" \
+        in finding["message"]
+    assert doc["answers"]["largest_directory_entries"] == 493
+
+
+GROWN = """
+import os, sys
+folder, count, length = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(folder)
+for i in range(count):
+    open(f"{folder}/{i:06d}".ljust(len(folder) + 1 + length, "n"), "w").close()
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("count", "length", "node"), [(492, 255, False), (493, 255, True),
+                                                        (500, 6, False), (501, 6, True)])
+def test_the_directory_bound_is_the_kernels(xfs: tuple[str, Path], count: int, length: int,
+                                            node: bool) -> None:
+    """The lower bound said for a node-form directory (493 entries for 4 KiB blocks) is where
+    the kernel converts one whose names are all 255 bytes long; with short names it converts
+    later (501), so the bound holds whatever the names."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    code, doc, err = observe_while(mnt, GROWN, str(mnt / "d"), str(count), str(length))
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    assert fs["forms"]["directory_conversions"]["leaf->node"] == (1 if node else 0)
+    assert (fs["forms"]["largest_directory_form"] == "node") == node
+    if node:
+        assert doc["answers"]["largest_directory_entries"] == 493 <= count
 
 
 @pytest.mark.root

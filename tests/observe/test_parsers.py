@@ -108,3 +108,26 @@ def test_measured_marks_and_the_report_line() -> None:
     assert measured_line(measured) == (
         "answers measured by xfs-advisor observe: concurrent_writers, fsyncs_per_second; "
         "answers measured by xfs-advisor profile: median_file_size")
+
+
+def test_perf_record_samples_one_hit_in_the_period_only_without_the_period_field() -> None:
+    """perf asks for each sample's period by default, and the kernel then records every hit of
+    a tracepoint: a period is only honoured with --no-period."""
+    from advisor.system import argv
+
+    every = argv.perf_record("xfs:xfs_trans_alloc", "dev == 0x700000", "w.data", 10)
+    assert "--count" not in every and "--no-period" not in every
+    sampled = argv.perf_record("xfs:xfs_trans_alloc", "dev == 0x700000", "w.data", 10, 10)
+    assert sampled[sampled.index("--no-period") + 1:][:2] == ["--count", "10"]
+
+
+def test_observe_hides_the_sysroot_it_refuses(capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.cli import build_parser, main
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert "--sysroot" not in sub.choices["observe"].format_help()
+    assert "--sysroot" in sub.choices["propose"].format_help()
+    assert main(["observe", "--sysroot", "/tmp", "/tmp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not read --sysroot" in err

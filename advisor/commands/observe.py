@@ -53,7 +53,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="report a recording made with --record instead of watching")
     p.add_argument("--write-workload", metavar="FILE", default=None,
                    help="merge the measured answers (fsyncs per second, concurrent writers, "
-                   "writer activity) into FILE (TOML or JSON; created if missing)")
+                   "writer activity, attribute bytes per file, the largest value, a lower "
+                   "bound on the largest directory) into FILE (TOML or JSON; created if "
+                   "missing)")
 
 
 def _hide(parser: argparse.ArgumentParser, option: str) -> None:
@@ -157,7 +159,10 @@ def run(args: argparse.Namespace) -> int:
         if not doc.answers.model_dump(exclude_none=True):
             raise BadInput(f"nothing measured to write to {args.write_workload}: the "
                            "filesystems were idle")
-        _, kept = write_measured_answers(args.write_workload, doc.answers, tool="observe")
+        from advisor.observe.observation import ANSWER_NOTES
+
+        _, kept = write_measured_answers(args.write_workload, doc.answers, tool="observe",
+                                         notes=ANSWER_NOTES)
         note = "" if kept else " (rewritten from the answers: its comments could not be kept)"
         notice(f"wrote the measured answers to {args.write_workload}{note}", args.json)
     return EXIT_OK

@@ -79,6 +79,15 @@ class Forms(Model):
     """Attribute forks moved out of the inode into an attribute block (xfs:xfs_attr_sf_to_leaf)."""
     attribute_leaf_to_node: int = Field(default=0, ge=0)
     """Attribute forks grown past one leaf block (xfs:xfs_attr_leaf_to_node)."""
+    attribute_files: int = Field(default=0, ge=0)
+    """Files that got attributes in the first `writer_seconds` (recorded attribute sets)."""
+    attribute_bytes_per_file: int | None = None
+    """Name and value bytes those files got, the median over them (null: none recorded)."""
+    largest_attribute_value: int | None = None
+    """The longest attribute value set then, in bytes (null: none recorded)."""
+    largest_directory_entries_at_least: int | None = None
+    """Entries the largest directory seen growing had at least, from the form it reached and
+    the directory block size (a lower bound; null: no form that implies one)."""
 
 
 class Geometry(Model):
@@ -94,6 +103,8 @@ class Geometry(Model):
     """Directory block size in bytes (-n size)."""
     log_bytes: int = Field(gt=0)
     """Log size in bytes."""
+    crc: bool = True
+    """V5 (CRC) metadata: its inode core is 176 bytes, a V4 one 100."""
     log_stripe_unit_bytes: int = Field(ge=0)
     """Log stripe unit in bytes (0: none)."""
     external_log: bool = False
@@ -169,6 +180,14 @@ class ObservedAnswers(Model):
     """User threads changing metadata at once (see the filesystem's `concurrent_writers`)."""
     writer_activity: WriterActivity | None = None
     """metadata (creates, removes, attribute sets), data (writes) or both."""
+    xattr_bytes_per_file: int | None = None
+    """Attribute name and value bytes per file that got attributes (the median; recorded
+    xfs_attr_sf_add / leaf_add / node_addname)."""
+    largest_xattr_value: int | None = None
+    """The longest attribute value seen set, in bytes."""
+    largest_directory_entries: int | None = None
+    """A lower bound on the largest directory's entries, from the form it reached (node, leaf)
+    and the directory block size: it had at least this many."""
 
     def merged_into(self, workload: Workload) -> Workload:
         """`workload` with these answers replacing its own, other answers kept as they are."""
@@ -251,6 +270,11 @@ class RecordedFilesystem(Model):
     made before sampling have it)."""
     writers_per_second: list[int] | None = None
     """User threads that allocated a transaction in each second of that recording."""
+    attribute_bytes: list[int] | None = None
+    """Name and value bytes added per file that got attributes over that time, one number a
+    file, sorted (null: not recorded)."""
+    largest_attribute_value: int | None = None
+    """The longest attribute value set over that time (null: none recorded)."""
 
 
 class Recording(Model):

@@ -5,8 +5,10 @@ every finding needs its counter to have moved during the interval.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
+from advisor.engine.rules.inode_size import InodeParams, inline_capacity
 from advisor.models.observe import Evidence, Finding, Geometry, ObservedFilesystem
 from advisor.models.units import format_size, human_size
 
@@ -48,20 +50,50 @@ def log_space(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
         evidence=_ev(fs, "log_space_waits", "log_reservations"))
 
 
+@functools.cache
+def _inode_params() -> InodeParams:
+    """The inode-size rule's own figures (the built-in rule file): the findings compute inline
+    room exactly as the rule does."""
+    from advisor.engine.rulebook import load_rulebook
+
+    loaded = load_rulebook().rules["inode-size"]
+    assert isinstance(loaded.params, InodeParams)
+    return loaded.params
+
+
+def larger_inodes_inline(g: Geometry) -> str:
+    """'1024 keeps 792 B inline, 2048 keeps 1816 B': the inline attribute room of each inode
+    size the inode-size rule may choose above this filesystem's, up to half a block."""
+    params = _inode_params()
+    sizes = [s for s in params.inode_sizes if g.inode_size < s <= g.block_size // 2]
+    return ", ".join(f"{s} keeps {inline_capacity(s, g.crc, params)} B inline" for s in sizes)
+
+
 def attribute_spills(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     """Attribute forks moved out of the inode: every later read of them costs an extra block."""
     if fs.forms is None or not fs.forms.attribute_spills:
         return None
-    spills, sets = fs.forms.attribute_spills, max(_delta(fs, "xattr_sets"), 1)
-    share = 100 * spills / max(sets, spills)
+    # The tracepoints and the statistics are read a few milliseconds apart: never say more
+    # spills than sets.
+    spills = fs.forms.attribute_spills
+    sets = max(_delta(fs, "xattr_sets"), spills)
+    share = 100 * spills / sets
     evidence = [*_ev(fs, "xattr_sets"),
                 Evidence(source="tracepoint", counter="xfs:xfs_attr_sf_to_leaf", delta=spills,
                          seconds=fs.seconds if not fs.rates else fs.rates[0].evidence.seconds)]
+    params = _inode_params()
+    f = fs.forms
+    measured = (f"; the {f.attribute_files:,} files recorded got {f.attribute_bytes_per_file:,} "
+                f"B of names and values each (median), the longest value "
+                f"{f.largest_attribute_value or 0:,} B" if f.attribute_bytes_per_file else "")
+    here = inline_capacity(g.inode_size, g.crc, params)
+    larger = larger_inodes_inline(g)
     return Finding(rule="inode-size", message=(
         f"{spills:,} of {sets:,} setxattr calls ({share:.0f}%) moved the attributes out of the "
-        f"{g.inode_size}-byte inode into an attribute block (inode-size: a larger inode, "
-        "-i size=1024 or 2048, keeps more inline; a name or value over 254 bytes never stays "
-        "inline)"), evidence=evidence)
+        f"{g.inode_size}-byte inode into an attribute block{measured} (inode-size: "
+        f"{g.inode_size} keeps {here} B inline" + (f", {larger}" if larger else "")
+        + f"; a value over {params.max_inline_value} B never stays inline)"),
+        evidence=evidence)
 
 
 def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
@@ -78,11 +110,15 @@ def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
                                  delta=converted, seconds=seconds))
     grew = (f"{converted:,} director{'y' if converted == 1 else 'ies'} grew into node form "
             "and " if converted else "")
+    least = fs.forms.largest_directory_entries_at_least
+    implied = (f": the largest had at least {least:,} entries, a lower bound from its form"
+               if least else "")
     return Finding(rule="dir-block-size", message=(
         f"{grew}{adds:,} entries were added to node-form directories (more entries than one "
-        f"{_size(g.directory_block_size)} directory block indexes): the guide keeps 4 KiB "
-        "blocks up to 100,000-200,000 entries read-heavy, 1-2 million write-heavy; measure the "
-        "largest directory (xfs-advisor profile) before choosing -n size (dir-block-size)"),
+        f"{_size(g.directory_block_size)} directory block indexes{implied}): the guide keeps "
+        "4 KiB blocks up to 100,000-200,000 entries read-heavy, 1-2 million write-heavy; "
+        "measure the largest directory (xfs-advisor profile) before choosing -n size "
+        "(dir-block-size)"),
         evidence=evidence)
 
 

@@ -55,7 +55,14 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
             lines.append(f"  directory entries added by form: {adds}")
         if f.attribute_sets_inline or f.attribute_spills:
             lines.append(f"  attributes: {f.attribute_sets_inline:,} added inline, "
-                         f"{f.attribute_spills:,} forks moved out of the inode")
+                         f"{f.attribute_spills:,} forks moved out of the inode"
+                         + (f"; {f.attribute_bytes_per_file:,} B of names and values per file "
+                            f"(median of {f.attribute_files:,}), the longest value "
+                            f"{f.largest_attribute_value or 0:,} B"
+                            if f.attribute_bytes_per_file else ""))
+        if f.largest_directory_entries_at_least:
+            lines.append(f"  largest directory: {f.largest_directory_form} form, so at least "
+                         f"{f.largest_directory_entries_at_least:,} entries (a lower bound)")
     if fs.findings:
         lines.append("  findings:")
         for finding in fs.findings:
@@ -83,4 +90,7 @@ def render_text(doc: ObserveDocument) -> str:
     if answers:
         lines.append("")
         lines.append("measured answers: " + ", ".join(f"{k} = {v}" for k, v in answers.items()))
+        if "largest_directory_entries" in answers:
+            lines.append("  (largest_directory_entries is a lower bound, from the form the "
+                         "largest directory reached and the directory block size)")
     return "\n".join(lines) + "\n"

@@ -6,9 +6,10 @@ belong to the perf process: they close when it exits, whatever ends it. perf run
 as its workload, so it ends on its own even if the advisor is killed with SIGKILL; nothing is
 left enabled in tracefs (tracefs triggers or BPF programs would outlive a killed advisor).
 
-Two perf processes run: `perf stat` counts every event on all CPUs (the totals), and `perf
+Three perf processes run: `perf stat` counts every event on all CPUs (the totals), a `perf
 record` records xfs_trans_alloc (thread id and name) for the first WRITER_SECONDS to tell who
-changed metadata. That part is a stream: by default perf asks the kernel for each sample's
+changed metadata, and another the attribute sets then (inode, name and value lengths: each
+set is one record, every one kept, for exact bytes per file). That part is a stream: by default perf asks the kernel for each sample's
 period, and the kernel then samples every hit of a tracepoint whatever period was asked; with
 `--no-period` it honours the period, so one transaction in WRITER_PERIOD per CPU is recorded
 (`scripts/bench_observe.py` measures both). (`perf stat --all-cpus --per-thread` would count
@@ -19,6 +20,7 @@ one exits meanwhile.)
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -46,6 +48,10 @@ EVENTS: dict[str, str] = {
     "xfs:xfs_dir2_leaf_to_node": "directories converted leaf -> node",
 }
 WRITER_EVENT = "xfs:xfs_trans_alloc"
+#: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
+#: tree), with the inode, the name's and the value's length: recorded, every hit, over the
+#: first WRITER_SECONDS, for the bytes each file's attributes take.
+ATTRIBUTE_EVENTS = ("xfs:xfs_attr_sf_add", "xfs:xfs_attr_leaf_add", "xfs:xfs_attr_node_addname")
 #: Seconds, from the start, over which transactions are recorded per thread (the record file
 #: grows with every transaction: about 50 bytes each).
 WRITER_SECONDS = 10.0
@@ -104,6 +110,26 @@ def parse_totals(text: str) -> dict[str, int]:
         if len(fields) >= 3 and fields[2] in EVENTS and fields[0].isdigit():
             counts[fields[2]] = counts.get(fields[2], 0) + int(fields[0])
     return counts
+
+
+#: An xfs_attr_class event as perf script prints it: `dev 7:0 ino 0x83 name tag namelen 3
+#: valuelen 20 hashval 0x... filter ...`. The name is the file owner's text and may hold
+#: anything: the inode is the first `ino`, the lengths the last `namelen ... valuelen`.
+_ATTRIBUTE = re.compile(r"\bino 0x([0-9a-f]+) name .* namelen (\d+) valuelen (\d+) hashval ")
+
+
+def parse_attribute_adds(text: str) -> dict[int, tuple[int, int]]:
+    """inode -> (name and value bytes added, largest value) from `perf script --fields trace`
+    of ATTRIBUTE_EVENTS."""
+    files: dict[int, tuple[int, int]] = {}
+    for line in text.splitlines():
+        m = _ATTRIBUTE.search(line)
+        if m is None:
+            continue
+        ino, name, value = int(m.group(1), 16), int(m.group(2)), int(m.group(3))
+        total, largest = files.get(ino, (0, 0))
+        files[ino] = (total + name + value, max(largest, value))
+    return files
 
 
 @dataclass(frozen=True)
@@ -171,6 +197,7 @@ class Counting:
     seconds: float
     totals: dict[str, int] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
+    attributes: dict[int, tuple[int, int]] = field(default_factory=dict)
     writer_seconds: float = WRITER_SECONDS
     period: int = WRITER_PERIOD
     _procs: list[Background] = field(default_factory=list)
@@ -182,6 +209,11 @@ class Counting:
         assert self._folder is not None
         return os.path.join(self._folder, "writers.data")
 
+    @property
+    def _attribute_data(self) -> str:
+        assert self._folder is not None
+        return os.path.join(self._folder, "attributes.data")
+
     def start(self) -> None:
         flt = device_filter(self.maj_min)
         self.writer_seconds = min(self.seconds, WRITER_SECONDS)
@@ -192,12 +224,15 @@ class Counting:
         self._procs.append(Background(_dies_with_us(
             argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds,
                              self.period))))
+        self._procs.append(Background(_dies_with_us(
+            argv.perf_record(ATTRIBUTE_EVENTS, flt, self._attribute_data,
+                             self.writer_seconds))))
         self.wait_counting()
         self._procs.insert(0, Background(_dies_with_us(
             argv.perf_stat(list(EVENTS), flt, self.seconds))))
 
     def wait_counting(self, timeout: float = 30.0) -> bool:
-        """Return once both perf processes count: perf forks its workload first, opens the
+        """Return once every perf process counts: perf forks its workload first, opens the
         counters, then lets the child exec `sleep` (the counters are enabled on that exec), so
         a child named sleep means counting has begun. False when that was not seen in time
         (perf failed; finish() says why)."""
@@ -211,7 +246,7 @@ class Counting:
         return not pending
 
     def wait_done(self) -> None:
-        """Wait for both to end (they stop with their sleep)."""
+        """Wait for all to end (they stop with their sleep)."""
         self._results = [p.wait(self.seconds + 30) for p in self._procs]
 
     def collect(self) -> None:
@@ -225,6 +260,9 @@ class Counting:
             script = run(argv.perf_script_threads(self._data), check=True,
                          timeout=60 + self.seconds)
             self.samples = parse_samples(script.stdout)
+            script = run(argv.perf_script_trace(self._attribute_data), check=True,
+                         timeout=60 + self.seconds)
+            self.attributes = parse_attribute_adds(script.stdout)
         finally:
             self._remove_data()
 

@@ -90,15 +90,23 @@ def setpriv_pdeathsig() -> list[str]:
     return ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
-def perf_record(event: str, device_filter: str, output: str, seconds: float,
+def perf_record(events: str | Sequence[str], device_filter: str, output: str, seconds: float,
                 period: int = 1) -> list[str]:
     """`perf record` of one tracepoint on every CPU for as long as `sleep SECONDS` runs, one
     sample every `period` hits on each CPU. perf asks the kernel to record each hit's period by
     default, and the kernel then samples every hit of a tracepoint whatever the period:
     `--no-period` drops that field, and the kernel then keeps one hit in `period`."""
     sampling = ["--no-period", "--count", str(period)] if period > 1 else []
-    return ["perf", "record", "--quiet", "--all-cpus", "--event", event, "--filter",
-            device_filter, *sampling, "--output", output, "--", "sleep", f"{seconds:g}"]
+    selected: list[str] = []
+    for event in [events] if isinstance(events, str) else events:
+        selected += ["--event", event, "--filter", device_filter]
+    return ["perf", "record", "--quiet", "--all-cpus", *selected, *sampling, "--output", output,
+            "--", "sleep", f"{seconds:g}"]
+
+
+def perf_script_trace(data: str) -> list[str]:
+    """Each sample's tracepoint fields, as the tracepoint prints them, in a perf.data file."""
+    return ["perf", "script", "--input", data, "--fields", "trace"]
 
 
 def perf_script_threads(data: str) -> list[str]:

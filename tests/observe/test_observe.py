@@ -1,6 +1,6 @@
 """`xfs-advisor observe` on real XFS filesystems on loop devices, under workloads whose truth the
 test knows because it generates them: writers at a known fsync rate, attributes that fit in the
-inode or not, a directory grown into node form, many writers on the smallest log mkfs allows.
+inode or not (and at the inline edge), directories grown to either side of a form change.
 Each run starts the workload once the command says it is observing, so that exact counts are
 exact; rates are compared with what the writers did in the observed window (their files' times)."""
 
@@ -498,3 +498,4 @@ def test_writers_at_once_not_writers_in_all(xfs: tuple[str, Path]) -> None:
     assert len([w for w in fs["writers"] if not w["kernel_thread"]]) == 6
     assert fs["concurrent_writers"] == 2
     assert doc["answers"]["concurrent_writers"] == 2
+

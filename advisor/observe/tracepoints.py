@@ -9,12 +9,12 @@ left enabled in tracefs (tracefs triggers or BPF programs would outlive a killed
 Three perf processes run: `perf stat` counts every event on all CPUs (the totals), a `perf
 record` records xfs_trans_alloc (thread id and name) for the first WRITER_SECONDS to tell who
 changed metadata, and another the attribute sets then (inode, name and value lengths: each
-set is one record, every one kept, for exact bytes per file). That part is a stream: by default perf asks the kernel for each sample's
-period, and the kernel then samples every hit of a tracepoint whatever period was asked; with
-`--no-period` it honours the period, so one transaction in WRITER_PERIOD per CPU is recorded
-(`scripts/bench_observe.py` measures both). (`perf stat --all-cpus --per-thread` would count
-per thread, but it enumerates /proc's threads at start and fails outright on a busy host when
-one exits meanwhile.)
+set is one record, every one kept, for exact bytes per file). The writers' record is sampled:
+by default perf asks the kernel for each sample's period, and the kernel then samples every
+hit of a tracepoint whatever period was asked; with `--no-period` it honours the period, so
+one transaction in WRITER_PERIOD per CPU is recorded (`scripts/bench_observe.py` measures
+both). (`perf stat --all-cpus --per-thread` would count per thread, but it enumerates /proc's
+threads at start and fails outright on a busy host when one exits meanwhile.)
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ COST_TRACEPOINTS = (
     "measured on a shared 2-core host at load 12-14 (scripts/bench_observe.py): the watched "
     "fio jobs' CPU time per file moved +4.7% (creating, fsyncing, deleting files) and +0.5% "
     "(no fsync), within that host's noise (unobserved runs differed by 1.8% and 8.8%): the "
-    "goal of under 2% is not shown there; observe itself uses about 0.6 s of CPU per "
-    "observation (perf's and Python's start)")
+    "goal of under 2% is not shown there (with the attribute record too: +5.1% against a "
+    "noise of 4.0%); observe itself uses about 0.6-0.9 s of CPU per observation (perf's and "
+    "Python's start)")
 COST_COUNTERS = (
     "measured on a shared 2-core host at load 12 (scripts/bench_observe.py): the watched fio "
     "jobs' CPU time per file moved -0.1% (noise 1.8%): nothing to measure but two file reads; "

@@ -1,6 +1,8 @@
 """`xfs-advisor observe` on real XFS filesystems on loop devices, under workloads whose truth the
 test knows because it generates them: writers at a known fsync rate, attributes that fit in the
-inode or not (and at the inline edge), directories grown to either side of a form change.
+inode or not (and at the inline edge), directories grown to either side of a form change, files
+grown by interleaved small appends or streamed, and 16 writers on the smallest log mkfs.xfs
+makes (its 64 MiB floor lifted the way xfsprogs' test suite does).
 Each run starts the workload once the command says it is observing, so that exact counts are
 exact; rates are compared with what the writers did in the observed window (their files' times)."""
 
@@ -499,3 +501,86 @@ def test_writers_at_once_not_writers_in_all(xfs: tuple[str, Path]) -> None:
     assert fs["concurrent_writers"] == 2
     assert doc["answers"]["concurrent_writers"] == 2
 
+
+APPENDS = """
+import os, sys
+mode, folder = sys.argv[1], sys.argv[2]
+os.makedirs(folder)
+total = 6 << 20
+if mode == "interleaved":  # four files grown 4 KiB at a time in turn, each forced out
+    fds = [os.open(f"{folder}/w{i}", os.O_CREAT | os.O_WRONLY | os.O_APPEND) for i in range(4)]
+    for _ in range(total // 4096 // 4):
+        for fd in fds:
+            os.write(fd, b"x" * 4096)
+            os.fdatasync(fd)
+else:  # one file streamed in 1 MiB writes, forced out once
+    fd = os.open(f"{folder}/one", os.O_CREAT | os.O_WRONLY)
+    for _ in range(total >> 20):
+        os.write(fd, b"x" * (1 << 20))
+    os.fsync(fd)
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("mode", ["interleaved", "sequential"])
+def test_fragmentation_from_interleaved_small_appends(xfs: tuple[str, Path], mode: str) -> None:
+    """6 MiB written as 4 KiB appends to four files in turn, each fdatasync'd, get many small
+    extents (allocsize / extent-size-hint); the same 6 MiB streamed into one file do not."""
+    _, mnt = xfs
+    code, doc, err = observe_while(mnt, APPENDS, mode, str(mnt / "files"), seconds="20s",
+                                   extra=("--counters-only",))
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    assert rate(fs, "written_bytes")["evidence"]["delta"] == 6 << 20
+    found = [f for f in fs["findings"] if f["rule"] == "allocsize"]
+    assert bool(found) == (mode == "interleaved"), fs["findings"]
+    if found:
+        assert "extent-size-hint" in found[0]["message"]
+        counters = {e["counter"] for e in found[0]["evidence"]}
+        assert {"extent_alloc.alloc_extents", "xpc.write_bytes"} <= counters
+
+
+CHURN = """
+import os, subprocess, sys, time
+folder, writers, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+one = '''
+import os, sys, time
+folder, until = sys.argv[1], time.time() + float(sys.argv[2])
+os.makedirs(folder)
+i = 0
+while time.time() < until:
+    open(f"{folder}/f{i}", "w").close()
+    if i >= 200:
+        os.unlink(f"{folder}/f{i - 200}")
+    i += 1
+'''
+procs = [subprocess.Popen([sys.executable, "-c", one, f"{folder}/w{n}", str(seconds)])
+         for n in range(writers)]
+for p in procs:
+    p.wait()
+"""
+
+
+@pytest.mark.root
+def test_writers_wait_for_space_in_the_smallest_log(tmp_path: Path) -> None:
+    """The smallest log mkfs.xfs makes (1368 blocks of 4 KiB; xfsprogs refuses less than 64 MiB
+    outside its test suite, whose environment variables lift that floor) and 16 writers each
+    creating files and removing them 200 behind: they wait for log space, the counter moves and
+    the log-size finding names the log."""
+    require_root_tools("losetup", "mkfs.xfs", "mount")
+    env = {**os.environ, "TEST_DIR": str(tmp_path), "QA_CHECK_FS": "xfs"}
+    with loop_device(tmp_path / "fs.img", FS_BYTES) as dev:
+        subprocess.run(["mkfs.xfs", "-q", "-f", "-l", "size=1368b", dev], check=True,
+                       env={**env, "TEST_DEV": dev}, capture_output=True)
+        with mounted(dev, tmp_path / "mnt") as mnt:
+            code, doc, err = observe_while(mnt, CHURN, str(mnt / "churn"), "16", "6",
+                                           seconds="8s")
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    assert fs["geometry"]["log_bytes"] == 1368 * 4096
+    waits = rate(fs, "log_space_waits")["evidence"]
+    assert waits["counter"] == "push_ail.sleep_logspace" and waits["delta"] > 0, waits
+    (finding,) = [f for f in fs["findings"] if f["rule"] == "log-size"]
+    assert finding["message"].startswith(f"writers waited for log space {waits['delta']:,} "
+                                         "times"), finding
+    assert "log is small for" in finding["message"]

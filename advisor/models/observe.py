@@ -166,6 +166,9 @@ class ObservedFilesystem(Model):
     (null without tracepoints)."""
     forms: Forms | None = None
     """Directory and attribute forms reached (null without tracepoints)."""
+    allocations_per_ag: list[int] | None = None
+    """Extents allocated from each AG, AG 0 first (xfs:xfs_alloc_vextent_finish counted under
+    `agno == N`; null when not counted: over 32 AGs, or without tracepoints)."""
     findings: list[Finding] = Field(default_factory=list)
     """What the figures say about the geometry."""
 
@@ -270,6 +273,9 @@ class RecordedFilesystem(Model):
     made before sampling have it)."""
     writers_per_second: list[int] | None = None
     """User threads that allocated a transaction in each second of that recording."""
+    allocations_per_ag: list[int] | None = None
+    """Extents allocated from each AG, AG 0 first (null: not counted; over 32 AGs or without
+    tracepoints)."""
     attribute_bytes: list[int] | None = None
     """Name and value bytes added per file that got attributes over that time, one number a
     file, sorted (null: not recorded)."""

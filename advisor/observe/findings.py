@@ -135,11 +135,18 @@ def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     creates = _delta(fs, "creates") + _delta(fs, "removes") + _delta(fs, "xattr_sets")
     if writers <= g.agcount or not creates:
         return None
+    busy, retried = _delta(fs, "ag_busy_skips"), _delta(fs, "allocation_retries")
+    seen = ""
+    if fs.allocations_per_ag is not None:
+        seen = (f"; allocations found an AG busy {busy:,} times and were retried in another "
+                f"{retried:,} times, extents per AG " + ", ".join(
+                    f"{n:,}" for n in fs.allocations_per_ag))
     return Finding(rule="ag-concurrency", message=(
         f"{writers} threads changed metadata during the interval on {g.agcount} allocation "
         f"groups: creates, removes and attribute sets from more writers than AGs wait for each "
-        "other's AG locks (ag-concurrency: agcount is set by mkfs)"),
-        evidence=_ev(fs, "transactions", "creates", "removes", "xattr_sets"))
+        f"other's AG locks{seen} (ag-concurrency: agcount is set by mkfs)"),
+        evidence=_ev(fs, "transactions", "creates", "removes", "xattr_sets", "ag_busy_skips",
+                     "allocation_retries"))
 
 
 def log_stripe_padding(fs: ObservedFilesystem, g: Geometry) -> Finding | None:

@@ -57,6 +57,10 @@ RATES: dict[str, tuple[str, str, str]] = {
     "xattr_sets": ("xfs-stats", "attr.set", "extended attributes set"),
     "xattr_gets": ("xfs-stats", "attr.get", "extended attributes read"),
     "extent_allocations": ("xfs-stats", "extent_alloc.alloc_extents", "extents allocated"),
+    "ag_busy_skips": ("tracepoint", "xfs:xfs_alloc_vextent_noagbp",
+                      "allocations that found an AG busy"),
+    "allocation_retries": ("tracepoint", "xfs:xfs_alloc_vextent_loopfailed",
+                           "allocations retried in another AG"),
     "write_calls": ("xfs-stats", "rw.write_calls", "write calls"),
     "read_calls": ("xfs-stats", "rw.read_calls", "read calls"),
     "device_writes": ("block-stat", "write_ios", "device write requests"),
@@ -209,7 +213,9 @@ class Observer:
         try:
             if self.tracing.method == "perf-stat":
                 for target in self.targets:
-                    counting = tp.Counting(target.maj_min, self.seconds)
+                    g = geometry_from(infos[target.maj_min], "")
+                    counting = tp.Counting(target.maj_min, self.seconds,
+                                           agcount=g.agcount if g else None)
                     self.countings.append(counting)
                     counting.start()
                 for counting in self.countings:  # the counters are read as perf starts
@@ -252,6 +258,7 @@ class Observer:
                 writer_period=1 if mine is None else mine.period,
                 attribute_bytes=None if mine is None else sorted(
                     total for total, _ in mine.attributes.values()),
+                allocations_per_ag=mine.per_ag or None if mine is not None else None,
                 largest_attribute_value=None if mine is None else max(
                     (largest for _, largest in mine.attributes.values()), default=None),
                 writers_per_second=active))
@@ -362,6 +369,7 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                             counters=moved, writers=writers,
                             concurrent_writers=concurrent, forms=forms,
                             writer_seconds=recorded.writer_seconds,
+                            allocations_per_ag=recorded.allocations_per_ag,
                             writer_period=recorded.writer_period)
     fs.findings = findings_for(fs)
     return fs

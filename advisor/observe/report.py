@@ -47,6 +47,9 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
         more = f" and {len(users) - TOP_WRITERS} more" if len(users) > TOP_WRITERS else ""
         lines.append(f"  metadata writers: {fs.concurrent_writers}"
                      + (f" (transactions: {shown}{more})" if shown else ""))
+    if fs.allocations_per_ag and any(fs.allocations_per_ag):
+        lines.append("  extents allocated per AG: " + ", ".join(
+            f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
     if fs.forms is not None and (fs.forms.largest_directory_form
                                  or fs.forms.attribute_sets_inline or fs.forms.attribute_spills):
         f = fs.forms

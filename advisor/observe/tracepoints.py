@@ -46,7 +46,16 @@ EVENTS: dict[str, str] = {
     "xfs:xfs_dir2_sf_to_block": "directories converted shortform -> block",
     "xfs:xfs_dir2_block_to_leaf": "directories converted block -> leaf",
     "xfs:xfs_dir2_leaf_to_node": "directories converted leaf -> node",
+    "xfs:xfs_alloc_vextent_noagbp": "allocations that found an AG's free space locked (busy) "
+                                    "and went on to another",
+    "xfs:xfs_alloc_vextent_loopfailed": "allocations that failed in one AG and were retried in "
+                                        "another",
 }
+#: Every extent allocation ends here, with the AG it came from: counted once per AG (the same
+#: event under `agno == N`), up to MAX_AGS_COUNTED AGs (each copy is a filter the kernel
+#: evaluates on every allocation).
+AG_EVENT = "xfs:xfs_alloc_vextent_finish"
+MAX_AGS_COUNTED = 32
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
 #: tree), with the inode, the name's and the value's length: recorded, every hit, over the
@@ -133,6 +142,19 @@ def parse_attribute_adds(text: str) -> dict[int, tuple[int, int]]:
     return files
 
 
+def parse_per_ag(text: str) -> list[int]:
+    """The AG_EVENT counts of `perf stat -x,` output, in the order perf printed them (the order
+    they were asked in: AG 0, 1, ...); empty when any of them could not be counted."""
+    counts: list[int] = []
+    for line in text.splitlines():
+        fields = line.split(",")
+        if len(fields) >= 3 and fields[2] == AG_EVENT:
+            if not fields[0].isdigit():
+                return []
+            counts.append(int(fields[0]))
+    return counts
+
+
 @dataclass(frozen=True)
 class Sample:
     """One recorded transaction: who allocated it, and when (seconds, perf's clock)."""
@@ -199,6 +221,8 @@ class Counting:
     totals: dict[str, int] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
     attributes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    agcount: int | None = None
+    per_ag: list[int] = field(default_factory=list)
     writer_seconds: float = WRITER_SECONDS
     period: int = WRITER_PERIOD
     _procs: list[Background] = field(default_factory=list)
@@ -230,7 +254,12 @@ class Counting:
                              self.writer_seconds))))
         self.wait_counting()
         self._procs.insert(0, Background(_dies_with_us(
-            argv.perf_stat(list(EVENTS), flt, self.seconds))))
+            argv.perf_stat(list(EVENTS), flt, self.seconds, self._per_ag_filters(flt)))))
+
+    def _per_ag_filters(self, device: str) -> list[tuple[str, str]]:
+        if not self.agcount or self.agcount > MAX_AGS_COUNTED:
+            return []
+        return [(AG_EVENT, f"{device} && agno == {n}") for n in range(self.agcount)]
 
     def wait_counting(self, timeout: float = 30.0) -> bool:
         """Return once every perf process counts: perf forks its workload first, opens the
@@ -258,6 +287,7 @@ class Counting:
                     raise ToolProblem(f"{' '.join(result.argv[:2])} failed: "
                                       f"{result.first_error_line()}")
             self.totals = parse_totals(self._results[0].stderr)
+            self.per_ag = parse_per_ag(self._results[0].stderr)
             script = run(argv.perf_script_threads(self._data), check=True,
                          timeout=60 + self.seconds)
             self.samples = parse_samples(script.stdout)

@@ -75,13 +75,16 @@ def xfs_spaceman(mountpoint: str, command: str) -> list[str]:
     return ["xfs_spaceman", "-c", command, mountpoint]
 
 
-def perf_stat(events: Sequence[str], device_filter: str, seconds: float) -> list[str]:
+def perf_stat(events: Sequence[str], device_filter: str, seconds: float,
+              filtered: Sequence[tuple[str, str]] = ()) -> list[str]:
     """`perf stat` counting tracepoints in the kernel on every CPU, each filtered to one
     filesystem (`dev == 0x...`), for as long as `sleep SECONDS` runs: perf ends on its own
     even if the advisor is killed outright, and the events close with it. CSV on stderr."""
     cmd = ["perf", "stat", "--all-cpus", "--field-separator", ","]
     for event in events:
         cmd += ["--event", event, "--filter", device_filter]
+    for event, its_filter in filtered:  # the same event again under a filter of its own
+        cmd += ["--event", event, "--filter", its_filter]
     return [*cmd, "--", "sleep", f"{seconds:g}"]
 
 

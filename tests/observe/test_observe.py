@@ -584,3 +584,32 @@ def test_writers_wait_for_space_in_the_smallest_log(tmp_path: Path) -> None:
     assert finding["message"].startswith(f"writers waited for log space {waits['delta']:,} "
                                          "times"), finding
     assert "log is small for" in finding["message"]
+
+
+SPREAD = """
+import os, sys
+folder = sys.argv[1]
+for d in range(4):  # a directory's new files go to its own AG: four spread them
+    os.makedirs(f"{folder}/d{d}")
+    for i in range(50):
+        fd = os.open(f"{folder}/d{d}/f{i}", os.O_CREAT | os.O_WRONLY)
+        os.write(fd, b"x" * 65536)
+        os.fsync(fd)
+        os.close(fd)
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("xfs", [("-d", "agcount=4")], indirect=True, ids=["4-AGs"])
+def test_allocations_counted_per_ag(xfs: tuple[str, Path]) -> None:
+    """Extents counted per AG in the kernel add up to the statistics' own count of extents
+    allocated, and files in four directories land in more than one AG."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    code, doc, err = observe_while(mnt, SPREAD, str(mnt / "spread"))
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    per_ag = fs["allocations_per_ag"]
+    assert len(per_ag) == 4
+    assert sum(per_ag) == rate(fs, "extent_allocations")["evidence"]["delta"] >= 200
+    assert sum(1 for n in per_ag if n) >= 2, per_ag

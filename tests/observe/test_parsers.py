@@ -164,3 +164,16 @@ def test_attribute_adds_by_file_whatever_the_names() -> None:
             "namelen 45 valuelen 300 hashval 0x2 filter 0x0 op_flags ADDNAME\n"
             "CPU 0/0: broken line\n")
     assert parse_attribute_adds(text) == {0x83: (34, 20), 0x84: (345, 300)}
+
+
+def test_allocations_per_ag_in_the_order_asked() -> None:
+    from advisor.observe.tracepoints import AG_EVENT, parse_per_ag
+    from advisor.system import argv
+
+    command = argv.perf_stat(["xfs:xfs_file_fsync"], "dev == 0x700000", 5,
+                             [(AG_EVENT, f"dev == 0x700000 && agno == {n}") for n in range(2)])
+    assert command[command.index(AG_EVENT) + 2] == "dev == 0x700000 && agno == 0"
+    text = (f"7,,xfs:xfs_file_fsync,1,100.00,,\n2450,,{AG_EVENT},1,100.00,,\n"
+            f"2496,,{AG_EVENT},1,100.00,,\n")
+    assert parse_per_ag(text) == [2450, 2496]
+    assert parse_per_ag(text.replace("2496", "<not counted>")) == []

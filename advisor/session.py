@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
     from advisor.models.workload import Workload
+    from advisor.observe.live import LiveObservation
 
 Progress = Callable[[int, int, str], None]
 Sample = Callable[[str, int, dict[str, float]], None]
@@ -519,6 +520,23 @@ class Session:
         return continuation(report, pairs, loop_dir=loop_dir, source=source)
 
     # ---- audit ----
+
+    def live_observation(self, device: Device) -> LiveObservation:
+        """A live view of the XFS filesystem mounted from `device` (counters only)."""
+        self.require_live("a live view of a filesystem")
+        if not device.usage.mountpoints:
+            raise BadInput(f"{device.name} is not mounted: there is nothing to watch")
+        from advisor.observe.live import live_observation
+
+        return live_observation(device.usage.mountpoints[0])
+
+    @staticmethod
+    def live_text(live: LiveObservation) -> str:
+        """One refresh of a live view: read the counters now and say what they show."""
+        from advisor.observe.live import live_text
+
+        window, total = live.step()
+        return live_text(window, total, live.steps)
 
     def audit(self, names: Sequence[str] = (), fstab: str | None = None,
               fail_on: Severity = "breaks", workload: Workload | None = None) -> AuditDocument:

@@ -40,6 +40,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "rates with the counters behind them and findings relating them to the filesystem's "
         "geometry and to the guide's rules. Read-only: it changes no setting. Without perf it "
         "uses the counters alone and says what it cannot tell.")
+    _hide(p, "--sysroot")  # refused (_check_args): it watches the live system
     p.add_argument("paths", nargs="*", metavar="MOUNTPOINT",
                    help="a path on each XFS filesystem to watch (default: every mounted XFS)")
     p.add_argument("--for", dest="seconds", type=duration, default=10.0, metavar="DURATION",
@@ -52,7 +53,28 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="report a recording made with --record instead of watching")
     p.add_argument("--write-workload", metavar="FILE", default=None,
                    help="merge the measured answers (fsyncs per second, concurrent writers, "
-                   "writer activity) into FILE (TOML or JSON; created if missing)")
+                   "writer activity, attribute bytes per file, the largest value, a lower "
+                   "bound on the largest directory) into FILE (TOML or JSON; created if "
+                   "missing)")
+
+
+def _hide(parser: argparse.ArgumentParser, option: str) -> None:
+    """Leave `option` out of this parser's help and usage (it is still parsed, to be refused in
+    one line). The shared parent's action is replaced by a copy: the other subcommands that
+    take the option keep showing it."""
+    import copy
+
+    for i, action in enumerate(parser._actions):
+        if option not in action.option_strings:
+            continue
+        hidden = copy.copy(action)
+        hidden.help = argparse.SUPPRESS
+        parser._actions[i] = hidden
+        for name in action.option_strings:
+            parser._option_string_actions[name] = hidden
+        for group in parser._action_groups:
+            group._group_actions[:] = [hidden if a is action else a
+                                       for a in group._group_actions]
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -137,7 +159,10 @@ def run(args: argparse.Namespace) -> int:
         if not doc.answers.model_dump(exclude_none=True):
             raise BadInput(f"nothing measured to write to {args.write_workload}: the "
                            "filesystems were idle")
-        _, kept = write_measured_answers(args.write_workload, doc.answers, tool="observe")
+        from advisor.observe.observation import ANSWER_NOTES
+
+        _, kept = write_measured_answers(args.write_workload, doc.answers, tool="observe",
+                                         notes=ANSWER_NOTES)
         note = "" if kept else " (rewritten from the answers: its comments could not be kept)"
         notice(f"wrote the measured answers to {args.write_workload}{note}", args.json)
     return EXIT_OK

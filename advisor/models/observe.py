@@ -58,7 +58,8 @@ class Writer(Model):
     tid: int = Field(ge=0)
     """Its thread id."""
     transactions: int = Field(ge=0)
-    """Transactions it allocated (xfs:xfs_trans_alloc) in the first `writer_seconds`."""
+    """Transactions it allocated (xfs:xfs_trans_alloc) in the first `writer_seconds`: the
+    samples recorded times `writer_period` (an estimate when that is over 1)."""
     kernel_thread: bool = False
     """A kernel worker (xfsaild, kworker...): the filesystem's own work, not a writer."""
 
@@ -78,6 +79,15 @@ class Forms(Model):
     """Attribute forks moved out of the inode into an attribute block (xfs:xfs_attr_sf_to_leaf)."""
     attribute_leaf_to_node: int = Field(default=0, ge=0)
     """Attribute forks grown past one leaf block (xfs:xfs_attr_leaf_to_node)."""
+    attribute_files: int = Field(default=0, ge=0)
+    """Files that got attributes in the first `writer_seconds` (recorded attribute sets)."""
+    attribute_bytes_per_file: int | None = None
+    """Name and value bytes those files got, the median over them (null: none recorded)."""
+    largest_attribute_value: int | None = None
+    """The longest attribute value set then, in bytes (null: none recorded)."""
+    largest_directory_entries_at_least: int | None = None
+    """Entries the largest directory seen growing had at least, from the form it reached and
+    the directory block size (a lower bound; null: no form that implies one)."""
 
 
 class Geometry(Model):
@@ -93,6 +103,8 @@ class Geometry(Model):
     """Directory block size in bytes (-n size)."""
     log_bytes: int = Field(gt=0)
     """Log size in bytes."""
+    crc: bool = True
+    """V5 (CRC) metadata: its inode core is 176 bytes, a V4 one 100."""
     log_stripe_unit_bytes: int = Field(ge=0)
     """Log stripe unit in bytes (0: none)."""
     external_log: bool = False
@@ -145,13 +157,18 @@ class ObservedFilesystem(Model):
     """Threads that allocated transactions, most first (tracepoints only)."""
     writer_seconds: float | None = None
     """Seconds, from the start, over which transactions were recorded per thread (at most 10:
-    each is a record); null without tracepoints."""
+    each sample is a record); null without tracepoints."""
+    writer_period: int = Field(default=1, ge=1)
+    """One transaction in this many was recorded, on each CPU (1: every one)."""
     concurrent_writers: int | None = None
     """User threads changing metadata at once: the median, over the seconds of the first
     `writer_seconds` with any transaction, of the threads that allocated one in that second
     (null without tracepoints)."""
     forms: Forms | None = None
     """Directory and attribute forms reached (null without tracepoints)."""
+    allocations_per_ag: list[int] | None = None
+    """Extents allocated from each AG, AG 0 first (xfs:xfs_alloc_vextent_finish counted under
+    `agno == N`; null when not counted: over 32 AGs, or without tracepoints)."""
     findings: list[Finding] = Field(default_factory=list)
     """What the figures say about the geometry."""
 
@@ -166,6 +183,14 @@ class ObservedAnswers(Model):
     """User threads changing metadata at once (see the filesystem's `concurrent_writers`)."""
     writer_activity: WriterActivity | None = None
     """metadata (creates, removes, attribute sets), data (writes) or both."""
+    xattr_bytes_per_file: int | None = None
+    """Attribute name and value bytes per file that got attributes (the median; recorded
+    xfs_attr_sf_add / leaf_add / node_addname)."""
+    largest_xattr_value: int | None = None
+    """The longest attribute value seen set, in bytes."""
+    largest_directory_entries: int | None = None
+    """A lower bound on the largest directory's entries, from the form it reached (node, leaf)
+    and the directory block size: it had at least this many."""
 
     def merged_into(self, workload: Workload) -> Workload:
         """`workload` with these answers replacing its own, other answers kept as they are."""
@@ -189,6 +214,9 @@ class ObserveDocument(Model):
     """One entry per filesystem watched."""
     answers: ObservedAnswers
     """Workload answers measured (from the busiest filesystem when several were watched)."""
+    cost: str = ""
+    """What watching this way costs the workload, as measured for this version
+    (scripts/bench_observe.py), and whether the goal of under 2% is met."""
 
 
 class RecordedReading(Model):
@@ -212,7 +240,7 @@ class RecordedThread(Model):
     tid: int = Field(ge=0)
     """Its thread id."""
     transactions: int = Field(ge=0)
-    """Transactions recorded."""
+    """Transactions recorded (samples: one in the recording's `writer_period`)."""
     kernel_thread: bool
     """A kernel thread (PF_KTHREAD), as /proc said at the time."""
 
@@ -240,8 +268,19 @@ class RecordedFilesystem(Model):
     """Threads that allocated transactions (null without tracepoints)."""
     writer_seconds: float | None = None
     """Seconds over which threads were recorded."""
+    writer_period: int = Field(default=1, ge=1)
+    """One transaction in this many was recorded, on each CPU (1: every one, as recordings
+    made before sampling have it)."""
     writers_per_second: list[int] | None = None
     """User threads that allocated a transaction in each second of that recording."""
+    allocations_per_ag: list[int] | None = None
+    """Extents allocated from each AG, AG 0 first (null: not counted; over 32 AGs or without
+    tracepoints)."""
+    attribute_bytes: list[int] | None = None
+    """Name and value bytes added per file that got attributes over that time, one number a
+    file, sorted (null: not recorded)."""
+    largest_attribute_value: int | None = None
+    """The longest attribute value set over that time (null: none recorded)."""
 
 
 class Recording(Model):

@@ -5,8 +5,10 @@ every finding needs its counter to have moved during the interval.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
+from advisor.engine.rules.inode_size import InodeParams, inline_capacity
 from advisor.models.observe import Evidence, Finding, Geometry, ObservedFilesystem
 from advisor.models.units import format_size, human_size
 
@@ -16,6 +18,13 @@ DEFAULT_LOGBSIZE = 32 * 1024
 BUSY_LOG_WRITES = 10.0
 #: fsync calls per second from which a workload is bound by log write latency.
 FSYNC_HEAVY = 10.0
+#: Bytes written through the filesystem below which extents per MiB say nothing.
+FRAGMENTATION_MIN_WRITTEN = 4 << 20
+#: Extents allocated per MiB written, beyond one per file created, from which files are being
+#: fragmented: less than 1 MiB contiguous on average. A file streamed with delayed allocation
+#: gets a few large extents (one 8 MiB file, fsync'd once: 2 allocations); four writers
+#: appending 4 KiB and fdatasync in turn get 11 per MiB (measured on a loop-device XFS).
+FRAGMENTED_EXTENTS_PER_MIB = 1.0
 
 
 def _ev(fs: ObservedFilesystem, *names: str) -> list[Evidence]:
@@ -48,20 +57,50 @@ def log_space(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
         evidence=_ev(fs, "log_space_waits", "log_reservations"))
 
 
+@functools.cache
+def _inode_params() -> InodeParams:
+    """The inode-size rule's own figures (the built-in rule file): the findings compute inline
+    room exactly as the rule does."""
+    from advisor.engine.rulebook import load_rulebook
+
+    loaded = load_rulebook().rules["inode-size"]
+    assert isinstance(loaded.params, InodeParams)
+    return loaded.params
+
+
+def larger_inodes_inline(g: Geometry) -> str:
+    """'1024 keeps 792 B inline, 2048 keeps 1816 B': the inline attribute room of each inode
+    size the inode-size rule may choose above this filesystem's, up to half a block."""
+    params = _inode_params()
+    sizes = [s for s in params.inode_sizes if g.inode_size < s <= g.block_size // 2]
+    return ", ".join(f"{s} keeps {inline_capacity(s, g.crc, params)} B inline" for s in sizes)
+
+
 def attribute_spills(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     """Attribute forks moved out of the inode: every later read of them costs an extra block."""
     if fs.forms is None or not fs.forms.attribute_spills:
         return None
-    spills, sets = fs.forms.attribute_spills, max(_delta(fs, "xattr_sets"), 1)
-    share = 100 * spills / max(sets, spills)
+    # The tracepoints and the statistics are read a few milliseconds apart: never say more
+    # spills than sets.
+    spills = fs.forms.attribute_spills
+    sets = max(_delta(fs, "xattr_sets"), spills)
+    share = 100 * spills / sets
     evidence = [*_ev(fs, "xattr_sets"),
                 Evidence(source="tracepoint", counter="xfs:xfs_attr_sf_to_leaf", delta=spills,
                          seconds=fs.seconds if not fs.rates else fs.rates[0].evidence.seconds)]
+    params = _inode_params()
+    f = fs.forms
+    measured = (f"; the {f.attribute_files:,} files recorded got {f.attribute_bytes_per_file:,} "
+                f"B of names and values each (median), the longest value "
+                f"{f.largest_attribute_value or 0:,} B" if f.attribute_bytes_per_file else "")
+    here = inline_capacity(g.inode_size, g.crc, params)
+    larger = larger_inodes_inline(g)
     return Finding(rule="inode-size", message=(
         f"{spills:,} of {sets:,} setxattr calls ({share:.0f}%) moved the attributes out of the "
-        f"{g.inode_size}-byte inode into an attribute block (inode-size: a larger inode, "
-        "-i size=1024 or 2048, keeps more inline; a name or value over 254 bytes never stays "
-        "inline)"), evidence=evidence)
+        f"{g.inode_size}-byte inode into an attribute block{measured} (inode-size: "
+        f"{g.inode_size} keeps {here} B inline" + (f", {larger}" if larger else "")
+        + f"; a value over {params.max_inline_value} B never stays inline)"),
+        evidence=evidence)
 
 
 def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
@@ -78,11 +117,15 @@ def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
                                  delta=converted, seconds=seconds))
     grew = (f"{converted:,} director{'y' if converted == 1 else 'ies'} grew into node form "
             "and " if converted else "")
+    least = fs.forms.largest_directory_entries_at_least
+    implied = (f": the largest had at least {least:,} entries, a lower bound from its form"
+               if least else "")
     return Finding(rule="dir-block-size", message=(
         f"{grew}{adds:,} entries were added to node-form directories (more entries than one "
-        f"{_size(g.directory_block_size)} directory block indexes): the guide keeps 4 KiB "
-        "blocks up to 100,000-200,000 entries read-heavy, 1-2 million write-heavy; measure the "
-        "largest directory (xfs-advisor profile) before choosing -n size (dir-block-size)"),
+        f"{_size(g.directory_block_size)} directory block indexes{implied}): the guide keeps "
+        "4 KiB blocks up to 100,000-200,000 entries read-heavy, 1-2 million write-heavy; "
+        "measure the largest directory (xfs-advisor profile) before choosing -n size "
+        "(dir-block-size)"),
         evidence=evidence)
 
 
@@ -92,11 +135,18 @@ def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     creates = _delta(fs, "creates") + _delta(fs, "removes") + _delta(fs, "xattr_sets")
     if writers <= g.agcount or not creates:
         return None
+    busy, retried = _delta(fs, "ag_busy_skips"), _delta(fs, "allocation_retries")
+    seen = ""
+    if fs.allocations_per_ag is not None:
+        seen = (f"; allocations found an AG busy {busy:,} times and were retried in another "
+                f"{retried:,} times, extents per AG " + ", ".join(
+                    f"{n:,}" for n in fs.allocations_per_ag))
     return Finding(rule="ag-concurrency", message=(
         f"{writers} threads changed metadata during the interval on {g.agcount} allocation "
         f"groups: creates, removes and attribute sets from more writers than AGs wait for each "
-        "other's AG locks (ag-concurrency: agcount is set by mkfs)"),
-        evidence=_ev(fs, "transactions", "creates", "removes", "xattr_sets"))
+        f"other's AG locks{seen} (ag-concurrency: agcount is set by mkfs)"),
+        evidence=_ev(fs, "transactions", "creates", "removes", "xattr_sets", "ag_busy_skips",
+                     "allocation_retries"))
 
 
 def log_stripe_padding(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
@@ -127,9 +177,29 @@ def full_log_buffers(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
         "log writes (logbsize)"), evidence=_ev(fs, "log_writes", "log_bytes"))
 
 
+def fragmentation(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
+    """Data written in small pieces that each got their own extent: more extents allocated per
+    MiB written than the files created explain."""
+    written = _delta(fs, "written_bytes")
+    extents = _delta(fs, "extent_allocations")
+    extra = extents - _delta(fs, "creates")
+    if written < FRAGMENTATION_MIN_WRITTEN or extra <= 0:
+        return None
+    per_mib = extra / (written / (1 << 20))
+    if per_mib < FRAGMENTED_EXTENTS_PER_MIB:
+        return None
+    return Finding(rule="allocsize", message=(
+        f"{extents:,} extents allocated for {_size(written)} written ({per_mib:,.1f} per MiB "
+        f"beyond one per file created, {human_size(written / max(extra, 1))} each on average): "
+        "files grown in small pieces, several at once or forced out by fsync, are fragmenting "
+        "(allocsize: a fixed end-of-file preallocation for files several writers stream; "
+        "extent-size-hint: `xfs_io -c 'extsize 1m' DIR` for files written in place)"),
+        evidence=_ev(fs, "extent_allocations", "written_bytes", "creates"))
+
+
 CHECKS: tuple[Callable[[ObservedFilesystem, Geometry], Finding | None], ...] = (
     log_space, attribute_spills, directory_form, ag_contention, log_stripe_padding,
-    full_log_buffers)
+    full_log_buffers, fragmentation)
 
 
 def findings_for(fs: ObservedFilesystem) -> list[Finding]:

@@ -57,6 +57,10 @@ RATES: dict[str, tuple[str, str, str]] = {
     "xattr_sets": ("xfs-stats", "attr.set", "extended attributes set"),
     "xattr_gets": ("xfs-stats", "attr.get", "extended attributes read"),
     "extent_allocations": ("xfs-stats", "extent_alloc.alloc_extents", "extents allocated"),
+    "ag_busy_skips": ("tracepoint", "xfs:xfs_alloc_vextent_noagbp",
+                      "allocations that found an AG busy"),
+    "allocation_retries": ("tracepoint", "xfs:xfs_alloc_vextent_loopfailed",
+                           "allocations retried in another AG"),
     "write_calls": ("xfs-stats", "rw.write_calls", "write calls"),
     "read_calls": ("xfs-stats", "rw.read_calls", "read calls"),
     "device_writes": ("block-stat", "write_ios", "device write requests"),
@@ -157,6 +161,7 @@ def geometry_from(xfs_info: str | None, mount_options: str) -> Geometry | None:
     return Geometry(
         block_size=g.block_size, agcount=g.agcount, inode_size=g.inode_size,
         directory_block_size=g.naming_block_size, log_bytes=g.log_blocks * g.block_size,
+        crc=g.features.get("crc", 1) == 1,
         log_stripe_unit_bytes=g.log_sunit_blocks * g.block_size,
         external_log=re.search(r"^log\s+=internal", xfs_info, re.M) is None,
         logbsize=int(logbsize.group(1)) * 1024 if logbsize else None)
@@ -208,7 +213,9 @@ class Observer:
         try:
             if self.tracing.method == "perf-stat":
                 for target in self.targets:
-                    counting = tp.Counting(target.maj_min, self.seconds)
+                    g = geometry_from(infos[target.maj_min], "")
+                    counting = tp.Counting(target.maj_min, self.seconds,
+                                           agcount=g.agcount if g else None)
                     self.countings.append(counting)
                     counting.start()
                 for counting in self.countings:  # the counters are read as perf starts
@@ -248,6 +255,12 @@ class Observer:
                 before=before[target.maj_min], after=end,
                 tracepoints=None if mine is None else mine.totals, threads=threads,
                 writer_seconds=None if mine is None else mine.writer_seconds,
+                writer_period=1 if mine is None else mine.period,
+                attribute_bytes=None if mine is None else sorted(
+                    total for total, _ in mine.attributes.values()),
+                allocations_per_ag=mine.per_ag or None if mine is not None else None,
+                largest_attribute_value=None if mine is None else max(
+                    (largest for _, largest in mine.attributes.values()), default=None),
                 writers_per_second=active))
         return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
 
@@ -289,7 +302,9 @@ def document_from(recording: Recording) -> ObserveDocument:
     return ObserveDocument(started=started.isoformat(timespec="milliseconds")
                            .replace("+00:00", "Z"),
                            seconds=recording.seconds, tracing=recording.tracing,
-                           filesystems=observed, answers=_answers(observed))
+                           filesystems=observed, answers=_answers(observed),
+                           cost=tp.COST_TRACEPOINTS if recording.tracing.method == "perf-stat"
+                           else tp.COST_COUNTERS)
 
 
 def _evidence(source: str, counter: str, start: RecordedReading, end: RecordedReading,
@@ -337,21 +352,25 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
     forms: Forms | None = None
     concurrent: int | None = None
     if recorded.threads is not None:
-        writers = sorted((Writer(command=t.command, tid=t.tid, transactions=t.transactions,
+        writers = sorted((Writer(command=t.command, tid=t.tid,
+                                 transactions=t.transactions * recorded.writer_period,
                                  kernel_thread=t.kernel_thread) for t in recorded.threads),
                          key=lambda w: -w.transactions)
         busy = [n for n in recorded.writers_per_second or () if n]
         concurrent = (int(statistics.median(busy) + 0.5) if busy
                       else sum(1 for w in writers if not w.kernel_thread)
                       if recorded.writers_per_second is None else 0)
+    geometry = geometry_from(recorded.xfs_info, recorded.mount_options)
     if recorded.tracepoints is not None:
-        forms = _forms(traced)
+        forms = _forms(traced, recorded, geometry)
     fs = ObservedFilesystem(mountpoint=recorded.mountpoint, device=recorded.device,
                             maj_min=recorded.maj_min,
-                            geometry=geometry_from(recorded.xfs_info, recorded.mount_options),
-                            seconds=interval, rates=rates, counters=moved, writers=writers,
+                            geometry=geometry, seconds=interval, rates=rates,
+                            counters=moved, writers=writers,
                             concurrent_writers=concurrent, forms=forms,
-                            writer_seconds=recorded.writer_seconds)
+                            writer_seconds=recorded.writer_seconds,
+                            allocations_per_ag=recorded.allocations_per_ag,
+                            writer_period=recorded.writer_period)
     fs.findings = findings_for(fs)
     return fs
 
@@ -363,16 +382,65 @@ _DIR_CONVERSIONS = (("shortform->block", "xfs:xfs_dir2_sf_to_block"),
                     ("leaf->node", "xfs:xfs_dir2_leaf_to_node"))
 
 
-def _forms(traced: dict[str, int]) -> Forms:
+#: Bytes of a directory's on-disk structures, V5 (CRC) and V4 (struct xfs_dir3_leaf_hdr
+#: and xfs_dir2_leaf_hdr; xfs_dir3_data_hdr and xfs_dir2_data_hdr), and of their tails.
+_LEAF_HEADER = {True: 64, False: 16}
+_DATA_HEADER = {True: 64, False: 16}
+_LEAF_TAIL = 4
+_BLOCK_TAIL = 8
+#: A leaf entry (hash and address), a best-free slot per data block in the leaf's tail, and the
+#: largest data entry (inode number, name length, a 255-byte name, file type, tag; 8-aligned).
+_LEAF_ENTRY = 8
+_BEST_SLOT = 2
+_LARGEST_ENTRY = 272
+#: `.` and `..` are entries of block, leaf and node directories, not the user's.
+_DOTS = 2
+
+
+def directory_entries_at_least(form: str | None, block_size: int, crc: bool) -> int | None:
+    """The fewest entries (less `.` and `..`) a directory has once it reached `form`, whatever
+    its names' lengths: the kernel converts a block directory to leaf form when its entries and
+    their leaf entries outgrow one directory block, and a leaf directory to node form when its
+    single leaf block cannot index one more entry (stale ones compacted first). Longer names
+    mean fewer entries per data block, hence more best-free slots in the leaf's tail, hence a
+    smaller leaf: the bound takes the longest names. None for shortform and block."""
+    if form == "leaf":
+        fit = (block_size - _DATA_HEADER[crc] - _BLOCK_TAIL) // (_LARGEST_ENTRY + _LEAF_ENTRY)
+        return fit + 1 - _DOTS
+    if form == "node":
+        per_block = (block_size - _DATA_HEADER[crc]) // _LARGEST_ENTRY
+        room = block_size - _LEAF_HEADER[crc] - _LEAF_TAIL
+        # n entries fill the leaf once n * 8 + (n / per_block + 1) * 2 > room.
+        n = 0
+        while (n + 1) * _LEAF_ENTRY + (-(-(n + 1) // per_block)) * _BEST_SLOT <= room:
+            n += 1
+        return n + 1 - _DOTS
+    return None
+
+
+def _forms(traced: dict[str, int], recorded: RecordedFilesystem,
+           geometry: Geometry | None) -> Forms:
     adds = {form: traced.get(event, 0) for form, event in _DIR_FORMS}
     largest = next((form for form, _ in reversed(_DIR_FORMS) if adds[form]), None)
+    sizes = recorded.attribute_bytes or []
     return Forms(
         directory_adds=adds,
         directory_conversions={name: traced.get(event, 0) for name, event in _DIR_CONVERSIONS},
         largest_directory_form=largest,
         attribute_sets_inline=traced.get("xfs:xfs_attr_sf_add", 0),
         attribute_spills=traced.get("xfs:xfs_attr_sf_to_leaf", 0),
-        attribute_leaf_to_node=traced.get("xfs:xfs_attr_leaf_to_node", 0))
+        attribute_leaf_to_node=traced.get("xfs:xfs_attr_leaf_to_node", 0),
+        attribute_files=len(sizes),
+        attribute_bytes_per_file=int(statistics.median_low(sizes)) if sizes else None,
+        largest_attribute_value=recorded.largest_attribute_value,
+        largest_directory_entries_at_least=None if geometry is None else
+        directory_entries_at_least(largest, geometry.directory_block_size, geometry.crc))
+
+
+#: What a measured answer is, when it is not a plain measurement: said in the workload file.
+ANSWER_NOTES = {"largest_directory_entries": "at least: a lower bound from the form the largest "
+                "directory reached;",
+                "xattr_bytes_per_file": "median over the files that got attributes;"}
 
 
 def rate_of(fs: ObservedFilesystem, name: str) -> Rate | None:
@@ -396,7 +464,11 @@ def _answers(observed: list[ObservedFilesystem]) -> ObservedAnswers:
     data = writes > 2 * metadata
     activity = "both" if metadata and data else "metadata" if metadata else "data" if data \
         else None
+    forms = fs.forms
     return ObservedAnswers(
         fsyncs_per_second=round(fsyncs.per_second, 1) if fsyncs else None,
         concurrent_writers=fs.concurrent_writers or None,
-        writer_activity=activity)
+        writer_activity=activity,
+        xattr_bytes_per_file=forms.attribute_bytes_per_file if forms else None,
+        largest_xattr_value=forms.largest_attribute_value if forms else None,
+        largest_directory_entries=forms.largest_directory_entries_at_least if forms else None)

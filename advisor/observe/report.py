@@ -47,6 +47,9 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
         more = f" and {len(users) - TOP_WRITERS} more" if len(users) > TOP_WRITERS else ""
         lines.append(f"  metadata writers: {fs.concurrent_writers}"
                      + (f" (transactions: {shown}{more})" if shown else ""))
+    if fs.allocations_per_ag and any(fs.allocations_per_ag):
+        lines.append("  extents allocated per AG: " + ", ".join(
+            f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
     if fs.forms is not None and (fs.forms.largest_directory_form
                                  or fs.forms.attribute_sets_inline or fs.forms.attribute_spills):
         f = fs.forms
@@ -55,7 +58,14 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
             lines.append(f"  directory entries added by form: {adds}")
         if f.attribute_sets_inline or f.attribute_spills:
             lines.append(f"  attributes: {f.attribute_sets_inline:,} added inline, "
-                         f"{f.attribute_spills:,} forks moved out of the inode")
+                         f"{f.attribute_spills:,} forks moved out of the inode"
+                         + (f"; {f.attribute_bytes_per_file:,} B of names and values per file "
+                            f"(median of {f.attribute_files:,}), the longest value "
+                            f"{f.largest_attribute_value or 0:,} B"
+                            if f.attribute_bytes_per_file else ""))
+        if f.largest_directory_entries_at_least:
+            lines.append(f"  largest directory: {f.largest_directory_form} form, so at least "
+                         f"{f.largest_directory_entries_at_least:,} entries (a lower bound)")
     if fs.findings:
         lines.append("  findings:")
         for finding in fs.findings:
@@ -74,6 +84,8 @@ def render_text(doc: ObserveDocument) -> str:
         lines += [f"  - {item}" for item in doc.tracing.findings_not_made]
     else:
         lines.append("tracepoints: counted in the kernel by perf stat")
+    if doc.cost:
+        lines.append(f"cost: {doc.cost}")
     for fs in doc.filesystems:
         lines.append("")
         lines += _filesystem(fs)
@@ -81,4 +93,7 @@ def render_text(doc: ObserveDocument) -> str:
     if answers:
         lines.append("")
         lines.append("measured answers: " + ", ".join(f"{k} = {v}" for k, v in answers.items()))
+        if "largest_directory_entries" in answers:
+            lines.append("  (largest_directory_entries is a lower bound, from the form the "
+                         "largest directory reached and the directory block size)")
     return "\n".join(lines) + "\n"

@@ -68,9 +68,11 @@ def _toml_value(key: str, value: object) -> object:
     return value
 
 
-def edit_toml(text: str, answers: dict[str, object], tool: str = "profile") -> str:
+def edit_toml(text: str, answers: dict[str, object], tool: str = "profile",
+              notes: dict[str, str] | None = None) -> str:
     """`text` with each answer set in the top-level table, all else untouched; an answer this
-    edit sets is marked as measured by `tool` unless its line had a comment of its own."""
+    edit sets is marked as measured by `tool` (after its note in `notes`, if any) unless its
+    line had a comment of its own."""
     doc = tomlkit.parse(text)
     for key, value in answers.items():
         item = tomlkit.item(_toml_value(key, value))
@@ -79,7 +81,8 @@ def edit_toml(text: str, answers: dict[str, object], tool: str = "profile") -> s
             item.trivia.comment = old.trivia.comment
             item.trivia.comment_ws = old.trivia.comment_ws or "  "
         else:
-            item.trivia.comment = MEASURED.format(tool=tool)
+            note = (notes or {}).get(key)
+            item.trivia.comment = (f"# {note} " if note else "") + MEASURED.format(tool=tool)
             item.trivia.comment_ws = "  "
         if old is None:
             doc.add(key, item)
@@ -89,7 +92,8 @@ def edit_toml(text: str, answers: dict[str, object], tool: str = "profile") -> s
 
 
 def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswers | Answers,
-                           tool: str = "profile") -> tuple[Workload, bool]:
+                           tool: str = "profile",
+                           notes: dict[str, str] | None = None) -> tuple[Workload, bool]:
     """Merge `answers` into the workload file at `path` (created when missing). Returns the
     answers the file now holds and whether its comments and layout were kept. Only a regular
     file is written (a symlink: the regular file it names), in one atomic rename."""
@@ -106,10 +110,10 @@ def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswer
     if as_json:
         new_text = json.dumps(merged.model_dump(mode="json", exclude_none=True), indent=2) + "\n"
     elif text is None:
-        new_text = HEADER.format(tool=tool) + edit_toml("", measured, tool)
+        new_text = HEADER.format(tool=tool) + edit_toml("", measured, tool, notes)
     else:
         try:
-            new_text = edit_toml(text, measured, tool)
+            new_text = edit_toml(text, measured, tool, notes)
             kept = parse_workload(tomllib.loads(new_text)) == merged
         except (tomllib.TOMLDecodeError, tomlkit.exceptions.TOMLKitError, AdvisorError):
             kept = False

@@ -132,13 +132,16 @@ def xfs_spaceman(mountpoint: str, command: str) -> list[str]:
     return ["xfs_spaceman", "-c", command, mountpoint]
 
 
-def perf_stat(events: Sequence[str], device_filter: str, seconds: float) -> list[str]:
+def perf_stat(events: Sequence[str], device_filter: str, seconds: float,
+              filtered: Sequence[tuple[str, str]] = ()) -> list[str]:
     """`perf stat` counting tracepoints in the kernel on every CPU, each filtered to one
     filesystem (`dev == 0x...`), for as long as `sleep SECONDS` runs: perf ends on its own
     even if the advisor is killed outright, and the events close with it. CSV on stderr."""
     cmd = ["perf", "stat", "--all-cpus", "--field-separator", ","]
     for event in events:
         cmd += ["--event", event, "--filter", device_filter]
+    for event, its_filter in filtered:  # the same event again under a filter of its own
+        cmd += ["--event", event, "--filter", its_filter]
     return [*cmd, "--", "sleep", f"{seconds:g}"]
 
 
@@ -147,11 +150,23 @@ def setpriv_pdeathsig() -> list[str]:
     return ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
-def perf_record(event: str, device_filter: str, output: str, seconds: float) -> list[str]:
-    """`perf record` of one tracepoint on every CPU (each hit is a record: perf ignores a
-    sample period on tracepoints), for as long as `sleep SECONDS` runs."""
-    return ["perf", "record", "--quiet", "--all-cpus", "--event", event, "--filter",
-            device_filter, "--output", output, "--", "sleep", f"{seconds:g}"]
+def perf_record(events: str | Sequence[str], device_filter: str, output: str, seconds: float,
+                period: int = 1) -> list[str]:
+    """`perf record` of one tracepoint on every CPU for as long as `sleep SECONDS` runs, one
+    sample every `period` hits on each CPU. perf asks the kernel to record each hit's period by
+    default, and the kernel then samples every hit of a tracepoint whatever the period:
+    `--no-period` drops that field, and the kernel then keeps one hit in `period`."""
+    sampling = ["--no-period", "--count", str(period)] if period > 1 else []
+    selected: list[str] = []
+    for event in [events] if isinstance(events, str) else events:
+        selected += ["--event", event, "--filter", device_filter]
+    return ["perf", "record", "--quiet", "--all-cpus", *selected, *sampling, "--output", output,
+            "--", "sleep", f"{seconds:g}"]
+
+
+def perf_script_trace(data: str) -> list[str]:
+    """Each sample's tracepoint fields, as the tracepoint prints them, in a perf.data file."""
+    return ["perf", "script", "--input", data, "--fields", "trace"]
 
 
 def perf_script_threads(data: str) -> list[str]:

@@ -301,6 +301,19 @@ class AdvisorApp(App[int]):
             return
         self.push_screen(AuditScreen(self.state.session, device.path, self.state.workload))
 
+    def observe_device(self, name: str) -> None:
+        """A live view of the XFS filesystem mounted from device `name` (read-only)."""
+        from advisor.tui.observe import ObserveScreen
+
+        device = self.state.inventory.get(name)
+        if device is None:
+            self.notify(f"{name} is gone", severity="error")
+            return
+        if not device.usage.mountpoints or not self.state.inventory.live:
+            self.notify(f"{name}: no mounted filesystem to watch here", severity="warning")
+            return
+        self.push_screen(ObserveScreen(self.state.session, device))
+
     def action_help(self) -> None:
         from advisor.tui.help import HelpScreen
 

@@ -45,6 +45,7 @@ class DevicesScreen(StepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload", show=False),  # off the footer: the step keys fit at 80
         Binding("a", "audit", "Audit", show=False),
+        Binding("o", "observe", "Observe", show=False),
     ]
     # The details pane goes below the list when the terminal is too narrow for both side by side.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012 (Textual's own type)
@@ -172,6 +173,13 @@ class DevicesScreen(StepScreen):
         name = self._name_at(table.cursor_row)
         if name:
             self.advisor.audit_device(name)
+
+    def action_observe(self) -> None:
+        """A live view of the highlighted device's mounted XFS filesystem (read-only)."""
+        table = self.query_one("#device-table", DataTable)
+        name = self._name_at(table.cursor_row)
+        if name:
+            self.advisor.observe_device(name)
 
     def action_reload(self) -> None:
         self.advisor.reload_devices()

@@ -28,7 +28,8 @@ the stripe mkfs.xfs will use (in brackets when it would ignore it), and the stat
 stands in the way (mounted, holds data, misaligned, held by another device).
 The right pane shows every fact with where it was read. `Enter` chooses the device (a device in
 use asks first), `r` re-reads, `a` audits the XFS filesystem on it (read-only, as `xfs-advisor
-audit DEV`).
+audit DEV`), `o` watches its mounted XFS live (rates every second, findings as they appear;
+counters only, read-only: `xfs-advisor observe` also counts tracepoints).
 """,
     "workload": """\
 ## Workload

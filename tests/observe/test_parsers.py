@@ -4,6 +4,7 @@ from perf's CSV, thread names that hold spaces and dashes, and bad text refused 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,71 @@ def test_measured_marks_and_the_report_line() -> None:
     assert measured_line(measured) == (
         "answers measured by xfs-advisor observe: concurrent_writers, fsyncs_per_second; "
         "answers measured by xfs-advisor profile: median_file_size")
+
+
+def test_perf_record_samples_one_hit_in_the_period_only_without_the_period_field() -> None:
+    """perf asks for each sample's period by default, and the kernel then records every hit of
+    a tracepoint: a period is only honoured with --no-period."""
+    from advisor.system import argv
+
+    every = argv.perf_record("xfs:xfs_trans_alloc", "dev == 0x700000", "w.data", 10)
+    assert "--count" not in every and "--no-period" not in every
+    sampled = argv.perf_record("xfs:xfs_trans_alloc", "dev == 0x700000", "w.data", 10, 10)
+    assert sampled[sampled.index("--no-period") + 1:][:2] == ["--count", "10"]
+
+
+def test_observe_hides_the_sysroot_it_refuses(capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.cli import build_parser, main
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert "--sysroot" not in sub.choices["observe"].format_help()
+    assert "--sysroot" in sub.choices["propose"].format_help()
+    assert main(["observe", "--sysroot", "/tmp", "/tmp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not read --sysroot" in err
+
+
+def test_a_lower_bound_is_written_as_such_and_still_read_as_measured(tmp_path: Path) -> None:
+    from advisor.models.observe import ObservedAnswers
+    from advisor.observe.observation import ANSWER_NOTES
+    from advisor.profile.workload_file import write_measured_answers
+
+    path = tmp_path / "answers.toml"
+    answers = ObservedAnswers(largest_directory_entries=493, xattr_bytes_per_file=23,
+                              largest_xattr_value=300)
+    workload, _ = write_measured_answers(path, answers, tool="observe", notes=ANSWER_NOTES)
+    text = path.read_text()
+    assert ("largest_directory_entries = 493  # at least: a lower bound from the form the "
+            "largest directory reached; # measured by xfs-advisor observe") in text
+    assert "xattr_bytes_per_file = 23  # median over the files that got attributes;" in text
+    assert measured_in(text) == {"largest_directory_entries": "observe",
+                                 "xattr_bytes_per_file": "observe",
+                                 "largest_xattr_value": "observe"}
+    assert workload.largest_directory_entries == 493 and workload.largest_xattr_value == 300
+
+
+def test_attribute_adds_by_file_whatever_the_names() -> None:
+    """The name is the file owner's text: one that imitates the fields does not move them."""
+    from advisor.observe.tracepoints import parse_attribute_adds
+
+    text = ("dev 7:0 ino 0x83 name tag namelen 3 valuelen 20 hashval 0x1a2b filter 0x0 "
+            "op_flags ADDNAME\n"
+            "dev 7:0 ino 0x83 name b namelen 1 valuelen 10 hashval 0x1 filter 0x0 op_flags \n"
+            "dev 7:0 ino 0x84 name x namelen 9 valuelen 9999 hashval 0x1 ino 0x99 name y "
+            "namelen 45 valuelen 300 hashval 0x2 filter 0x0 op_flags ADDNAME\n"
+            "CPU 0/0: broken line\n")
+    assert parse_attribute_adds(text) == {0x83: (34, 20), 0x84: (345, 300)}
+
+
+def test_allocations_per_ag_in_the_order_asked() -> None:
+    from advisor.observe.tracepoints import AG_EVENT, parse_per_ag
+    from advisor.system import argv
+
+    command = argv.perf_stat(["xfs:xfs_file_fsync"], "dev == 0x700000", 5,
+                             [(AG_EVENT, f"dev == 0x700000 && agno == {n}") for n in range(2)])
+    assert command[command.index(AG_EVENT) + 2] == "dev == 0x700000 && agno == 0"
+    text = (f"7,,xfs:xfs_file_fsync,1,100.00,,\n2450,,{AG_EVENT},1,100.00,,\n"
+            f"2496,,{AG_EVENT},1,100.00,,\n")
+    assert parse_per_ag(text) == [2450, 2496]
+    assert parse_per_ag(text.replace("2496", "<not counted>")) == []

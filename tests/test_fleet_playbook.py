@@ -119,15 +119,17 @@ def test_tags_serial_and_the_gate(tmp_path: Path, shared_dumps: dict[str, Path])
     play = yaml.safe_load(PLAYBOOK.read_text())[0]
     assert play["serial"] == "{{ xfs_advisor_serial | default('100%') }}"
     assert play["max_fail_percentage"] == "{{ xfs_advisor_max_fail_percentage | default(100) }}"
-    old = tmp_path / "old-fstab"
-    shutil.copytree(shared_dumps["simple-lvm"], old, symlinks=True)
-    (old / "xfs-advisor-audit").mkdir(exist_ok=True)
-    (old / "xfs-advisor-audit" / "fstab").write_text(OLD_FSTAB)
+    # Copies: other tests give the shared captures an fstab of their own.
+    clean, old = tmp_path / "clean", tmp_path / "old-fstab"
+    for tree, fstab in ((clean, ""), (old, OLD_FSTAB)):
+        shutil.copytree(shared_dumps["simple-nvme"], tree, symlinks=True)
+        (tree / "xfs-advisor-audit").mkdir(exist_ok=True)
+        (tree / "xfs-advisor-audit" / "fstab").write_text(fstab)
     garbage = tmp_path / "garbage"
     garbage.mkdir()
     results = tmp_path / "results"
     inventory = _inventory(results, {
-        "cleanhost": {"xfs_advisor_sysroot": str(shared_dumps["simple-nvme"])},
+        "cleanhost": {"xfs_advisor_sysroot": str(clean)},
         "breakhost": {"xfs_advisor_sysroot": str(old)},
         "garbagehost": {"xfs_advisor_sysroot": str(garbage)},
         "stringhost": {"xfs_advisor_sysroot": str(old), "xfs_advisor_audit": "/srv/old"}})

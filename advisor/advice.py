@@ -17,7 +17,7 @@ from advisor.models.obstacles import obstacles
 from advisor.models.proposal import Proposal, ProposalWarning
 from advisor.models.workload import Workload
 from advisor.render.fstab import fstab_line
-from advisor.render.mkfs import command_line, mkfs_argv
+from advisor.system import argv as system_argv
 from advisor.system.mkfs import HostMkfs
 
 
@@ -46,6 +46,13 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
                     feature_sets=sets, measure=measure)
     decided = time.perf_counter()
     warnings = list(drafted.warnings)
+    if env.target_older():
+        warnings.append(ProposalWarning(rule="mkfs-check", message=(
+            f"the command is for the captured host's mkfs.xfs (xfsprogs {env.target_xfsprogs}), "
+            f"older than the local xfsprogs {env.xfsprogs_version} that checked it with "
+            "mkfs.xfs -N: options it does not know are left out, but its defaults (features, "
+            "log size, AG count) may differ from those shown; run mkfs.xfs -N with these options "
+            "on that host before formatting")))
     proposal_check = None
     if check:
         proposal_check = mkfs.check(device, drafted.mkfs_options)
@@ -55,15 +62,16 @@ def propose(device: Device, workload: Workload, *, env: Environment | None = Non
     if timings is not None:
         timings.update(rules=loaded - started, defaults_check=asked - loaded,
                        engine=decided - asked, proposal_check=done - decided)
-    argv = mkfs_argv(drafted.mkfs_options, device.path)
+    argv = system_argv.mkfs_xfs(device.path, drafted.mkfs_options)
     return Proposal(
         mkfs_argv=argv,
         mkfs_options=drafted.mkfs_options,
-        mkfs_command=command_line(argv),
+        mkfs_command=system_argv.shell_line(argv),
         mount_options=drafted.mount_options,
         fstab=fstab_line(drafted.mount_options, workload.mount_point),
         decisions=drafted.decisions,
         warnings=warnings,
+        questions=drafted.questions,
         mkfs_defaults=defaults.geometry,
         check=proposal_check,
         rules_dirs=book.dirs,

@@ -1,137 +1,28 @@
 """Entry point: `xfs-advisor [SUBCOMMAND]`. Never imports Textual (only advisor.tui does).
 
 Each subcommand lives in advisor/commands/<name>.py and exposes `register(subparsers, common)` and
-`run(args) -> int`. Command modules import their heavy dependencies inside `run`, so that building
-the parser stays cheap. Without a subcommand: `--json`, `--device` or `--workload` ask for a
-proposal (advisor.commands.propose); otherwise, in a terminal, the interactive advisor starts.
+`run(args) -> int`; advisor.commands.parser builds the parser from them. Without a subcommand:
+`--json`, `--device` or `--workload` ask for a proposal (advisor.commands.propose); otherwise, in
+a terminal, the interactive advisor starts.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType, ModuleType
-from typing import Any, NoReturn
+from types import FrameType
+from typing import Any
 
 from advisor import SCHEMA_VERSION
-from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, HELP_EXIT_CODES, AdvisorError, BadInput
-from advisor.render.inert import json_text, terminal, terminal_lines
-
-#: Subcommand modules, in the order `--help` lists them.
-COMMANDS = ("devices", "capture", "propose", "rules", "explain", "schema", "validate", "profile",
-            "observe", "audit", "fleet", "tui", "completion", "manpage")
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, except that a bad command line is a BadInput like any other: one line (JSON
-    under --json) and exit 2, instead of a usage block printed by argparse itself."""
-
-    def error(self, message: str) -> NoReturn:
-        command = self.prog.removeprefix("xfs-advisor").strip()
-        raise BadInput(f"{command + ': ' if command else ''}{message} (see {self.prog} --help)")
-
-
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's own, except that the table of exit codes keeps its lines."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if text == HELP_EXIT_CODES:
-            return "".join(indent + line + "\n" for line in text.splitlines()).rstrip("\n")
-        return super()._fill_text(text, width, indent)
-
-
-class _Version(argparse.Action):
-    """`--version`: the installed package's version (its metadata), read only when asked."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
-                 **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="print the installed version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> NoReturn:
-        import advisor
-
-        print(f"xfs-advisor {advisor.__version__}")
-        parser.exit()
-
-
-def common_options(*, suppress: bool) -> argparse.ArgumentParser:
-    """Options valid both before and after the subcommand (`--json devices` = `devices --json`)."""
-    default = argparse.SUPPRESS if suppress else None
-    p = Parser(add_help=False)
-    p.add_argument(
-        "--sysroot",
-        metavar="DIR",
-        default=default,
-        help="read DIR/sys and DIR/proc instead of the live system (a captured tree)",
-    )
-    p.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS if suppress else False,
-        help="print machine-readable JSON on stdout (errors as JSON on stderr)",
-    )
-    return p
-
-
-def out(text: str, *, as_json: bool = False) -> None:
-    """Write a command's result to stdout: a page for people with every untrusted character
-    escaped (advisor.render.inert), or a JSON document with hidden characters as `\\u` escapes."""
-    sys.stdout.write(json_text(text) if as_json else terminal_lines(text))
-
-
-def _load(name: str) -> ModuleType:
-    return importlib.import_module(f"advisor.commands.{name}")
-
-
-def requested_command(argv: Sequence[str]) -> str | None:
-    """The subcommand named on the command line, if any, found without building the parser."""
-    takes_value = {"--sysroot"}
-    skip = False
-    for token in argv:
-        if skip:
-            skip = False
-        elif token in takes_value:
-            skip = True
-        elif not token.startswith("-"):
-            return token if token in COMMANDS else None
-    return None
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser, or (with `only`) just the one subcommand being run: importing every
-    command module and the workload model costs more than the rest of `devices --json`."""
-    parser = Parser(
-        prog="xfs-advisor",
-        description="Propose mkfs.xfs and mount options for a device and a workload, "
-        "explain every choice, and validate it with an A/B benchmark.",
-        parents=[common_options(suppress=False)],
-        epilog=HELP_EXIT_CODES,
-        formatter_class=HelpFormatter,
-    )
-    parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common = common_options(suppress=True)
-    for name in (only,) if only else COMMANDS:
-        _load(name).register(sub, common)
-    for command in sub.choices.values():
-        # Every subcommand's --help ends with the exit codes, unless it has words of its own there.
-        if command.epilog is None:
-            command.epilog = HELP_EXIT_CODES
-            command.formatter_class = HelpFormatter
-    if not only:
-        # Proposal options are valid without a subcommand too (`xfs-advisor --json --device X`).
-        _load("propose").add_options(parser)
-        _load("propose").add_output_options(parser)
-    return parser
-
+from advisor.commands.parser import build_parser, load, requested_command
+from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
+from advisor.render.inert import terminal
+from advisor.signals import ENDING_SIGNALS
 
 #: Metavars of arguments that name a file, a folder or a device (and what each names): an empty
 #: one is a mistake (a variable that was not set), never "none" and never the current directory.
@@ -168,16 +59,6 @@ def _report(err: AdvisorError | str, code: int, as_json: bool) -> int:
     return code
 
 
-def notice(message: str, as_json: bool) -> None:
-    """A line for people on stderr that is not an error (what a recovery removed, which file was
-    written): under --json a JSON document of its own, so that stderr stays machine-readable."""
-    if as_json:
-        doc = {"schema_version": SCHEMA_VERSION, "notice": {"message": message}}
-        print(json.dumps(doc), file=sys.stderr, flush=True)
-    else:
-        print(f"xfs-advisor: {terminal(message)}", file=sys.stderr, flush=True)
-
-
 def _raise_on_interrupt() -> None:
     """From here on Ctrl-C is a KeyboardInterrupt that main() turns into one line and exit 130
     (advisor.__main__ quits quietly on it while modules are still being imported)."""
@@ -187,7 +68,7 @@ def _raise_on_interrupt() -> None:
 
 
 def _resend_lost_interrupt(unraisable: Any) -> None:
-    """A Ctrl-C (or an ending signal raised as advisor.bench.resources.Terminated) that lands
+    """A Ctrl-C (or an ending signal raised as advisor.signals.Terminated) that lands
     in code the interpreter calls on its own (a weakref callback, a finalizer) cannot leave it:
     the interpreter prints "Exception ignored in: ..." and drops it, and the run went on to exit
     0 (seen once in 40 Ctrl-C'd proposals). The signal is sent again instead, to be raised where
@@ -262,7 +143,7 @@ def _ending_signals_interrupt() -> None:
     files removed), unless the process was started ignoring them (nohup)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    for signum in ENDING_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _end_as_interrupt)
 
@@ -271,10 +152,10 @@ def _dispatch(args: argparse.Namespace, as_json: bool) -> int:
     if args.command and args.command != "tui":
         _ending_signals_interrupt()
     if args.command:
-        return int(_load(args.command).run(args))
+        return int(load(args.command).run(args))
     if as_json or args.device is not None or args.workload or args.device_file:
         _ending_signals_interrupt()
-        return int(_load("propose").run(args))
+        return int(load("propose").run(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInput("no terminal for the interactive advisor: use a subcommand or --json "
                        "(see xfs-advisor --help)")

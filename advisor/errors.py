@@ -1,7 +1,7 @@
 """Errors the user sees: one line, and an exit code that says whose problem it is.
 
 Exit codes (part of the --json contract): HELP_EXIT_CODES lists them as `--help` and the manual
-page show them; the README's table says the same.
+page show them; docs/exit-codes.md says the same.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ EXIT_TOOL = 4
 EXIT_FINDINGS = 6
 EXIT_INTERRUPTED = 130
 
-#: The exit codes as `--help` lists them (the README's table says the same).
+#: The exit codes as `--help` lists them (docs/exit-codes.md says the same).
 HELP_EXIT_CODES = """exit codes:
   0    ok
   1    internal error (a bug; XFS_ADVISOR_DEBUG=1 shows the traceback)

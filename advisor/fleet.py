@@ -6,6 +6,7 @@ controller, one folder per host (what ansible/roles/xfs_advisor/files/collect.sh
     HOST/proposals/DEV.*   the host's own `propose --json` for each device named in its vars
     HOST/devices           those device names, one a line
     HOST/workload.json     the workload answers from the host's vars
+    HOST/observe.out, .rc  `xfs-advisor observe --json` on the live host (when asked)
     HOST/*.err, *.rc       each step's stderr and exit status; tool.err: no tool on the host
     HOST/uid, sysroot      who ran it, and the tree it read instead of the live system (if any)
     HOST/collected_at      when the collection started (UTC, ISO 8601)
@@ -26,16 +27,18 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from advisor.audit.models import SEVERITIES, AuditDocument
 from advisor.errors import AdvisorError, BadInput
+from advisor.models.audit import SEVERITIES, AuditDocument
 from advisor.models.device import Device, Inventory, media_label
 from advisor.models.fleet import (
     FleetDevice,
     FleetDocument,
     FleetFinding,
     FleetHost,
+    FleetObservation,
+    FleetObserveRule,
     FleetProposal,
     FleetProposalChange,
     FleetReason,
@@ -45,12 +48,22 @@ from advisor.models.fleet import (
     FleetSince,
     FleetWarning,
 )
+from advisor.models.session import Advising
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from advisor.engine.rulebook import RuleBook
-    from advisor.session import Session
+
+
+class OpenSession(Protocol):
+    """What makes a host's session (advisor.session.Session, passed by the command): over its
+    capture, with a rule book and this machine's xfsprogs shared by every host of a worker."""
+
+    def __call__(self, sysroot: str, *, rulebook: RuleBook,
+                 local_xfsprogs: Callable[[], str | None]) -> Advising: ...
 
 #: Devices a report lists without being named: top-level ones, less these kinds.
 UNLISTED_KINDS = ("loop", "zram", "rom")
@@ -63,6 +76,7 @@ ABSENT = "absent"
 
 #: Per worker process: the rules, and proposals made for (device, environment, workload).
 _RULES_DIR: str | None = None
+_OPEN: OpenSession | None = None
 _BOOK: RuleBook | None = None
 _MADE: dict[str, FleetProposal | str] = {}
 #: Per worker process: the target kernel (--kernel) and its version, or None.
@@ -165,7 +179,7 @@ def _local_xfsprogs() -> str | None:
     return _XFSPROGS[0]
 
 
-def _propose(session: Session, device: Device, workload: Workload) -> FleetProposal | str:
+def _propose(session: Advising, device: Device, workload: Workload) -> FleetProposal | str:
     """The proposal (or why there is none), made once per identical device, environment and
     workload in this process."""
     key = "\0".join((device.model_dump_json(), session.environment.model_dump_json(),
@@ -217,8 +231,7 @@ def _collected_at(folder: Path) -> str | None:
 
 
 def _advise(folder: Path) -> FleetHost:
-    from advisor.session import Session
-
+    assert _OPEN is not None, "advise_hosts sets the session opener first"
     host = folder.name
     error = _read(folder, "error.txt")
     if error is not None:
@@ -245,8 +258,8 @@ def _advise(folder: Path) -> FleetHost:
                        "probes and the audit could not read on-disk formats (use become)",
                        **known)
     try:
-        session = Session(str(folder / "capture"), rulebook=_book(),
-                          local_xfsprogs=_local_xfsprogs)
+        session = _OPEN(str(folder / "capture"), rulebook=_book(),
+                        local_xfsprogs=_local_xfsprogs)
         inventory = session.inventory()
     except AdvisorError as err:
         return _failed(host, f"unusable capture: {err.message}", **known)
@@ -298,9 +311,33 @@ def _advise(folder: Path) -> FleetHost:
             found.findings[finding.severity] = found.findings.get(finding.severity, 0) + 1
     devices = list(rows.values())
     hardware = [d for d in devices if d.kind not in (*UNLISTED_KINDS, "?", ABSENT)]
+    seconds, observed, observe_error = _observation(folder)
     return FleetHost(host=host, status="ok", devices=devices, shape=_shape_of(hardware),
                      counts={s: audit.counts.get(s, 0) for s in SEVERITIES},
-                     findings=findings, **known)
+                     findings=findings, observed_seconds=seconds, observe_findings=observed,
+                     observe_error=observe_error, **known)
+
+
+def _observation(folder: Path) -> tuple[float | None, list[FleetObservation], str | None]:
+    """The host's observe step, if it ran: (seconds, findings, error). The findings are made
+    again from the figures the host measured, with this machine's rules, as proposals are."""
+    from pydantic import ValidationError
+
+    from advisor.models.observe import ObserveDocument
+    from advisor.observe.findings import findings_for
+
+    if not os.path.lexists(folder / "observe.rc"):
+        return None, [], None
+    why = _step_error(folder, "observe")
+    if why:
+        return None, [], why
+    try:
+        doc = ObserveDocument.model_validate_json(_read(folder, "observe.out") or "")
+    except ValidationError as err:
+        return None, [], f"observe: unusable output ({_first_line(str(err))})"
+    found = [FleetObservation(rule=f.rule, mountpoint=fs.mountpoint, message=f.message)
+             for fs in doc.filesystems for f in findings_for(fs)]
+    return doc.seconds, found, None
 
 
 def _row(device: Device, *, named: bool) -> FleetDevice:
@@ -325,10 +362,10 @@ def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
     return bool(theirs == made.mkfs_command)
 
 
-def _init_worker(rules_dir: str | None,
+def _init_worker(rules_dir: str | None, open_session: OpenSession,
                  kernel: tuple[str, tuple[int, int]] | None = None) -> None:
-    global _RULES_DIR, _BOOK, _KERNEL
-    _RULES_DIR, _BOOK, _KERNEL = rules_dir, None, kernel
+    global _RULES_DIR, _OPEN, _BOOK, _KERNEL
+    _RULES_DIR, _OPEN, _BOOK, _KERNEL = rules_dir, open_session, None, kernel
     _MADE.clear()
 
 
@@ -347,19 +384,20 @@ def host_folders(results: Path) -> list[Path]:
     return folders
 
 
-def advise_hosts(folders: list[Path], rules_dir: str | None = None,
+def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str | None = None,
                  jobs: int | None = None,
                  kernel: tuple[str, tuple[int, int]] | None = None) -> Iterator[FleetHost]:
-    """Each host's record, in order; `jobs` worker processes (default: one per CPU); `kernel`:
-    the target kernel its findings are judged for as well (advisor.audit.kernel)."""
+    """Each host's record, in order; `jobs` worker processes (default: one per CPU), each
+    making its hosts' sessions with `open_session` (a class or function a worker can import);
+    `kernel`: the target kernel its findings are judged for as well (advisor.audit.kernel)."""
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
     if jobs == 1 or len(folders) < 4:
-        _init_worker(rules_dir, kernel)
+        _init_worker(rules_dir, open_session, kernel)
         yield from (advise_host(f) for f in folders)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(rules_dir, kernel)) as pool:
+                             initargs=(rules_dir, open_session, kernel)) as pool:
         yield from pool.map(advise_host, folders, chunksize=max(1, min(32, len(folders) //
                                                                        (jobs * 8))))
 
@@ -379,16 +417,31 @@ def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:
     return sorted(groups.values(), key=lambda g: (RANK.get(g.severity, 9), -len(g.hosts), g.rule))
 
 
+def observe_by_rule(hosts: list[FleetHost]) -> list[FleetObserveRule]:
+    """Observe findings grouped by rule id: the most hosts first."""
+    groups: dict[str, FleetObserveRule] = {}
+    for h in hosts:
+        for f in h.observe_findings:
+            group = groups.setdefault(f.rule, FleetObserveRule(rule=f.rule, hosts=[], findings=0,
+                                                               example=f.message))
+            group.findings += 1
+            if not group.hosts or group.hosts[-1] != h.host:
+                group.hosts.append(h.host)
+    return sorted(groups.values(), key=lambda g: (-len(g.hosts), g.rule))
+
+
 def failing(hosts: list[FleetHost], fail_on: str) -> list[str]:
     """Hosts with a finding at or above `fail_on`."""
     return [h.host for h in hosts
             if any(RANK.get(f.severity, 9) <= RANK[fail_on] for f in h.findings)]
 
 
-def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = None,
-                 fail_on: str | None = None, kernel: str | None = None) -> FleetDocument:
-    """The report for every host folder in `results`; with `kernel` (a target kernel, spelt as
-    must_mount_on_kernel), will-break findings due by it are breaks."""
+def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None = None,
+                 jobs: int | None = None, fail_on: str | None = None,
+                 kernel: str | None = None) -> FleetDocument:
+    """The report for every host folder in `results`; `open_session` makes each host's session
+    (advisor.session.Session); with `kernel` (a target kernel, spelt as must_mount_on_kernel),
+    will-break findings due by it are breaks."""
     from advisor.engine.decide import distribution_kernels
     from advisor.engine.rulebook import load_rulebook
 
@@ -398,7 +451,8 @@ def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = 
         from advisor.audit.kernel import target_version
 
         target = target_version(kernel, distribution_kernels(book))
-    hosts = list(advise_hosts(host_folders(Path(results)), rules_dir, jobs, target))
+    hosts = list(advise_hosts(host_folders(Path(results)), open_session, rules_dir, jobs,
+                              target))
     groups: dict[str, list[FleetHost]] = {}
     for h in hosts:
         if h.shape is not None:
@@ -419,8 +473,8 @@ def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = 
     return FleetDocument(results_dir=str(results), rules_dirs=book.dirs, hosts=hosts,
                          shapes=shapes, counts={"hosts": len(hosts), "ok": len(hosts) - failed,
                                                 "failed": failed},
-                         by_rule=by_rule(hosts), fail_on=fail_on,
-                         target_kernel=target[0] if target else None,
+                         by_rule=by_rule(hosts), observe_by_rule=observe_by_rule(hosts),
+                         fail_on=fail_on, target_kernel=target[0] if target else None,
                          failing_hosts=failing(hosts, fail_on) if fail_on else [])
 
 
@@ -428,8 +482,8 @@ def fleet_report(results: str, rules_dir: str | None = None, jobs: int | None = 
 MAX_DOCUMENT_BYTES = 512 << 20
 
 
-def previous_report(old: str, rules_dir: str | None = None, jobs: int | None = None,
-                    kernel: str | None = None) -> FleetDocument:
+def previous_report(old: str, open_session: OpenSession, rules_dir: str | None = None,
+                    jobs: int | None = None, kernel: str | None = None) -> FleetDocument:
     """The report of a previous collection: a results folder (reported again, with the same
     rules and target kernel) or a saved `fleet --json` file."""
     from pydantic import ValidationError
@@ -437,7 +491,7 @@ def previous_report(old: str, rules_dir: str | None = None, jobs: int | None = N
     from advisor.system.files import read_text
 
     if os.path.isdir(old):
-        return fleet_report(old, rules_dir, jobs, kernel=kernel)
+        return fleet_report(old, open_session, rules_dir, jobs, kernel=kernel)
     text = read_text(old, "--since", MAX_DOCUMENT_BYTES, errors="replace")
     try:
         return FleetDocument.model_validate_json(text)

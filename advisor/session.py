@@ -23,11 +23,11 @@ from advisor.models.device import Device, Inventory
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
-    from advisor.audit.models import AuditDocument, Severity
+    from advisor.bench.cleanup import Recovery
     from advisor.bench.hold import DeviceHold
-    from advisor.bench.resources import Recovery
     from advisor.bench.run import Plan
     from advisor.engine.rulebook import RuleBook
+    from advisor.models.audit import AuditDocument, Severity
     from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
@@ -90,23 +90,29 @@ class Session:
     # ---- devices ----
 
     def inventory(self, *, refresh: bool = False, probe: bool = True,
-                  fields: frozenset[str] | None = None) -> Inventory:
+                  fields: frozenset[str] | None = None, users: bool = False) -> Inventory:
         """Every block device, read once and kept until `refresh`. libblkid is asked on the live
         system as root; a capture brings its own probe results. `probe` False (sysfs and /proc
-        only) or `fields` (only these Device fields, `devices --json --fields`) make a scan of
-        their own, which is not kept."""
+        only), `fields` (only these Device fields, `devices --json --fields`) or `users` (which
+        processes hold each device open, as root) make a scan of their own, which is not
+        kept."""
         from advisor.inspect.devices import inspect_devices
 
-        if (not probe or fields is not None) and not self._fixed:
-            return inspect_devices(self.root, probe=probe, fields=fields)
+        if (not probe or fields is not None or users) and not self._fixed:
+            return inspect_devices(self.root, probe=probe, fields=fields, users=users)
         if self._inventory is None or (refresh and not self._fixed):
             self._inventory = inspect_devices(self.root)
         return self._inventory
 
     def device(self, name: str) -> Device:
-        """The device called `name` (kernel name, dm name, /dev path); DeviceProblem otherwise."""
-        from advisor.inspect.devices import find_device
+        """The device called `name` (kernel name, dm name, /dev path); DeviceProblem otherwise.
+        Without a kept inventory only what the device's facts depend on is read."""
+        from advisor.inspect.devices import find_device, inspect_one
 
+        if self._inventory is None and not self._fixed:
+            found = inspect_one(self.root, name)
+            if found is not None:
+                return found
         return find_device(self.inventory(), name)
 
     # ---- advice ----
@@ -162,7 +168,7 @@ class Session:
         run's own mount would make it refuse); after the host check, so that without root the
         message is that. `say` gets each "recovered: ..." line."""
         self.require_live("validation")
-        from advisor.bench.resources import recover_and_say
+        from advisor.bench.cleanup import recover_and_say
         from advisor.bench.run import check_host
 
         check_host(need_loop=loop)
@@ -172,8 +178,8 @@ class Session:
         """The scratch-device guard's reasons not to format `device` (empty: it may be used).
         `left`: test filesystems dead runs left (Recovery.test_filesystems), not counted as
         data."""
+        from advisor.bench.cleanup import without_test_filesystem
         from advisor.bench.guard import refusals
-        from advisor.bench.resources import without_test_filesystem
         from advisor.bench.run import MIN_DEVICE_BYTES
 
         if not self.live:
@@ -192,7 +198,7 @@ class Session:
             return []
         from advisor.bench.guard import Links, live_links, refusals, scope_of
         from advisor.bench.run import MIN_DEVICE_BYTES
-        from advisor.render.devices import natural_key
+        from advisor.models.device import natural_key
 
         inventory = inventory or self.inventory()
         links = live_links(inventory) if inventory.live else Links()
@@ -208,8 +214,8 @@ class Session:
         """The device called `name`, read afresh and through the guard; DeviceProblem naming
         every reason otherwise. `unrecognized_ok`: data no signature names may be destroyed
         (validate --destroy-unrecognized-data)."""
+        from advisor.bench.cleanup import without_test_filesystem
         from advisor.bench.guard import check_scratch
-        from advisor.bench.resources import without_test_filesystem
         from advisor.bench.run import MIN_DEVICE_BYTES
 
         self.require_live("validation")
@@ -308,7 +314,7 @@ class Session:
         sequences hold whenever a run stops). The rest as advisor.bench.run.execute."""
         self.require_live("validation")
         from advisor.bench.calibration import CalibrationStore
-        from advisor.bench.resources import stop_our_fio
+        from advisor.bench.cleanup import stop_our_fio
         from advisor.bench.run import execute
 
         store = CalibrationStore(Path(self.calibration_file) if self.calibration_file else None)
@@ -361,6 +367,14 @@ class Session:
         return {m.name: (m.title, m.unit) for m in METRICS}
 
     @staticmethod
+    def question_summary(proposal: Proposal) -> str:
+        """`1 answer would change this: access`, as the proposal's text says it ("" when no
+        missing answer decides anything)."""
+        from advisor.render.explain import question_summary
+
+        return question_summary(proposal.questions)
+
+    @staticmethod
     def report_lines(report: ValidationReport) -> list[str]:
         """A report's first lines, as `xfs-advisor validate` prints them: what was proposed, for
         which device, what ran as B and every difference between the two."""
@@ -396,10 +410,11 @@ class Session:
         ..."), why it is not offered ("Attribution: not offered: ..."), or "" when the report
         already holds one."""
         from advisor.bench import attribute as attribution
+        from advisor.bench import differences
 
         if report.attribution is not None:
             return ""
-        chosen = attribution.options(plan.a, plan.b)
+        chosen = differences.options(plan.a, plan.b)
         why = attribution.skip_reason(report, chosen)
         if why is None and plan.device is not None:
             why = (f"on {plan.device} it runs from the command line, with the device held "
@@ -422,7 +437,8 @@ class Session:
         made (by UUID, read while held) and nothing else. `progress(done, total, what)` counts
         over all the option runs; `cancel` stops them like run_validation's."""
         from advisor.bench import attribute as attribution
-        from advisor.bench.resources import Recovery
+        from advisor.bench import differences
+        from advisor.bench.cleanup import Recovery
         from advisor.system.loopdev import dev_name
         from advisor.system.superblock import read_xfs_uuid
 
@@ -432,7 +448,7 @@ class Session:
             raise DeviceProblem(f"attribution on {plan.device} needs the device still held from "
                                 "the combined run (validate --attribute runs right after it)")
         cancel = cancel or threading.Event()
-        chosen = attribution.options(plan.a, plan.b)
+        chosen = differences.options(plan.a, plan.b)
         steps = 2 * plan.pairs + 1
 
         def run_one(p: Plan, index: int) -> ValidationReport:
@@ -474,27 +490,33 @@ class Session:
                     cancel: threading.Event | None = None,
                     finish: threading.Event | None = None,
                     on_sample: Sample | None = None,
-                    say: Callable[[str], None] | None = None) -> ValidationReport:
+                    say: Callable[[str], None] | None = None,
+                    source: str = "the report") -> ValidationReport:
         """Continue a finished loop-device validation with more ABBA blocks: the same sides,
         workload shape and margins, on a fresh loop device of the same size; the earlier pairs
         are kept and the confidence sequences simply go on (they hold at every number of
         pairs, so continuing after a look is not peeking). Stops when every metric is resolved,
         after `pairs` more pairs (default: what the report says would likely resolve the open
-        ones, at least one block) or when `budget_seconds` (default: the report's) runs out."""
+        ones, at least one block) or when `budget_seconds` (default: the report's) runs out.
+        The report is input (a file from anywhere): every number the run would act on is held
+        to the bounds the flags have, before anything is made (BadInput naming `source`)."""
         from advisor.bench.run import continuation
 
         self.require_live("validation")
-        plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir)
+        plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir,
+                            source=source)
         return self.run_validation(plan, progress=progress, cancel=cancel, finish=finish,
                                    on_sample=on_sample, say=say)
 
     @staticmethod
-    def continuation_plan(report: ValidationReport, pairs: int | None = None) -> Plan:
+    def continuation_plan(report: ValidationReport, pairs: int | None = None, *,
+                          loop_dir: str | None = None, source: str = "the report") -> Plan:
         """The plan more_rounds would run for `report` (BadInput for a calibration or a
-        scratch-device run, which cannot be continued)."""
+        scratch-device run, which cannot be continued, and for numbers out of the flags'
+        bounds or a backing file the loop folder cannot hold)."""
         from advisor.bench.run import continuation
 
-        return continuation(report, pairs)
+        return continuation(report, pairs, loop_dir=loop_dir, source=source)
 
     # ---- audit ----
 
@@ -505,7 +527,7 @@ class Session:
         `workload`: the answers what the advisor would propose today is made for."""
         from advisor.audit import audit
 
-        return audit(self, names, fstab, fail_on, workload)
+        return audit(self, self.root, names, fstab, fail_on, workload)
 
     # ---- profile ----
 

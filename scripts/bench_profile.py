@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -47,8 +48,9 @@ def build_tree(root: Path, files: int) -> int:
     return made
 
 
-def measure(argv: list[str], tree: Path = REPO) -> tuple[float, int, str]:
-    """Wall seconds, peak RSS in KiB, and stdout of one run.
+def measure(argv: list[str], tree: Path = REPO) -> tuple[float, int, str, float]:
+    """Wall seconds, peak RSS in KiB, stdout and CPU seconds (user + system: what a busy machine
+    moves least) of one run.
 
     The peak RSS comes from GNU time when it is installed: a child forked straight from this
     Python process would report this process's size as its own peak."""
@@ -56,15 +58,18 @@ def measure(argv: list[str], tree: Path = REPO) -> tuple[float, int, str]:
     with tempfile.NamedTemporaryFile("r") as rss_file:
         wrapped = ([str(gnu_time), "-f", "%M", "-o", rss_file.name, *argv]
                    if gnu_time.exists() else argv)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.run(wrapped, capture_output=True, cwd=tree,
                               env={**os.environ, "PYTHONPATH": str(tree)})
         elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         peak = int(rss_file.read().split()[-1]) if gnu_time.exists() else 0
     if proc.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({proc.returncode}): "
                          f"{proc.stderr.decode(errors='replace')}")
-    return elapsed, peak, proc.stdout.decode()
+    return elapsed, peak, proc.stdout.decode(), cpu
 
 
 def main() -> int:
@@ -111,6 +116,12 @@ def main() -> int:
                 "tree": label, "inodes": inodes,
                 "du_seconds": round(du_s, 3), "profile_seconds": round(profile_s, 3),
                 "ratio": round(profile_s / du_s, 2),
+                "du_cpu_seconds": round(min(r[3] for r in du_runs), 3),
+                "profile_cpu_seconds": round(min(r[3] for r in profile_runs), 3),
+                "cpu_ratio": round(min(r[3] for r in profile_runs)
+                                   / max(min(r[3] for r in du_runs), 1e-3), 2),
+                "baseline_cpu_seconds": (round(min(r[3] for r in base_runs), 3) if base_runs
+                                         else None),
                 "paired_ratios": [round(r, 2) for r in paired],
                 "profile_entries_per_second": round(inodes / profile_s),
                 "du_peak_rss_kib": max(r[1] for r in du_runs),
@@ -140,6 +151,10 @@ def main() -> int:
               f"{r['profile_walk_seconds']:>7.2f} {r['du_peak_rss_kib']:>6,} KiB "
               f"{r['profile_peak_rss_kib']:>8,} KiB")
     for r in results:
+        print(f"CPU ({r['tree']}): du {r['du_cpu_seconds']:.2f} s, profile "
+              f"{r['profile_cpu_seconds']:.2f} s ({r['cpu_ratio']}x)"
+              + (f", baseline {r['baseline_cpu_seconds']:.2f} s" if r["baseline_cpu_seconds"]
+                 else ""))
         print(f"paired ratios ({r['tree']}): {', '.join(f'{x}x' for x in r['paired_ratios'])}")
         if r["baseline_seconds"]:
             print(f"baseline {baseline} ({r['tree']}): {r['baseline_seconds']:.2f} s "

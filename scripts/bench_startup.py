@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Cold start of the commands people script: `xfs-advisor --json --device D --workload W` (both
-dry runs included) and `xfs-advisor devices --json`, beside peers measured in the same run.
+dry runs included) and `xfs-advisor devices --json`, beside peers measured in the same run
+(`python -c pass`, `import pydantic`, and `lsblk -J -O`, what an admin runs instead of
+`devices --json`).
 
 Figures that a machine shared with other work moves little: CPU time (user + system, the
 command's children included: mkfs.xfs) and, with --callgrind, the instructions the Python process
@@ -96,6 +98,8 @@ def main() -> int:
     commands: dict[str, tuple[list[str], str | None]] = {
         "python -c pass": ([python, "-c", "pass"], None),
         "python -c 'import pydantic'": ([python, "-c", "import pydantic"], None),
+        # The tool an admin would use instead of `devices --json`.
+        "lsblk -J -O": ([shutil.which("lsblk") or "/usr/bin/lsblk", "-J", "-O"], None),
         **{name: (argv, None) for name, argv in ours.items()},
     }
     if args.baseline:
@@ -146,6 +150,12 @@ def main() -> int:
     print(f"(python -c pass: {base_wall:.0f} ms wall, {base_cpu:.0f} ms CPU in this run)")
     devices_ms = statistics.median(walls["devices --json"])
     advice_ms = statistics.median(walls[f"--json --device {device}"])
+    lsblk_wall, lsblk_cpu = (statistics.median(walls["lsblk -J -O"]),
+                             statistics.median(cpus["lsblk -J -O"]))
+    print(f"devices --json / lsblk -J -O: wall "
+          f"{statistics.median(walls['devices --json']) / lsblk_wall:.1f}x, CPU "
+          f"{statistics.median(cpus['devices --json']) / max(lsblk_cpu, 0.1):.1f}x "
+          f"(lsblk: {lsblk_wall:.0f} ms wall, {lsblk_cpu:.0f} ms CPU)")
     print(f"goals on a quiet machine: devices --json under 120 ms (here {devices_ms:.0f}), "
           f"advice under 200 ms (here {advice_ms:.0f}); wall times move with the load above")
     return 0

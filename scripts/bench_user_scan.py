@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Benchmark the guard's whole-host scan for processes holding a device open (advisor.system.
-openers.scan, and the guard's full live look: every loop device's binding plus that scan)
-against fuser and lsof asked about the same device, in one run, on a host made busy for it.
+"""Benchmark the guard's whole-host scan for processes holding a device open or mapped
+(advisor.system.openers.scan, the guard's full live look: every loop device's binding plus that
+scan, and `devices`' inventory with usage.held_open) against fuser and lsof asked about the same
+device, in one run, on a host made busy for it.
 
 The busy host: LOOPS loop devices over sparse files, and PROCS processes holding FDS file
 descriptors each (regular files, pipes, sockets, /dev/null, and a few of the loop devices); one
 of them holds the target device open read-write. Each tool must find that process (checked every
-run), then the three are timed interleaved, RUNS times. Needs root (losetup). Not a test: figures
+run), then all are timed interleaved, RUNS times. Needs root (losetup). Not a test: figures
 to read; everything made is removed at the end, whatever happens.
 
     .venv/bin/python scripts/bench_user_scan.py [--procs 200] [--fds 500] [--loops 16] [--runs 5]
@@ -57,6 +58,7 @@ def busy_host(work: Path, procs: int, fds: int, loops: int) -> Iterator[tuple[st
     """The loop devices and the processes; yields (target device, pid holding it)."""
     devices: list[str] = []
     children: list[int] = []
+    before = set(os.listdir("/sys/block"))
     try:
         for i in range(loops):
             image = work / f"l{i}.img"
@@ -92,6 +94,29 @@ def busy_host(work: Path, procs: int, fds: int, loops: int) -> Iterator[tuple[st
                 os.waitpid(pid, 0)
         for dev in devices:
             subprocess.run(["losetup", "-d", dev], check=False)
+        _remove_new_loop_nodes(devices, before)
+
+
+#: ioctl on /dev/loop-control that removes an unbound loop device (linux/loop.h).
+LOOP_CTL_REMOVE = 0x4C81
+
+
+def _remove_new_loop_nodes(devices: list[str], before: set[str]) -> None:
+    """Loop devices losetup had to create stay in /sys/block after their detach: remove those
+    this run created (each only while nothing has bound it again), so that a 200-loop run
+    leaves the host's device list as it found it."""
+    import fcntl
+
+    made = [d for d in devices if os.path.basename(d) not in before]
+    if not made:
+        return
+    fd = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        for dev in made:
+            with contextlib.suppress(OSError, ValueError):  # bound again meanwhile: kept
+                fcntl.ioctl(fd, LOOP_CTL_REMOVE, int(os.path.basename(dev).removeprefix("loop")))
+    finally:
+        os.close(fd)
 
 
 def _timed(action: Callable[[], set[int]]) -> tuple[float, set[int]]:
@@ -129,6 +154,12 @@ def main() -> int:
             assert links.openers is not None
             return {o.pid for o in links.openers.devices.get(rdev, [])}
 
+        def devices_users() -> set[int]:
+            # What `devices` adds as root: the loop bindings and one scan, as usage.held_open.
+            inv = inspect_devices(SysRoot(), probe=False, users=True)
+            found = next(d for d in inv.devices if d.path == target)
+            return {o.pid for o in found.usage.held_open or []}
+
         def fuser() -> set[int]:
             out = subprocess.run(["fuser", target], capture_output=True, text=True).stdout
             return {int(p) for p in out.split() if p.isdigit()}
@@ -137,8 +168,8 @@ def main() -> int:
             out = subprocess.run(["lsof", "-t", target], capture_output=True, text=True).stdout
             return {int(p) for p in out.split() if p.isdigit()}
 
-        tools = {"openers.scan": ours, "guard live_links": guard_look, "fuser DEV": fuser,
-                 "lsof -t DEV": lsof}
+        tools = {"openers.scan": ours, "guard live_links": guard_look,
+                 "devices held_open": devices_users, "fuser DEV": fuser, "lsof -t DEV": lsof}
         times: dict[str, list[float]] = {name: [] for name in tools}
         for _ in range(args.runs):
             for name, action in tools.items():
@@ -148,7 +179,8 @@ def main() -> int:
                     return 1
                 times[name].append(seconds)
         print(f"host: {host_procs} processes, {host_fds} open fds, {args.loops} loop devices "
-              f"made here; target {target} held by pid {holder}; {args.runs} interleaved runs")
+              f"made here; target {target} held by pid {holder}; {args.runs} interleaved runs; "
+              f"load average {os.getloadavg()[0]:.1f}")
         for name, values in times.items():
             print(f"{name:<18} median {statistics.median(values) * 1000:8.1f} ms  "
                   f"min {min(values) * 1000:8.1f} ms  max {max(values) * 1000:8.1f} ms")

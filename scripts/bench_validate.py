@@ -5,21 +5,28 @@ loop devices, many minutes; run it on a busy machine: that is the condition it i
 Interleaved in one period, per repetition and case, the three methods on the same planted
 effects:
 - the tool: `validate --json` with the case's options and workload at its default settings
-  (rounds, budget, margins); its decision is each option's pre-declared primary metric (the
-  mechanism counter its rule names, else CPU time per directory create), and for the fsync case
-  also its throughput verdict on fsync'd writes;
-- Welch: a hand-made Welch t-test on unpaired fio runs (RUNS per side, A and B alternating,
-  each a fresh mkfs, mount, one fio job of the case's operation, umount), two-sided at 0.05; for
-  the no-effect cases "correct" needs equivalence within +-5% shown (two one-sided Welch tests);
+  (rounds, budget, margins), scored twice: on each option's pre-declared primary metric (the
+  mechanism counter its rule names, else CPU time per directory operation), and on its
+  throughput verdict for the case's scored figure (creates into the holes of the directory for
+  the directory cases, fsync'd writes for the fsync case);
+- Welch: a hand-made Welch t-test on unpaired runs of the same job (RUNS per side, A and B
+  alternating, each a fresh mkfs and mount, the tool's own fio job files for the shape the
+  tool's run used: create, delete and refill in a directory of the same size, sync, umount and
+  mount, cold stats and the data phases), scored on its own throughput of the same figure,
+  two-sided at 0.05; for the no-effect cases "correct" needs equivalence within +-5% shown (two
+  one-sided Welch tests);
 - trimmed mean: seed 002's method on the same runs (5 per side, drop the highest and lowest,
   compare the means of the middle three, call a difference beyond 5%).
 
-Cases: `-n size=64k` on a 50,000-entry create-heavy directory (truth: creates worse),
-`logbsize=256k` against the default on an fsync-heavy workload (truth: fewer log writes per
-directory operation; the fsync rate is lower here), a no-effect change (`-i maxpct=5`) and A/A.
-Prints correct / wrong / undecided per method and case, time to verdict, correct decisions per
-10 minutes, and the machine's load. Then (unless --default-runs 0) the embedded default
-(`validate` with no arguments) N times: wall time to its decided verdict.
+Cases: `-n size=64k` on a 50,000-entry create-heavy directory (truth: more CPU per directory
+change, creates into holes slower), `logbsize=256k` against the default on an fsync-heavy
+workload (truth: fewer log writes per directory operation; fewer fsync'd writes per second), a
+no-effect change (`-i maxpct=5`) and A/A. Prints correct / wrong / undecided per method and
+case, time to verdict, correct decisions per 10 minutes, the machine's load, and the goals with
+pass or fail: the tool decides the planted cases 10 of 10, calls no-effect and A/A wrong at most
+1 in 20, and makes at least 3x Welch's correct decisions per 10 minutes. Then (unless
+--default-runs 0) the embedded default (`validate` with no arguments) N times: wall time to its
+decided verdict.
 
     sudo .venv/bin/python scripts/bench_validate.py [--reps 3] [--default-runs 5] [--json]
 """
@@ -42,6 +49,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from advisor.bench import jobs  # noqa: E402
 from advisor.bench.stats import t_cdf  # noqa: E402
 
 RUNS = 5
@@ -49,57 +57,43 @@ CREATE_HEAVY = ("--largest-directory-entries", "50000", "--concurrent-writers", 
                 "--fsyncs-per-second", "0", "--median-file-size", "4KiB")
 FSYNC_HEAVY = ("--largest-directory-entries", "5000", "--concurrent-writers", "4",
                "--fsyncs-per-second", "2000", "--median-file-size", "4KiB")
-CREATE_JOB = """[global]
-thread
-fallocate=none
-[create]
-directory={mnt}/big
-ioengine=filecreate
-filesize=4k
-nrfiles={files}
-openfiles=1
-file_service_type=sequential
-filename_format=msg.$filenum.host.example.org
-create_on_open=1
-"""
-FSYNC_JOB = """[global]
-thread
-ioengine=psync
-fallocate=none
-group_reporting=1
-[syncwrite]
-directory={mnt}
-rw=write
-bs=4k
-fsync=1
-size=16m
-numjobs=4
-time_based=1
-runtime=2s
-"""
-#: case: (validate options, workload, hand mkfs options, hand mount options, fio job, files,
-#: truth): truth "worse"/"fewer" or "none".
+#: case: validate's options and workload, the same options by hand, the truth of the primary
+#: metric ("moved": the change's mechanism moves, "none": nothing does) and of the scored
+#: throughput figure ("worse" or "none").
 CASES: dict[str, dict[str, Any]] = {
     "n-size-64k": {"args": ("--mkfs-options", "-n size=64k", *CREATE_HEAVY),
-                   "mkfs": ["-n", "size=64k"], "mount": [], "job": CREATE_JOB, "files": 50000,
-                   "truth": "worse"},
+                   "mkfs": ["-n", "size=64k"], "mount": [], "figure": "refill_creates_per_s",
+                   "truth": "moved", "throughput": "worse"},
     "logbsize-256k": {"args": ("--mount-options", "logbsize=256k", *FSYNC_HEAVY),
-                      "mkfs": [], "mount": ["logbsize=256k"], "job": FSYNC_JOB, "files": 0,
-                      "truth": "worse"},
+                      "mkfs": [], "mount": ["logbsize=256k"], "figure": "fsync_writes_per_s",
+                      "truth": "moved", "throughput": "worse"},
     "no-effect": {"args": ("--mkfs-options", "-i maxpct=5", *CREATE_HEAVY),
-                  "mkfs": ["-i", "maxpct=5"], "mount": [], "job": CREATE_JOB, "files": 50000,
-                  "truth": "none"},
+                  "mkfs": ["-i", "maxpct=5"], "mount": [], "figure": "refill_creates_per_s",
+                  "truth": "none", "throughput": "none"},
     "a-a": {"args": ("--mount-options", "", *CREATE_HEAVY), "mkfs": [], "mount": [],
-            "job": CREATE_JOB, "files": 50000, "truth": "none"},
+            "figure": "refill_creates_per_s", "truth": "none", "throughput": "none"},
 }
+#: The way each planted change's primary metric moves (B against A).
+PLANTED = {"creates_per_cpu_s": "worse", "dirops_per_cpu_s": "worse",
+           "log_writes_per_1k_dirops": "better"}
 
 
-def sh(*argv: str) -> str:
-    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+def sh(*argv: str, cwd: str | None = None) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True, cwd=cwd).stdout
 
 
 def load() -> float:
     return round(os.getloadavg()[0], 2)
+
+
+def judged(verdict: str | None, truth: str) -> str:
+    """A verdict against the truth: `worse`/`better` is a direction, `equivalent` is "none"."""
+    if truth == "none":
+        return ("wrong" if verdict in ("better", "worse") else
+                "correct" if verdict == "equivalent" else "undecided")
+    if verdict == truth:
+        return "correct"
+    return "wrong" if verdict in ("better", "worse", "equivalent") else "undecided"
 
 
 # ---- the tool ------------------------------------------------------------------------------
@@ -112,45 +106,53 @@ def tool(case: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        return {"decision": "failed", "wall_s": round(wall, 1),
+        return {"decision": "failed", "throughput_decision": "failed", "wall_s": round(wall, 1),
                 "error": proc.stderr.strip().splitlines()[-1:] or ["?"]}
     figures = report["metrics"] + report["mechanisms"]
     primary = [m for m in figures if m["primary_for"]]
-    words = {m["verdict"] for m in primary}
     if case["truth"] == "none":
+        words = {m["verdict"] for m in primary}
         decision = ("wrong" if words & {"better", "worse"} else
                     "correct" if words == {"equivalent"} else "undecided")
     else:
-        # The planted change: its primary metric moved the way the change does (less CPU-time
-        # efficiency per create; fewer log writes per directory operation).
-        want = {"creates_per_cpu_s": "worse", "dirops_per_cpu_s": "worse",
-                "log_writes_per_1k_dirops": "better"}
-        got = [m["verdict"] for m in primary if m["name"] in want]
-        decision = ("correct" if got and all(v == want[m["name"]] for m, v in zip(
-            [m for m in primary if m["name"] in want], got, strict=True)) else
-            "wrong" if any(v in ("better", "worse") for v in got) else "undecided")
+        # The planted change: its primary metric moved the way the change does (less work per
+        # CPU-second per directory change; fewer log writes per directory operation).
+        got = [judged(m["verdict"], PLANTED[m["name"]]) for m in primary
+               if m["name"] in PLANTED]
+        decision = ("correct" if got and all(g == "correct" for g in got) else
+                    "wrong" if "wrong" in got else "undecided")
     by_name = {m["name"]: m for m in figures}
-    fsync = by_name.get("fsync_writes_per_s")
+    scored = by_name.get(case["figure"])
     return {"decision": decision, "wall_s": round(wall, 1), "pairs": report["rounds"],
-            "stopped": report["stopping"]["reason"],
+            "throughput_decision": judged(scored["verdict"] if scored else None,
+                                          case["throughput"]),
+            "stopped": report["stopping"]["reason"], "verdict": report["verdict"],
             "primary": {m["name"]: [m["ratio"], m["ci"], m["verdict"], m["decided_after"]]
                         for m in primary},
-            "fsync_verdict": fsync["verdict"] if fsync else None,
-            "fsync_ratio": fsync["ratio"] if fsync else None,
+            "figure": [scored["ratio"], scored["ci"], scored["verdict"]] if scored else None,
+            "shape": report["workload"],
             "load": report["environment"].get("load_average"), "summary": report["summary"]}
 
 
-# ---- by hand: unpaired fio runs ------------------------------------------------------------
+# ---- by hand: unpaired runs of the same job ------------------------------------------------
 
-def hand_runs(case: dict[str, Any], folder: str) -> tuple[list[float], list[float], float]:
-    """RUNS fio runs per side, alternating A and B, each on a fresh filesystem."""
+def hand_runs(case: dict[str, Any], folder: str,
+              shape_doc: dict[str, Any]) -> tuple[list[float], list[float], float]:
+    """RUNS runs per side, alternating A and B, each on a fresh filesystem, of the tool's own
+    job files for `shape_doc` (the shape the tool's run of this case used): the case's figure
+    from each run."""
+    shape = jobs.Shape(**shape_doc)
     img = os.path.join(folder, "hand.img")
     mnt = os.path.join(folder, "mnt")
     os.makedirs(mnt, exist_ok=True)
+    for part in ("changes", "rest"):
+        Path(folder, f"{part}.fio").write_text(jobs.jobfile(shape, "mnt", part=part),
+                                               encoding="utf-8")
+    wanted = {part: tuple(m for m in shape.metrics
+                          if (m.job in jobs.CHANGE_PHASES) == (part == "changes"))
+              for part in ("changes", "rest")}
     sh("fallocate", "-l", "4G", img)
     dev = sh("losetup", "-f", "--show", "--direct-io=on", img).strip()
-    job = os.path.join(folder, "hand.fio")
-    Path(job).write_text(case["job"].format(mnt=mnt, files=case["files"]), encoding="utf-8")
     a: list[float] = []
     b: list[float] = []
     started = time.monotonic()
@@ -161,15 +163,20 @@ def hand_runs(case: dict[str, Any], folder: str) -> tuple[list[float], list[floa
             mount = ["mount"] + (["-o", ",".join(case["mount"])]
                                  if side_b and case["mount"] else [])
             sh(*mount, dev, mnt)
+            values: dict[str, float] = {}
             try:
-                if case["files"]:
-                    os.mkdir(os.path.join(mnt, "big"))
-                out = sh("fio", "--output-format=json", job)
+                jobs.prepare(shape, mnt)
+                sh("sync")
+                out = sh("fio", "--output-format=json", "changes.fio", cwd=folder)
+                values.update(jobs.parse_fio(out, wanted["changes"]).values)
+                sh("sync")
+                sh("umount", mnt)
+                sh(*mount, dev, mnt)
+                out = sh("fio", "--output-format=json", "rest.fio", cwd=folder)
+                values.update(jobs.parse_fio(out, wanted["rest"]).values)
             finally:
                 sh("umount", mnt)
-            doc = json.loads(out[out.find("{"):])
-            iops = sum(j["write"]["iops"] + j["read"]["iops"] for j in doc["jobs"])
-            (b if side_b else a).append(iops)
+            (b if side_b else a).append(values[case["figure"]])
     finally:
         subprocess.run(["umount", mnt], capture_output=True, check=False)
         subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
@@ -214,6 +221,11 @@ def trimmed_decision(a: list[float], b: list[float], truth: str) -> str:
 
 # ---- the comparison ------------------------------------------------------------------------
 
+def _env(tmp: str) -> dict[str, str]:
+    return {**os.environ, "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
+            "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state")), "TMPDIR": tmp}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--reps", type=int, default=3, help="repetitions of every case (default 3)")
@@ -225,42 +237,51 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_validate: needs root (loop devices, mkfs, mount)", file=sys.stderr)
         return 2
+    names = args.cases.split(",")
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        print(f"bench_validate: unknown case {unknown[0]!r} (cases: {', '.join(CASES)})",
+              file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
+    shapes: dict[str, dict[str, Any]] = {}
     folder = os.environ.get("TMPDIR") or "/var/tmp"
     for rep in range(args.reps):
-        for name in args.cases.split(","):
+        for name in names:
             case = CASES[name]
             with tempfile.TemporaryDirectory(prefix="bench-validate-", dir=folder) as tmp:
-                env = {**os.environ,
-                       "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
-                       "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state")), "TMPDIR": tmp}
-                order = ("tool", "hand") if rep % 2 == 0 else ("hand", "tool")
+                # The hand runs take the shape the tool used, so the tool goes first until it is
+                # known; then the order alternates.
+                order = ("tool", "hand") if rep % 2 == 0 or name not in shapes \
+                    else ("hand", "tool")
                 for method in order:
                     before = load()
                     if method == "tool":
-                        got = tool(case, env)
+                        got = tool(case, _env(tmp))
+                        if "shape" in got:
+                            shapes[name] = got["shape"]
                         rows.append({"rep": rep, "case": name, "method": "tool",
                                      "load_before": before, **got})
-                    else:
-                        a, b, wall = hand_runs(case, tmp)
-                        for label, decide in (("welch", welch_decision),
-                                              ("trimmed-mean", trimmed_decision)):
-                            rows.append({"rep": rep, "case": name, "method": label,
-                                         "decision": decide(a, b, case["truth"]),
-                                         "wall_s": round(wall, 1), "load_before": before,
-                                         "ratio": round(statistics.mean(b)
-                                                        / statistics.mean(a), 3)})
-                    print(json.dumps(rows[-1] if method == "tool" else rows[-2:]),
-                          file=sys.stderr, flush=True)
+                        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+                        continue
+                    if name not in shapes:
+                        continue
+                    a, b, wall = hand_runs(case, tmp, shapes[name])
+                    for label, decide in (("welch", welch_decision),
+                                          ("trimmed-mean", trimmed_decision)):
+                        rows.append({"rep": rep, "case": name, "method": label,
+                                     "decision": decide(a, b, case["throughput"]),
+                                     "wall_s": round(wall, 1), "load_before": before,
+                                     "ratio": round(statistics.mean(b)
+                                                    / statistics.mean(a), 3)})
+                    print(json.dumps(rows[-2:]), file=sys.stderr, flush=True)
     defaults = []
     for _ in range(args.default_runs):
         with tempfile.TemporaryDirectory(prefix="bench-validate-", dir=folder) as tmp:
-            env = {**os.environ, "XFS_ADVISOR_CALIBRATION": str(Path(tmp, "calibration.json")),
-                   "XFS_ADVISOR_STATE_DIR": str(Path(tmp, "state")), "TMPDIR": tmp}
             before = load()
             started = time.monotonic()
             proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--json"],
-                                  capture_output=True, text=True, cwd=REPO, env=env,
+                                  capture_output=True, text=True, cwd=REPO, env=_env(tmp),
                                   timeout=900)
             wall = time.monotonic() - started
             try:
@@ -270,12 +291,14 @@ def main() -> int:
             primary = [m for m in report.get("metrics", []) + report.get("mechanisms", [])
                        if m["primary_for"]]
             defaults.append({"wall_s": round(wall, 1), "load_before": before,
-                             "pairs": report.get("rounds"),
+                             "load": (report.get("environment") or {}).get("load_average"),
+                             "pairs": report.get("rounds"), "verdict": report.get("verdict"),
                              "stopped": (report.get("stopping") or {}).get("reason"),
                              "primary": {m["name"]: [m["verdict"], m["decided_after"]]
                                          for m in primary},
                              "decided": bool(primary) and all(
-                                 m["verdict"] != "inconclusive" for m in primary)})
+                                 m["verdict"] != "inconclusive" for m in primary),
+                             "summary": report.get("summary")})
             print(json.dumps(defaults[-1]), file=sys.stderr, flush=True)
     summary = summarise(rows, defaults)
     if args.json:
@@ -286,20 +309,66 @@ def main() -> int:
     return 0
 
 
+def _count(rows: list[dict[str, Any]], key: str) -> dict[str, int]:
+    return {d: sum(r.get(key) == d for r in rows) for d in
+            ("correct", "wrong", "undecided", "failed")}
+
+
+def _per_10_min(rows: list[dict[str, Any]], key: str) -> float:
+    seconds = sum(r["wall_s"] for r in rows)
+    return 600 * sum(r.get(key) == "correct" for r in rows) / seconds if seconds else 0.0
+
+
+def scored(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(method label, the row key its decision is in, its rows): the tool twice."""
+    tool_rows = [r for r in rows if r["method"] == "tool"]
+    return [("tool primary", "decision", tool_rows),
+            ("tool throughput", "throughput_decision", tool_rows),
+            *[(m, "decision", [r for r in rows if r["method"] == m])
+              for m in ("welch", "trimmed-mean")]]
+
+
+def goals(rows: list[dict[str, Any]]) -> list[str]:
+    """The issue's goals, each PASS or FAIL on what ran (and how many runs that is)."""
+    tool_rows = [r for r in rows if r["method"] == "tool"]
+    planted = [r for r in tool_rows if CASES[r["case"]]["truth"] != "none"]
+    null = [r for r in tool_rows if CASES[r["case"]]["truth"] == "none"]
+    welch_planted = [r for r in rows if r["method"] == "welch"
+                     and CASES[r["case"]]["truth"] != "none"]
+    out = []
+    right = sum(r["decision"] == "correct" for r in planted)
+    ok = bool(planted) and right == len(planted)
+    out.append(f"goal: planted cases decided correctly every time (10 of 10): {right}/"
+               f"{len(planted)} -> {'PASS' if ok else 'FAIL'}"
+               + (f" (on {len(planted)} runs, not 10)" if ok and len(planted) < 10 else ""))
+    for label, key in (("primary", "decision"), ("throughput", "throughput_decision")):
+        wrong = sum(r.get(key) == "wrong" for r in null)
+        ok = bool(null) and wrong / len(null) <= 1 / 20
+        out.append(f"goal: no-effect and A/A called wrong at most 1 in 20 ({label}): {wrong}/"
+                   f"{len(null)} -> {'PASS' if ok else 'FAIL'}"
+                   + (f" (on {len(null)} runs, not 20)" if ok and len(null) < 20 else ""))
+    for label, key in (("primary", "decision"), ("throughput", "throughput_decision")):
+        mine, theirs = _per_10_min(planted, key), _per_10_min(welch_planted, "decision")
+        ok = (theirs == 0 and mine > 0) or (theirs > 0 and mine >= 3 * theirs)
+        ratio = f"{mine / theirs:.1f}x" if theirs else "Welch none"
+        out.append(f"goal: correct decisions per 10 minutes on the planted cases at least 3x "
+                   f"Welch's ({label}): tool {mine:.1f}, Welch {theirs:.1f} ({ratio}) -> "
+                   f"{'PASS' if ok else 'FAIL'}")
+    return out
+
+
 def summarise(rows: list[dict[str, Any]], defaults: list[dict[str, Any]]) -> list[str]:
     lines = []
-    for method in ("tool", "welch", "trimmed-mean"):
-        mine = [r for r in rows if r["method"] == method]
+    for method, key, mine in scored(rows):
         if not mine:
             continue
         for case in CASES:
             here = [r for r in mine if r["case"] == case]
             if not here:
                 continue
-            count = {d: sum(r["decision"] == d for r in here) for d in
-                     ("correct", "wrong", "undecided", "failed")}
+            count = _count(here, key)
             walls = [r["wall_s"] for r in here]
-            lines.append(f"{method:<13} {case:<14} correct {count['correct']}/{len(here)}, "
+            lines.append(f"{method:<16} {case:<14} correct {count['correct']}/{len(here)}, "
                          f"wrong {count['wrong']}, undecided {count['undecided']}"
                          + (f", failed {count['failed']}" if count["failed"] else "")
                          + f"; time to verdict median {statistics.median(walls):.0f} s "
@@ -308,22 +377,18 @@ def summarise(rows: list[dict[str, Any]], defaults: list[dict[str, Any]]) -> lis
                          f"{max(r['load_before'] for r in here):.1f}")
         planted = [r for r in mine if CASES[r["case"]]["truth"] != "none"]
         if planted:
-            correct = sum(r["decision"] == "correct" for r in planted)
+            correct = sum(r.get(key) == "correct" for r in planted)
             seconds = sum(r["wall_s"] for r in planted)
-            lines.append(f"{method:<13} planted: {correct} correct in {seconds:.0f} s = "
-                         f"{600 * correct / seconds:.1f} correct decisions per 10 minutes")
-    fsync = [r for r in rows if r["method"] == "tool" and r["case"] == "logbsize-256k"]
-    if fsync:
-        lines.append("tool          logbsize-256k throughput (fsync'd writes): "
-                     + ", ".join(f"{r.get('fsync_verdict')} {r.get('fsync_ratio')}"
-                                 for r in fsync))
+            lines.append(f"{method:<16} planted: {correct} correct in {seconds:.0f} s = "
+                         f"{_per_10_min(planted, key):.1f} correct decisions per 10 minutes")
+    lines += goals(rows)
     if defaults:
         walls = [d["wall_s"] for d in defaults]
+        loads = [x for d in defaults for x in (d.get("load") or [d["load_before"]])]
         lines.append(f"embedded default: decided {sum(d['decided'] for d in defaults)}/"
                      f"{len(defaults)}; wall median {statistics.median(walls):.0f} s "
                      f"({min(walls):.0f}-{max(walls):.0f}); pairs "
-                     f"{[d['pairs'] for d in defaults]}; load before "
-                     f"{[d['load_before'] for d in defaults]}")
+                     f"{[d['pairs'] for d in defaults]}; load {min(loads):.1f}-{max(loads):.1f}")
     return lines
 
 

@@ -17,6 +17,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,14 +145,20 @@ def loop(tmp_path: Path) -> Iterator[str]:
 def _own_state_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The run journal of every command the tests start lives in this run's temp folder, never
     in the host's /run/xfs-advisor (where a real run's journal would be), so two test runs at
-    once never see each other's runs. A test that wants its own sets the variable again."""
-    saved = os.environ.get("XFS_ADVISOR_STATE_DIR")
+    once never see each other's runs. A test that wants its own sets the variable again. TMPDIR
+    too: the temporary files the advisor and its tools make (a dry run's sparse image) go into
+    this run's temp folder, and are removed with it."""
+    saved = {name: os.environ.get(name) for name in ("XFS_ADVISOR_STATE_DIR", "TMPDIR")}
     os.environ["XFS_ADVISOR_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("tmp"))
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
     yield
-    if saved is None:
-        os.environ.pop("XFS_ADVISOR_STATE_DIR", None)
-    else:
-        os.environ["XFS_ADVISOR_STATE_DIR"] = saved
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    tempfile.tempdir = None
 
 
 @pytest.fixture(scope="session")

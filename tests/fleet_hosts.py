@@ -19,11 +19,14 @@ TOOL = Path(sys.executable).parent / "xfs-advisor"
 
 
 def collect(results: Path, host: str, sysroot: Path, devices: list[str],
-            workload: dict[str, object] | None = None, tool: Path = TOOL) -> Path:
-    """RESULTS/HOST as the playbook leaves it for a host that reads `sysroot`."""
+            workload: dict[str, object] | None = None, tool: Path = TOOL,
+            observe_for: int = 0, observe: tuple[str, ...] = ()) -> Path:
+    """RESULTS/HOST as the playbook leaves it for a host that reads `sysroot` (and, with
+    `observe_for`, observes the live mount points `observe` for that many seconds)."""
     env = {**os.environ, "XFS_ADVISOR_TOOL": str(tool), "XFS_ADVISOR_SYSROOT": str(sysroot),
            "XFS_ADVISOR_DEVICES": " ".join(devices),
-           "XFS_ADVISOR_WORKLOAD": json.dumps(workload or {})}
+           "XFS_ADVISOR_WORKLOAD": json.dumps(workload or {}),
+           "XFS_ADVISOR_OBSERVE_FOR": str(observe_for), "XFS_ADVISOR_OBSERVE": " ".join(observe)}
     out = subprocess.run(["/bin/sh", str(ROLE_FILES / "collect.sh")], env=env, check=True,
                          capture_output=True, text=True).stdout
     payload = re.search(r"XFS-ADVISOR-PAYLOAD:(\S+)", out)

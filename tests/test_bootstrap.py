@@ -32,7 +32,7 @@ def test_the_first_line_says_which_job_runs(args: tuple[str, ...], first: str) -
 
 def test_an_unknown_job_is_refused_before_any_set_up() -> None:
     proc = bootstrap("frobnicate")
-    assert proc.returncode == 1
+    assert proc.returncode == 1, proc.stderr
     assert proc.stderr == "bootstrap: unknown job 'frobnicate' (run, test or link)\n"
 
 

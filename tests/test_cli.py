@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
-from advisor.cli import requested_command
+from advisor.commands.parser import requested_command
+from tests.conftest import REPO
 
 
 @pytest.mark.parametrize(
@@ -46,7 +48,7 @@ def test_errors_are_json_under_json(tmp_path: object) -> None:
 
 
 def test_every_command_has_help() -> None:
-    from advisor.cli import COMMANDS
+    from advisor.commands.parser import COMMANDS
 
     for name in COMMANDS:
         proc = advisor(name, "--help")
@@ -59,10 +61,13 @@ def test_help_lists_the_exit_codes() -> None:
     from advisor.errors import HELP_EXIT_CODES
 
     proc = advisor("--help")
-    assert proc.returncode == 0
+    assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().endswith(HELP_EXIT_CODES.rstrip())
     codes = [line.split()[0] for line in HELP_EXIT_CODES.splitlines()[1:9]]
     assert codes == ["0", "1", "2", "3", "4", "5", "6", "130"]
+    # The documentation's table has the same codes.
+    page = (REPO / "docs" / "exit-codes.md").read_text()
+    assert re.findall(r"^\| (\d+) \|", page, re.M) == codes
 
 
 def test_help_says_what_a_size_unit_means() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli import COMMANDS, build_parser
 from advisor.commands.completion import parsers
+from advisor.commands.parser import COMMANDS, build_parser
 from advisor.commands.schema import SCHEMAS
 from tests.conftest import require
 from tests.engine.test_cli import cli

@@ -262,7 +262,7 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) ->
 def _with_absent_fstab_finding(folder: Path) -> None:
     """The host's audit gains an fstab line for a disk that is not there, with an option Linux
     4.0 removed (what `audit` reports for OLD_FSTAB)."""
-    from advisor.audit.models import AuditDocument, FilesystemAudit, Finding
+    from advisor.models.audit import AuditDocument, FilesystemAudit, Finding
 
     audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
     audit.filesystems.append(FilesystemAudit(
@@ -384,6 +384,74 @@ def test_html_report_is_one_page_with_host_text_escaped(tmp_path: Path, raid_hos
     assert text.count("<script>") == 1 and 'id="filter"' in text
 
 
+SPILLING = """
+import os, sys, time
+folder = sys.argv[1]
+os.makedirs(folder, exist_ok=True)
+i = 0
+while True:
+    path = f"{folder}/x{i}"
+    open(path, "w").close()
+    os.setxattr(path, "user.tag", b"v" * 300)
+    i += 1
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_observe_findings_by_rule_across_hosts(tmp_path: Path) -> None:
+    """The role's collect step observes a live XFS whose files get 300-byte attributes (never
+    inline) for 2 s: fleet groups the inode-size finding by rule over the hosts that observed,
+    says nothing for a host that was not asked, and gives the error of one whose observation
+    failed."""
+    from tests.conftest import loop_device, mounted, sh
+    from tests.fleet_hosts import collect, replicate
+    from tests.observe.test_observe import have_perf
+
+    require(have_perf(), "needs perf with xfs tracepoints")
+    tree = _tree(tmp_path / "tree")
+    results = tmp_path / "results"
+    with loop_device(tmp_path / "fs.img", 512 * MiB) as dev:
+        sh("mkfs.xfs", "-q", "-f", dev)
+        with mounted(dev, tmp_path / "mnt") as mnt:
+            writer = subprocess.Popen([sys.executable, "-c", SPILLING, str(mnt / "tagged")])
+            try:
+                busy = collect(tmp_path / "one", "busy", tree, [], observe_for=2,
+                               observe=(str(mnt),))
+            finally:
+                writer.kill()
+                writer.wait()
+    assert (busy / "observe.rc").read_text().strip() == "0", (busy / "observe.err").read_text()
+    replicate(busy, results, ["busy1", "busy2", "broken"])
+    quiet = collect(tmp_path / "two", "quiet", tree, [])
+    assert not (quiet / "observe.rc").exists()
+    replicate(quiet, results, ["quiet"])
+    (results / "broken" / "observe.rc").write_text("3\n")
+    (results / "broken" / "observe.err").write_text(
+        "xfs-advisor: /srv was unmounted during the observation\n")
+    code, doc, err = fleet(str(results))
+    assert code == 0 and err == ""
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    [group] = [g for g in doc["observe_by_rule"] if g["rule"] == "inode-size"]
+    assert group["hosts"] == ["busy1", "busy2"], doc["observe_by_rule"]
+    assert group["findings"] == 2
+    assert " setxattr calls (100%) moved the attributes out of the 512-byte inode" \
+        in group["example"]
+    assert hosts["busy1"]["observed_seconds"] == 2
+    assert hosts["busy1"]["observe_findings"][0]["mountpoint"] == str(tmp_path / "mnt")
+    assert hosts["quiet"]["observed_seconds"] is None and hosts["quiet"]["observe_error"] is None
+    assert hosts["broken"]["observe_error"] == ("observe failed (exit 3): /srv was unmounted "
+                                                "during the observation")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fleet", str(results), "--by-rule"]) == 0
+    text = out.getvalue()
+    assert "observed under load on 3 hosts; observe findings by rule:\ninode-size [observed] " \
+        "2 hosts, 2 findings: " in text, text
+    assert "    busy1, busy2\nbroken: observe failed (exit 3): /srv was unmounted" in text
+
+
 def test_every_view_says_when_each_host_collected(tmp_path: Path, raid_host: Path) -> None:
     import csv
 
@@ -478,7 +546,7 @@ def test_since_something_unreadable_is_one_line(tmp_path: Path, raid_host: Path,
 
 def _with_will_break(folder: Path, rule: str, due: str) -> None:
     """The host's audit gains a will-break fstab finding due from kernel `due`."""
-    from advisor.audit.models import AuditDocument, FilesystemAudit, Finding
+    from advisor.models.audit import AuditDocument, FilesystemAudit, Finding
 
     audit = AuditDocument.model_validate_json((folder / "audit.out").read_text())
     audit.filesystems.append(FilesystemAudit(

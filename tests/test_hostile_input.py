@@ -6,10 +6,13 @@ budget). Each is one line and exit 2; the run itself never starts."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -97,6 +100,43 @@ def test_a_continued_report_is_held_to_the_flags_bounds(
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1 and needle in err, err
+
+
+@pytest.mark.parametrize(("update", "needle"), [
+    ({"environment.device_size_bytes": 1 << 50}, "free"),
+    ({"workload.writers": 64}, "workload.writers"),
+    ({"workload.directory_entries": -20_000, "workload.churn_entries": -2_000},
+     "workload.directory_entries"),
+    ({"workload.phase_seconds": 1e300}, "workload.phase_seconds"),
+    ({"stopping.budget_seconds": 1e12}, "stopping.budget_seconds"),
+])
+def test_the_tuis_continuation_is_held_to_the_same_bounds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: dict[str, Any],
+        needle: str) -> None:
+    """The check lives where the report is continued (bench.run.continuation), not in the
+    command line: the TUI's "more rounds" (Session.continuation_plan, then more_rounds) refuses
+    the same reports, naming the field, before anything is made."""
+    from advisor.errors import BadInput
+    from advisor.models.bench import ValidationReport
+
+    report = ValidationReport.model_validate(_hostile(update))
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started("the run started")
+
+    monkeypatch.setattr(Session, "run_validation", started)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    session = Session()
+    with pytest.raises(BadInput, match=needle.replace(".", r"\.")) as plan_refused:
+        session.continuation_plan(report)
+    assert plan_refused.value.message.startswith(str(tmp_path)) if needle == "free" else \
+        plan_refused.value.message.startswith("the report: ")
+    with pytest.raises(BadInput, match=needle.replace(".", r"\.")):
+        session.more_rounds(report, loop_dir=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+    # The sound report gets through to the run.
+    with pytest.raises(_Started):
+        session.more_rounds(_report(), loop_dir=str(tmp_path))
 
 
 def test_a_sound_report_still_continues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,6 +300,97 @@ def test_someone_elses_link_in_a_shared_folder_is_not_followed(tmp_path: Path,
     assert victim.read_text() != "# precious\n"
 
 
+def _checksums(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_capture_refuses_a_folder_someone_else_can_fill(tmp_path: Path) -> None:
+    """Root capturing into /tmp/cap that another user made: that user could plant links in it
+    while the capture writes (to /etc/...). Refused before anything is read, as is a folder of
+    ours that others may write into; a new folder is made only we can write."""
+    require_root_tools()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    theirs = shared / "cap"
+    theirs.mkdir()
+    os.chown(theirs, 4242, 4242)
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    env = {k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"}
+
+    def capture(dest: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "advisor", "--sysroot", str(root),
+                               "capture", str(dest)], capture_output=True, text=True, cwd=REPO,
+                              env=env, timeout=120)
+
+    proc = capture(theirs)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "belongs to uid 4242" in proc.stderr
+    assert list(theirs.iterdir()) == []
+    open_to_all = shared / "ours"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    proc = capture(open_to_all)
+    assert proc.returncode == 2 and "can be written by others (mode 777)" in proc.stderr
+    assert list(open_to_all.iterdir()) == []
+    proc = capture(shared / "new")
+    assert proc.returncode == 0, proc.stderr
+    made = os.stat(shared / "new")
+    assert made.st_uid == os.geteuid() and not made.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def test_a_captured_tree_cannot_send_the_capture_outside_its_folder(tmp_path: Path) -> None:
+    """A --sysroot tree (another host's, untrusted) whose sysfs link names an absolute path:
+    capture copied what it read there back onto that path of this machine, outside DEST."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "model").write_text("  precious settings  \n\n")
+    (victim / "queue_depth").write_text("32")
+    before = _checksums(victim)
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    device = root / "sys" / "devices" / "virtual" / "block" / "sda" / "device"
+    device.symlink_to(victim)
+    env = {k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"}
+    proc = subprocess.run([sys.executable, "-m", "advisor", "--sysroot", str(root), "capture",
+                           str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert _checksums(victim) == before
+    assert sorted(p.name for p in victim.iterdir()) == ["model", "queue_depth"]
+
+
+def test_a_capture_writes_only_inside_the_folder_it_opened(tmp_path: Path) -> None:
+    """The writes go through the folder's fd: a link that appears inside it is not followed
+    (the write fails), and the folder renamed away and replaced by a link to elsewhere still
+    gets the files, not the link's target."""
+    from advisor.system.files import OwnFolder
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "passwd").write_text("root:x:0:0\n")
+    before = _checksums(victim)
+    dest = tmp_path / "cap"
+    folder, made = OwnFolder.make(dest, "capture folder")
+    with folder:
+        assert made
+        folder.write("sys/block/a", "1\n")
+        (dest / "etc").symlink_to(victim)
+        with pytest.raises(OSError):
+            folder.write("etc/passwd", "owned\n")
+        with pytest.raises(FileExistsError):
+            folder.write("sys/block/a", "2\n")
+        with pytest.raises(AdvisorError, match="outside"):
+            folder.write("../victim/passwd", "owned\n")
+        dest.rename(tmp_path / "moved")
+        dest.symlink_to(victim)
+        folder.write("passwd2", "x\n")
+        folder.write("sys/block/b", "2\n")
+    assert _checksums(victim) == before
+    assert (tmp_path / "moved" / "passwd2").read_text() == "x\n"
+    assert (tmp_path / "moved" / "sys" / "block" / "b").read_text() == "2\n"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_an_ending_signal_during_a_dry_run_removes_its_image(tmp_path: Path,
                                                              sig: signal.Signals) -> None:
@@ -295,3 +426,93 @@ def test_an_ending_signal_during_a_dry_run_removes_its_image(tmp_path: Path,
     assert list(temp.iterdir()) == []
     stub_left = subprocess.run(["pgrep", "-f", f"{stubs}"], capture_output=True, text=True)
     assert stub_left.stdout == ""
+
+
+def test_a_command_a_worker_starts_while_the_advisor_ends_is_killed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race behind a dry run outliving a SIGTERM: a worker thread starts its command just
+    after the main thread stopped every listed one. Once stop_children has run, a command that
+    is started is killed at once instead of running on (here for 30 s)."""
+    import threading as _threading
+
+    from advisor.system import runner
+
+    monkeypatch.setattr(runner, "_stopping", _threading.Event())
+    runner.stop_children()
+    started = time.monotonic()
+    result = runner.run(["sleep", "30"], check=False)
+    assert time.monotonic() - started < 10
+    assert result.returncode != 0
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+            found += [int(p) for p in f.read().split()]
+    return found
+
+
+def test_recovery_sweeps_what_killed_dry_runs_and_state_writes_left(tmp_path: Path) -> None:
+    """SIGKILL during a proposal's mkfs.xfs -N leaves its folder (a device-sized sparse image)
+    in TMPDIR; a kill between writing a state file and renaming it leaves run-*.json.tmp. The
+    next run's recovery removes both once their process is dead, and keeps a live process's
+    (and anyone else's) folder and file."""
+    require_root_tools()
+    from advisor.system.processes import process_start
+    from advisor.system.sysroot import SysRoot
+
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    real = subprocess.run(["mkfs.xfs", "-V"], capture_output=True, text=True).stdout
+    (stubs / "mkfs.xfs").write_text(
+        f'#!/bin/sh\ncase "$1" in -V) echo "{real.strip()}"; exit 0;; esac\n'
+        f'touch "{tmp_path}/dry-run-started"\nexec sleep 60\n')
+    (stubs / "mkfs.xfs").chmod(0o755)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    env = {**{k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"},
+           "PATH": f"{stubs}:{os.environ['PATH']}", "TMPDIR": str(temp),
+           "XFS_ADVISOR_STATE_DIR": str(state)}
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "--sysroot", str(root),
+                             "--device", "sda"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "dry-run-started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stub = _children(proc.pid)
+        proc.kill()
+        proc.wait()
+    finally:
+        proc.kill()
+        proc.wait()
+    for pid in stub:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    [killed] = [p for p in temp.iterdir() if p.name.startswith("xfs-advisor-check-")]
+    assert (killed / "device.img").stat().st_size == 100 << 30
+    # A live process's dry run (this one's), and a dead one's that is not ours.
+    me = f"{os.getpid()}-{process_start(SysRoot(), os.getpid())}"
+    live = temp / f"xfs-advisor-check-{me}-live0001"
+    live.mkdir()
+    (live / "device.img").write_bytes(b"")
+    theirs = temp / f"xfs-advisor-check-{proc.pid}-1-theirs01"
+    theirs.mkdir()
+    (theirs / "device.img").write_bytes(b"")
+    os.chown(theirs, 4242, 4242)
+    (state / f"run-{proc.pid}-0.json.tmp").write_text("{")
+    (state / f"run-{proc.pid}-0.json.tmp").chmod(0o600)
+    (state / f"run-{os.getpid()}-9.json.tmp").write_text("{")
+    recovery = subprocess.run(
+        [sys.executable, "-c", "from advisor.bench.resources import recover_and_say\n"
+         "recover_and_say(print)"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=60)
+    assert recovery.returncode == 0, recovery.stderr
+    assert f"dry run left {killed}" in recovery.stdout, recovery.stdout
+    assert f"unfinished state file {state}/run-{proc.pid}-0.json.tmp" in recovery.stdout
+    assert sorted(p.name for p in temp.iterdir()) == sorted([live.name, theirs.name])
+    assert sorted(p.name for p in state.iterdir()) == [f"run-{os.getpid()}-9.json.tmp"]

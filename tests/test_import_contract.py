@@ -62,8 +62,9 @@ def _forbidden(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-#: The one exception: the rule-book loader reads rule files through the regular-file reader.
-ENGINE_ALLOWED = {"rulebook.py": {"advisor.system.files"}}
+#: The exceptions: the rule-book loader reads rule files through the regular-file reader, and the
+#: decisions' option fragments are merged by the argv builder (pure: it builds lists, runs nothing).
+ENGINE_ALLOWED = {"rulebook.py": {"advisor.system.files"}, "decide.py": {"advisor.system.argv"}}
 
 
 def test_the_engine_never_runs_processes_or_reads_the_host() -> None:
@@ -91,10 +92,6 @@ def test_the_contract_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
 TUI_FORBIDDEN = ("subprocess", "sh", "advisor.bench", "advisor.system", "advisor.inspect",
                  "advisor.engine", "advisor.advice", "advisor.audit", "advisor.profile",
                  "advisor.commands")
-#: advisor.audit.models is the audit's data model (like advisor.models), not the audit itself.
-TUI_ALLOWED = {"advisor.audit.models"}
-
-
 def _runtime_imports(path: Path) -> set[str]:
     """_imports without what an `if TYPE_CHECKING:` block imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -119,7 +116,7 @@ def test_the_tui_reaches_the_core_only_through_the_session() -> None:
     modules = sorted(tui.glob("*.py"))
     assert len(modules) >= 10
     bad = {f"{m.name}: {name}" for m in modules for name in _runtime_imports(m)
-           if _forbidden(name, TUI_FORBIDDEN) and name not in TUI_ALLOWED}
+           if _forbidden(name, TUI_FORBIDDEN)}
     assert not bad, bad
     # The scan sees what it must: the session is imported, and a typing-only import is not.
     assert any("advisor.session" in _runtime_imports(m) for m in modules)
@@ -167,3 +164,15 @@ def test_devices_imports_only_what_it_needs(tmp_path: Path) -> None:
         assert "advisor.inspect.devices" in modules  # the check sees the run's own modules
         bad = [m for m in modules if _forbidden(m, DEVICES_NEVER_IMPORTS)]
         assert not bad, f"{' '.join(argv)} imported {bad}"
+
+
+def test_profile_without_a_workload_file_imports_no_toml_writer(tmp_path: Path) -> None:
+    """`profile --json` writes no file: the TOML writer (tomlkit) and the proposal's modules are
+    start-up it does not need."""
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "file").write_text("x")
+    modules = _devices_imports(["profile", "--json", str(tmp_path / "tree")])
+    assert "advisor.profile.walker" in modules
+    bad = [m for m in modules if _forbidden(m, ("tomlkit", "advisor.profile.workload_file",
+                                                "textual", "advisor.engine", "sh"))]
+    assert not bad, f"profile --json imported {bad}"

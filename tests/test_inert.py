@@ -215,7 +215,7 @@ def test_device_model_and_mount_point_never_reach_the_terminal_raw(
 
 def test_error_messages_are_escaped(tmp_path: Path) -> None:
     proc = _cli("--sysroot", str(_captured_host(tmp_path)), "devices", "sd\x1b[2Jz")
-    assert proc.returncode == 3
+    assert proc.returncode == 3, proc.stderr
     assert b"\x1b" not in proc.stderr and b"sd\\e[2Jz" in proc.stderr
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, loop_device, mounted, require_root_tools, sh
 from tests.tui.test_terminal import _wait_for
 from tests.tui.test_terminal import tmux as tmux  # a fixture
 
@@ -250,7 +250,8 @@ def test_every_command_runs_from_the_wheel(installed: Installed, shared_dumps: d
     checkout's validate tests run that same code."""
     from tests.fleet_hosts import collect
 
-    commands = set(installed.run("python", "-c", "from advisor.cli import build_parser; "
+    commands = set(installed.run("python", "-c",
+                                 "from advisor.commands.parser import build_parser; "
                                  "import argparse; p = build_parser(); print(*next(a.choices "
                                  "for a in p._actions if isinstance(a, "
                                  "argparse._SubParsersAction)))").stdout.split())
@@ -272,8 +273,10 @@ def test_every_command_runs_from_the_wheel(installed: Installed, shared_dumps: d
         "completion": ["completion", "zsh"],
         "manpage": ["manpage"],
     }
-    # The TUI has its own test above; fleet reads what the role's collect.sh made with the wheel.
-    assert commands - {"tui", "fleet", "validate"} == set(runs), "a command not run here"
+    # The TUI has its own test above; fleet reads what the role's collect.sh made with the wheel;
+    # observe watches a filesystem of its own (below).
+    assert commands - {"tui", "fleet", "validate", "observe"} == set(runs), \
+        "a command not run here"
     for name, argv in runs.items():
         proc = installed.run("xfs-advisor", *argv, env=env)
         # audit: 6 is "findings at or above --fail-on", on whatever this machine mounts.
@@ -281,6 +284,15 @@ def test_every_command_runs_from_the_wheel(installed: Installed, shared_dumps: d
         assert proc.stdout, name
         if "--json" in argv:
             json.loads(proc.stdout)
+    require_root_tools("losetup", "mkfs.xfs", "mount")
+    with loop_device(tmp_path / "fs.img", 512 << 20) as dev:
+        sh("mkfs.xfs", "-q", "-f", dev)
+        with mounted(dev, tmp_path / "mnt") as mnt:
+            proc = installed.run("xfs-advisor", "observe", "--json", "--counters-only", "--for",
+                                 "1s", str(mnt), env=env)
+    assert proc.returncode == 0, proc.stderr
+    [watched] = json.loads(proc.stdout)["filesystems"]
+    assert watched["mountpoint"] == str(tmp_path / "mnt"), watched
     bin_dir = tmp_path / "bin"  # the system's tools but fio
     bin_dir.mkdir()
     for tool in ("mkfs.xfs", "mount", "umount", "losetup", "xfs_info", "sysctl"):

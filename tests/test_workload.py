@@ -70,6 +70,10 @@ def test_format_size_round_trips(n: int) -> None:
         # one directory of 5,000,000 entries on a filesystem of 10 files: a contradiction, an
         # error (it made a permanent -n size=64k)
         ({"largest_directory_entries": 5_000_000, "file_count": 10}, "more than file_count"),
+        # every attribute has a name of at least one byte; bytes need an attribute
+        ({"xattrs_per_file": 30, "xattr_bytes_per_file": 20}, "xattrs_per_file (30)"),
+        ({"xattrs_per_file": 0, "xattr_bytes_per_file": 20}, "xattrs_per_file (0)"),
+        ({"xattrs_per_file": -1}, "xattrs_per_file"),
     ],
 )
 def test_bad_answers_name_the_key(data: dict[str, object], key: str) -> None:
@@ -82,6 +86,11 @@ def test_bad_answers_name_the_key(data: dict[str, object], key: str) -> None:
 def test_a_directory_as_large_as_the_filesystem_is_consistent() -> None:
     w = parse_workload({"largest_directory_entries": 10, "file_count": 10}, "w.toml")
     assert w.largest_directory_entries == w.file_count == 10
+
+
+def test_an_attribute_count_as_people_write_it() -> None:
+    w = parse_workload({"xattrs_per_file": "3", "xattr_bytes_per_file": 650}, "w.toml")
+    assert (w.xattrs_per_file, w.xattr_bytes_per_file) == (3, 650)
 
 
 def test_toml_and_json_give_the_same_answers(tmp_path: Path) -> None:
@@ -194,6 +203,13 @@ def test_counts_as_flags(flag: str, value: str, expected: int) -> None:
 def test_rates_take_the_count_forms() -> None:
     assert parse_workload({"fsyncs_per_second": "2k"}).fsyncs_per_second == 2000
     assert parse_workload({"fsyncs_per_second": "0.5"}).fsyncs_per_second == 0.5
+
+
+def test_a_rate_too_large_for_a_float_is_bad_input() -> None:
+    """TOML and JSON integers have no limit; float() of a 400-digit one overflows (it was an
+    internal error, exit 1)."""
+    with pytest.raises(BadInput, match="400 digits is too large"):
+        parse_workload({"fsyncs_per_second": 10**399})
 
 
 @pytest.mark.parametrize(("value", "needle"), [

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from advisor.audit import host as h
 from advisor.audit.fstab import FstabEntry, parse_fstab
-from advisor.audit.models import (
+from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
+from advisor.audit.options import fstab_findings, log_stripe_findings, obsolete_findings
+from advisor.errors import AdvisorError, DeviceProblem
+from advisor.inspect.mounts import Mount, xfs_mounts
+from advisor.models.audit import (
     SEVERITIES,
     AuditDocument,
     FilesystemAudit,
@@ -19,15 +22,11 @@ from advisor.audit.models import (
     Severity,
     TodayProposal,
 )
-from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
-from advisor.audit.options import fstab_findings, log_stripe_findings, obsolete_findings
-from advisor.errors import AdvisorError, DeviceProblem
+from advisor.models.session import Advising
 from advisor.models.workload import Workload
+from advisor.system.auditfiles import devno, sysroot_fstab
 from advisor.system.files import read_text
 from advisor.system.sysroot import SysRoot
-
-if TYPE_CHECKING:
-    from advisor.session import Session
 
 DEFAULT_FSTAB = "/etc/fstab"
 
@@ -36,7 +35,7 @@ def _fstab(path: str | None, root: SysRoot) -> tuple[str | None, list[FstabEntry
     """The fstab's XFS lines and its unusable lines as findings. A named file must be readable
     (BadInput otherwise); a missing default (/etc/fstab; in a --sysroot tree a capture's copy,
     else the tree's etc/fstab: a host's root mounted elsewhere) is no fstab."""
-    default = DEFAULT_FSTAB if root.live else str(h.sysroot_fstab(root))
+    default = DEFAULT_FSTAB if root.live else str(sysroot_fstab(root))
     if path is None and not os.path.exists(default):
         return None, [], []
     name = path or default
@@ -49,7 +48,7 @@ def _fstab(path: str | None, root: SysRoot) -> tuple[str | None, list[FstabEntry
     return name, [e for e in entries if e.fstype == "xfs"], bad
 
 
-def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
+def _targets(session: Advising, names: Sequence[str], mounts: list[Mount],
              fstab: list[FstabEntry]) -> list[h.Target]:
     """The filesystems to audit, each with its mount and its fstab line; with no names, every
     XFS mount, every unmounted XFS device libblkid finds, and every XFS fstab line."""
@@ -65,7 +64,7 @@ def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
                     and not d.usage.mountpoints]
     for entry in fstab:
         path = h.resolve_spec(entry.spec) if session.live else None
-        number = h.devno(path or "")
+        number = devno(path or "")
         match = next((t for t in targets if (number and t.maj_min == number) or
                       (t.mount and t.mount.entry.mountpoint == entry.mountpoint)), None)
         if match is not None and match.fstab is None:
@@ -77,7 +76,7 @@ def _targets(session: Session, names: Sequence[str], mounts: list[h.Mount],
     return targets
 
 
-def _today(session: Session, target: h.Target, read: h.FormatRead, workload: Workload
+def _today(session: Advising, target: h.Target, read: h.FormatRead, workload: Workload
            ) -> tuple[Today, TodayProposal | None]:
     """What the device stack reports now and what the advisor would make on it today, for the
     workload answers given (none: the defaults' view)."""
@@ -107,15 +106,16 @@ def _today(session: Session, target: h.Target, read: h.FormatRead, workload: Wor
         mount_options_missing=[o for o in proposal.mount_options if o not in in_effect])
 
 
-def _format_and_layout(session: Session, target: h.Target, host: Host, named: bool,
-                       result: FilesystemAudit, workload: Workload) -> list[Finding]:
+def _format_and_layout(session: Advising, root: SysRoot, target: h.Target, host: Host,
+                       named: bool, result: FilesystemAudit, workload: Workload
+                       ) -> list[Finding]:
     """Read the on-disk format (filling in `result`) and judge it and the layout. A named
     filesystem that cannot be read is an error; in a whole-host audit, a finding: one that
     fstab mounts breaks at the next mount, any other is worth a look."""
     assert target.device is not None
     try:
         device = h.device_of(session.inventory(), target.maj_min)
-        read = h.read_format(target.device, target.mount, session.root,
+        read = h.read_format(target.device, target.mount, root,
                              device.name if device else None)
     except DeviceProblem as err:
         if named:
@@ -136,7 +136,7 @@ def _format_and_layout(session: Session, target: h.Target, host: Host, named: bo
             + layout_findings(read.geometry, today))
 
 
-def _audit_one(session: Session, target: h.Target, host: Host, named: bool,
+def _audit_one(session: Advising, root: SysRoot, target: h.Target, host: Host, named: bool,
                workload: Workload) -> FilesystemAudit:
     """Every finding about one filesystem: its fstab line, its mount, its format, its layout."""
     obsolete = session.rulebook.of_kind("obsolete")
@@ -161,7 +161,7 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool,
             evidence=target.fstab.raw if target.fstab else "", source="fstab(5)",
             fix="check the spec; add nofail if the disk may be absent", fix_kind="next-mount"))
     else:
-        findings += _format_and_layout(session, target, host, named, result, workload)
+        findings += _format_and_layout(session, root, target, host, named, result, workload)
         g = result.geometry
         if target.fstab and g is not None and g.log_sunit_blocks:
             findings += log_stripe_findings(target.fstab, g.log_sunit_blocks * g.block_size)
@@ -169,20 +169,21 @@ def _audit_one(session: Session, target: h.Target, host: Host, named: bool,
     return result
 
 
-def audit(session: Session, names: Sequence[str] = (), fstab: str | None = None,
+def audit(session: Advising, root: SysRoot, names: Sequence[str] = (), fstab: str | None = None,
           fail_on: Severity = "breaks", workload: Workload | None = None) -> AuditDocument:
-    """Audit the named filesystems (mount points or devices), or all of the host's, against the
-    fstab file (default /etc/fstab, or a capture's copy). Never writes, never mounts. On a
-    capture, what `xfs-advisor capture` recorded stands for xfs_info and xfs_db."""
-    fstab_name, entries, syntax = _fstab(fstab, session.root)
-    mounts = h.xfs_mounts(session.root)
-    config = h.kernel_config(session.root)
+    """Audit the named filesystems (mount points or devices), or all of the host's (`root`, the
+    session's own), against the fstab file (default /etc/fstab, or a capture's copy). Never
+    writes, never mounts. On a capture, what `xfs-advisor capture` recorded stands for xfs_info
+    and xfs_db."""
+    fstab_name, entries, syntax = _fstab(fstab, root)
+    mounts = xfs_mounts(root)
+    config = h.kernel_config(root)
     env = session.environment
     host = Host(env.kernel, env.xfsprogs_version, h.supported(config, "CONFIG_XFS_SUPPORT_V4"),
                 h.supported(config, "CONFIG_XFS_SUPPORT_ASCII_CI"))
     targets = _targets(session, names, mounts, entries)
     answers = workload or Workload()
-    filesystems = [_audit_one(session, t, host, bool(names), answers) for t in targets]
+    filesystems = [_audit_one(session, root, t, host, bool(names), answers) for t in targets]
     if syntax:
         filesystems.append(FilesystemAudit(device=None, mountpoint=None, mounted=False,
                                            read_with=None, findings=syntax))

@@ -5,8 +5,8 @@ hosts will the new kernel refuse?"."""
 
 from __future__ import annotations
 
-from advisor.audit.models import SEVERITIES, AuditDocument
 from advisor.errors import BadInput
+from advisor.models.audit import SEVERITIES, AuditDocument
 from advisor.models.environment import parse_version
 from advisor.models.workload import mount_target
 

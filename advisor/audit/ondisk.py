@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from advisor.audit.models import Finding, FixKind, Severity
 from advisor.audit.options import XFS_DOC
+from advisor.models.audit import Finding, FixKind, Severity
 from advisor.models.proposal import MkfsGeometry
 
 #: xfs_admin -O bigtime=1 / inobtcount=1 (upgrade in place) came with xfsprogs 5.11; the kernel

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from advisor.audit.fstab import FstabEntry
-from advisor.audit.models import Finding, Severity
 from advisor.engine.context import KiB, mkfs_size
+from advisor.models.audit import Finding, Severity
 from advisor.models.rule import Rule
 from advisor.models.units import format_size, parse_size
 

@@ -19,9 +19,8 @@ combined run moved a figure and no option alone does, the report says so ("canno
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from advisor.bench.fit import _atoms, _join
+from advisor.bench.differences import Option, options, side_for
 from advisor.bench.run import Plan
 from advisor.models.bench import (
     Attribution,
@@ -29,7 +28,6 @@ from advisor.models.bench import (
     MetricResult,
     OptionEffect,
     OptionRun,
-    SideConfig,
     ValidationReport,
 )
 
@@ -38,33 +36,6 @@ DESIGN = ("one option at a time: A against A plus that option alone, one A/B run
 #: A figure's verdict in the words of its kind: a counter is work, not better or worse as such.
 _MOVED = {"timing": {"better": "better", "worse": "worse"},
           "counter": {"better": "less work", "worse": "more work"}}
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of B that A lacks, as it goes on top of A."""
-
-    label: str
-    mkfs: tuple[tuple[str, str], ...] = ()
-    """mkfs.xfs (flag, sub-option) atoms (advisor.bench.fit)."""
-    mount: tuple[str, ...] = ()
-
-
-def options(a: SideConfig, b: SideConfig) -> list[Option]:
-    """B's options that A does not have, one per mkfs sub-option (su/sw together) and per mount
-    option, in B's order."""
-    theirs = set(_atoms(a.mkfs_options))
-    found = [Option(f"{flag} {part}", mkfs=((flag, part),))
-             for flag, part in _atoms(b.mkfs_options) if (flag, part) not in theirs]
-    found += [Option(o, mount=(o,)) for o in b.mount_options if o not in a.mount_options]
-    return found
-
-
-def side_for(a: SideConfig, option: Option) -> SideConfig:
-    """A with `option` added: side B of that option's run."""
-    return SideConfig(label="B", mkfs_options=_join([*_atoms(a.mkfs_options), *option.mkfs]),
-                      mount_options=[*a.mount_options, *option.mount],
-                      source=f"attribution: {option.label} alone on top of A")
 
 
 def plans(main: Plan, chosen: list[Option]) -> list[Plan]:

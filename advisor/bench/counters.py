@@ -187,16 +187,32 @@ def writers_in_busiest_ag(device: str, mountpoint: str, writers: int) -> dict[st
     return {"writers_in_busiest_ag": float(max(ags.values()))}
 
 
-#: Pairs after which an exact sign test can show "every pair lower on B" (2^(1-n) <= 0.05).
-SIGN_TEST_PAIRS = 6
+#: Pairs from which a figure B did none of is judged (zero_side_p_value): the first look.
+ZERO_TEST_PAIRS = 4
+
+
+def zero_side_p_value(n: int) -> float:
+    """The exact one-sided p-value of "every one of B's n rounds below every one of A's n" when
+    the 2n rounds are exchangeable (B no different from A): one ordering of the sides among
+    C(2n, n), so 1 / C(2n, n) (1/70 at 4 pairs). It asks nothing of the figure's distribution
+    (a rank test: Mann-Whitney's U at its extreme), only that a round's figure does not depend
+    on which side it was run as."""
+    return 1.0 / math.comb(2 * n, n)
 
 
 def judge_none_on_b(samples: dict[str, dict[str, list[float]]], judged: set[str],
                     primary: dict[str, list[str]] | None = None) -> list[MetricResult]:
     """Figures B did none of in every round while A did some in every round (noatime: no atime
     transactions at all), which have no log-ratio to judge: B/A is 0 exactly, and the direction
-    is an exact sign test (every one of n pairs lower on B: two-sided p = 2^(1-n), 0.03 at 6
-    pairs), so "less work" (`better`) from 6 pairs on. `judged`: names already judged;
+    is an exact rank test over the rounds (zero_side_p_value): "less work" (`better`) from
+    ZERO_TEST_PAIRS pairs on, at the first look.
+
+    Error rate: a false "better" needs B's rounds to be all below A's at some look n >= 4. Under
+    no difference that has probability 1/C(2n, n) at each n, so at most
+    sum over n >= 4 of 1/C(2n, n) = 0.0197 for every look a run could ever take together
+    (union bound), below the 0.05 each primary metric is allowed, however often it looks and
+    whenever it stops (as the confidence sequences). At 3 pairs it would be 1/20 on its own
+    (0.070 with the later looks), so 3 pairs decide nothing. `judged`: names already judged;
     `primary`: name -> the options it is the primary metric of."""
     results = []
     for m in MECHANISMS:
@@ -207,13 +223,14 @@ def judge_none_on_b(samples: dict[str, dict[str, list[float]]], judged: set[str]
         if n < 2 or any(b != 0 for b in side["B"]) or any(a <= 0 for a in side["A"]):
             continue
         geo_a = math.exp(sum(math.log(a) for a in side["A"]) / n)
+        shown = n >= ZERO_TEST_PAIRS
         results.append(MetricResult(
             name=m.name, title=m.title, unit=m.unit, higher_is_better=False,
             a=[round(x, 3) for x in side["A"]], b=[0.0] * n, ratio=0.0,
             geo_mean_a=round(geo_a, 3), geo_mean_b=0.0, ci=[0.0, 0.0], margin=0.0, noise=0.0,
-            verdict="better" if 2.0 ** (1 - n) <= 0.05 else "inconclusive",
-            decided_after=SIGN_TEST_PAIRS if n >= SIGN_TEST_PAIRS else None,
-            rounds_to_resolve=SIGN_TEST_PAIRS if n < SIGN_TEST_PAIRS else None,
+            verdict="better" if shown else "inconclusive",
+            decided_after=ZERO_TEST_PAIRS if shown else None,
+            rounds_to_resolve=None if shown else ZERO_TEST_PAIRS,
             primary_for=list((primary or {}).get(m.name, []))))
     return results
 
@@ -246,6 +263,8 @@ def check_claims(claims: list[tuple[str, MechanismClaim]], a: SideConfig, b: Sid
         below, above = hi < 1.0, lo > 1.0
         wanted, other = (below, above) if claim.expect == "less" else (above, below)
         seen = "seen" if wanted else "opposite" if other else "not seen"
+        if m.verdict == "inconclusive" and m.ratio == 0.0:  # B none, before the test shows it
+            seen = "not seen"
         checks.append(MechanismCheck(option=have[0], rule=rule, counter=claim.counter,
                                      expect=claim.expect, seen=seen, ratio=m.ratio,
                                      ci=list(m.ci)))

@@ -12,39 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from advisor.models.bench import NotApplied, SideConfig
+from advisor.system.argv import join_atoms, option_atoms
 
 #: `check(mkfs_options)`: None when mkfs.xfs accepts them for the scratch device, else its error.
 Check = Callable[[list[str]], str | None]
-
-
-#: Sub-options mkfs.xfs takes only together (a stripe unit needs its width): tried as one.
-COUPLED = ({"su", "sw"}, {"sunit", "swidth"})
-
-
-def _atoms(options: list[str]) -> list[tuple[str, str]]:
-    """`-d agsize=80g,su=64k,sw=4 -l size=64m` -> [(-d, agsize=80g), (-d, su=64k,sw=4),
-    (-l, size=64m)]: one per sub-option, coupled ones (COUPLED) together."""
-    atoms = []
-    for flag, arg in zip(options[::2], options[1::2], strict=True):
-        parts = arg.split(",")
-        keys = [p.split("=", 1)[0] for p in parts]
-        done: set[int] = set()
-        for i in range(len(parts)):
-            if i in done:
-                continue
-            group = next((g for g in COUPLED if keys[i] in g), set())
-            together = [j for j in range(i, len(parts)) if keys[j] in group] or [i]
-            done.update(together)
-            atoms.append((flag, ",".join(parts[j] for j in together)))
-    return atoms
-
-
-def _join(atoms: list[tuple[str, str]]) -> list[str]:
-    """The inverse of _atoms: sub-options of one flag together again, in their first order."""
-    merged: dict[str, list[str]] = {}
-    for flag, part in atoms:
-        merged.setdefault(flag, []).append(part)
-    return [x for flag, parts in merged.items() for x in (flag, ",".join(parts))]
 
 
 #: Why an external log never runs in validate (the proposal's `-l logdev=` and `logdev=`).
@@ -101,11 +72,11 @@ def fit(side: SideConfig, check: Check) -> tuple[SideConfig, list[NotApplied]]:
         return side, external
     kept: list[tuple[str, str]] = []
     left: list[NotApplied] = []
-    for atom in _atoms(options):
-        error = check(_join([*kept, atom]))
+    for atom in option_atoms(options):
+        error = check(join_atoms([*kept, atom]))
         if error is None:
             kept.append(atom)
         else:
             left.append(NotApplied(option=f"{atom[0]} {atom[1]}", reason=error))
-    ran = side.model_copy(update={"mkfs_options": _join(kept)})
+    ran = side.model_copy(update={"mkfs_options": join_atoms(kept)})
     return ran, external + left

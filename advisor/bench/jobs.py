@@ -37,9 +37,15 @@ from advisor.errors import ToolProblem
 from advisor.models.workload import Workload
 from advisor.render import inert
 
-#: Directory operations per second a loop device on this class of machine reaches; only used to
-#: size the directory so that its phases take about the time given (the count is then fixed).
-OPS_RATE_GUESS = 40_000
+#: Directory operations per second the plan shown before a run assumes (a loop device on a
+#: 2-core machine); the run itself sizes its directory from a pilot of this machine's own rate
+#: (advisor.bench.run.Pilot), kept within PILOT_RATES.
+PLAN_RATE = 40_000
+#: The pilot's rate is kept within these (a pilot on a stalled machine must not make a run of
+#: a dozen files, nor a very fast one a run of millions).
+PILOT_RATES = (2_000.0, 400_000.0)
+#: Files the pilot creates: enough for fio's create rate to be more than its start-up.
+PILOT_ENTRIES = 2_000
 #: Share of the directory deleted, refilled and (cold) statted.
 CHURN_SHARE = 0.1
 #: Operations per directory entry: the create, a tenth of a delete, a refill and a cold stat
@@ -131,8 +137,10 @@ class Shape:
         return tuple(m for m in METRICS if m.job not in skip)
 
 
-def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> Shape:
-    """Scale the workload to about `measure_seconds` of measuring per round and side.
+def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int,
+              ops_rate: float = PLAN_RATE) -> Shape:
+    """Scale the workload to about `measure_seconds` of measuring per round and side, the
+    directory at `ops_rate` directory operations per second (the pilot's, else PLAN_RATE).
 
     The phases follow the answers: fsync'd writes unless fsyncs_per_second is 0, sequential
     1 MiB I/O unless the median file is under 1 MiB. A large directory keeps at least
@@ -145,7 +153,8 @@ def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int) -> S
     data_phases = int(fsync) + 2 * int(sequential)
     phase_share = 0.15 if data_phases else 0.0
     directory_share = 1.0 - data_phases * phase_share
-    budgeted = int(measure_seconds * directory_share * OPS_RATE_GUESS / OPS_PER_ENTRY)
+    rate = min(max(ops_rate, PILOT_RATES[0]), PILOT_RATES[1])
+    budgeted = int(measure_seconds * directory_share * rate / OPS_PER_ENTRY)
     wanted = asked if asked is not None else DEFAULT_DIRECTORY_ENTRIES
     floor = min(wanted, LARGE_DIRECTORY_FLOOR)
     entries = max(MIN_DIRECTORY_ENTRIES, min(wanted, budgeted), floor)
@@ -284,6 +293,24 @@ def jobfile(shape: Shape, mountpoint: str, counters_for: str | None = None,
         data("seqread", ["rw=read", "bs=1m", "direct=1", f"size={shape.read_file_bytes}",
                          "filename=read.dat"])
     return "\n".join(lines)
+
+
+def pilot_jobfile(mountpoint: str, entries: int = PILOT_ENTRIES) -> str:
+    """The pilot's fio job: `entries` creates into one directory (`big`), as the create phase
+    makes them. Its rate sizes the run's directory; nothing of it is a sample."""
+    mountpoint = inert.fio_name(mountpoint)
+    return "\n".join([
+        "[global]", "thread", "fallocate=none", "",
+        "[create]", f"directory={mountpoint}/big", "ioengine=filecreate", "filesize=4k",
+        f"nrfiles={entries}", "openfiles=1", "file_service_type=sequential",
+        f"filename_format={NAME.format('$filenum')}", "create_on_open=1", ""])
+
+
+def pilot_rate(text: str) -> tuple[float, float]:
+    """From the pilot's fio JSON: creates per second, and the seconds the creates took."""
+    create = next(m for m in METRICS if m.name == "creates_per_s")
+    result = parse_fio(text, (create,))
+    return result.values["creates_per_s"], result.measuring_seconds
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from advisor.bench.stats import geometric_mean
-from advisor.models.bench import MetricResult, ValidationReport
+from advisor.models.bench import MAX_PAIRS, MetricResult, ValidationReport
 from advisor.models.units import human_size
 
 
@@ -28,7 +28,7 @@ def _verdict_note(m: MetricResult) -> str:
     if m.verdict != "inconclusive":
         when = f" after {m.decided_after} pairs" if m.decided_after else ""
         return f"{m.verdict}{when}{first}"
-    more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else ">200 pairs"
+    more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else f">{MAX_PAIRS} pairs"
     return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve){first}"
 
 
@@ -223,7 +223,7 @@ def attribution_lines(report: ValidationReport) -> list[str]:
 def unclaimed(report: ValidationReport) -> list[str]:
     """B's options (those A lacks) that no mechanism check speaks for: the report says so rather
     than leave them out."""
-    from advisor.bench.attribute import options
+    from advisor.bench.differences import options
 
     if report.calibrate:
         return []
@@ -284,6 +284,8 @@ def render_text(report: ValidationReport, *, with_plot: bool = True) -> str:
     load = load_line(report)
     if load:
         out.append(load)
+    if env.isolation:
+        out.append(f"Isolation: {env.isolation}")
     attributed = attribution_lines(report)
     if attributed:
         out += ["", *attributed]

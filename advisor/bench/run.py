@@ -20,19 +20,15 @@ from pathlib import Path
 
 from advisor.bench import counters, jobs, stats
 from advisor.bench.calibration import CalibrationStore
+from advisor.bench.cleanup import Recovery, recover_and_say
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
 from advisor.bench.report import allows
-from advisor.bench.resources import (
-    Recovery,
-    Resources,
-    failure,
-    recover_and_say,
-    terminate_as_interrupt,
-)
-from advisor.errors import DeviceProblem, ToolProblem
+from advisor.bench.resources import Resources, failure
+from advisor.errors import BadInput, DeviceProblem, ToolProblem
 from advisor.models.bench import (
+    MAX_PAIRS,
     AgeReport,
     BenchEnvironment,
     CalibrationUse,
@@ -44,22 +40,22 @@ from advisor.models.bench import (
     StopReason,
     Timing,
     ValidationReport,
+    Verdict,
 )
 from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
+from advisor.signals import terminate_as_interrupt
 from advisor.system import argv
+from advisor.system.cgroup import Isolation, open_isolation
 from advisor.system.loopdev import dev_name
 from advisor.system.runner import run, which
 from advisor.system.superblock import read_xfs_uuid
 
 #: Fewest pairs before the first look (two ABBA blocks): the confidence sequences are valid at
 #: any number of pairs; a primary count with 1-3% noise and a several-fold change is decided at
-#: 3 or 4 pairs (a figure B does none of, by a sign test, at 6).
+#: 3 or 4 pairs (a figure B does none of, by an exact rank test, at 4).
 MIN_PAIRS = 4
-#: Most pairs a run may have: beyond this no verdict changes (stats.MAX_SUGGESTED_ROUNDS), and the
-#: plan, the samples and the time would grow without purpose.
-MAX_PAIRS = 200
 #: Longest wall-time budget, seconds (a day): the workload is scaled to it.
 MAX_BUDGET = 86400.0
 DEFAULT_PAIRS = 4
@@ -78,6 +74,13 @@ TEARDOWN_SECONDS = 3.0
 #: loop default at load 10: 4 to 5 s).
 SIDE_OVERHEAD = 4.0
 METADATA_OVERHEAD = 0.3
+#: A side repeats the pilot's steps besides its creates (mkfs, mount, sync, a fio start,
+#: umount) about twice over: two fio runs, two syncs, the umount and mount for cold caches.
+PILOT_STEPS = 2.0
+#: fio's cost per phase beyond its operations (its main loop polls in 100 ms steps).
+FIO_PHASE_SECONDS = 0.3
+#: The least fio time per side a run is sized for: below it the phases are too short to time.
+MIN_MEASURE_SECONDS = 1.0
 AGE_SEED = 20140501
 AGE_FILL = 0.10
 REQUIRED_TOOLS = ("mkfs.xfs", "mount", "umount", "losetup", "fio", "xfs_info")
@@ -109,6 +112,36 @@ def abba_order(pairs: int) -> list[str]:
     for i in range(pairs):
         order += ["A", "B"] if i % 2 == 0 else ["B", "A"]
     return order
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """What the run measured of this machine before its first pair, to size its phases (none
+    of it is a sample: the verdicts never see it)."""
+
+    ops_rate: float
+    """Creates per second fio reached in the pilot's directory (jobs.PILOT_ENTRIES files)."""
+    side_overhead: float
+    """Seconds a side is expected to cost besides fio's measured time: PILOT_STEPS times the
+    pilot's own time besides its creates, plus FIO_PHASE_SECONDS per phase."""
+    spent: float
+    """Seconds from the run's start to the pilot's end (set-up and pilot), out of the budget."""
+
+
+def sized_for(budget: float, pilot: Pilot, planned_pairs: int,
+              min_pairs: int) -> tuple[float, int]:
+    """fio seconds per side, and the pairs they are sized for, so that the run fits what the
+    budget leaves after the pilot and the clean-up: the planned pairs (twice the minimum, so an
+    adaptive run has room to go on) if each side then still gets MIN_MEASURE_SECONDS, else the
+    minimum pairs (shrinking the phases rather than overrunning), else the smallest phases (the
+    budget's cap then ends the run early and says so)."""
+    left = budget - pilot.spent - TEARDOWN_SECONDS
+    for pairs in dict.fromkeys((planned_pairs, min_pairs)):
+        per_side = left / (2 * pairs)
+        measure = (per_side - pilot.side_overhead) / (1 + METADATA_OVERHEAD)
+        if measure >= MIN_MEASURE_SECONDS:
+            return measure, pairs
+    return MIN_MEASURE_SECONDS, min_pairs
 
 
 @dataclass
@@ -164,6 +197,9 @@ class Plan:
     prior: Prior | None = None
     """An earlier run's pairs this one continues (Session.more_rounds): same sides, same shape,
     same margins; its samples are kept and the confidence sequence simply goes on."""
+    pilot: Pilot | None = None
+    """This machine's rate and a side's cost, measured by the run before its first pair: the
+    phases are sized from it (before it, from jobs.PLAN_RATE and SIDE_OVERHEAD)."""
 
     def __post_init__(self) -> None:
         if not MIN_PAIRS <= self.pairs <= MAX_PAIRS:
@@ -203,14 +239,19 @@ class Plan:
         if self.prior is not None:
             return self.prior.shape
         return jobs.shape_for(self.workload, measure_seconds=self.measure_seconds_per_side,
-                              fs_bytes=self.device_bytes)
+                              fs_bytes=self.device_bytes,
+                              ops_rate=self.pilot.ops_rate if self.pilot else jobs.PLAN_RATE)
 
     @property
     def measure_seconds_per_side(self) -> float:
         """fio time per side so that the whole run fits the budget: each side also pays about
-        SIDE_OVERHEAD seconds (mkfs, mount, sync, drop caches, umount, fio's start-up and its
+        SIDE_OVERHEAD seconds (mkfs, mount, sync, the remount that makes the stat phase
+        cold, umount, fio's start-up and its
         ~0.3 s per phase) and fio's per-file set-up of the directory phases (about
-        METADATA_OVERHEAD of the measured time). Measured on this machine's loop default."""
+        METADATA_OVERHEAD of the measured time). Measured on this machine's loop default;
+        once the run's pilot has measured this machine, from that (sized_for)."""
+        if self.pilot is not None:
+            return sized_for(self.budget_seconds, self.pilot, self.planned_pairs, self.pairs)[0]
         per_side = self.budget_seconds / (2 * self.planned_pairs)
         return max(1.0, (per_side - SIDE_OVERHEAD) / (1 + METADATA_OVERHEAD))
 
@@ -222,6 +263,10 @@ class Plan:
                          f"{self.loop_dir}/xfs-advisor-*/scratch.img")
             lines.append(argv.shell_line(argv.losetup_attach("scratch.img",
                                                              direct_io=self.direct_io)))
+        if self.prior is None:
+            lines.append(f"# pilot, before the first pair: side A's mkfs and mount, "
+                         f"{jobs.PILOT_ENTRIES:,} creates by fio, umount: this machine's rate "
+                         "and a side's cost size the phases to the budget (no sample kept)")
         for side in (self.a, self.b):
             lines.append(f"# side {side.label} ({side.source})")
             if side is self.b:
@@ -246,6 +291,9 @@ class Plan:
                          f"then ABBA blocks until every option's primary metric is decided "
                          f"(at most {self.most_pairs} pairs or {self.budget_seconds:.0f} s in "
                          "all)")
+        lines.append("# fio runs in a cgroup of its own where the host allows it (a systemd "
+                     "scope, or a folder under a cgroup v2 hierarchy that delegates cpu and io), "
+                     "with CPU and IO weight 1000; the report says which")
         lines.append(f"# {HOST_EFFECTS}")
         return lines
 
@@ -371,6 +419,90 @@ def _geo_text(x: float | None) -> str:
     return "?" if x is None else f"{x:.3g}"
 
 
+#: The largest slowdown bound said as "no slowdown beyond X% shown": beyond it, inconclusive.
+SLOWDOWN_BOUND_SAID = 0.25
+
+
+def _primaries_of(metrics: list[MetricResult],
+                  mechanisms: list[MetricResult]) -> list[MetricResult]:
+    return [m for m in [*mechanisms, *metrics] if m.primary_for]
+
+
+def _primary_shown(m: MetricResult, checks: list[MechanismCheck]) -> bool:
+    """A primary figure decided the way its option is meant to move it: the rule's claim seen,
+    or for a figure no claim names (CPU time per operation) any decided verdict but worse."""
+    seen = next((c.seen for c in checks if c.counter == m.name), None)
+    if seen is not None:
+        return seen == "seen"
+    return m.verdict in ("better", "equivalent")
+
+
+def headline_verdict(metrics: list[MetricResult], mechanisms: list[MetricResult],
+                     checks: list[MechanismCheck]) -> Verdict:
+    """The run's one word (and so its exit code), the primary metrics leading: `worse` when a
+    timing figure (primary or not) is shown slower, or a primary counter moved against its
+    rule's claim; `better` when every changed option's primary metric is decided the way the
+    option is meant to move it (throughput then either decided or said as bounds in the
+    summary); `equivalent` when every figure is; `inconclusive` otherwise."""
+    primary = _primaries_of(metrics, mechanisms)
+    opposite = any(c.seen == "opposite" for c in checks
+                   if any(m.name == c.counter for m in primary))
+    if opposite or any(m.verdict == "worse" for m in metrics):
+        return "worse"
+    words = [m.verdict for m in [*primary, *metrics]]
+    if words and all(w == "equivalent" for w in words):
+        return "equivalent"
+    if primary and all(_primary_shown(m, checks) for m in primary) \
+            and not all(m.verdict == "equivalent" for m in primary):
+        return "better"
+    return "inconclusive"
+
+
+def _throughput_phrase(metrics: list[MetricResult]) -> str:
+    """Throughput in a few words: the slowdowns shown, else the largest slowdown every interval
+    still excludes, else inconclusive."""
+    timing = [m for m in metrics if not m.primary_for] or metrics
+    if not timing:
+        return "not measured"
+    worse = [m for m in timing if m.verdict == "worse"]
+    if worse:
+        return "slower on " + ", ".join(f"{m.name} ({m.ratio:.2f}x)" for m in worse)
+    # A slowdown bound per figure: how much lower than A the interval still lets B be.
+    bounds = [1.0 - (m.ci[0] if m.higher_is_better else 1.0 / m.ci[1] if m.ci[1] > 0 else 0.0)
+              for m in timing]
+    worst = max(bounds)
+    faster = [m.name for m in timing if m.verdict == "better"]
+    said = f"faster on {', '.join(faster)}; " if faster else ""
+    if worst <= 0.0:
+        return said + "no slowdown shown anywhere"
+    if worst <= SLOWDOWN_BOUND_SAID:
+        return said + f"no slowdown beyond {math.ceil(round(worst * 100, 6)):.0f}% shown"
+    return said + "inconclusive"
+
+
+def headline(metrics: list[MetricResult], mechanisms: list[MetricResult],
+             checks: list[MechanismCheck]) -> str:
+    """The first clause of the verdict line: the changed options' mechanisms, then throughput:
+    `mechanism shown for every changed option; throughput: no slowdown beyond 8% shown`."""
+    primary = _primaries_of(metrics, mechanisms)
+    shown = [m for m in primary if _primary_shown(m, checks)]
+    against = [m for m in primary if m.verdict != "inconclusive" and m not in shown]
+    if not primary:
+        lead = "no primary metric measured"
+    elif len(shown) == len(primary):
+        lead = ("mechanism shown for every changed option" if len(primary) > 1
+                else "mechanism shown for the changed option")
+    elif len(primary) == 1:
+        lead = "mechanism not decided for the changed option" if not against \
+            else "mechanism not shown for the changed option"
+    else:
+        lead = f"mechanism shown for {len(shown)} of {len(primary)} changed options"
+        if against:
+            lead += " (against its claim: " + ", ".join(
+                ", ".join(m.primary_for) for m in against) + ")"
+    return f"{lead}; throughput: {_throughput_phrase(metrics)}"
+
+
 def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
              mechanisms: list[MetricResult] | None = None,
              checks: list[MechanismCheck] | None = None,
@@ -404,14 +536,14 @@ def _summary(verdict: str, calibrate: bool, metrics: list[MetricResult],
                  if m.rounds_to_resolve]
         more = (_pairs_time(max(needs), seconds_per_pair) + " would likely settle "
                 + ("them" if len(needs) > 1 else "it")) if needs \
-            else f"more than {stats.MAX_SUGGESTED_ROUNDS} pairs would be needed"
+            else f"more than {MAX_PAIRS} pairs would be needed"
         said.append(f"undecided on {', '.join(m.name for m in named['inconclusive'])} ({more})")
     if named["worse"] and named["better"]:
         said.append("a trade: weigh which the workload does more of")
     costs = [f"{m.title} up {m.ratio:.2f}x [{m.ci[0]:.2f}, {m.ci[1]:.2f}]" for m in mechanisms
              if not m.primary_for and m.verdict == "worse"]
-    text = "; ".join(lead)
-    text += (". " if text else "") + "Throughput: " + ("; ".join(said) or "nothing else measured")
+    text = headline(metrics, mechanisms, checks) + ". " + "; ".join(lead)
+    text += (". " if lead else "") + "Throughput: " + ("; ".join(said) or "nothing else measured")
     if costs:
         text += ". Costs the counters found: " + "; ".join(costs)
     return text
@@ -491,12 +623,22 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             # Proposed for the loop device itself: what was proposed is what runs.
             plan.proposed, plan.proposed_for = plan.b, device
         env = _environment(plan, device, backing)
+        isolation = open_isolation(f"xfs-advisor-{os.getpid()}")
+        held.callback(isolation.close)
+        env.isolation = isolation.summary
         floors, calibration = _calibration(plan, env, store)
         margins = _margins(plan, shape, floors)
         primary = primaries(plan)
         mnt = os.path.join(work, "mnt")
         os.mkdir(mnt)
         counted = counters.kernel_name(device)
+        if prior is None:
+            if progress:
+                progress(0, 2 * plan.planned_pairs, "pilot: this machine's rate")
+            plan.pilot, ours = _pilot(plan, hold, res, device, mnt, work, ours, started,
+                                      isolation)
+            shape = plan.shape
+            samples = {m.name: {"A": [], "B": []} for m in shape.metrics}
         jobpaths = {}
         for part in ("changes", "rest"):
             # fio runs in `work`: names relative to it, whatever the loop folder is called.
@@ -540,7 +682,8 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                     res.umount(mnt)
                     res.mount(device, mnt, options)
 
-                measured = _round(label, shape, jobpaths, work, fio_timeout, counted, remount)
+                measured = _round(label, shape, jobpaths, work, fio_timeout, counted, remount,
+                                  isolation)
                 work_done = counters.mechanism_values(
                     work, jobs.phases(shape),
                     {"create": float(shape.directory_entries),
@@ -572,6 +715,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
             progress(step, step, "judging")
     report = judge(plan, samples, infos=infos, env=env, shape=shape, age=age_report,
                    timing=Timing(wall_seconds=round(earlier_wall + wall, 2),
+                                 pilot_creates_per_s=plan.pilot.ops_rate if plan.pilot else None,
+                                 pilot_side_overhead=plan.pilot.side_overhead
+                                 if plan.pilot else None,
                                  measuring_seconds=round(measuring, 2),
                                  measuring_share=round(measuring / (earlier_wall + wall), 3)
                                  if wall else 0.0),
@@ -585,6 +731,35 @@ def execute(plan: Plan, *, progress: Progress | None = None,
     return report
 
 
+def _pilot(plan: Plan, hold: DeviceHold, res: Resources, device: str, mnt: str, work: str,
+           ours: str | None, started: float,
+           isolation: Isolation | None = None) -> tuple[Pilot, str | None]:
+    """Side A's filesystem made and mounted as a round would, jobs.PILOT_ENTRIES creates by
+    fio, sync, umount: this machine's create rate now, and what the steps around fio cost
+    (Pilot). Returns it and the UUID of the filesystem it made."""
+    began = time.monotonic()
+    ours = _format(hold, plan.a, plan.a.mkfs_options, ours,
+                   unrecognized_ok=plan.destroy_unrecognized)
+    res.made_filesystem(device)
+    res.mount(device, mnt, plan.a.mount_options)
+    os.mkdir(os.path.join(mnt, "big"))
+    run(argv.sync(), timeout=300)
+    Path(work, "pilot.fio").write_text(jobs.pilot_jobfile(os.path.basename(mnt)),
+                                       encoding="utf-8")
+    fio = argv.fio("pilot.fio")
+    result = run(isolation.wrap(fio) if isolation else fio, check=False, timeout=300, cwd=work)
+    if not result.ok:
+        raise ToolProblem(f"fio failed in the pilot: {result.first_error_line()}")
+    rate, busy = jobs.pilot_rate(result.stdout)
+    run(argv.sync(), timeout=300)
+    res.umount(mnt)
+    hold.claim()
+    besides = max(0.0, time.monotonic() - began - busy)
+    overhead = PILOT_STEPS * besides + FIO_PHASE_SECONDS * len(counters.PHASES)
+    return Pilot(ops_rate=round(rate, 1), side_overhead=round(overhead, 2),
+                 spent=round(time.monotonic() - started, 2)), ours
+
+
 def _load() -> float:
     """The machine's 1-minute load average (0 where the system has none)."""
     try:
@@ -594,7 +769,8 @@ def _load() -> float:
 
 
 def _round(label: str, shape: jobs.Shape, jobpaths: dict[str, str], work: str,
-           timeout: float, counted: str, remount: Callable[[], None]) -> jobs.RoundResult:
+           timeout: float, counted: str, remount: Callable[[], None],
+           isolation: Isolation | None = None) -> jobs.RoundResult:
     """One side's fio runs: the directory changes, then `sync`, the counters' snapshot before the
     stats, the test filesystem unmounted and mounted again (`remount`: its caches are then cold,
     and only its own), then the cold stats and the data phases."""
@@ -605,7 +781,9 @@ def _round(label: str, shape: jobs.Shape, jobpaths: dict[str, str], work: str,
             counters.take_snapshot(counted, work, "stat")
             remount()
         # cwd: fio writes the counters' snapshots (its phases' exec_prerun) there.
-        result = run(argv.fio(jobpaths[part]), check=False, timeout=timeout, cwd=work)
+        fio = argv.fio(jobpaths[part])
+        result = run(isolation.wrap(fio) if isolation else fio, check=False, timeout=timeout,
+                     cwd=work)
         if not result.ok:
             raise ToolProblem(f"fio failed on side {label}: {result.first_error_line()}")
         wanted = tuple(m for m in shape.metrics
@@ -641,7 +819,7 @@ def primaries(plan: Plan) -> list[Primary]:
     """Per option of B that A lacks (su and sw as one): the counter its rule's claim names,
     else FALLBACK_PRIMARY; one `B = A` entry when nothing differs. Decided before any pair, from
     the plan alone."""
-    from advisor.bench.attribute import options
+    from advisor.bench.differences import options
 
     found = []
     for o in options(plan.a, plan.b):
@@ -658,20 +836,23 @@ def _after_block(plan: Plan, done: int, first: int, looks: list[int],
                  mechanisms: dict[str, dict[str, list[float]]], primary: list[Primary],
                  elapsed: float, slowest_block: float,
                  stop: Callable[[], bool] | None) -> StopReason | None:
-    """The stopping rule, after each ABBA block from the minimum pairs on (fewer decide
-    nothing): None to run another block. Stops when every primary metric is decided, at the
-    most pairs, or when another block as slow as the slowest so far would overrun the budget
-    (counted from the start, set-up and clean-up included). Every look is on confidence
-    sequences, valid however often they are looked at and whenever the run stops."""
-    if done < plan.pairs:
-        return None
-    looks.append(done)
-    if not plan.fixed and not _open(samples, mechanisms, primary):
-        return "resolved"
-    if done >= plan.most_pairs:
-        return "max rounds"
+    """The stopping rule, after each ABBA block: None to run another block. From the minimum
+    pairs on (fewer decide nothing) it stops when every primary metric is decided or at the most
+    pairs; before and after the minimum, when another block as slow as the slowest so far would
+    overrun the budget (counted from the start, set-up and clean-up included): the budget is a
+    cap, the minimum pairs included (the phases are sized so that they fit). Every look is on
+    confidence sequences or on the rank test of advisor.bench.counters, valid however often
+    they are looked at and whenever the run stops."""
+    if done >= plan.pairs:
+        looks.append(done)
+        if not plan.fixed and not _open(samples, mechanisms, primary):
+            return "resolved"
+        if done >= plan.most_pairs:
+            return "max rounds"
     if elapsed + slowest_block + TEARDOWN_SECONDS > plan.budget_seconds:
         return "budget"
+    if done < plan.pairs:
+        return None
     if stop is not None and stop():
         return "cancelled"
     return None
@@ -782,7 +963,6 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
             m.name, m.title, m.unit, m.higher_is_better, a_samples, b_samples, v,
             calibrated_floor=floors.get(m.name),
             primary_for=[p.option for p in primary if p.name == m.name]))
-    verdict = stats.overall([m.verdict for m in metrics])
     calibration_file = None
     if store is not None:
         calibration_file = str(store.path)
@@ -794,6 +974,8 @@ def judge(plan: Plan, samples: dict[str, dict[str, list[float]]], *, infos: dict
     judged = _judge_mechanisms(mechanisms or {}, {
         n: [p.option for p in primary if p.name == n] for n in firsts})
     checks = counters.check_claims(plan.claims, plan.a, plan.b, judged)
+    verdict = (stats.overall([m.verdict for m in metrics]) if plan.calibrate
+               else headline_verdict(metrics, judged, checks))
     a = plan.a.model_copy(update={"xfs_info": infos.get("A")})
     b = plan.b.model_copy(update={"xfs_info": infos.get("B")})
     pairs = min((len(s["A"]) for s in samples.values()), default=0)
@@ -835,7 +1017,7 @@ def _stopping(plan: Plan, reason: StopReason, looks: list[int], first: int, pair
         could = allows(list(m.still_possible))
         more = (f"; {_pairs_time(m.rounds_to_resolve - pairs, seconds_per_pair)} would likely "
                 "resolve it" if m.rounds_to_resolve
-                else f"; more than {stats.MAX_SUGGESTED_ROUNDS} pairs in all would be needed")
+                else f"; more than {MAX_PAIRS} pairs in all would be needed")
         open_.append(f"{m.name}: could still be {could} (B/A {_ci_text(m.ci)} against "
                      f"+-{m.margin * 100:.0f}%){more}")
     if plan.fixed and reason == "max rounds":
@@ -921,13 +1103,95 @@ def suggested_more(report: ValidationReport) -> int:
     return min(more, MAX_PAIRS - report.rounds)
 
 
+def existing_folder(folder: str) -> str:
+    """`folder`, or its nearest ancestor that exists (what a missing folder will be made in)."""
+    path = os.path.abspath(folder)
+    while not os.path.lexists(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def writable_folder(what: str, folder: str) -> str:
+    """The run makes its work folder (and `folder` itself, when missing) there: it must be, or
+    be made in, a writable directory. Returns the directory that exists."""
+    existing = existing_folder(folder)
+    if not os.path.isdir(existing):
+        raise BadInput(f"{what} {folder}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only filesystem
+        raise BadInput(f"{what} {folder}: {existing} is not writable")
+    return existing
+
+
+def free_bytes(folder: str) -> tuple[int, int]:
+    """Free bytes for us in `folder`'s filesystem, and what must stay free besides the backing
+    file: 1GiB or 5% of the filesystem (other programs and the run's own files share it)."""
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize, max(1 << 30, st.f_blocks * st.f_frsize // 20)
+
+
+def check_report(source: str, report: ValidationReport, loop_dir: str) -> None:
+    """A report to continue is input like a flag (a file from anywhere: `--continue FILE`, or
+    the TUI's last run): every number the run would act on is held to the bounds the flags have
+    (the loop size to the loop folder's free space, the writers to MAX_WRITERS, the budget to
+    MAX_BUDGET...), before anything is made. BadInput names `source` and the field."""
+    def bad(field: str, why: str) -> BadInput:
+        return BadInput(f"{source}: {field} {why}: not a report `validate --json` writes (run "
+                        "validate again)")
+
+    size = report.environment.device_size_bytes
+    if not MIN_DEVICE_BYTES <= size <= 1 << 60:
+        raise bad("environment.device_size_bytes", f"{size} is not a loop size --loop-size takes")
+    existing = writable_folder("--loop-dir (or TMPDIR)", loop_dir)
+    free, headroom = free_bytes(existing)
+    if free < size + headroom:
+        raise BadInput(f"{loop_dir} has {human_size(free)} free: the report's "
+                       f"{human_size(size)} backing file needs that much plus "
+                       f"{human_size(headroom)} to spare (use another --loop-dir)")
+    stopping = report.stopping
+    if stopping is not None and not 0 < stopping.budget_seconds <= MAX_BUDGET:
+        raise bad("stopping.budget_seconds", f"must be more than 0 and at most "
+                  f"{MAX_BUDGET:.0f}")
+    shape = report.workload
+    ints = ("directory_entries", "churn_entries", "writers", "write_file_bytes",
+            "read_file_bytes")
+    whole: dict[str, int] = {}
+    for key in ints:
+        value = shape.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise bad(f"workload.{key}", "must be a whole number of at least 1")
+        whole[key] = value
+    for key in ("fsync_phase", "sequential_phases"):
+        if type(shape.get(key)) is not bool:
+            raise bad(f"workload.{key}", "must be true or false")
+    asked = shape.get("directory_entries_asked")
+    if asked is not None and (type(asked) is not int or not 0 <= asked <= 10**12):
+        raise bad("workload.directory_entries_asked", "must be null or 0 to 10^12")
+    phase = shape.get("phase_seconds")
+    if type(phase) not in (int, float) or not isinstance(phase, int | float) \
+            or not 0.5 <= float(phase) <= MAX_BUDGET:  # nan too
+        raise bad("workload.phase_seconds", f"must be 0.5 to {MAX_BUDGET:.0f}")
+    entries = whole["directory_entries"]
+    # The most entries a run could be sized for: the whole largest budget spent on the directory.
+    most = int(MAX_BUDGET * jobs.PILOT_RATES[1] / jobs.OPS_PER_ENTRY)
+    if not jobs.MIN_DIRECTORY_ENTRIES <= entries <= most or entries % 10:
+        raise bad("workload.directory_entries", f"must be a multiple of 10 from "
+                  f"{jobs.MIN_DIRECTORY_ENTRIES} to {most}")
+    if whole["churn_entries"] != entries // 10:
+        raise bad("workload.churn_entries", "must be a tenth of directory_entries")
+    if whole["writers"] > jobs.MAX_WRITERS:
+        raise bad("workload.writers", f"must be 1 to {jobs.MAX_WRITERS}")
+    for key in ("write_file_bytes", "read_file_bytes"):
+        if whole[key] > size:
+            raise bad(f"workload.{key}", f"must fit the {human_size(size)} device")
+
+
 def continuation(report: ValidationReport, pairs: int | None = None, *,
-                 budget_seconds: float | None = None, loop_dir: str | None = None) -> Plan:
+                 budget_seconds: float | None = None, loop_dir: str | None = None,
+                 source: str = "the report") -> Plan:
     """The plan that continues `report` (a finished loop-device run) with up to `pairs` more
     pairs (default suggested_more) in whole ABBA blocks: same sides, shape, margins and
-    calibration; the earlier samples kept. BadInput for a run that cannot be continued."""
-    from advisor.errors import BadInput
-
+    calibration; the earlier samples kept. BadInput for a run that cannot be continued, or for
+    a report whose numbers the flags would not allow (check_report; `source` names it)."""
     if report.calibrate:
         raise BadInput("an A/A calibration is a fixed design: run `validate --calibrate` again "
                        "rather than continuing it")
@@ -935,7 +1199,7 @@ def continuation(report: ValidationReport, pairs: int | None = None, *,
         raise BadInput("more rounds continue a run on the loop device; on a scratch device, run "
                        "validate again with a larger --rounds or --max-rounds")
     done = report.rounds
-    if done % 2 or done < MIN_PAIRS or any(len(m.a) != done or len(m.b) != done
+    if done % 2 or done < 2 or any(len(m.a) != done or len(m.b) != done
                                            for m in report.metrics):
         raise BadInput(f"the report's {done} pairs are not whole ABBA blocks with a sample per "
                        "pair and side: it cannot be continued")
@@ -948,6 +1212,7 @@ def continuation(report: ValidationReport, pairs: int | None = None, *,
     except TypeError:
         raise BadInput("the report's workload shape is not this version's: run validate "
                        "again") from None
+    check_report(source, report, loop_dir or os.environ.get("TMPDIR") or "/var/tmp")
     more = suggested_more(report) if pairs is None else pairs + pairs % 2
     prior = Prior(
         shape=shape,
@@ -963,7 +1228,7 @@ def continuation(report: ValidationReport, pairs: int | None = None, *,
     budget = budget_seconds or (stopping.budget_seconds if stopping else DEFAULT_BUDGET)
     plan = Plan(a=report.a.model_copy(update={"xfs_info": None}),
                 b=report.b.model_copy(update={"xfs_info": None}), workload=Workload(),
-                pairs=done, max_pairs=min(MAX_PAIRS, done + more),
+                pairs=max(done, MIN_PAIRS), max_pairs=min(MAX_PAIRS, done + more),
                 device_bytes=report.environment.device_size_bytes,
                 direct_io=report.environment.direct_io is not False,
                 proposed=report.proposed, proposed_for=report.proposed_for,

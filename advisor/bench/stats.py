@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from statistics import NormalDist, median
 from typing import Literal
 
+from advisor.models.bench import MAX_PAIRS
+
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
 #: Never claim a difference smaller than this on any metric, whatever calibration says.
 DEFAULT_MARGIN = 0.05
-#: How many rounds we would ever suggest; beyond that the answer is "more than this".
-MAX_SUGGESTED_ROUNDS = 200
 
 
 # ---- Student's t distribution -------------------------------------------------------------
@@ -302,20 +302,29 @@ def robust_sd(d: Sequence[float]) -> float:
 def sequential_rounds_to_resolve(d: Sequence[float], margin: float, alpha: float,
                                  g: float = CS_PRIOR) -> int | None:
     """Pairs in all (a whole number of ABBA blocks) after which the confidence sequence would
-    likely settle an undecided metric: the noise from the median absolute deviation, the effect
-    the median shrunk towards 0 by one standard error (so a mean that a few noisy pairs pushed
-    away from 0 promises nothing); settled = the direction shown (radius below the effect) or
-    equivalence (radius below the margin less the effect). None beyond MAX_SUGGESTED_ROUNDS."""
+    likely settle an undecided metric. The noise is the interval's own (the standard deviation
+    of the pairs' log-ratios), never less than the median absolute deviation's: a promise made
+    from a smaller spread than the interval uses is not kept (A/A runs promised 32 pairs where
+    thousands were needed). The effect is pessimistic for each way of settling: for a direction,
+    the smaller of |mean| and |median| shrunk towards 0 by one standard error (a mean that a few
+    noisy pairs pushed away from 0 promises nothing); for equivalence, the larger grown by one.
+    Settled = the radius below that effect, or below the margin less it. None beyond
+    MAX_PAIRS."""
     n0 = len(d)
-    sd = robust_sd(d)
-    if n0 < 2 or not math.isfinite(sd) or sd == 0.0:
+    if n0 < 2:
         return None
-    effect = max(0.0, abs(median(d)) - sd / math.sqrt(n0))
-    target = max(effect, margin - effect)
+    mean = sum(d) / n0
+    sd = max(math.sqrt(sum((x - mean) ** 2 for x in d) / (n0 - 1)), robust_sd(d))
+    if not math.isfinite(sd) or sd == 0.0:
+        return None
+    se = sd / math.sqrt(n0)
+    mid = median(d)
+    effect = max(0.0, min(abs(mean), abs(mid)) - se)
+    target = max(effect, margin - (max(abs(mean), abs(mid)) + se))
     if target <= 0.0:
         return None
     n = n0 + 2 - n0 % 2
-    while n <= MAX_SUGGESTED_ROUNDS:
+    while n <= MAX_PAIRS:
         if cs_radius(n, sd, alpha, g) < target:
             return n
         n += 2

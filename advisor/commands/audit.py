@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.answers import add_workload_flags
 
 if TYPE_CHECKING:
-    from advisor.audit.models import AuditDocument
+    from advisor.models.audit import AuditDocument
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -43,8 +43,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def exit_code(doc: AuditDocument) -> int:
     """6 when some finding is at or above --fail-on, else 0."""
-    from advisor.audit.models import at_least
     from advisor.errors import EXIT_FINDINGS, EXIT_OK
+    from advisor.models.audit import at_least
 
     worst = [f for fs in doc.filesystems for f in fs.findings if at_least(f.severity, doc.fail_on)]
     return EXIT_FINDINGS if worst else EXIT_OK
@@ -52,7 +52,7 @@ def exit_code(doc: AuditDocument) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from advisor.answers import workload_from_args
-    from advisor.cli import out
+    from advisor.console import out
     from advisor.session import Session
 
     session = Session(getattr(args, "sysroot", None), rules_dir=getattr(args, "rules", None))

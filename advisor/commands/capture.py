@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
                               devices=[d.name for d in result.inventory.devices])
         sys.stdout.write(json.dumps(doc.model_dump(mode="json"), indent=2) + "\n")
     else:
-        from advisor.cli import out
+        from advisor.console import out
         from advisor.render.inert import shell_word, terminal
 
         try:

@@ -48,7 +48,7 @@ def _mark_paths(parser: argparse.ArgumentParser) -> None:
 def script(shell: str) -> str:
     import shtab
 
-    from advisor.cli import build_parser
+    from advisor.commands.parser import build_parser
 
     parser = build_parser()
     _mark_paths(parser)

@@ -21,7 +21,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "with size, MEDIA (HDD/SSD), CACHE (wback: a volatile write cache, flushes sent; wthru: "
         "none or a safe one), FUA, the STRIPE mkfs.xfs would use (in brackets: it would ignore "
         "it), and STATE (free, or what stands in the way: mounted, swap, held by, has partitions, "
-        "holds data, read-only, zoned, misaligned). "
+        "holds data, read-only, zoned, misaligned; as root, held open by a process, named by "
+        "pid and command). "
         "With --json: every fact with its source.",
     )
     p.add_argument("device", nargs="?", metavar="DEVICE",
@@ -38,7 +39,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.cli import out
+    from advisor.console import out
     from advisor.inspect.devices import find_device
     from advisor.render.inert import json_text
     from advisor.session import Session
@@ -51,10 +52,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json and not args.device:
         from advisor.inspect.devices import iter_devices
 
-        devices = iter_devices(session.root, probe=not args.no_probe, fields=fields)
+        devices = iter_devices(session.root, probe=not args.no_probe, fields=fields,
+                               users=True)
         write_json(sys.stdout.buffer, session.root.root, session.live, devices, fields)
         return 0
-    inv = session.inventory(probe=not args.no_probe, fields=fields)
+    inv = session.inventory(probe=not args.no_probe, fields=fields, users=True)
     if args.device:
         dev = find_device(inv, args.device)
         inv = subtree(inv, dev)
@@ -201,6 +203,8 @@ def render_details(dev: Device) -> str:
 
     lines.extend(f"  {'in the way' if o.blocks else 'warning':<20} {dev.display_name} {o.says}"
                  for o in obstacles(dev))
+    lines.extend(f"  {'in the way':<20} {dev.display_name} is held open by {o.describe()}"
+                 for o in dev.usage.held_open or [])
     lines.extend(f"  note: {n}" for n in dev.notes)
     from advisor.render.inert import terminal
 

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([r.model_dump(mode="json") for r in rules] if rule is None
                          else rules[0].model_dump(mode="json"), indent=2))
     else:
-        from advisor.cli import out
+        from advisor.console import out
 
         out("\n".join(rule_text(r) for r in rules))
     return 0

@@ -103,7 +103,7 @@ def page() -> str:
     from argparse_manpage.manpage import Manpage
 
     import advisor as package
-    from advisor.cli import build_parser
+    from advisor.commands.parser import build_parser
 
     parser = build_parser()
     man = Manpage(parser)

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from advisor.cli import notice
+    from advisor.console import notice
     from advisor.observe.observation import Observer, document_from, resolve
     from advisor.observe.report import render_text
     from advisor.system.files import write_text_atomically

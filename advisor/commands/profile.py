@@ -124,10 +124,9 @@ def _check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from advisor.cli import notice
+    from advisor.console import notice
     from advisor.profile.report import printable, render_text
     from advisor.profile.walker import Walker, display_path
-    from advisor.profile.workload_file import write_measured_answers
 
     _check_args(args)
     show_progress = (args.progress if args.progress is not None
@@ -147,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(profile.model_dump(mode="json"), indent=2))
     else:
-        from advisor.cli import out
+        from advisor.console import out
 
         out(render_text(profile))
     sys.stdout.flush()
@@ -159,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
     if args.write_workload:
         if not profile.answers.model_dump(exclude_none=True):
             raise BadInput(f"nothing measured in {profile.path} to write to {args.write_workload}")
+        # Here, not above: the workload model and the TOML writer cost start-up that a
+        # profile which writes no file should not pay.
+        from advisor.profile.workload_file import write_measured_answers
+
         _, kept = write_measured_answers(args.write_workload, profile.answers)
         note = "" if kept else " (rewritten from the answers: its comments could not be kept)"
         notice(f"wrote the measured answers to {args.write_workload}{note}", args.json)

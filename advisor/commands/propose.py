@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps(doc.model_dump(mode="json"), indent=2))
     else:
-        from advisor.cli import out
+        from advisor.console import out
         from advisor.render.explain import proposal_text
 
         out(proposal_text(doc, brief=bool(getattr(args, "brief", False))))

@@ -16,7 +16,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from advisor.cli import out
+    from advisor.console import out
     from advisor.engine.docs import rules_markdown
     from advisor.engine.rulebook import load_rulebook
 

@@ -26,7 +26,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def schema_of(name: str) -> dict[str, Any]:
     from pydantic import BaseModel
 
-    from advisor.audit.models import AuditDocument
+    from advisor.models.audit import AuditDocument
     from advisor.models.bench import ValidationReport
     from advisor.models.capture import CaptureDocument
     from advisor.models.device import Inventory

@@ -133,7 +133,7 @@ def _progress_printer(as_json: bool) -> Any:
 
 def _sayer(as_json: bool) -> Any:
     """Lines for people during the run (what a recovery removed): JSON documents under --json."""
-    from advisor.cli import notice
+    from advisor.console import notice
 
     return lambda line: notice(line, as_json)
 
@@ -294,7 +294,7 @@ def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None
         say(report.device_left)
     if args is not None:
         _save(report, report_path(args), say)
-    from advisor.cli import out
+    from advisor.console import out
 
     if as_json:
         out(report.model_dump_json(indent=2) + "\n", as_json=True)
@@ -309,8 +309,9 @@ def _attribute(session: Any, plan: Any, report: Any, progress: Any, say: Any,
                hold: Any) -> None:
     """--attribute after the combined run: why not, or the estimate, then the option runs."""
     from advisor.bench import attribute as attribution
+    from advisor.bench import differences
 
-    chosen = attribution.options(plan.a, plan.b)
+    chosen = differences.options(plan.a, plan.b)
     report.attribution_skipped = attribution.skip_reason(report, chosen)
     if report.attribution_skipped:
         say(f"attribution: not run: {report.attribution_skipped}")
@@ -346,7 +347,7 @@ def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
         where = ".".join(str(p) for p in e["loc"]) or "the document"
         raise BadInput(f"--continue {args.continue_from}: not a `validate --json` report "
                        f"({where}: {e['msg']})") from None
-    _check_report(args.continue_from, earlier, _loop_dir(args))
+    source = f"--continue {args.continue_from}"
     more = None
     if args.max_rounds is not None:
         more = args.max_rounds - earlier.rounds
@@ -355,67 +356,12 @@ def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
                            f"{earlier.rounds} pairs")
     budget = args.budget
     say = _sayer(as_json)
+    # Every refusal (the report's numbers held to the flags' bounds) before anything is made.
+    session.continuation_plan(earlier, more, loop_dir=_loop_dir(args), source=source)
     report = session.more_rounds(earlier, more, budget_seconds=budget, loop_dir=_loop_dir(args),
-                                 progress=_progress_printer(as_json), say=say)
+                                 progress=_progress_printer(as_json), say=say, source=source)
     return _print(report, as_json, say, args)
 
-
-
-def _check_report(name: str, report: Any, loop_dir: str) -> None:
-    """A report given to --continue is input like a flag: every number the run would act on is
-    held to the bounds the flags have (the loop size to the loop folder's free space, the writers
-    to MAX_WRITERS, the budget to MAX_BUDGET...), before anything is made. BadInput names the
-    field."""
-    from advisor.bench import jobs
-    from advisor.bench import run as bench
-    from advisor.models.units import human_size
-
-    def bad(field: str, why: str) -> BadInput:
-        return BadInput(f"--continue {name}: {field} {why}: not a report `validate --json` "
-                        "writes (run validate again)")
-
-    size = report.environment.device_size_bytes
-    if not bench.MIN_DEVICE_BYTES <= size <= 1 << 60:
-        raise bad("environment.device_size_bytes", f"{size} is not a loop size --loop-size takes")
-    existing = _check_folder("--loop-dir (or TMPDIR)", loop_dir)
-    free, headroom = _free_bytes(existing)
-    if free < size + headroom:
-        raise BadInput(f"{loop_dir} has {human_size(free)} free: the report's "
-                       f"{human_size(size)} backing file needs that much plus "
-                       f"{human_size(headroom)} to spare (use another --loop-dir)")
-    stopping = report.stopping
-    if stopping is not None and not 0 < stopping.budget_seconds <= bench.MAX_BUDGET:
-        raise bad("stopping.budget_seconds", f"must be more than 0 and at most "
-                  f"{bench.MAX_BUDGET:.0f}")
-    shape = report.workload
-    ints = ("directory_entries", "churn_entries", "writers", "write_file_bytes",
-            "read_file_bytes")
-    for key in ints:
-        value = shape.get(key)
-        if type(value) is not int or value < 1:
-            raise bad(f"workload.{key}", "must be a whole number of at least 1")
-    for key in ("fsync_phase", "sequential_phases"):
-        if type(shape.get(key)) is not bool:
-            raise bad(f"workload.{key}", "must be true or false")
-    asked = shape.get("directory_entries_asked")
-    if asked is not None and (type(asked) is not int or not 0 <= asked <= 10**12):
-        raise bad("workload.directory_entries_asked", "must be null or 0 to 10^12")
-    phase = shape.get("phase_seconds")
-    if type(phase) not in (int, float) or not 0.5 <= float(phase) <= bench.MAX_BUDGET:  # nan too
-        raise bad("workload.phase_seconds", f"must be 0.5 to {bench.MAX_BUDGET:.0f}")
-    entries = int(shape["directory_entries"])
-    # The most entries a run could be sized for: the whole largest budget spent on the directory.
-    most = int(bench.MAX_BUDGET * jobs.OPS_RATE_GUESS / jobs.OPS_PER_ENTRY)
-    if not jobs.MIN_DIRECTORY_ENTRIES <= entries <= most or entries % 10:
-        raise bad("workload.directory_entries", f"must be a multiple of 10 from "
-                  f"{jobs.MIN_DIRECTORY_ENTRIES} to {most}")
-    if shape["churn_entries"] != entries // 10:
-        raise bad("workload.churn_entries", "must be a tenth of directory_entries")
-    if int(shape["writers"]) > jobs.MAX_WRITERS:
-        raise bad("workload.writers", f"must be 1 to {jobs.MAX_WRITERS}")
-    for key in ("write_file_bytes", "read_file_bytes"):
-        if int(shape[key]) > size:
-            raise bad(f"workload.{key}", f"must fit the {human_size(size)} device")
 
 
 #: The loop device's size unless --loop-size says otherwise (or --for needs a larger one).
@@ -438,16 +384,17 @@ def _check_args(args: argparse.Namespace) -> int:
     host, then the folders the run will write to. Returns the loop size in bytes."""
     from advisor.bench import run as bench
     from advisor.bench.calibration import CalibrationStore
+    from advisor.models.bench import MAX_PAIRS
     from advisor.models.units import human_size, parse_size
 
     if getattr(args, "sysroot", None):
         raise BadInput("validate formats and measures devices of this machine: --sysroot "
                        "cannot apply (drop it)")
-    if not bench.MIN_PAIRS <= args.rounds <= bench.MAX_PAIRS:
-        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {bench.MAX_PAIRS} (pairs before "
+    if not bench.MIN_PAIRS <= args.rounds <= MAX_PAIRS:
+        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {MAX_PAIRS} (pairs before "
                        "the first look)")
-    if args.max_rounds is not None and not args.rounds <= args.max_rounds <= bench.MAX_PAIRS:
-        raise BadInput(f"--max-rounds must be --rounds ({args.rounds}) to {bench.MAX_PAIRS}")
+    if args.max_rounds is not None and not args.rounds <= args.max_rounds <= MAX_PAIRS:
+        raise BadInput(f"--max-rounds must be --rounds ({args.rounds}) to {MAX_PAIRS}")
     if args.budget is not None and not 0 < args.budget <= bench.MAX_BUDGET:  # also refuses nan
         raise BadInput(f"--budget must be more than 0 and at most {bench.MAX_BUDGET:.0f} seconds")
     if args.calibrate and (args.mkfs_options or args.mount_options):
@@ -469,10 +416,10 @@ def _check_args(args: argparse.Namespace) -> int:
         raise BadInput("--loop-size must be at least 1GiB (mkfs.xfs and the workload need room)")
     CalibrationStore(_path(args.calibration_file)).check(writing=args.calibrate)
     bench.check_host(need_loop=device is None)
-    existing = _check_folder("--loop-dir (or TMPDIR)", loop_dir)
+    existing = bench.writable_folder("--loop-dir (or TMPDIR)", loop_dir)
     _check_state_folder()
     if device is None:
-        free, headroom = _free_bytes(existing)
+        free, headroom = bench.free_bytes(existing)
         if free < loop_size + headroom:
             raise BadInput(f"{loop_dir} has {human_size(free)} free: the {human_size(loop_size)} "
                            f"backing file needs that much plus {human_size(headroom)} to spare "
@@ -491,43 +438,18 @@ def _check_name(what: str, text: str) -> None:
         raise BadInput(f"{what} {text!r} holds control characters")
 
 
-def _existing(folder: str) -> str:
-    """`folder`, or its nearest ancestor that exists (what a missing folder will be made in)."""
-    path = os.path.abspath(folder)
-    while not os.path.lexists(path) and path != os.path.dirname(path):
-        path = os.path.dirname(path)
-    return path
-
-
-def _check_folder(what: str, folder: str) -> str:
-    """The run makes its work folder (and `folder` itself, when missing) there: it must be, or
-    be made in, a writable directory. Returns the directory that exists."""
-    existing = _existing(folder)
-    if not os.path.isdir(existing):
-        raise BadInput(f"{what} {folder}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only filesystem
-        raise BadInput(f"{what} {folder}: {existing} is not writable")
-    return existing
-
-
 def _check_state_folder() -> None:
     """The run records what it makes in the state folder first: it must be writable (a read-only
     one would fail after the loop device exists)."""
-    from advisor.bench.resources import STATE_DIR_ENV, state_dir
+    from advisor.bench.journal import STATE_DIR_ENV, state_dir
+    from advisor.bench.run import existing_folder
     from advisor.errors import ToolProblem
 
     folder = state_dir()
-    existing = _existing(str(folder))
+    existing = existing_folder(str(folder))
     if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
         raise ToolProblem(f"cannot write the state folder {folder}: {existing} is not a writable "
                           f"directory (set {STATE_DIR_ENV} to another folder)")
-
-
-def _free_bytes(folder: str) -> tuple[int, int]:
-    """Free bytes for us in `folder`'s filesystem, and what must stay free besides the backing
-    file: 1GiB or 5% of the filesystem (other programs and the run's own files share it)."""
-    st = os.statvfs(folder)
-    return st.f_bavail * st.f_frsize, max(1 << 30, st.f_blocks * st.f_frsize // 20)
 
 
 def _path(text: str | None) -> Any:

@@ -7,6 +7,18 @@ from __future__ import annotations
 from advisor.engine.context import Context, round_up
 from advisor.models.units import format_size
 
+#: Why the streaming allocation options stay off, per answer other than "sequential".
+_NOT_STREAMED = {
+    "random": ("files are filled by writes scattered over them (write_pattern = random), not "
+               "streamed start to end: fixed large allocations would pad the files written in "
+               "place and fragment free space for the small ones"),
+    "appending": ("files grow at the end a few KiB at a time with fsync (write_pattern = "
+                  "appending): speculative preallocation already grows with such a file, and "
+                  "fixed large allocations would pad every file that stays small"),
+    "mixed": ("the load is mixed (write_pattern = mixed): what helps the streamed files pads "
+              "and fragments the others"),
+}
+
 
 def large_sequential(ctx: Context, min_file_size: int) -> tuple[bool, str]:
     """(True, how the answers say so) when files are streamed start to end and their median
@@ -15,12 +27,7 @@ def large_sequential(ctx: Context, min_file_size: int) -> tuple[bool, str]:
     if w.write_pattern is None:
         return False, "how files are written is not answered (write_pattern)"
     if w.write_pattern != "sequential":
-        return False, (f"files are written {w.write_pattern}ly, not streamed start to end: "
-                       "fixed large allocations would pad the files written in place and "
-                       "fragment free space for the small ones"
-                       if w.write_pattern == "random" else
-                       "the load is mixed (write_pattern = mixed): what helps the streamed "
-                       "files pads and fragments the others")
+        return False, _NOT_STREAMED[w.write_pattern]
     if w.median_file_size is None:
         return False, "files are streamed, but their size is not answered (median_file_size)"
     if w.median_file_size < min_file_size:

@@ -77,6 +77,9 @@ class Outcome:
     change: Change | None = None
     keep_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    questions: dict[str, str] = field(default_factory=dict)
+    """Unanswered workload answers (their names) that would change this kept default -> what
+    each possible answer would give."""
     applies: bool = True
     """False when the rule does not apply at all (no growth planned, not a DAX device): a kept
     default is then labelled with a rule that does, and its reason comes last."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from advisor.engine.context import Change, Context, check_values, mkfs_size
+from advisor.engine.context import Change, Context, check_values
 from advisor.engine.registry import DECIDERS
 from advisor.engine.rulebook import RuleBook
 from advisor.engine.settings import SETTINGS, Setting
@@ -23,10 +23,10 @@ from advisor.models.proposal import (
     Decision,
     MkfsGeometry,
     ProposalWarning,
+    Question,
 )
-from advisor.models.units import human_size
 from advisor.models.workload import Workload
-from advisor.render.mkfs import merge_options
+from advisor.system.argv import merge_options
 
 POLICY_RULE = "keep-defaults"
 
@@ -39,49 +39,24 @@ class Draft:
     warnings: list[ProposalWarning]
     mkfs_options: list[str]
     mount_options: list[str]
+    questions: list[Question]
 
 
 #: The caller's `mkfs.xfs -N` of a list of options: the geometry mkfs.xfs makes with them.
 Measure = Callable[[list[str]], MkfsGeometry]
 
 
-def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
-    """What mkfs.xfs or the kernel uses for a setting when the proposal leaves it alone."""
-    bs = g.block_size
-    texts = {
-        "-b size": mkfs_size(bs),
-        "-m features": f"xfsprogs {env.xfsprogs_version or '?'} defaults: "
-                       + ",".join(f"{k}={v}" for k, v in sorted(g.features.items())),
-        "-d su/sw": (f"su={mkfs_size(g.sunit_blocks * bs)},sw={g.swidth_blocks // g.sunit_blocks}"
-                     if g.sunit_blocks else "none"),
-        "-d agcount/agsize": f"agcount={g.agcount}, agsize {human_size(g.agsize_bytes)}",
-        "-i size": str(g.inode_size),
-        "-n size": mkfs_size(g.naming_block_size),
-        "-l size": human_size(g.log_bytes),
-        "-l su": mkfs_size(g.log_sunit_blocks * bs) if g.log_sunit_blocks else "none",
-        "mount inode32/inode64": "inode64",
-        "mount logbsize": "32k, or the log stripe unit when larger",
-        "mount logbufs": "8",
-        "mount atime": "relatime",
-        "mount discard": "nodiscard",
-        "mount dax": "dax=inode (only files with the DAX flag)",
-        "-l logdev": "internal (inside the data section)",
-        "mount logdev": "none (internal log)",
-        "-m rmapbt": f"rmapbt={g.features.get('rmapbt', 0)}",
-        "-d extszinherit": "no extent size hint",
-        "-d cowextsize": "32 blocks (the kernel's copy-on-write hint)",
-        "-i maxpct": (f"{g.imaxpct}%" if g.imaxpct is not None else
-                      "25% under 1 TiB, 5% under 50 TiB, 1% above"),
-        "mount swalloc": "no swalloc",
-        "mount allocsize": "dynamic end-of-file preallocation",
-        "mount largeio": "nolargeio (st_blksize = page size)",
-        "mount quota": "noquota",
-    }
-    return texts[setting]
-
-
 def _decide(setting: Setting, ctx: Context, book: RuleBook,
-            warnings: list[ProposalWarning]) -> Decision:
+            warnings: list[ProposalWarning], questions: list[Question]) -> Decision:
+    asked: list[Question] = []
+    decision = _decide_asking(setting, ctx, book, warnings, asked)
+    if not decision.changed:  # a changed setting was decided by what is known
+        questions += asked
+    return decision
+
+
+def _decide_asking(setting: Setting, ctx: Context, book: RuleBook,
+                   warnings: list[ProposalWarning], asked: list[Question]) -> Decision:
     changes: list[tuple[str, int, Change]] = []
     keeps: list[tuple[str, str]] = []
     aside: list[tuple[str, str]] = []  # keeps of rules that do not apply here
@@ -93,6 +68,8 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
         assert fn is not None
         outcome = DECIDERS[fn][0](ctx, loaded.params)
         warnings += [ProposalWarning(rule=rule.id, message=m) for m in outcome.warnings]
+        asked += [Question(answer=name, setting=setting.name, rule=rule.id, message=text)
+                  for name, text in outcome.questions.items()]
         if outcome.change:
             changes.append((rule.id, rule.priority, outcome.change))
         elif outcome.keep_reason:
@@ -100,7 +77,7 @@ def _decide(setting: Setting, ctx: Context, book: RuleBook,
             if rule.keep_wins:
                 holds.append((rule.id, rule.priority, outcome.keep_reason))
     keeps += aside  # a kept default is labelled with a rule that applies, when one does
-    default = default_text(setting.name, ctx.geometry, ctx.env)
+    default = setting.default(ctx.geometry, ctx.env)
     if holds and changes and holds[0][1] > changes[0][1]:
         hold_id, hold_priority, why = holds[0]
         overruled = [Alternative(rule=rid, value=c.value, reason=c.reason)
@@ -176,9 +153,10 @@ def draft(device: Device, workload: Workload, *, env: Environment, defaults: Mkf
                   size=device_size(device), feature_sets=dict(feature_sets or {}),
                   distribution_kernels=distribution_kernels(book))
     warnings: list[ProposalWarning] = []
+    questions: list[Question] = []
     decisions: list[Decision] = []
     for setting in SETTINGS:
-        decision = _decide(setting, ctx, book, warnings)
+        decision = _decide(setting, ctx, book, warnings, questions)
         decisions.append(decision)
         if measure is not None and decision.changed and setting.kind == "mkfs":
             ctx.geometry = measure(_merged(decisions))
@@ -194,7 +172,7 @@ def draft(device: Device, workload: Workload, *, env: Environment, defaults: Mkf
     if hits:
         raise ProposalBug(f"bug: the proposal contains obsolete advice ({', '.join(hits)})")
     return Draft(decisions=decisions, warnings=warnings, mkfs_options=options,
-                 mount_options=mount_options)
+                 mount_options=mount_options, questions=questions)
 
 
 def _merged(decisions: list[Decision]) -> list[str]:

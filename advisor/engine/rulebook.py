@@ -3,6 +3,7 @@ function and that function's parameters). `--rules DIR` adds rules or overrides 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,10 +11,12 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from advisor.engine import rules, site  # noqa: F401  (importing them registers their deciders)
+from advisor.engine.context import mkfs_size
 from advisor.engine.registry import DECIDERS, validate_params
 from advisor.engine.settings import BY_NAME
 from advisor.errors import BadInput
 from advisor.models.rule import Rule, RuleSwitch
+from advisor.models.units import human_size
 from advisor.system.files import read_text
 
 
@@ -100,6 +103,32 @@ def _read(path: Path) -> dict[str, object]:
             from None
 
 
+#: A number in a rule's prose written as the parameter it comes from, so that a site's copy with
+#: other params says its own numbers: `{params.value_bytes:size}` (256 KiB),
+#: `{params.value_bytes:k}` (256k, as mkfs.xfs and mount take it), `{params.name}` (as it is).
+PARAM_TEXT = re.compile(r"\{params\.(\w+)(?::(size|k))?\}")
+#: The fields people read, where PARAM_TEXT is filled in.
+PROSE_FIELDS = ("title", "changes", "why", "when_not", "example")
+
+
+def _with_params(path: Path, rule: Rule, params: BaseModel | None) -> Rule:
+    """`rule` with every PARAM_TEXT in its prose replaced by that parameter's value."""
+    values = params.model_dump() if params is not None else dict(rule.params)
+
+    def fill(match: re.Match[str]) -> str:
+        name, form = match.groups()
+        value = values.get(name)
+        if value is None or (form and (not isinstance(value, int) or isinstance(value, bool))):
+            kind = "whole-number parameter" if form else "parameter"
+            raise BadInput(f"{path}: {match.group(0)} in the text names no {kind} of this rule")
+        return (human_size(value) if form == "size" else mkfs_size(value) if form == "k"
+                else str(value))
+
+    update = {f: PARAM_TEXT.sub(fill, text) for f in PROSE_FIELDS
+              if isinstance(text := getattr(rule, f), str) and "{params." in text}
+    return rule.model_copy(update=update) if update else rule
+
+
 def load_switch(path: Path, data: dict[str, object]) -> RuleSwitch:
     try:
         return RuleSwitch.model_validate(data)
@@ -131,7 +160,7 @@ def load_rule(path: Path, data: dict[str, object] | None = None) -> LoadedRule:
             params = validate_params(rule.decide, rule.params)
         except ValidationError as err:
             raise BadInput(f"{path}: params.{_first_error(err)}") from None
-    return LoadedRule(rule, params, path)
+    return LoadedRule(_with_params(path, rule, params), params, path)
 
 
 def load_rulebook(extra: Path | str | None = None, *, builtin: Path = BUILTIN_RULES) -> RuleBook:

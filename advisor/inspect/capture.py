@@ -8,17 +8,24 @@ them, so the capture recreates each symlink on the way to every file, as lsblk's
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.errors import BadInput
+from advisor.errors import AdvisorError, BadInput
 from advisor.inspect.devices import inspect_with_probes
+from advisor.inspect.mounts import xfs_mounts
 from advisor.inspect.probes import PROBES_FILE
 from advisor.models.device import Inventory
 from advisor.models.environment import PAGE_SIZE_FILE
+from advisor.system.auditfiles import (
+    AUDIT_DIR,
+    live_kernel_config,
+    run_format_tool,
+    sysroot_fstab,
+)
+from advisor.system.files import OwnFolder, read_text
 from advisor.system.sysroot import SysRoot
 from advisor.system.versions import XFSPROGS_FILE, xfsprogs_version
 
@@ -57,9 +64,10 @@ class _RecordingRoot(SysRoot):
 
 
 class _Mirror:
-    def __init__(self, source: Path, dest: Path, contents: dict[str, str]) -> None:
+    def __init__(self, source: Path, dest: OwnFolder, contents: dict[str, str]) -> None:
         self.source = source
         self.dest = dest
+        self.written: set[str] = set()
         self.contents = contents
         self.files = 0
         self.symlinks = 0
@@ -80,16 +88,14 @@ class _Mirror:
                 if i == len(parts) - 1:
                     return None  # the link itself was the thing read (readlink)
                 current = os.path.normpath(os.path.join(os.path.dirname(current), target))
-                if current.startswith(".."):
+                if current.startswith("..") or os.path.isabs(current):
                     return None  # points outside the root: nothing to mirror
         return current
 
     def _link(self, rel: str, target: str) -> None:
-        where = self.dest / rel
-        if where.is_symlink() or where.exists():
+        if self.dest.lexists(rel):
             return
-        where.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, where)
+        self.dest.symlink(rel, target)
         self.symlinks += 1
 
     def copy(self, rel: str) -> None:
@@ -97,81 +103,87 @@ class _Mirror:
         if physical is None:
             return
         live = self.source / physical
-        where = self.dest / physical
         if live.is_dir():
-            where.mkdir(parents=True, exist_ok=True)
+            self.dest.makedirs(physical)
             # Entries that are links or folders are what listdir callers use (partitions, slaves,
             # holders, mq); plain files come in only when they were read.
             for entry in os.listdir(live):
                 if (live / entry).is_symlink():
                     self._link(f"{physical}/{entry}", os.readlink(live / entry))
                 elif (live / entry).is_dir():
-                    (where / entry).mkdir(exist_ok=True)
-        elif rel in self.contents or live.is_file():
+                    self.dest.makedirs(f"{physical}/{entry}")
+        elif (rel in self.contents or live.is_file()) and physical not in self.written:
             text = self.contents.get(rel)
             if text is None:
                 try:
                     text = live.read_bytes().decode("utf-8", "replace")
                 except OSError:
                     return  # unreadable: the replay sees it missing, as the live run did
-            where.parent.mkdir(parents=True, exist_ok=True)
-            where.write_text(text if text.endswith("\n") else text + "\n")
+            self.dest.write(physical, text if text.endswith("\n") else text + "\n")
+            self.written.add(physical)
             self.files += 1
-
-
-def _prepare(dest: Path) -> bool:
-    """Make `dest` (new or empty) before the inspection, so that a folder that cannot be made (a
-    read-only place, a path under a regular file) is refused at once, with its reason. True when
-    this made it."""
-    try:
-        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-            raise BadInput(f"capture folder {dest} is not empty: give a new or empty folder")
-        made = not dest.exists()
-        dest.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise BadInput(f"cannot make capture folder {dest}: {err.strerror or err}") from None
-    if not os.access(dest, os.W_OK | os.X_OK):
-        raise BadInput(f"cannot write into capture folder {dest}: not writable")
-    return made
 
 
 def capture(source: SysRoot, dest: Path) -> CaptureResult:
     """Inspect `source` while recording every path read, then copy those paths into `dest`."""
-    made = _prepare(dest)
+    folder, made = OwnFolder.make(dest, "capture folder")
     try:
         recorder = _RecordingRoot(source.root)
         inventory, probes = inspect_with_probes(recorder, probe=True)
         recorder.read(PAGE_SIZE_FILE)  # the block size rule reads the page size
-        mirror = _Mirror(source.root, dest, recorder.contents)
+        mirror = _Mirror(source.root, folder, recorder.contents)
         for rel in sorted((recorder.recorded or set()) - {PROBES_FILE}):
             mirror.copy(rel)
         if probes.probed:
-            (dest / PROBES_FILE).write_text(probes.to_json(), encoding="utf-8")
+            folder.write(PROBES_FILE, probes.to_json())
         if source.live:
             version = xfsprogs_version()
             if version:  # the host's own mkfs.xfs: the proposal's flags are for that one
-                (dest / XFSPROGS_FILE).write_text(f"mkfs.xfs version {version}\n",
-                                                  encoding="utf-8")
+                folder.write(XFSPROGS_FILE, f"mkfs.xfs version {version}\n")
                 mirror.files += 1
         if source.live and os.geteuid() == 0:
-            from advisor.audit.host import capture_sources
-
-            mirror.files += capture_sources(recorder, inventory, str(dest))
+            mirror.files += _capture_audit_files(recorder, inventory, folder)
         elif not source.live:
             # A host's root mounted elsewhere (or a capture): its fstab, for `audit` on the copy.
-            from advisor.audit.host import AUDIT_DIR, sysroot_fstab
-
             fstab = sysroot_fstab(source)
             if fstab.is_file():
-                (dest / AUDIT_DIR).mkdir(exist_ok=True)
-                (dest / AUDIT_DIR / "fstab").write_bytes(fstab.read_bytes())
+                folder.write(f"{AUDIT_DIR}/fstab", read_text(fstab, "fstab",
+                                                                 errors="surrogateescape"))
                 mirror.files += 1
-    except OSError as err:  # the disk filled up, or a folder was taken away meanwhile
+    except OSError as err:  # the disk filled up, a link appeared where a file was to go
         raise BadInput(f"capture into {dest} failed: {err.strerror or err} (what it wrote is "
                        "incomplete: remove it)") from None
     finally:
         if made:
-            with contextlib.suppress(OSError):
-                dest.rmdir()  # only while still empty: an inspection that failed leaves nothing
+            folder.remove_if_empty()  # an inspection that failed leaves nothing
+        folder.close()
     return CaptureResult(dest=dest, files=mirror.files, symlinks=mirror.symlinks,
                          inventory=inventory)
+
+
+def _capture_audit_files(root: SysRoot, inventory: Inventory, dest: OwnFolder) -> int:
+    """Write what the audit reads that a sysfs capture lacks into dest/AUDIT_DIR: every XFS
+    device's xfs_info (or xfs_db -r) output, the kernel's XFS options, /etc/fstab; and the
+    kernel release (the xfs_admin upgrades depend on it). Read-only on the devices; written
+    through the capture's own folder (no link followed). The number of files written."""
+    release = "proc/sys/kernel/osrelease"
+    if not dest.lexists(release):
+        dest.write(release, os.uname().release + "\n")
+    written = {"kernel-config": live_kernel_config()}
+    fstab = "/etc/fstab" if root.live else str(sysroot_fstab(root))
+    if os.path.isfile(fstab):  # the tree's own, never this machine's
+        written["fstab"] = read_text(fstab, "fstab")
+    mounts = xfs_mounts(root)
+    for device in inventory.devices:
+        mount = next((m for m in mounts if m.entry.maj_min == device.maj_min), None)
+        if device.usage.fstype.value != "xfs" and mount is None:
+            continue
+        try:
+            tool, text = run_format_tool(device.path, mount.entry.mountpoint if mount else None)
+        except AdvisorError:
+            continue  # unreadable now: the replay reports it as the live audit would
+        written[f"{device.name}.{tool}"] = text
+    dest.makedirs(AUDIT_DIR)
+    for name, text in written.items():
+        dest.write(f"{AUDIT_DIR}/{name}", text)
+    return len(written)

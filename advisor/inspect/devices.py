@@ -23,6 +23,7 @@ from advisor.models.device import (
     Fact,
     Inventory,
     MdInfo,
+    OpenBy,
     StripeGeometry,
     Usage,
 )
@@ -517,7 +518,8 @@ _NO_FSTYPE = FactStr()
 
 
 def _usage(dev: dict[str, Any], table: str, mounts: dict[str, list[parsers.MountEntry]],
-           swaps: set[str], probes: Probes, loops: dict[str, list[str]]) -> Usage:
+           swaps: set[str], probes: Probes, loops: dict[str, list[str]],
+           held: dict[str, list[OpenBy]] | None) -> Usage:
     entries = mounts.get(dev["name"], [])
     fstype: Fact[str] = _NO_FSTYPE
     if entries:
@@ -532,7 +534,41 @@ def _usage(dev: dict[str, Any], table: str, mounts: dict[str, list[parsers.Mount
     return Usage(
         mountpoints=[e.mountpoint for e in entries], fstype=fstype,
         swap=dev["name"] in swaps, signatures=signatures, probed=probed,
-        loops=loops.get(dev["name"], []))
+        loops=loops.get(dev["name"], []),
+        held_open=None if held is None else held.get(dev["name"], []))
+
+
+def _held_open(fields: list[dict[str, Any]]) -> dict[str, list[OpenBy]]:
+    """Device name -> the processes holding it, or its loop backing file, open or mapped (one
+    scan of every process, this one left out)."""
+    import os
+
+    from advisor.system.loopdev import loop_status
+    from advisor.system.openers import scan
+
+    backing: dict[str, tuple[int, int]] = {}
+    for f in fields:
+        if f["kind"] == "loop":
+            try:
+                status = loop_status(f"/dev/{f['name']}")
+            except OSError:
+                continue
+            if status is not None and not status.on_block_device:
+                backing[f["name"]] = (status.backing_dev, status.backing_ino)
+    found = scan(frozenset(backing.values()), skip=frozenset({os.getpid()}))
+    held: dict[str, list[OpenBy]] = {}
+    for f in fields:
+        major, _, minor = (f["maj_min"] or "").partition(":")
+        if not (major.isdigit() and minor.isdigit()):
+            continue
+        users = [OpenBy(pid=o.pid, command=o.command, mapped=o.mapped)
+                 for o in found.devices.get(os.makedev(int(major), int(minor)), [])]
+        if f["name"] in backing:
+            users += [OpenBy(pid=o.pid, command=o.command, mapped=o.mapped, backing_file=True)
+                      for o in found.files.get(backing[f["name"]], [])]
+        if users:
+            held[f["name"]] = sorted(users, key=lambda u: (u.pid, u.backing_file))
+    return held
 
 
 def _loops_over(root: SysRoot, fields: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -594,29 +630,32 @@ def _by_device(fields: list[dict[str, Any]], entries: list[parsers.MountEntry]
 
 
 def inspect_devices(root: SysRoot, *, probe: bool = True,
-                    fields: frozenset[str] | None = None) -> Inventory:
+                    fields: frozenset[str] | None = None, users: bool = False) -> Inventory:
     """Every block device under `root` (partitions included), parents before children.
 
     With `probe`, libblkid and udev are asked too: on the live system when running as root, or
     from the probe file of a capture. `fields`: only these Device fields are filled (and only
     what they need is read; the tree and IDENTITY always are), the rest keep their defaults
     (`devices --json --fields`, lsblk's -o). Raises DeviceProblem when a device vanishes
-    mid-scan."""
-    return inspect_with_probes(root, probe=probe, fields=fields)[0]
+    mid-scan. `users`: also which processes hold each device open (usage.held_open: one scan of
+    /proc, on the live system as root)."""
+    return inspect_with_probes(root, probe=probe, fields=fields, users=users)[0]
 
 
 def inspect_with_probes(root: SysRoot, *, probe: bool = True,
-                        fields: frozenset[str] | None = None) -> tuple[Inventory, Probes]:
+                        fields: frozenset[str] | None = None,
+                        users: bool = False) -> tuple[Inventory, Probes]:
     """inspect_devices, also returning the live-only probe results it used (for capture)."""
     used: list[Probes] = []
-    devices = list(iter_devices(root, probe=probe, fields=fields, probes_used=used))
+    devices = list(iter_devices(root, probe=probe, fields=fields, probes_used=used, users=users))
     inventory = Inventory(schema_version=SCHEMA_VERSION, sysroot=str(root.root),
                                           live=root.live, devices=devices)
     return inventory, used[0]
 
 
 def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | None = None,
-                 probes_used: list[Probes] | None = None) -> Iterator[Device]:
+                 probes_used: list[Probes] | None = None, users: bool = False
+                 ) -> Iterator[Device]:
     """inspect_devices' devices one at a time, in the same order, for a caller that writes each
     and lets it go (`devices --json` of a host with 100,000 devices: keeping them all and their
     JSON as well would double the memory). The facts read are kept until the last device is
@@ -628,18 +667,22 @@ def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | 
     gc.disable()
     try:
         yield from _inspect(root, probe=probe, needed=fields_needed(fields),
-                            probes_used=probes_used if probes_used is not None else [])
+                            probes_used=probes_used if probes_used is not None else [],
+                            users=users)
     finally:
         if paused:
             gc.enable()
 
 
 def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
-             probes_used: list[Probes]) -> Iterator[Device]:
+             probes_used: list[Probes], entries: list[str] | None = None,
+             users: bool = False) -> Iterator[Device]:
+    """`entries`: the /sys/block entries to read (None: every one); `users`: look for processes
+    holding each device open (as root on the live system)."""
     def want(name: str) -> bool:
         return needed is None or name in needed
 
-    fields = parallel.read_all(root, root.listdir("sys/block"),
+    fields = parallel.read_all(root, root.listdir("sys/block") if entries is None else entries,
                                lambda name: _read_device(root, name, needed),
                                (FactInt, FactBool, FactStr), _fact)
     by_name = {f["name"]: f for f in fields}
@@ -660,10 +703,13 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
     mounts: dict[str, list[parsers.MountEntry]] = {}
     swaps: set[str] = set()
     loops: dict[str, list[str]] = {}
+    held: dict[str, list[OpenBy]] | None = None
     if want("usage"):
         loops = _loops_over(root, fields)
-        table, entries = _mount_table(root)
-        mounts = _by_device(fields, entries)
+        if users and can_probe(root):
+            held = _held_open(fields)
+        table, table_entries = _mount_table(root)
+        mounts = _by_device(fields, table_entries)
         swap_paths = set(parsers.parse_swaps(root.read("proc/swaps") or ""))
         swaps = {f["name"] for f in fields if f["path"] in swap_paths
                  or f"/dev/{f['name']}" in swap_paths}
@@ -678,7 +724,7 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
             f.update(_below(root, f, by_name))
         # Given even when not asked: a default Usage is deep-copied per device (a third of the
         # time of a `--fields` scan of a SAN host).
-        f["usage"] = (_usage(f, table, mounts, swaps, probes, loops) if want("usage")
+        f["usage"] = (_usage(f, table, mounts, swaps, probes, loops, held) if want("usage")
                       else _no_usage())
         error = probes.errors.get(f["name"])
         if error:
@@ -689,6 +735,70 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
                 f[attr] = FactStr(value=udev[key], source="udev",
                                                   path=f"udev:{key}", raw=udev[key], note=None)
         yield Device(**f)
+
+
+def inspect_one(root: SysRoot, name: str) -> Device | None:
+    """The device `name` (as find_device takes it), equal to what inspect_devices would say of
+    it, reading only what its facts depend on: the /sys/block entries it is built on
+    (transitively), those built on it (whether they are listed), the loop devices (which of
+    them is bound over it), and every dm device's name (which one `name` may be). A proposal on
+    a host with 100,000 devices then reads a handful. None when `name` does not name exactly one
+    listed device this way: the caller scans everything (and gets the same answer, or the
+    same error)."""
+    entries = root.listdir("sys/block")
+    present = set(entries)
+    key = name.removeprefix("/dev/mapper/").removeprefix("/dev/")
+    found: set[tuple[str, str]] = set()  # (its /sys/block entry, its name)
+    if key in present:
+        found.add((key, key))
+    dms = [e for e in entries if e.startswith("dm-")]
+    for entry, dm_name in zip(dms, root.read_many("sys/block", [f"{e}/dm/name" for e in dms]),
+                              strict=True):
+        if dm_name == key:
+            found.add((entry, entry))
+    for entry in entries:  # a partition: sys/block/DISK/NAME
+        if key.startswith(entry) and key != entry and "/" not in key \
+                and root.exists(f"sys/block/{entry}/{key}/partition"):
+            found.add((entry, key))
+    if len(found) != 1:
+        return None
+    (unit, kernel_name), = found
+    wanted = {unit}
+    todo = [unit]
+    while todo:  # what it is built on, and what that is built on
+        entry = todo.pop()
+        for slave in root.listdir(f"sys/block/{entry}/slaves"):
+            below = _entry_of(root, entry, slave, present)
+            if below is not None and below not in wanted:
+                wanted.add(below)
+                todo.append(below)
+    here = f"sys/block/{unit}" if unit == kernel_name else f"sys/block/{unit}/{kernel_name}"
+    wanted.update(h for h in root.listdir(f"{here}/holders") if h in present)
+    wanted.update(e for e in entries if _kind_of(e) == "loop")
+    subset = [e for e in entries if e in wanted]
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        for dev in _inspect(root, probe=True, needed=None, probes_used=[], entries=subset):
+            if dev.name == kernel_name:
+                return dev
+    finally:
+        if paused:
+            gc.enable()
+    return None  # not listed (empty, or a RAM disk): the full scan says so
+
+
+def _entry_of(root: SysRoot, holder: str, slave: str, present: set[str]) -> str | None:
+    """The /sys/block entry of `slave` (a name under sys/block/HOLDER/slaves): itself, or the
+    disk of a partition, as the slave link's target says (.../block/DISK/PART)."""
+    if slave in present:
+        return slave
+    link = root.readlink(f"sys/block/{holder}/slaves/{slave}") or ""
+    parts = link.rstrip("/").split("/")
+    if len(parts) >= 2 and parts[-1] == slave and parts[-2] in present:
+        return parts[-2]
+    return next((e for e in sorted(present, key=len, reverse=True)
+                 if slave.startswith(e) and slave != e), None)
 
 
 def find_device(inv: Inventory, name: str) -> Device:

@@ -132,10 +132,12 @@ class MountEntry:
 
 
 def parse_mountinfo(text: str) -> list[MountEntry]:
-    """Entries of /proc/self/mountinfo; malformed lines are skipped."""
+    """Entries of /proc/self/mountinfo; malformed lines are skipped. The kernel escapes only
+    space, tab, newline and backslash in a path: lines end at a newline and fields at a space,
+    nothing else (a mount point holding a carriage return, NEL or U+2028 is still one field)."""
     entries: list[MountEntry] = []
-    for line in text.splitlines():
-        fields = line.split()
+    for line in text.split("\n"):
+        fields = line.split(" ")
         if " - " not in line or len(fields) < 10:
             continue
         sep = fields.index("-", 6)
@@ -151,8 +153,8 @@ def parse_mountinfo(text: str) -> list[MountEntry]:
 def parse_proc_mounts(text: str) -> list[MountEntry]:
     """Entries of /proc/mounts (no MAJ:MIN: matched by source path)."""
     entries: list[MountEntry] = []
-    for line in text.splitlines():
-        fields = line.split()
+    for line in text.split("\n"):
+        fields = line.split(" ")
         if len(fields) < 3:
             continue
         entries.append(MountEntry(maj_min=None, source=unescape_mount_path(fields[0]),
@@ -164,8 +166,8 @@ def parse_proc_mounts(text: str) -> list[MountEntry]:
 def parse_swaps(text: str) -> list[str]:
     """Paths in /proc/swaps (devices or files), header skipped."""
     paths: list[str] = []
-    for line in text.splitlines()[1:]:
-        fields = line.split()
+    for line in text.split("\n")[1:]:
+        fields = re.split(r"[ \t]+", line.strip(" \t"))
         if len(fields) >= 2:
             paths.append(unescape_mount_path(fields[0]))
     return paths

@@ -1,1 +1,2 @@
-"""Pydantic shapes shared by every layer: device facts, workload answers, rules, proposals, runs."""
+"""Pydantic shapes shared by every layer: device facts, workload answers, rules, proposals, runs,
+audits."""

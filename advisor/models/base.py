@@ -56,10 +56,12 @@ class Documented:
     description (unless the field gives one)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        module = sys.modules.get(cls.__module__)
+        annotations = inspect.get_annotations(cls)
+        # A class declaring no field has nothing to document: a parametrised generic (`Fact[int]`
+        # made in some module) would otherwise parse its maker's whole source for nothing.
+        module = sys.modules.get(cls.__module__) if annotations else None
         filename = getattr(module, "__file__", None)
         docs = _module_docstrings(filename).get(cls.__qualname__, {}) if filename else {}
-        annotations = inspect.get_annotations(cls)
         for name, doc in docs.items():
             if name not in annotations or name.startswith("_") or \
                     str(annotations[name]).startswith(("ClassVar", "typing.ClassVar")):

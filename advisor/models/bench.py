@@ -18,7 +18,10 @@ Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 MAX_STORED_FLOOR = 10.0
 #: Largest standard deviation of a pair's log-ratio a calibration file may hold (e^10 per pair).
 MAX_STORED_SD = 10.0
-#: Most pairs a calibration can have been measured with (validate runs at most 200).
+#: Most pairs a run may have: beyond this no verdict changes (a metric that needs more is "more
+#: than MAX_PAIRS pairs"), and the plan, the samples and the time would grow without purpose.
+MAX_PAIRS = 200
+#: Most pairs a calibration can have been measured with (validate runs at most MAX_PAIRS).
 MAX_STORED_ROUNDS = 10_000
 
 
@@ -124,8 +127,9 @@ class MetricResult(Model):
     """better / worse (the interval excludes B/A = 1), equivalent (wholly inside +-margin) or
     inconclusive."""
     rounds_to_resolve: int | None = None
-    """For an inconclusive metric: pairs in all that would likely resolve it, from the median
-    and the median absolute deviation of the pairs' log-ratios (null: more than 200)."""
+    """For an inconclusive metric: pairs in all that would likely resolve it, from the spread
+    the interval itself uses (never less than the median absolute deviation's) and an effect
+    taken pessimistically from the mean and the median (null: more than 200)."""
     primary_for: list[str] = Field(default_factory=list)
     """The options of B this figure is the pre-declared primary metric of (their mechanism, from
     the rule; CPU time per directory operation for an option no rule claims a counter for),
@@ -197,6 +201,11 @@ class Timing(Model):
     """Time fio spent in the measured phases."""
     measuring_share: float
     """measuring_seconds / wall_seconds."""
+    pilot_creates_per_s: float | None = None
+    """Creates per second of the pilot run before the first pair, which sized the directory
+    phases (null: a continued run, sized by the run it continues)."""
+    pilot_side_overhead: float | None = None
+    """Seconds a side was expected to cost besides fio's measured time, from the pilot."""
 
 
 class BenchEnvironment(Model):
@@ -223,6 +232,9 @@ class BenchEnvironment(Model):
     ABBA block, and at the end (other work makes noise; the verdicts hold anyway)."""
     host_effects: str | None = None
     """What the run did to the host outside its own device (said in the plan too)."""
+    isolation: str | None = None
+    """Where fio ran: a systemd scope or a cgroup v2 folder of its own with CPU and IO weight
+    1000, or without one and why (null: a report from before this was kept)."""
     note: str | None = None
     """What the numbers mean (e.g. that a loop device measures its backing storage)."""
 
@@ -335,13 +347,19 @@ class ValidationReport(Model):
     mechanisms: list[MetricResult] = Field(default_factory=list)
     """Work per operation, from XFS's per-mount and the block layer's counters (log writes and
     KiB per 1,000 creates; log writes, device writes and cache flushes per fsync): lower is less
-    work. Judged on their own, with the same statistics; not part of the verdict, they show
-    whether an option did what its rule says (e.g. logbsize=256k: fewer log writes)."""
+    work. Judged on their own, with the same statistics; they show whether an option did what
+    its rule says (e.g. logbsize=256k: fewer log writes), and a changed option's primary one
+    leads the verdict."""
     verdict: Verdict
-    """worse if any metric is worse; better if some is better and none worse; equivalent if all
-    are; inconclusive otherwise."""
+    """The run's one word, the changed options' primary metrics leading: worse if a timing
+    metric is shown worse or a primary counter moved against its rule's claim (exit code 5);
+    better if every changed option's primary metric is decided the way the option is meant to
+    move it and nothing is shown worse; equivalent if every figure is; inconclusive otherwise.
+    An A/A calibration: worse/better if any metric is, as a false difference."""
     summary: str
-    """One sentence saying what the verdict means."""
+    """The verdict line: first `mechanism shown for every changed option; throughput: ...`
+    (slower on ..., no slowdown beyond X% shown, or inconclusive), then each option's primary
+    metric, the throughput figures and the costs the counters found."""
     age: AgeReport | None = None
     """Fragmentation reached by --age."""
     timing: Timing

@@ -6,6 +6,7 @@ rule engine, the scratch-device guard, the TUI, `devices --json`).
 
 from __future__ import annotations
 
+import re
 from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,6 +73,26 @@ class MdInfo(Model):
     """Disks holding data per stripe, derived from level, raid_disks and layout."""
 
 
+class OpenBy(Model):
+    """A process that holds the device open without claiming it (a VM on a raw disk, a
+    database, a `dd`): the kernel lets anyone format it meanwhile."""
+
+    pid: int
+    """Its process id."""
+    command: str
+    """Its command name (/proc/PID/comm, chosen by the process): control characters escaped."""
+    mapped: bool = False
+    """True when it holds the device only through a memory mapping (no open descriptor)."""
+    backing_file: bool = False
+    """True when what it holds is the loop device's backing file, not the device itself."""
+
+    def describe(self) -> str:
+        """`pid 123 (qemu)`, with how when it is not a plain open."""
+        how = [w for w, on in (("mapped", self.mapped),
+                               ("its backing file", self.backing_file)) if on]
+        return f"pid {self.pid} ({self.command}{', ' if how else ''}{', '.join(how)})"
+
+
 class Usage(Model):
     """What is on the device and who uses it."""
 
@@ -90,6 +111,10 @@ class Usage(Model):
     """Loop devices bound over this device, at any offset (the kernel's loop status on the live
     system; loop/backing_file in a capture). The kernel records no holder for them and loop
     does not claim its backing exclusively: formatting this device destroys what they hold."""
+    held_open: list[OpenBy] | None = None
+    """Processes holding it (or a loop device's backing file) open or mapped, from every
+    process's /proc/PID/fd and /proc/PID/maps; None when not looked at (only `devices` looks,
+    on the live system as root)."""
 
 
 class Device(Model):
@@ -285,3 +310,9 @@ def stripe_hidden_below(device: Device) -> bool:
         return False
     return reports_nothing(device.min_io.value, device.opt_io.value,
                            device.logical_sector.value, device.physical_sector.value)
+
+
+def natural_key(name: str) -> tuple[tuple[int, str | int], ...]:
+    """Sort key that orders numbers by value: loop1, loop2, loop10 (not loop1, loop10, loop2)."""
+    return tuple((1, int(part)) if part.isdigit() else (0, part)
+                 for part in re.split(r"(\d+)", name) if part)

@@ -41,6 +41,18 @@ class Environment(Model):
         version = parse_version(self.xfsprogs_version)
         return version is not None and version >= (major, minor)
 
+    @property
+    def command_xfsprogs(self) -> str | None:
+        """The xfsprogs whose mkfs.xfs will run the command: the captured host's when recorded,
+        else the local one."""
+        return self.target_xfsprogs or self.xfsprogs_version
+
+    def target_older(self) -> bool:
+        """True when the command is for a captured host whose xfsprogs is older than the local
+        one that checked it (major.minor)."""
+        target, local = parse_version(self.target_xfsprogs), parse_version(self.xfsprogs_version)
+        return target is not None and local is not None and target < local
+
     def mkfs_knows(self, major: int, minor: int) -> bool:
         """True when every mkfs.xfs the command is for knows options of xfsprogs major.minor:
         the local one (which checks it) and the captured host's, when recorded."""

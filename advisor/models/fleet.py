@@ -43,6 +43,29 @@ class FleetFinding(Model):
     mountpoint: str | None
 
 
+class FleetObservation(Model):
+    """One finding of the host's short `xfs-advisor observe` (its live filesystem under its
+    own load), made again here from the figures the host measured."""
+
+    rule: str
+    """The rule it concerns (`xfs-advisor explain RULE`)."""
+    mountpoint: str
+    """The filesystem watched (the host's text)."""
+    message: str
+    """What was seen and what the rule says about it."""
+
+
+class FleetObserveRule(Model):
+    """One rule's observe findings across the fleet."""
+
+    rule: str
+    hosts: list[str]
+    findings: int
+    """Findings in all (one per filesystem watched)."""
+    example: str
+    """The message of its first finding."""
+
+
 class FleetRule(Model):
     """One rule's findings across the fleet: the answer to "which hosts does it hit?"."""
 
@@ -112,6 +135,12 @@ class FleetHost(Model):
     """The host's audit findings by severity (fstab lines without a device included)."""
     findings: list[FleetFinding] = Field(default_factory=list)
     """Every audit finding, with its rule id and severity."""
+    observed_seconds: float | None = None
+    """How long the host's `observe` watched (null: not asked, xfs_advisor_observe_for 0)."""
+    observe_findings: list[FleetObservation] = Field(default_factory=list)
+    """The findings of that observation, per filesystem watched."""
+    observe_error: str | None = None
+    """Why the observation gave nothing (it failed on the host, or its output is unusable)."""
 
 
 class FleetShape(Model):
@@ -181,6 +210,8 @@ class FleetDocument(Model):
     """hosts, ok, failed."""
     by_rule: list[FleetRule] = Field(default_factory=list)
     """Findings grouped by rule id, worst severity first, then most hosts."""
+    observe_by_rule: list[FleetObserveRule] = Field(default_factory=list)
+    """The hosts' observe findings grouped by rule id, most hosts first."""
     fail_on: str | None = None
     """The --fail-on severity asked (null: none)."""
     target_kernel: str | None = None

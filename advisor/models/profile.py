@@ -104,6 +104,10 @@ class Xattrs(Model):
     """Sampled files and directories carrying at least one attribute."""
     bytes_per_inode: Distribution = Field(default_factory=lambda: Distribution(count=0, total=0))
     """Attribute bytes per sampled file or directory (name without prefix + value, summed)."""
+    attributes_per_inode: Distribution = Field(
+        default_factory=lambda: Distribution(count=0, total=0))
+    """Attributes per sampled file or directory (each costs 3 bytes of inline space besides its
+    name and value)."""
     largest_value: int = Field(default=0, ge=0)
     """Largest single attribute value in the sample, in bytes (over 254 never stays inline)."""
     largest_value_name: str | None = None
@@ -137,6 +141,8 @@ class MeasuredAnswers(Model):
     xattr_bytes_per_file: int | None = Field(default=None, ge=0)
     """90th percentile of attribute bytes per file or directory in the sample: nine in ten carry no
     more (a mean would hide the files that push their attributes out of the inode)."""
+    xattrs_per_file: int | None = Field(default=None, ge=0)
+    """90th percentile of attributes per file or directory in the sample."""
     largest_xattr_value: int | None = Field(default=None, ge=0)
     """Largest attribute value in the sample, in bytes."""
 

@@ -52,6 +52,20 @@ class Decision(Model):
     """The values that lost."""
 
 
+class Question(Model):
+    """An answer not given that would change a setting the proposal keeps at its default: the
+    answer decides it, so it is asked rather than guessed."""
+
+    answer: str
+    """The workload answer to give (its key in a workload file, `access`...)."""
+    setting: str
+    """The setting it would change (`-n size`...)."""
+    rule: str
+    """Id of the rule that asks."""
+    message: str
+    """What each possible answer would give."""
+
+
 class ProposalWarning(Model):
     """Something the user must know before running the command."""
 
@@ -136,6 +150,9 @@ class Proposal(Model):
     """One per setting, in a fixed order."""
     warnings: list[ProposalWarning]
     """Things to know before running it."""
+    questions: list[Question] = Field(default_factory=list)
+    """Answers not given that would change a setting kept at its default (empty: no answer
+    missing decides anything)."""
     mkfs_defaults: MkfsGeometry | None
     """What `mkfs.xfs -N` chooses on its own for this device (side A)."""
     check: Check | None = None

@@ -130,6 +130,8 @@ def parse_count(value: Any) -> int:
 
 def parse_rate(value: Any) -> float:
     """A rate (per second) written like a count, fractions allowed: 200, "1.5k", "2e3"."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_BYTES:
+        raise ValueError(f"a number of {len(str(abs(value)))} digits is too large")  # no float
     if isinstance(value, float | int) and not isinstance(value, bool):
         return float(value)  # the field's own checks say what is wrong with it
     n = _count_fraction(value, "a number")

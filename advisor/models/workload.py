@@ -20,8 +20,9 @@ StorageKind = Literal["single-disk", "hardware-raid", "md-raid", "ssd", "virtual
 #: guide 2.1.2), write into files that already exist (databases, VM images), or both.
 WriterActivity = Literal["metadata", "data", "both"]
 #: How files get their data (streaming and extent size hints): streamed start to end
-#: once, rewritten or grown in place anywhere, or both.
-WritePattern = Literal["sequential", "random", "mixed"]
+#: once, sparse files filled by writes scattered over them, files grown at the end a few KiB at a
+#: time with fsync and rewritten in place, or a mix.
+WritePattern = Literal["sequential", "random", "appending", "mixed"]
 
 
 #: Distribution targets: name -> the family and version the kernel-compat rule's table knows.
@@ -140,6 +141,9 @@ class Workload(Model):
     and inode space)."""
     xattr_bytes_per_file: int | None = Field(default=None, ge=0, le=1 << 30)
     """Extended-attribute bytes per file: SELinux, Samba, Ceph... (inode size)."""
+    xattrs_per_file: int | None = Field(default=None, ge=0, le=1 << 20)
+    """Extended attributes per file (each costs 3 bytes of inline space besides its name and
+    value; without it the inode-size rule assumes one per 32 bytes and says the range)."""
     largest_xattr_value: ByteSize | None = Field(default=None, le=1 << 16)
     """Largest single xattr value in bytes (over 254 never goes inline)."""
     eventual_size: ByteSize | None = Field(default=None, gt=0)
@@ -164,8 +168,9 @@ class Workload(Model):
     # -- streaming, extent size hints, quotas, inode space, rmapbt --
     write_pattern: WritePattern | None = None
     """How files get their data: sequential (streamed start to end once: backups, media, logs),
-    random (written in place anywhere or grown by random writes: VM images, databases) or mixed
-    (swalloc, allocsize, largeio; extent size hints)."""
+    random (sparse files filled by writes scattered over them: VM images), appending (grown at
+    the end a few KiB at a time with fsync, then rewritten in place: database tables and
+    journals) or mixed (swalloc, allocsize, largeio; extent size hints)."""
     reflink_clones: bool | None = None
     """Files are cloned with reflink (cp --reflink, VM snapshots, container layers) and the
     clones then written in place (copy-on-write extent size hint, -d cowextsize)."""
@@ -183,7 +188,7 @@ class Workload(Model):
 
     _numbers = field_validator("xattr_bytes_per_file", "growth_factor", mode="before")(_not_bool)
     _counts = field_validator("largest_directory_entries", "concurrent_writers", "file_count",
-                              mode="before")(_count)
+                              "xattrs_per_file", mode="before")(_count)
     _rates = field_validator("fsyncs_per_second", mode="before")(_rate)
 
     @field_validator("mount_point")
@@ -202,6 +207,12 @@ class Workload(Model):
                 f"largest_directory_entries ({entries:,}) is more than file_count ({files:,}): "
                 "one directory cannot hold more entries than the filesystem holds files; "
                 "correct one of them")
+        count, size = self.xattrs_per_file, self.xattr_bytes_per_file
+        if count is not None and size is not None and (count > size or (size and not count)):
+            raise ValueError(
+                f"xattrs_per_file ({count:,}) does not fit xattr_bytes_per_file ({size:,}): "
+                "every attribute has a name of at least one byte, and bytes need at least one "
+                "attribute; correct one of them")
         return self
 
     @field_validator("must_mount_on_kernel")

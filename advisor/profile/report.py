@@ -95,6 +95,8 @@ def render_text(p: Profile) -> str:
         d = x.bytes_per_inode
         out.append(f"  bytes per inode  median {d.median}, p90 {d.p90}, max {d.maximum} "
                    "(names without namespace prefix + values)")
+        n = x.attributes_per_inode
+        out.append(f"  attributes       median {n.median}, p90 {n.p90}, max {n.maximum} per inode")
         if x.largest_value_name:
             out.append(f"  largest value    {x.largest_value} B ({printable(x.largest_value_name)} "
                        f"on {printable(x.largest_value_path or '')})")

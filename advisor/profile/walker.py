@@ -315,6 +315,7 @@ class Walker:
         read is kept)."""
         paths = self._sample.items
         per_inode: list[int] = []
+        counts: list[int] = []
         largest, largest_name, largest_path = 0, None, None
         supported: bool | None = None
         c = self._counts
@@ -333,7 +334,7 @@ class Walker:
                         self._problem(f"cannot list attributes ({err.strerror})", path)
                     continue
                 supported = True
-                total = 0
+                total = count = 0
                 for name in names:
                     try:
                         value = os.getxattr(path, name, follow_symlinks=False)
@@ -341,9 +342,11 @@ class Walker:
                         continue
                     name_bytes, value_bytes = stored_xattr_size(name, len(value))
                     total += name_bytes + value_bytes
+                    count += 1
                     if len(value) > largest:
                         largest, largest_name, largest_path = len(value), name, path
                 per_inode.append(total)
+                counts.append(count)
         except KeyboardInterrupt:
             interrupted = True  # a partial sample is still a sample
         return Xattrs(
@@ -353,6 +356,7 @@ class Walker:
             sample_limit=self.xattr_sample,
             inodes_with_xattrs=sum(1 for n in per_inode if n),
             bytes_per_inode=exact_distribution(per_inode),
+            attributes_per_inode=exact_distribution(counts),
             largest_value=largest,
             largest_value_name=largest_name,
             largest_value_path=display_path(largest_path) if largest_path else None,
@@ -367,6 +371,7 @@ class Walker:
             largest_directory_entries=directories.maximum,
             median_file_size=files.median,
             xattr_bytes_per_file=xattrs.bytes_per_inode.p90 if xattrs_known else None,
+            xattrs_per_file=xattrs.attributes_per_inode.p90 if xattrs_known else None,
             largest_xattr_value=xattrs.largest_value if xattrs_known else None,
         )
         specials = SpecialFiles(block_devices=c.block_devices,

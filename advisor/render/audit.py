@@ -4,7 +4,7 @@ TUI's audit view alike."""
 
 from __future__ import annotations
 
-from advisor.audit.models import AuditDocument, FilesystemAudit
+from advisor.models.audit import AuditDocument, FilesystemAudit
 from advisor.render.inert import terminal
 
 

@@ -12,11 +12,10 @@ flushes are sent) or `wthru` (none, or one that survives power loss), FUA `yes`/
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
-from advisor.models.device import Device, Fact, Inventory, media_label
+from advisor.models.device import Device, Fact, Inventory, media_label, natural_key
 from advisor.models.obstacles import obstacles
 from advisor.models.units import human_size
 
@@ -47,12 +46,6 @@ class TreeRow:
 
 #: Tree branches: lines (the TUI, lsblk) or ASCII (text meant for pipes and any font).
 BRANCHES = {"lines": ("├─ ", "└─ ", "│  ", "   "), "ascii": ("|-", "`-", "| ", "  ")}
-
-
-def natural_key(name: str) -> tuple[tuple[int, str | int], ...]:
-    """Sort key that orders numbers by value: loop1, loop2, loop10 (not loop1, loop10, loop2)."""
-    return tuple((1, int(part)) if part.isdigit() else (0, part)
-                 for part in re.split(r"(\d+)", name) if part)
 
 
 def tree_rows(inventory: Inventory, style: Literal["lines", "ascii"] = "lines") -> list[TreeRow]:
@@ -111,6 +104,10 @@ def badges(device: Device) -> list[Badge]:
     """What stands in the way of formatting the device (advisor.models.obstacles), or `free`
     when nothing does."""
     found = [Badge(o.badge, "blocks" if o.blocks else "warns") for o in obstacles(device)]
+    held = device.usage.held_open
+    if held:  # looked at only by `devices` as root: not an obstacle of the device's own facts
+        more = f" +{len(held) - 1}" if len(held) > 1 else ""
+        found.append(Badge(f"held open by {held[0].describe()}{more}", "blocks"))
     return found or [Badge("free", "free")]
 
 

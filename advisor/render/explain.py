@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from advisor.models.proposal import Decision, ProposalDocument
+from advisor.models.proposal import Decision, ProposalDocument, Question
 from advisor.models.rule import Rule
 from advisor.models.units import human_size
 from advisor.render.fstab import UUID_PLACEHOLDER
@@ -48,6 +48,14 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def question_summary(questions: list[Question]) -> str:
+    """`1 answer would change this: access` ("" when none would)."""
+    names = list(dict.fromkeys(q.answer for q in questions))
+    if not names:
+        return ""
+    return f"{_count(len(names), 'answer')} would change this: {', '.join(names)}"
+
+
 def proposal_text(doc: ProposalDocument, *, brief: bool = False) -> str:
     """What a person reads first comes first: the command, the fstab line, the warnings and the
     changed settings; then every setting kept at mkfs.xfs's default with its reason (`brief`:
@@ -57,6 +65,9 @@ def proposal_text(doc: ProposalDocument, *, brief: bool = False) -> str:
     changed = [dec for dec in p.decisions if dec.changed]
     kept = [dec for dec in p.decisions if not dec.changed]
     summary = f"{_count(len(changed), 'change')}, {_count(len(p.warnings), 'warning')}"
+    asked = question_summary(p.questions)
+    if asked:
+        summary += f"; {asked}"
     lines = [f"Proposal for {d.path} ({size}): {summary}", "", "  " + p.mkfs_command, "",
              "  fstab: " + p.fstab,
              f"  ({UUID_PLACEHOLDER} stands for the UUID mkfs.xfs prints; "
@@ -65,6 +76,13 @@ def proposal_text(doc: ProposalDocument, *, brief: bool = False) -> str:
         lines += ["", "Warnings:"]
         for w in p.warnings:
             lines += _wrap(f"! {w.message} [{w.rule}]", "  ")
+    if p.questions:
+        lines += ["", "Questions (the answer decides: give it as the flag or the answers file's "
+                  "key):"]
+        for q in p.questions:
+            flag = "--" + q.answer.replace("_", "-")
+            lines += _wrap(f"? {q.answer} ({flag}): {q.message}; {q.setting} kept until "
+                           f"answered [{q.rule}]", "  ")
     lines += ["", "Changes from mkfs.xfs's defaults:" if changed
               else "Changes from mkfs.xfs's defaults: none"]
     for dec in changed:

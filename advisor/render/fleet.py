@@ -13,7 +13,7 @@ HEADER = ("HOST", "STATUS", "SHAPE", "DEVICE", "KIND", "SIZE", "STRIPE", "FINDIN
 
 def _findings(counts: dict[str, int]) -> str:
     """'2 breaks, 1 info' (severity order), '-' for none."""
-    from advisor.audit.models import SEVERITIES
+    from advisor.models.audit import SEVERITIES
 
     said = [f"{counts[s]} {s}" for s in SEVERITIES if counts.get(s)]
     return ", ".join(said) or "-"
@@ -80,8 +80,25 @@ def rules_view(doc: FleetDocument) -> str:
                   f"{r.title}", f"    {_hosts(r.hosts)}"]
     if not doc.by_rule:
         lines.append("no findings")
+    lines += _observed(doc)
     lines += _gate(doc)
     return "\n".join(lines) + "\n"
+
+
+def _observed(doc: FleetDocument) -> list[str]:
+    """The hosts' observe findings by rule, and the observations that failed (nothing when no
+    host was asked to observe)."""
+    asked = [h for h in doc.hosts if h.observed_seconds is not None or h.observe_error]
+    if not asked:
+        return []
+    lines = [f"observed under load on {len(asked)} hosts; observe findings by rule:"]
+    for r in doc.observe_by_rule:
+        lines += [f"{r.rule} [observed] {len(r.hosts)} hosts, {r.findings} findings: "
+                  f"{r.example}", f"    {_hosts(r.hosts)}"]
+    if not doc.observe_by_rule:
+        lines.append("no observe findings")
+    lines += [f"{h.host}: {h.observe_error}" for h in asked if h.observe_error]
+    return lines
 
 
 def proposals_view(doc: FleetDocument) -> str:
@@ -165,6 +182,7 @@ def table(doc: FleetDocument) -> str:
                               f"{', '.join(s.hosts)}"))
     lines += [terminal(f"{r.rule} [{r.severity}]: {len(r.hosts)} hosts, {r.findings} findings")
               for r in doc.by_rule]
+    lines += [terminal(line) for line in _observed(doc)]
     lines += [terminal(line) for line in _gate(doc)]
     return "\n".join(lines) + "\n"
 
@@ -278,6 +296,10 @@ def markdown(doc: FleetDocument) -> str:
         same = "the same proposals" if s.same_proposal else "**different proposals**"
         lines.append(f"- **{s.shape}** ({len(s.hosts)} hosts, {same}): {_cell(s.devices)}; "
                      f"hosts: {_cell(', '.join(s.hosts))}")
+    observed = _observed(doc)
+    if observed:
+        lines += ["", "## Observed under load", ""]
+        lines += [f"- {_cell(line.strip())}" for line in observed]
     failed = [h for h in doc.hosts if h.status == "failed"]
     if failed:
         lines += ["", "## Failed hosts", ""]

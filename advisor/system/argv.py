@@ -28,6 +28,63 @@ def mkfs_xfs(
     return [*argv, *options, *([target] if target is not None else [])]
 
 
+#: The order of mkfs.xfs flags in a merged option list.
+FLAG_ORDER = ("-b", "-c", "-m", "-d", "-i", "-n", "-l", "-s")
+
+
+def merge_options(fragments: Iterable[Sequence[str]]) -> list[str]:
+    """Flag/argument pairs merged per flag (`-i size=1024` and `-i sparse=1` become
+    `-i size=1024,sparse=1`), flags in FLAG_ORDER. Raises ValueError on one sub-option given
+    twice."""
+    merged: dict[str, list[str]] = {}
+    for fragment in fragments:
+        if len(fragment) % 2:
+            raise ValueError(f"mkfs fragment {list(fragment)} is not flag/argument pairs")
+        for flag, arg in zip(fragment[::2], fragment[1::2], strict=True):
+            parts = merged.setdefault(flag, [])
+            for part in arg.split(","):
+                key = part.split("=", 1)[0]
+                if any(p.split("=", 1)[0] == key for p in parts):
+                    raise ValueError(f"{flag} {key} set twice")
+                parts.append(part)
+    rank = {flag: i for i, flag in enumerate(FLAG_ORDER)}
+    order = sorted(merged, key=lambda f: rank.get(f, len(FLAG_ORDER)))
+    out: list[str] = []
+    for flag in order:
+        out += [flag, ",".join(merged[flag])]
+    return out
+
+
+#: Sub-options mkfs.xfs takes only together (a stripe unit needs its width): tried as one.
+COUPLED = ({"su", "sw"}, {"sunit", "swidth"})
+
+
+def option_atoms(options: list[str]) -> list[tuple[str, str]]:
+    """`-d agsize=80g,su=64k,sw=4 -l size=64m` -> [(-d, agsize=80g), (-d, su=64k,sw=4),
+    (-l, size=64m)]: one per sub-option, coupled ones (COUPLED) together."""
+    atoms = []
+    for flag, arg in zip(options[::2], options[1::2], strict=True):
+        parts = arg.split(",")
+        keys = [p.split("=", 1)[0] for p in parts]
+        done: set[int] = set()
+        for i in range(len(parts)):
+            if i in done:
+                continue
+            group = next((g for g in COUPLED if keys[i] in g), set())
+            together = [j for j in range(i, len(parts)) if keys[j] in group] or [i]
+            done.update(together)
+            atoms.append((flag, ",".join(parts[j] for j in together)))
+    return atoms
+
+
+def join_atoms(atoms: list[tuple[str, str]]) -> list[str]:
+    """The inverse of option_atoms: sub-options of one flag together again, in their first order."""
+    merged: dict[str, list[str]] = {}
+    for flag, part in atoms:
+        merged.setdefault(flag, []).append(part)
+    return [x for flag, parts in merged.items() for x in (flag, ",".join(parts))]
+
+
 def mkfs_version() -> list[str]:
     return ["mkfs.xfs", "-V"]
 
@@ -106,17 +163,27 @@ def fio(jobfile: str, *, output_format: str = "json") -> list[str]:
     return ["fio", f"--output-format={output_format}", jobfile]
 
 
+def systemd_scope(argv: Sequence[str], *, cpu_weight: int, io_weight: int) -> list[str]:
+    """`systemd-run --scope` around argv: a transient scope of its own (collected when it ends)
+    with these CPU and IO weights; the command runs in the foreground as itself."""
+    return ["systemd-run", "--scope", "--quiet", "--collect", "-p", f"CPUWeight={cpu_weight}",
+            "-p", f"IOWeight={io_weight}", "--", *argv]
+
+
+def in_cgroup(folder: str, argv: Sequence[str]) -> list[str]:
+    """argv started inside the cgroup v2 folder `folder`: the shell writes its own pid to the
+    folder's cgroup.procs, then becomes the command (exec). The folder and the command are
+    positional parameters, never part of the script."""
+    return ["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', "sh", folder,
+            *argv]
+
+
 def fio_version() -> list[str]:
     return ["fio", "--version"]
 
 
 def sync() -> list[str]:
     return ["sync"]
-
-
-def drop_caches() -> list[str]:
-    """Drop the page cache, dentries and inodes (after a sync), so each round starts cold."""
-    return ["sysctl", "-q", "-w", "vm.drop_caches=3"]
 
 
 def shell_line(argv: Sequence[str]) -> str:

@@ -172,3 +172,149 @@ def _sync_folder(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+#: Opening a folder on the way to a file in an OwnFolder: never through a symlink.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class OwnFolder:
+    """A folder this process writes a tree into (a capture) through a directory fd: every file is
+    created with O_CREAT|O_EXCL|O_NOFOLLOW and every folder on the way is opened with O_NOFOLLOW,
+    relative to that fd, so nothing written lands outside it, whatever appears in it or in its
+    path meanwhile. The folder itself is new, or an empty one owned by us that no one else may
+    write into: root capturing into /tmp/x that another user made (and fills with links while
+    the capture runs) would otherwise write through those links anywhere."""
+
+    def __init__(self, fd: int, path: Path, what: str) -> None:
+        self.fd = fd
+        self.path = path
+        self.what = what
+
+    @classmethod
+    def make(cls, path: Path, what: str) -> tuple[OwnFolder, bool]:
+        """Open `path` (making it, and its parents, when missing) and check that it is ours and
+        empty; BadInput otherwise. Also whether this made it."""
+        _refuse_planted_link(path, what)
+        made = False
+        try:
+            try:
+                os.mkdir(path, 0o755)
+                made = True
+            except FileNotFoundError:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                os.mkdir(path, 0o755)
+                made = True
+            except FileExistsError:
+                pass  # checked below, through the fd
+        except OSError as err:
+            raise BadInput(f"cannot make {what} {path}: {_why(err)}") from None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except NotADirectoryError:
+            raise BadInput(f"{what} {path} is not a folder: give a new or empty folder") from None
+        except OSError as err:
+            raise BadInput(f"cannot open {what} {path}: {_why(err)}") from None
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.geteuid():
+                raise BadInput(f"{what} {path} belongs to uid {st.st_uid}, not to you: "
+                               "give a new folder (someone else's could hold links to anywhere)")
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                raise BadInput(f"{what} {path} can be written by others (mode "
+                               f"{stat.S_IMODE(st.st_mode):o}): give a new folder, or one only "
+                               "you can write into")
+            if os.listdir(fd):
+                raise BadInput(f"{what} {path} is not empty: give a new or empty folder")
+            owner_rwx = stat.S_IWUSR | stat.S_IXUSR
+            if st.st_mode & owner_rwx != owner_rwx and os.geteuid() != 0:
+                raise BadInput(f"cannot write into {what} {path}: not writable")
+        except OSError as err:
+            os.close(fd)
+            raise BadInput(f"cannot open {what} {path}: {_why(err)}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd, path, what), made
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> OwnFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _parts(self, rel: str) -> list[str]:
+        """The names of `rel`, refused when one would leave the folder (absolute, `..`)."""
+        parts = [p for p in rel.split("/") if p and p != "."]
+        if rel.startswith("/") or ".." in parts or not parts:
+            raise BadInput(f"refusing to write {rel!r} into {self.what} {self.path}: "
+                           "it names a place outside it")
+        return parts
+
+    def _folder(self, names: list[str], make: bool) -> int:
+        """A new fd of the folder `names` below ours (made when `make`), never through a link."""
+        fd = os.dup(self.fd)
+        try:
+            for name in names:
+                if make:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o755, dir_fd=fd)
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def makedirs(self, rel: str) -> None:
+        """Make the folder `rel` and those on the way (those already there are kept)."""
+        os.close(self._folder(self._parts(rel), make=True))
+
+    def lexists(self, rel: str) -> bool:
+        """Whether `rel` is there (a link counts as itself, not as what it names)."""
+        *up, name = self._parts(rel)
+        try:
+            fd = self._folder(up, make=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        try:
+            os.lstat(name, dir_fd=fd)
+            return True
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        finally:
+            os.close(fd)
+
+    def symlink(self, rel: str, target: str) -> None:
+        """Make `rel` a symlink holding `target` (only stored: nothing here follows it)."""
+        *up, name = self._parts(rel)
+        fd = self._folder(up, make=True)
+        try:
+            os.symlink(target, name, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def write(self, rel: str, data: str | bytes) -> None:
+        """Create the file `rel` (it must not exist yet) holding `data` (text read with
+        errors="surrogateescape" goes back to its own bytes)."""
+        *up, name = self._parts(rel)
+        fd = self._folder(up, make=True)
+        try:
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                          | os.O_CLOEXEC, 0o644, dir_fd=fd)
+        finally:
+            os.close(fd)
+        with os.fdopen(out, "wb") as f:
+            f.write(data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data)
+
+    def remove_if_empty(self) -> None:
+        """Remove the folder while it is still empty (a capture that failed before writing)."""
+        with contextlib.suppress(OSError):
+            if not os.listdir(self.fd):
+                os.rmdir(self.path)

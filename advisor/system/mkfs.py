@@ -14,6 +14,7 @@ import errno
 import functools
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -109,12 +110,68 @@ def _sets(options: Sequence[str], flag: str, key: str) -> bool:
                for i in range(len(options) - 1))
 
 
+#: The dry run's folder in TMPDIR: `xfs-advisor-check-PID-START-XXXXXXXX`, its maker's pid and
+#: start time in the name, so that what a killed process left can be told from a live one's.
+DRY_RUN_PREFIX = "xfs-advisor-check-"
+_DRY_RUN_NAME = re.compile(re.escape(DRY_RUN_PREFIX) + r"([0-9]+)-([0-9]+)-[^/]+")
+#: What a dry run puts in its folder: the device's and a log device's sparse stand-ins.
+_DRY_RUN_FILES = frozenset({"device.img", "log.img"})
+
+
+def _dry_run_prefix() -> str:
+    from advisor.system.processes import process_start
+    from advisor.system.sysroot import SysRoot
+
+    pid = os.getpid()
+    return f"{DRY_RUN_PREFIX}{pid}-{process_start(SysRoot(), pid) or 0}-"
+
+
+def sweep_dry_runs(folder: str | None = None) -> list[str]:
+    """Remove the dry-run folders (and their device-sized sparse images) that processes killed
+    before their own clean-up left in `folder` (default: TMPDIR): only folders of ours, named
+    for a process that is no longer alive, holding nothing but a dry run's files. The paths
+    removed."""
+    from advisor.system.processes import alive
+    from advisor.system.sysroot import SysRoot
+
+    where = folder or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(where) if _DRY_RUN_NAME.fullmatch(n)]
+    except OSError:
+        return removed
+    proc = SysRoot()
+    for name in names:
+        match = _DRY_RUN_NAME.fullmatch(name)
+        assert match is not None
+        pid, started = int(match.group(1)), match.group(2)
+        if alive(proc, pid, started):
+            continue
+        path = os.path.join(where, name)
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                if os.fstat(fd).st_uid != os.geteuid():
+                    continue  # someone else's (or made to look like ours): not ours to remove
+                inside = os.listdir(fd)
+                if not set(inside) <= _DRY_RUN_FILES:
+                    continue
+                for entry in inside:
+                    if stat.S_ISREG(os.lstat(entry, dir_fd=fd).st_mode):
+                        os.unlink(entry, dir_fd=fd)
+            finally:
+                os.close(fd)
+            os.rmdir(path)
+            removed.append(path)
+    return removed
+
+
 def _dry(device: Device, options: Sequence[str]) -> tuple[Result, list[str], str, list[str]]:
     """`mkfs.xfs -N -f` with the options on a stand-in for the device: its result, the command as
     shown (FILE for the stand-in), how the stand-in was made, the emulation options used."""
     size = device_size(device)
     emulated = emulation_options(device, options)
-    with tempfile.TemporaryDirectory(prefix="xfs-advisor-check-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=_dry_run_prefix()) as tmp:
         image = os.path.join(tmp, "device.img")
         target_options: list[str] = []
         method = "sparse file"

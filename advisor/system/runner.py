@@ -17,6 +17,7 @@ from typing import Any
 import sh
 
 from advisor.errors import ToolProblem
+from advisor.signals import STOPPING_SIGNALS
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -61,10 +62,6 @@ def _text(output: str | bytes) -> str:
     return output if isinstance(output, str) else output.decode("utf-8", "replace")
 
 
-#: Signals whose Python handlers raise (Ctrl-C's KeyboardInterrupt, the clean-up's Terminated).
-DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
     """Within the block (in the main thread), a signal with a Python handler is noted, and its
@@ -84,7 +81,7 @@ def signals_deferred() -> Iterator[None]:
         caught.append((signum, frame))
 
     previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
-    for signum in DEFERRED_SIGNALS:
+    for signum in STOPPING_SIGNALS:  # their handlers raise (KeyboardInterrupt, Terminated)
         handler = signal.getsignal(signum)
         if callable(handler):
             previous[signum] = handler
@@ -101,24 +98,46 @@ def signals_deferred() -> Iterator[None]:
 
 #: Commands running now (in any thread), but for clean-up's own-group ones: stop_children().
 _running: dict[int, Any] = {}
+#: Set by stop_children: a command a worker thread starts from then on is killed at once.
+_stopping = threading.Event()
 
 
 def stop_children() -> None:
     """Kill every command still running, but for clean-up's: called when the process is ended
     (Ctrl-C, SIGTERM, SIGHUP), so that a worker thread waiting on one (a proposal's mkfs.xfs dry
     run of the defaults) returns at once and removes its temporary files, and the interpreter,
-    which waits for its threads, exits."""
+    which waits for its threads, exits. A worker that had just started a command and not yet
+    listed it sees the flag once it has (the flag is set before the list is read), so no
+    command outlives the advisor (one did, under load, holding its output pipes for a minute)."""
+    _stopping.set()
     for proc in list(_running.values()):
         with contextlib.suppress(ProcessLookupError, OSError):
             proc.kill()
 
 
+#: The locale commands run in: their messages untranslated, as the code matches them ("Device or
+#: resource busy", "could not find any free loop device"), whatever the user's LANG, LC_* or
+#: LANGUAGE say. C.UTF-8 rather than C, so that a non-ASCII name stays as it is (under C,
+#: losetup prints /tmp/dätä.img as /tmp/d\xc3\xa4t\xc3\xa4.img); LANGUAGE goes, because
+#: gettext follows it under any locale but C. Where C.UTF-8 is missing, the tools fall back to C.
+COMMAND_LOCALE = "C.UTF-8"
+
+
+def command_env() -> dict[str, str]:
+    """The environment a command runs in: the advisor's own, with COMMAND_LOCALE for every
+    locale category."""
+    env = {k: v for k, v in os.environ.items() if k != "LANGUAGE"}
+    env["LC_ALL"] = COMMAND_LOCALE
+    return env
+
+
 def _spawn(cmd: sh.Command, argv: list[str], input: str | None, cwd: str | None,
            own_group: bool) -> Any:
-    """Start the command in the background (sh forks and execs it)."""
+    """Start the command in the background (sh forks and execs it), in command_env()."""
     return cmd(
         *argv[1:],
         _bg=True,
+        _env=command_env(),
         # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
         # SIGHUP, which reaches the whole process group) is a failed result, not an
         # exception: clean-up retries it.
@@ -168,6 +187,9 @@ def run(
 
         if not own_group:
             _running[id(proc)] = proc
+            if _stopping.is_set():  # the advisor is ending: stop_children may have missed it
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    proc.kill()
 
         timer = threading.Timer(timeout, kill) if timeout else None
         if timer:

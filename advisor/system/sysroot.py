@@ -36,9 +36,11 @@ class SysRoot:
             raise BadInput(f"sysroot {path}/sys is not readable")
         return cls(path)
 
-    @property
+    @functools.cached_property
     def live(self) -> bool:
-        """True when reading the running system (libblkid and udev can then be asked too)."""
+        """True when reading the running system (libblkid and udev can then be asked too).
+        Resolved once: a scan asks a dozen times, and resolving a captured tree's path costs a
+        system call per component (the fleet report asks for every host)."""
         return self.root.resolve() == Path("/")
 
     def path(self, rel: str) -> Path:

@@ -35,6 +35,7 @@ from advisor.models.device import Device, Inventory
 from advisor.models.workload import Workload
 from advisor.render.inert import terminal, terminal_lines
 from advisor.session import Session
+from advisor.signals import ENDING_SIGNALS, STOPPING_SIGNALS
 from advisor.tui.messages import DevicesChanged, DevicesRead, HotplugSeen, ProposalChanged
 
 if TYPE_CHECKING:
@@ -91,8 +92,6 @@ class ActiveRun:
         return not self.done.is_set()
 
 
-#: Signals that end the TUI: each cancels a running validation, which cleans up, then exits.
-ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
 
 
 def _screen_factory(step: str) -> Callable[[], Screen[Any]]:
@@ -158,6 +157,10 @@ class AdvisorApp(App[int]):
         self._proposal_worker: Worker[ProposalResult] | None = None
         self.active_run: ActiveRun | None = None
         """The validation going on, if any (set by the validate screen)."""
+        self.devices_lock = threading.RLock()
+        """Held while the devices are read or a dead run's leftovers recovered: a read opens
+        every device (libblkid), which must not meet a recovery detaching a loop device."""
+        self._recheck_worker: Worker[Inventory | None] | None = None
         self.ended_by: int | None = None
         """The signal that ended the app, if one did."""
 
@@ -359,6 +362,9 @@ class AdvisorApp(App[int]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
+        if worker is self._recheck_worker and worker.is_finished:
+            self._rechecked(event)
+            return
         if worker is not self._proposal_worker or not worker.is_finished:
             return
         self._proposal_worker = None
@@ -393,12 +399,54 @@ class AdvisorApp(App[int]):
         shown."""
         if self._reload_inventory is None or self.state.reading_devices:
             return  # the first scan is still running: it will show what is there
-        before = self.state.inventory
         try:
-            self.state.inventory = self._reload_inventory()
+            with self.devices_lock:
+                inventory = self._reload_inventory()
         except Exception as err:  # a device vanishing mid-scan must not end the session
             self.notify(f"could not re-read devices: {err}", severity="error")
             return
+        self._take_inventory(inventory)
+
+    @property
+    def run_going(self) -> bool:
+        """A validation (or attribution) is running."""
+        return self.active_run is not None and self.active_run.running
+
+    def recheck_devices(self) -> None:
+        """Read the devices again in a worker thread (F5 shown: a wipefs or a mount since the
+        list was read changes the guard's verdicts). Never while a run goes, and never at the
+        same time as a recovery (`devices_lock`); a read that ends after a run started is
+        dropped."""
+        read = self._reload_inventory
+        if read is None or self.state.reading_devices or self.run_going:
+            return
+        if self._recheck_worker is not None and not self._recheck_worker.is_finished:
+            return  # one at a time; it reads the devices as they are now anyway
+        lock = self.devices_lock
+
+        def work() -> Inventory | None:
+            if not lock.acquire(blocking=False):
+                return None  # a recovery or the check before a run reads them right now
+            try:
+                return read()
+            finally:
+                lock.release()
+
+        self._recheck_worker = self.run_worker(work, name="recheck-devices",
+                                               group="recheck-devices", thread=True,
+                                               exit_on_error=False)
+
+    def _rechecked(self, event: Worker.StateChanged) -> None:
+        self._recheck_worker = None
+        if event.state != WorkerState.SUCCESS or self.run_going:
+            return  # a failed re-check keeps the list as it was; a run reads them itself
+        inventory = event.worker.result
+        if isinstance(inventory, Inventory):
+            self._take_inventory(inventory)
+
+    def _take_inventory(self, inventory: Inventory) -> None:
+        before = self.state.inventory
+        self.state.inventory = inventory
         chosen = self.state.device_name
         if chosen and before.get(chosen) and self.state.inventory.get(chosen) is None:
             self.notify(f"{chosen} is gone (detached or removed): F2 to choose another",
@@ -535,7 +583,7 @@ def finish_run(app: AdvisorApp) -> None:
     with contextlib.suppress(OSError):
         print("xfs-advisor: cleaning up the validation run...", file=sys.stderr, flush=True)
     # A further Ctrl-C, SIGHUP or SIGTERM while waiting must not cut the clean-up short.
-    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (*ENDING_SIGNALS, signal.SIGINT)}
+    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOPPING_SIGNALS}
     try:
         run.done.wait()
     finally:

@@ -14,8 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 from textual.worker import Worker, WorkerState
 
-from advisor.audit.models import AuditDocument
 from advisor.errors import AdvisorError
+from advisor.models.audit import AuditDocument
 from advisor.session import Session
 
 

@@ -97,8 +97,10 @@ class ProposalScreen(StepScreen):
     """The proposal for the chosen device and the current answers, recomputed when they change."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("c", "copy_mkfs", "Copy mkfs"),
-        Binding("f", "copy_fstab", "Copy fstab"),
+        # c and f are named on the boxes they copy ("mkfs (c copies)"): in the footer too, the
+        # three keys would cut it at 80 columns behind the step keys.
+        Binding("c", "copy_mkfs", "Copy mkfs", show=False),
+        Binding("f", "copy_fstab", "Copy fstab", show=False),
         Binding("s", "save", "Save script"),
         Binding("j", "scroll_body(1)", "Down", show=False),
         Binding("k", "scroll_body(-1)", "Up", show=False),

@@ -4,6 +4,7 @@ name. The run is advisor.bench's, in a worker thread that only posts messages.""
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from textual.worker import Worker, WorkerState
 from textual_plotext import PlotextPlot
 
 from advisor.errors import AdvisorError, DeviceProblem
-from advisor.models.bench import NotApplied, SideConfig
+from advisor.models.bench import MAX_PAIRS, NotApplied, SideConfig
 from advisor.models.units import human_size
 from advisor.render.inert import terminal
 from advisor.tui.messages import DevicesChanged, ProposalChanged, RunProgressed, RunSampled
@@ -192,8 +193,11 @@ class ValidateScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.title = "xfs-advisor: validate"
-        self.query_one("#metrics", DataTable).add_columns(
-            "metric", "A (defaults)", "B (proposal)", "B/A", "95% CI", "verdict", "margin")
+        table = self.query_one("#metrics", DataTable)
+        # Widths that fit 80 columns (the sides line says what A and B are); a long metric
+        # title or margin wraps within its row instead of pushing the table off the screen.
+        for label, width in METRIC_COLUMNS:
+            table.add_column(label, width=width)
         self.query_one("#metrics").display = False
         self.query_one("#next").display = False
         self.query_one("#progress").display = False
@@ -201,6 +205,10 @@ class ValidateScreen(StepScreen):
 
     def on_screen_resume(self) -> None:
         self.advisor.request_proposal()
+        if self.advisor.state.inventory.live and not self.running:
+            # The devices as they are now (a wipefs, a mount since the list was read): read
+            # again off the event loop; the list follows when the read ends (DevicesChanged).
+            self.advisor.recheck_devices()
         self.refresh_targets()
         self.show_proposal()
 
@@ -390,17 +398,24 @@ class ValidateScreen(StepScreen):
             return
         confirm = self.query_one("#confirm", Input)
         confirmed = confirm.display and confirm.value.strip() == self.target
-        if self.target != LOOP and not confirm.display:  # the guard refused it: no box shown
-            self.notify(f"{self.target} cannot be used for the run (the reasons are shown "
-                        "under the target); choose another target", severity="error")
+        if self.target != LOOP and not confirm.display:
+            # Refused when the list was read: the guard again on the device as it is now (a
+            # wipefs since); usable now, it still needs its name typed.
+            if self._still_scratch({}):
+                self.refresh_targets()
+                self._show_guard()
+                self.notify(f"{self.target} is usable now: type {self.target} in the box under "
+                            "the target to confirm, then ctrl+r", severity="warning")
             return
         if self.target != LOOP and not confirmed:
             self.notify(f"not confirmed: type {self.target} in the box under the target first",
                         severity="error")
             return
         try:
-            # First: a killed run's mount would fail the guard.
-            recovered = self.advisor.state.session.recover(loop=self.target == LOOP)
+            # First: a killed run's mount would fail the guard. Never while the devices are
+            # being read (a read opens them; a recovery detaches).
+            with self.advisor.devices_lock:
+                recovered = self.advisor.state.session.recover(loop=self.target == LOOP)
         except AdvisorError as err:
             self.notify(err.message, severity="error")
             return
@@ -603,8 +618,8 @@ class ValidateScreen(StepScreen):
             if report.device_left:
                 # What the run left on a device the user gave: said here, and the target list
                 # read again, so that it shows the device as it now is.
-                step.update(Text(f"done on {report.environment.device}; {report.device_left}",
-                                 style="bold"))
+                step.update(Text(terminal(f"done on {report.environment.device}; "
+                                          f"{report.device_left}"), style="bold"))
                 self.notify(report.device_left, severity="warning", timeout=30)
                 self.advisor.reload_devices()
         elif event.state == WorkerState.ERROR:
@@ -654,8 +669,9 @@ class ValidateScreen(StepScreen):
         for m in report.metrics:
             table.add_row(
                 m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
-                f"{m.ci[0]:.3f}..{m.ci[1]:.3f}",
-                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m))
+                interval_text(m.ci[0], m.ci[1]),
+                Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m),
+                height=None)
         table.display = True
         self.query_one("#next", Static).update(Text("\n".join(next_steps(report))))
         self.query_one("#next").display = True
@@ -668,6 +684,28 @@ class ValidateScreen(StepScreen):
             self._plots[m.name] = plot
             plots.mount(plot)
             plot.redraw()
+
+
+#: The metrics table's columns and widths: 61 cells of content and 14 of padding fit the 76 an
+#: 80-column screen leaves inside the scrolled body.
+METRIC_COLUMNS = (("metric", 11), ("A", 7), ("B", 7), ("B/A", 5), ("95% CI", 9),
+                  ("verdict", 12), ("margin", 11))
+
+
+def _short(x: float) -> str:
+    """A bound of an interval in at most 4 characters (0.67, 12.3, 123, inf)."""
+    if math.isinf(x):
+        return "inf"
+    if x < 10:
+        return f"{x:.2f}"
+    if x < 100:
+        return f"{x:.1f}"
+    return f"{x:.0f}"
+
+
+def interval_text(lo: float, hi: float) -> str:
+    """A ratio's interval, compact: `0.67-0.91`."""
+    return f"{_short(lo)}-{_short(hi)}"
 
 
 def margin_text(m: MetricResult) -> str:
@@ -694,7 +732,7 @@ def next_steps(report: ValidationReport) -> list[str]:
         if m.rounds_to_resolve:
             need = f"~{m.rounds_to_resolve} pairs would likely resolve it"
         else:
-            need = "more than 200 pairs, or the difference sits on the margin"
+            need = f"more than {MAX_PAIRS} pairs, or the difference sits on the margin"
         lines.append(f"{m.title}: inconclusive after {report.rounds} pairs (noise "
                      f"{m.noise * 100:.0f}% per pair); {need}.")
     # "More rounds" (Session.more_rounds, being built apart) and "attribute" (Session.attribute)

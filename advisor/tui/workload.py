@@ -68,7 +68,8 @@ class WorkloadScreen(StepScreen):
                     yield Label(q.label, classes="question-name")
                     yield self._widget_for(q)
                     yield Static("", id=f"{q.widget_id}-error", classes="question-error")
-                yield Static(q.help, classes="question-help")
+                # The docstring's hard line breaks would wrap mid-phrase at the screen's width.
+                yield Static(" ".join(q.help.split()), classes="question-help")
         yield Static("", id="preview")
         yield Static("", id="form-status")
         yield Footer(compact=True, show_command_palette=False)
@@ -97,7 +98,13 @@ class WorkloadScreen(StepScreen):
         elif state.proposing:
             preview.update(Text("mkfs: computing...", style="dim"))
         elif state.proposal is not None:
-            preview.update(Text("mkfs: " + terminal(state.proposal.mkfs_command)))
+            text = Text("mkfs: " + terminal(state.proposal.mkfs_command))
+            asked = state.session.question_summary(state.proposal)
+            if asked:  # the answer decides a setting: ask for it where answers are given
+                text.append("\n" + asked + " (" + "; ".join(
+                    terminal(q.message) for q in state.proposal.questions) + ")",
+                            style="bold")
+            preview.update(text)
         else:
             preview.update(Text(terminal(state.proposal_problem or ""), style="dim"))
 

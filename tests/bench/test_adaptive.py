@@ -15,7 +15,6 @@ import pytest
 
 from advisor.bench.report import render_text
 from advisor.bench.run import (
-    MAX_PAIRS,
     Plan,
     _after_block,
     continuation,
@@ -24,7 +23,7 @@ from advisor.bench.run import (
     suggested_more,
 )
 from advisor.errors import BadInput
-from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
+from advisor.models.bench import MAX_PAIRS, BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
 from tests.conftest import REPO, require_root_tools, sh
 
@@ -99,6 +98,28 @@ def test_the_budget_counts_the_slowest_block_and_the_clean_up() -> None:
     # 30 s in: a block of 20 s fits the rest once, one of 28 s (and the clean-up) does not.
     assert _look(plan, noisy, 4, elapsed=30.0, block=20.0) is None
     assert _look(plan, noisy, 4, elapsed=30.0, block=28.0) == "budget"
+
+
+def test_the_budget_is_a_cap_before_the_minimum_pairs_too() -> None:
+    """2 pairs of the minimum 4 ran in 40 s of a 60 s budget with 18 s blocks: the second block
+    would end at 61 s, so the run stops there (it used to run the minimum whatever it cost); a
+    run stopped short can still be continued."""
+    plan = _plan(budget_seconds=60)
+    noisy = _samples(plan, 2, 1.0, 0.3)
+    looks: list[int] = []
+    assert _after_block(plan, 2, 0, looks, noisy, {}, primaries(plan), 40.0, 18.0,
+                        None) == "budget"
+    assert looks == []  # no look at the verdicts before the minimum
+    assert _look(plan, noisy, 2, elapsed=20.0, block=18.0) is None
+    env = BenchEnvironment(device="/dev/loop7", device_size_bytes=1 << 30,
+                           loop_backing_file="/var/tmp/xfs-advisor-x/scratch.img")
+    short = judge(plan, noisy, infos={}, env=env, shape=plan.shape, age=None,
+                  timing=Timing(wall_seconds=58.0, measuring_seconds=20.0,
+                                measuring_share=0.34),
+                  recovered=[], store=None, stopping=("budget", [], 0))
+    assert short.rounds == 2 and short.verdict == "inconclusive"
+    more = continuation(short, 2)
+    assert more.prior is not None and (more.prior.pairs, more.pairs) == (2, 4)
 
 
 def _report(pairs: int = 6, ratio: float = 0.9, noise: float = 0.1) -> ValidationReport:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from advisor.bench import attribute as attribution
+from advisor.bench import differences
 from advisor.bench.hold import DeviceHold
 from advisor.bench.report import render_markdown, render_text, unclaimed
 from advisor.bench.run import Plan
@@ -27,22 +28,22 @@ A = SideConfig(label="A")
 def test_options_split_per_sub_option_with_su_and_sw_together() -> None:
     b = SideConfig(label="B", mkfs_options=["-d", "agcount=8,su=64k,sw=4", "-l", "size=256m"],
                    mount_options=["logbsize=256k", "noatime"])
-    found = attribution.options(A, b)
+    found = differences.options(A, b)
     assert [o.label for o in found] == ["-d agcount=8", "-d su=64k,sw=4", "-l size=256m",
                                         "logbsize=256k", "noatime"]
-    sides = [attribution.side_for(A, o) for o in found]
+    sides = [differences.side_for(A, o) for o in found]
     assert sides[1].mkfs_options == ["-d", "su=64k,sw=4"] and sides[1].mount_options == []
     assert sides[4].mkfs_options == [] and sides[4].mount_options == ["noatime"]
     # An option A already has is no difference.
     a = SideConfig(label="A", mount_options=["noatime"])
-    assert [o.label for o in attribution.options(a, b)][-1] == "logbsize=256k"
-    assert attribution.side_for(a, found[3]).mount_options == ["noatime", "logbsize=256k"]
+    assert [o.label for o in differences.options(a, b)][-1] == "logbsize=256k"
+    assert differences.side_for(a, found[3]).mount_options == ["noatime", "logbsize=256k"]
 
 
 def test_plans_keep_the_combined_runs_settings() -> None:
     main = Plan(a=A, b=SideConfig(label="B", mount_options=["logbsize=256k", "noatime"]),
                 workload=Workload(), pairs=8, budget_seconds=40.0, device_bytes=2 << 30)
-    plans = attribution.plans(main, attribution.options(main.a, main.b))
+    plans = attribution.plans(main, differences.options(main.a, main.b))
     assert [p.b.mount_options for p in plans] == [["logbsize=256k"], ["noatime"]]
     assert {(p.pairs, p.budget_seconds, p.device_bytes) for p in plans} == {(8, 40.0, 2 << 30)}
     assert attribution.estimate_seconds(main, 2) == 80.0
@@ -59,7 +60,7 @@ def _with(report: ValidationReport, name: str, ratio: float, verdict: str) -> Va
 
 def test_combine_names_the_option_that_moved_a_metric_and_says_when_it_cannot_tell() -> None:
     combined = _report(Workload(), slower=0.7)  # refill worse with both options
-    chosen = attribution.options(A, SideConfig(label="B", mount_options=["logbsize=256k",
+    chosen = differences.options(A, SideConfig(label="B", mount_options=["logbsize=256k",
                                                                          "noatime"]))
     alone = [_with(combined, "refill_creates_per_s", 0.7, "worse"),
              _with(combined, "refill_creates_per_s", 1.0, "equivalent")]
@@ -78,8 +79,8 @@ def test_combine_names_the_option_that_moved_a_metric_and_says_when_it_cannot_te
 
 def test_skip_reasons() -> None:
     report = _report(Workload(), slower=0.7)
-    one = attribution.options(A, SideConfig(label="B", mount_options=["noatime"]))
-    two = attribution.options(A, SideConfig(label="B", mount_options=["noatime", "nodiscard"]))
+    one = differences.options(A, SideConfig(label="B", mount_options=["noatime"]))
+    two = differences.options(A, SideConfig(label="B", mount_options=["noatime", "nodiscard"]))
     assert attribution.skip_reason(report, one) == (
         "B differs from A in 1 option: the A/B run already is the attribution")
     assert attribution.skip_reason(report, two) is None
@@ -91,7 +92,7 @@ def test_skip_reasons() -> None:
 
 def test_report_shows_the_attribution_in_text_markdown_and_json() -> None:
     combined = _report(Workload(), slower=0.7)
-    chosen = attribution.options(A, SideConfig(label="B", mount_options=["logbsize=256k",
+    chosen = differences.options(A, SideConfig(label="B", mount_options=["logbsize=256k",
                                                                          "noatime"]))
     alone = [_with(combined, "refill_creates_per_s", 0.7, "worse"),
              _with(combined, "refill_creates_per_s", 1.0, "inconclusive")]

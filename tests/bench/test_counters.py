@@ -5,6 +5,7 @@ the log several times less often for the same directory work, as the logbsize ru
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 from advisor.bench import counters, jobs
@@ -140,23 +141,65 @@ def test_claims_are_checked_only_for_options_b_adds() -> None:
     assert check.option == "-l su=4k" and check.seen == "seen"
 
 
-def test_a_figure_b_never_did_is_less_work_by_the_sign_test() -> None:
+def test_a_figure_b_never_did_is_less_work_by_the_rank_test_at_the_first_look() -> None:
     """noatime: no atime transaction in any round on B, some in every round on A. No log-ratio
-    exists; every pair points the same way, which 6 pairs make significant (p = 2^-5)."""
-    six = {"transactions_per_file_read": {"A": [0.5] * 6, "B": [0.0] * 6}}
-    (m,) = counters.judge_none_on_b(six, set())
-    assert (m.ratio, m.ci, m.verdict, m.geo_mean_a) == (0.0, [0.0, 0.0], "better", 0.5)
-    assert m.decided_after == 6
+    exists; every B round below every A round is an exact rank test, p = 1/C(8, 4) = 1/70 at
+    the first look (4 pairs), where a sign test needed 6."""
     four = {"transactions_per_file_read": {"A": [0.5] * 4, "B": [0.0] * 4}}
-    (early,) = counters.judge_none_on_b(four, set(), {"transactions_per_file_read": ["noatime"]})
-    # 4 pairs cannot show it (2^-3 > 0.05): undecided, with the pairs that would decide it.
-    assert early.verdict == "inconclusive" and early.rounds_to_resolve == 6
-    assert early.primary_for == ["noatime"]
-    four = {"transactions_per_file_read": {"A": [1.0] * 4, "B": [0.0] * 4}}
-    assert counters.judge_none_on_b(four, set())[0].verdict == "inconclusive"  # p = 1/8
+    (m,) = counters.judge_none_on_b(four, set(), {"transactions_per_file_read": ["noatime"]})
+    assert (m.ratio, m.ci, m.verdict, m.geo_mean_a) == (0.0, [0.0, 0.0], "better", 0.5)
+    assert m.decided_after == 4 and m.rounds_to_resolve is None
+    assert m.primary_for == ["noatime"]
+    six = {"transactions_per_file_read": {"A": [0.5] * 6, "B": [0.0] * 6}}
+    assert counters.judge_none_on_b(six, set())[0].decided_after == 4
+    three = {"transactions_per_file_read": {"A": [1.0] * 3, "B": [0.0] * 3}}
+    (early,) = counters.judge_none_on_b(three, set())
+    # 3 pairs cannot show it (1/20 alone, 0.070 with the later looks): the pairs it needs.
+    assert early.verdict == "inconclusive" and early.rounds_to_resolve == 4
     mixed = {"transactions_per_file_read": {"A": [1.0, 0.0] * 3, "B": [0.0] * 6}}
     assert counters.judge_none_on_b(mixed, set()) == []  # A did none in some round: no figure
     assert counters.judge_none_on_b(six, {"transactions_per_file_read"}) == []
+
+
+def test_rank_test_p_values_and_their_sum_over_every_look() -> None:
+    """The error the docstring promises: 1/C(2n, n) per look, summed over every look from 4 on
+    below 0.02 (so below the 0.05 of a primary metric however often a run looks)."""
+    assert counters.zero_side_p_value(4) == 1 / 70
+    assert counters.zero_side_p_value(3) == 1 / 20
+    assert sum(counters.zero_side_p_value(n) for n in range(counters.ZERO_TEST_PAIRS, 300)) \
+        < 0.02
+    assert sum(counters.zero_side_p_value(n) for n in range(3, 300)) > 0.05
+
+
+def test_rank_test_false_and_true_calls_by_simulation() -> None:
+    """Simulated runs looked at after every ABBA block from 4 to 20 pairs, counting calls.
+    No difference: each round's figure is 0 with probability 1/2 on either side (the case most
+    likely to put every B round at 0 and every A round above it), so a call is false; 20,000
+    runs make at most 2% false calls (the bound: 1.97%). A real structural zero (B none in every
+    round, A 0.8-1.2 per read) is called at the first look in every run."""
+    rng = random.Random(20140501)
+    false_calls = 0
+    runs = 20_000
+    for _ in range(runs):
+        a: list[float] = []
+        b: list[float] = []
+        for _block in range(10):
+            for _pair in range(2):
+                a.append(0.0 if rng.random() < 0.5 else rng.uniform(0.5, 1.5))
+                b.append(0.0 if rng.random() < 0.5 else rng.uniform(0.5, 1.5))
+            found = counters.judge_none_on_b(
+                {"transactions_per_file_read": {"A": a, "B": b}}, set())
+            if found and found[0].verdict == "better":
+                false_calls += 1
+                break
+    assert false_calls / runs <= 0.02
+    first_look = 0
+    for _ in range(200):
+        a = [rng.uniform(0.8, 1.2) for _ in range(4)]
+        (m,) = counters.judge_none_on_b(
+            {"transactions_per_file_read": {"A": a, "B": [0.0] * 4}}, set())
+        first_look += m.verdict == "better" and m.decided_after == 4
+    assert first_look == 200
 
 
 def _writers_per_ag(loop: str, mnt: Path, agcount: int) -> dict[str, float]:

@@ -1,6 +1,7 @@
-"""What validate says about a device is what happened: a device held by another opener is "busy"
-(exit 3, a device matter, not a tool failure), a libblkid error is quoted instead of "run as root",
-and what a recovery removed is a JSON document under --json like every other line on stderr."""
+"""What validate says about a device is what happened: a device held by another opener is refused
+with the holder's pid (exit 3, a device matter, not a tool failure), a libblkid error is quoted
+instead of "run as root", and what a recovery removed is a JSON document under --json like every
+other line on stderr."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def held_exclusively(dev: str) -> Iterator[None]:
         os.close(fd)
 
 
-def test_a_device_held_by_another_opener_is_busy_exit_3(tmp_path: Path, root_tools: None) -> None:
+def test_a_device_held_by_another_opener_is_refused_by_pid_exit_3(tmp_path: Path,
+                                                                  root_tools: None) -> None:
     backing = tmp_path / "scratch.img"
     with attached(backing, GIB) as dev:
         before = checksum(backing)
@@ -56,7 +58,9 @@ def test_a_device_held_by_another_opener_is_busy_exit_3(tmp_path: Path, root_too
                 capture_output=True, text=True, cwd=REPO, env=_env(tmp_path), timeout=120)
         assert proc.returncode == 3, proc.stderr
         last = proc.stderr.strip().splitlines()[-1]
-        assert "busy" in last and "Traceback" not in proc.stderr
+        # The holder is named (this test's own process), not a bare "busy".
+        assert f"pid {os.getpid()} " in last and "holds it open" in last, last
+        assert "Traceback" not in proc.stderr
         sh("blockdev", "--flushbufs", dev, check=False)
         assert checksum(backing) == before
         assert dev not in Path("/proc/mounts").read_text()

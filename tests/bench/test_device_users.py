@@ -6,6 +6,7 @@ change."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -115,6 +116,77 @@ def test_a_process_holding_a_loop_over_the_device_open_is_found(tmp_path: Path,
             holding_open(w, tmp_path) as pid:
         refused(backing, v, f"pid {pid} (sleep) holds {os.path.basename(w)} open, which is "
                 "built on it")
+
+
+#: A process that maps a device (or file) and closes its descriptor: only /proc/PID/maps shows
+#: it still holds it. Its comm is `mapper`.
+_MAPPER = """
+import ctypes, os, sys, time
+with open("/proc/self/comm", "w") as f:
+    f.write("mapper")
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long]
+fd = os.open(sys.argv[1], os.O_RDWR)
+if libc.mmap(None, 4096, 3, 1, fd, 0) in (None, ctypes.c_void_p(-1).value):
+    sys.exit("mmap failed")
+os.close(fd)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@contextlib.contextmanager
+def mapping(path: Path | str) -> Iterator[int]:
+    proc = subprocess.Popen([sys.executable, "-c", _MAPPER, str(path)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        assert not any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == os.path.realpath(path)
+                       for fd in os.listdir(f"/proc/{proc.pid}/fd"))
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_process_that_only_maps_the_device_is_found(tmp_path: Path, root_tools: None) -> None:
+    """mmap, then close: no descriptor is left, the mapping still reads and writes the device."""
+    backing = tmp_path / "mapped.img"
+    with attached(backing, GIB) as dev, mapping(dev) as pid:
+        refused(backing, dev, f"pid {pid} (mapper, mapped) holds it open")
+        assert f"held open by pid {pid} (mapper, mapped)" in devices_line(dev)
+    with attached(backing, GIB) as dev, mapping(backing) as pid:
+        refused(backing, dev, f"pid {pid} (mapper, mapped) holds its backing file")
+        assert f"held open by pid {pid} (mapper, mapped, its backing file)" in devices_line(dev)
+
+
+def test_devices_names_who_holds_a_device_open(tmp_path: Path, root_tools: None) -> None:
+    """`devices` said `free` for a device a VM or a `dd` held open: it looks at every process
+    once per run and names them (the command escaped), in the tree, DEVICE's details and the
+    JSON."""
+    backing = tmp_path / "raw.img"
+    with attached(backing, GIB) as dev, \
+            holding_open(dev, tmp_path, "vm\x1b[2J\x07") as pid, \
+            holding_open(backing, tmp_path, "db") as db:
+        line = devices_line(dev)
+        assert f"held open by pid {pid} (vm\\x1b[2J\\x07) +1" in line or \
+            f"held open by pid {db} (db, its backing file) +1" in line, line
+        proc = subprocess.run([sys.executable, "-m", "advisor", "devices", dev],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        name = os.path.basename(dev)
+        assert f"{name} is held open by pid {pid} (vm\\x1b[2J\\x07)" in proc.stdout
+        assert f"{name} is held open by pid {db} (db, its backing file)" in proc.stdout
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+        proc = subprocess.run([sys.executable, "-m", "advisor", "devices", "--json"],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        found = next(d for d in json.loads(proc.stdout)["devices"] if d["name"] == name)
+        assert found["usage"]["held_open"] == [
+            {"pid": p, "command": c, "mapped": False, "backing_file": b}
+            for p, c, b in sorted([(pid, "vm\\x1b[2J\\x07", False), (db, "db", True)])]
 
 
 def test_the_default_loop_device_is_used_only_when_bound_to_its_file(tmp_path: Path,
@@ -259,3 +331,18 @@ def test_a_partition_of_a_loop_over_the_device_is_found(tmp_path: Path,
             sh("sync")
             with frozen(mnt):
                 refused(backing, v, f"{os.path.basename(part)} on it is mounted on {mnt}")
+
+
+def test_a_mount_point_with_line_breaks_python_knows_is_still_a_mount(tmp_path: Path,
+                                                                    root_tools: None) -> None:
+    """The kernel escapes only space, tab, newline and backslash in mountinfo: a mount point
+    holding a carriage return, NEL or U+2028 is written raw, and reading the table by Python's
+    idea of a line (or of whitespace) lost the mount: `devices` called the device `holds xfs`."""
+    backing = tmp_path / "odd.img"
+    with attached(backing, GIB) as dev:
+        sh("mkfs.xfs", "-q", dev)
+        with mounted(dev, tmp_path / "m\r\x85\u2028\u3000x") as mnt:
+            assert "mounted " in devices_line(dev), devices_line(dev)
+            inv = inspect_devices(SysRoot(), probe=True)
+            reasons = guard.refusals(inv, find_device(inv, dev), MIN_DEVICE_BYTES)
+            assert f"it is mounted on {mnt}" in reasons, reasons

@@ -125,20 +125,46 @@ def test_rounds_to_resolve_grows_with_noise() -> None:
     assert q is not None and lo is not None and lo > q
 
 
-def test_rounds_to_resolve_is_not_promised_by_a_mean_one_wild_pair_made() -> None:
-    # An A/A metric: five pairs near 0 and one wild pair. The mean (0.12) and the standard
-    # deviation would promise a quick "worse" or "better"; the median and the median absolute
-    # deviation see noise of 2% around nothing, and ask what equivalence within 5% needs.
+def test_rounds_to_resolve_is_not_promised_by_a_spread_the_interval_does_not_use() -> None:
+    # An A/A metric: five pairs near 0 and one wild pair. The median absolute deviation sees
+    # noise of 2% and would promise equivalence within 5% in a few dozen pairs; the interval's
+    # own spread (the standard deviation, 0.3) needs more than 200: no promise is made.
     d = [0.75, 0.01, -0.02, 0.015, -0.01, 0.005]
     a = [1000.0] * 6
     b = [1000.0 * math.exp(x) for x in d]
     (v,) = stats.judge([(a, b, True, 0.05)])
     assert v.verdict == "inconclusive"
     assert stats.robust_sd(d) < 0.05 < stats.paired_log_ratios(a, b).sd
-    assert v.rounds_needed is not None and v.rounds_needed > 6
-    sd = stats.robust_sd(d)
-    assert stats.cs_radius(v.rounds_needed, sd, 0.05) < math.log(1.05)
+    assert v.rounds_needed is None
+    # Without the wild pair the promise stands, and the interval's spread keeps it.
+    calm = [*d[1:], 0.0]
+    needed = stats.sequential_rounds_to_resolve(calm, math.log(1.05), 0.05)
+    assert needed is not None
+    sd = stats.paired_log_ratios([1.0] * 6, [math.exp(x) for x in calm]).sd
+    assert stats.cs_radius(needed, sd, 0.05) < math.log(1.05)
 
+
+@pytest.mark.parametrize(("effect", "noise", "alpha"), [
+    (-0.1, 0.1, 0.05), (0.0, 0.05, 0.05), (-0.03, 0.02, 0.05 / 6), (0.0, 0.05, 0.05 / 6)])
+def test_rounds_to_resolve_is_kept_in_most_simulated_runs(effect: float, noise: float,
+                                                           alpha: float) -> None:
+    """Runs of 4 pairs that end undecided with a promise of N pairs are continued to N pairs
+    (new pairs from the same normal law): the running interval then decides in most of them
+    (measured 72-98% over these cases; the promise from the median absolute deviation alone
+    was kept in 28-65%)."""
+    rng = random.Random(7)
+    margin = math.log(1.05)
+    promised = kept = 0
+    for _ in range(300):
+        d = [rng.gauss(effect, noise) for _ in range(4)]
+        v = stats.judge_one([1.0] * 4, [math.exp(x) for x in d], True, 0.05, alpha=alpha)
+        if v.verdict != "inconclusive" or v.rounds_needed is None:
+            continue
+        promised += 1
+        d += [rng.gauss(effect, noise) for _ in range(v.rounds_needed - 4)]
+        kept += stats._word(*stats.running_interval(d, alpha), margin, True) != "inconclusive"
+    assert promised >= 100
+    assert kept / promised >= 0.6
 
 def test_a_verdict_once_reached_is_kept() -> None:
     # A clear slowdown in the first 6 pairs, then 6 wild pairs: the last interval alone is

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +87,31 @@ def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None)
     assert _ours(str(tmp_path)) == []
 
 
+def _last_document(stderr: str) -> dict[str, Any]:
+    """Under --json stderr is JSON lines (progress, then the error): every line is a document,
+    the last one says how the run ended."""
+    docs = [json.loads(line) for line in stderr.strip().splitlines()]
+    return docs[-1]  # type: ignore[no-any-return]
+
+
+def test_a_run_never_drops_the_hosts_caches(tmp_path: Path, root_tools: None) -> None:
+    """A production host's page cache is not the benchmark's to throw away: a whole loop run
+    (both sides, the cold stat phase by remounting the test filesystem) never runs sysctl.
+    `sysctl` first on PATH records every call and does nothing."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    log = tmp_path / "sysctl.log"
+    (stubs / "sysctl").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\n')
+    (stubs / "sysctl").chmod(0o755)
+    env = _env(tmp_path, PATH=f"{stubs}:{os.environ['PATH']}")
+    proc = _validate(tmp_path, "--mkfs-options", "-i size=1024", "--max-rounds", "4",
+                     "--budget", "15", *SMALL, env=env)
+    assert proc.returncode in (0, 5), proc.stderr
+    assert json.loads(proc.stdout)["rounds"] == 4
+    assert not log.exists(), log.read_text()
+    assert _ours(str(tmp_path)) == []
+
+
 def _naming(xfs_info: str) -> str:
     return next(line for line in xfs_info.splitlines() if line.startswith("naming"))
 
@@ -133,8 +159,8 @@ def test_planted_change_runs_as_planned_and_is_judged_by_its_primary_metric(
 
 def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> None:
     proc = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
-    assert proc.returncode == 4
-    err = json.loads(proc.stderr.strip())["error"]
+    assert proc.returncode == 4, proc.stderr
+    err = _last_document(proc.stderr)["error"]
     assert "mkfs.xfs for side B" in err["message"]
     assert _ours(str(tmp_path)) == []
     assert not (tmp_path / "work").exists()  # made for the run, removed with it
@@ -144,7 +170,7 @@ def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> N
 def test_failing_mount_option_cleans_up(tmp_path: Path, root_tools: None) -> None:
     proc = _validate(tmp_path, "--mount-options", "logbsize=3k", "--budget", "10")
     assert proc.returncode == 4, proc.stderr
-    assert "mount" in json.loads(proc.stderr.strip())["error"]["message"]
+    assert "mount" in _last_document(proc.stderr)["error"]["message"]
     assert _ours(str(tmp_path)) == []
 
 
@@ -190,7 +216,7 @@ def test_sigkill_leftovers_are_recovered_by_the_next_run(tmp_path: Path, root_to
         assert _ours(str(tmp_path)) != []  # the dead run did leave things behind
         # The next run (it fails fast on a bad option) first removes what the dead one left.
         after = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
-        assert after.returncode == 4
+        assert after.returncode == 4, after.stderr
         assert "recovered: a dead run (pid" in after.stderr
         assert _ours(str(tmp_path)) == []
         assert list((tmp_path / "state").glob("run-*.json")) == []
@@ -237,7 +263,7 @@ def test_missing_fio_is_one_line_exit_4(tmp_path: Path, root_tools: None) -> Non
     proc = subprocess.run([sys.executable, "-m", "advisor", "validate", "--loop-dir",
                            str(tmp_path / "work")], capture_output=True, text=True, cwd=REPO,
                           env=env, timeout=60)
-    assert proc.returncode == 4
+    assert proc.returncode == 4, proc.stderr
     assert proc.stderr.strip() == "xfs-advisor: fio not found: install it (Debian: apt-get " \
                                   "install fio)"
     assert not (tmp_path / "work").exists()
@@ -255,7 +281,7 @@ def test_missing_mkfs_is_one_line_exit_4(tmp_path: Path, root_tools: None) -> No
     proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                           capture_output=True, text=True, cwd=REPO, env=_env(tmp_path),
                           timeout=60)
-    assert proc.returncode == 4
+    assert proc.returncode == 4, proc.stderr
     err = json.loads(proc.stderr)["error"]
     assert err["kind"] == "tool" and "mkfs.xfs not found" in err["message"]
     assert not (tmp_path / "work").exists()
@@ -277,7 +303,7 @@ def test_not_root_is_one_line_exit_3(tmp_path: Path) -> None:
 
 def test_bad_rounds_is_bad_input(tmp_path: Path) -> None:
     proc = _validate(tmp_path, "--rounds", "3")
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert "--rounds must be 4 to 200" in proc.stderr
 
 

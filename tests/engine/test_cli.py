@@ -248,3 +248,25 @@ def test_explain_resolves_option_text(text: str, rules: list[str], words: str) -
              if line and not line.startswith(" ") and ": " in line and " " not in
              line.split(":")[0]]
     assert shown[:len(rules)] == rules and words in proc.stdout, proc.stdout[:300]
+
+
+def test_an_answer_that_decides_a_setting_is_asked() -> None:
+    """5M entries, access not answered: every access gives 16k or more, so the default kept is
+    the answer's to decide. The summary, --brief and the JSON ask for it; answered, nothing is
+    asked and the setting changes."""
+    asked = "1 answer would change this: access"
+    brief = cli("--device-file", HOST, "--largest-directory-entries", "5M", "--brief").stdout
+    first = brief.splitlines()[0]
+    assert first.endswith(f"0 changes, 0 warnings; {asked}"), first
+    assert "? access (--access): 5,000,000 entries" in brief
+    assert "read-heavy 64k, write-heavy 16k, mixed 16k (default 4k)" in " ".join(brief.split())
+    assert brief.index("Questions") < brief.index("Changes from")
+    doc = json.loads(cli("--json", "--device-file", HOST, "--largest-directory-entries",
+                         "5M").stdout)
+    assert [(q["answer"], q["setting"], q["rule"]) for q in doc["proposal"]["questions"]] == [
+        ("access", "-n size", "dir-block-size")]
+    answered = cli("--device-file", HOST, "--largest-directory-entries", "5M", "--access",
+                   "write-heavy", "--brief").stdout
+    assert "would change this" not in answered and "-n size: 16k" in answered
+    small = cli("--device-file", HOST, "--largest-directory-entries", "50000", "--brief").stdout
+    assert "would change this" not in small and "Questions" not in small

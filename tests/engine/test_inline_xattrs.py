@@ -123,3 +123,61 @@ def test_inline_boundaries_on_a_real_filesystem(inode_size: int, tmp_path: Path)
                 inodes[label] = os.stat(path).st_ino
         seen = {label: aformat(dev, ino) for label, ino in inodes.items()}
     assert seen == {label: want for label, (_, want) in cases.items()}, (inode_size, capacity)
+
+
+def _swift(name_value_bytes: int) -> list[tuple[str, int]]:
+    """OpenStack Swift's object metadata: one pickle cut into values of at most 254 bytes under
+    user.swift.metadata, user.swift.metadata1, ... (stored names of 14, 15, 15 bytes)."""
+    names = ["user.swift.metadata", "user.swift.metadata1", "user.swift.metadata2"]
+    values = name_value_bytes - sum(len(n) - len("user.") for n in names)
+    pairs = [(names[0], 254), (names[1], 254), (names[2], values - 508)]
+    assert 0 < pairs[2][1] <= 254
+    return pairs
+
+
+def _decide(**answers: int) -> tuple[int | None, str]:
+    p = propose(device(100 * GiB, rotational=False), Workload(**answers),
+                env=environment(), rulebook=BOOK)
+    d = next(d for d in p.decisions if d.setting == "-i size")
+    size = int(d.options[1].removeprefix("size=")) if d.changed else None
+    return size, d.reason
+
+
+@pytest.mark.root
+def test_a_counted_swift_set_gets_the_inode_that_really_holds_it(tmp_path: Path) -> None:
+    """Swift's 3 chunks, 650 B of names and values: with the count the rule gives 1024 (not
+    2048), and a real 1024-byte inode keeps them local where a 512-byte one does not. Without the
+    count it states how many attributes of that total 1024 keeps inline: that many stay local
+    on a real filesystem, and so does the most that fills the fork exactly, one more does not."""
+    require_root_tools("losetup", "mkfs.xfs", "xfs_db", "mount")
+    total = 650
+    assert _decide(xattr_bytes_per_file=total, xattrs_per_file=3)[0] == 1024
+    _, reason = _decide(xattr_bytes_per_file=total)
+    said = re.search(r"a 1024-byte inode keeps them inline as up to (\d+) attributes", reason)
+    assert said, reason
+    stated = int(said.group(1))
+    exact = (inline_capacity(1024, True, PARAMS) - PARAMS.fork_header_bytes - total) \
+        // PARAMS.entry_overhead_bytes
+    cases = {
+        (512, "swift"): (_swift(total), "extents"),
+        (1024, "swift"): (_swift(total), "local"),
+        (1024, "stated"): (attribute_set(total, stated), "local"),
+        (1024, "fills the fork"): (attribute_set(total, exact), "local"),
+        (1024, "one more"): (attribute_set(total, exact + 1), "extents"),
+    }
+    seen: dict[tuple[int, str], str] = {}
+    for inode_size in (512, 1024):
+        inodes: dict[tuple[int, str], int] = {}
+        with loop_device(tmp_path / f"swift{inode_size}.img", 512 << 20) as dev:
+            sh("mkfs.xfs", "-q", "-f", "-K", "-i", f"size={inode_size}", dev)
+            with mounted(dev, tmp_path / f"mnt{inode_size}") as mnt:
+                for i, (key, (attrs, _)) in enumerate(cases.items()):
+                    if key[0] != inode_size:
+                        continue
+                    path = mnt / f"f{i}"
+                    path.touch()
+                    for name, length in attrs:
+                        os.setxattr(path, name, b"x" * length)
+                    inodes[key] = os.stat(path).st_ino
+            seen |= {key: aformat(dev, ino) for key, ino in inodes.items()}
+    assert seen == {key: want for key, (_, want) in cases.items()}, (stated, exact)

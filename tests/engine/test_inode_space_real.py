@@ -40,3 +40,20 @@ def test_a_2k_file_costs_what_the_rule_counts(tmp_path: Path) -> None:
     assert d.options == ["-i", "maxpct=14"], d.reason
     assert "at 4,648 bytes each" in d.reason
     assert abs(measured - 4648) < 0.02 * 4648, measured
+
+
+@pytest.mark.parametrize("files", [10**6, 10**8, 166_094_439, 209_715_200, 209_715_201, 10**9,
+                                   10**12])
+def test_no_share_over_100_percent_is_printed(files: int) -> None:
+    """Whatever the answered count, the decision and its warnings print no share of the
+    filesystem over 100% (one billion files on 100 GiB printed ~477%)."""
+    import re
+
+    p = propose(device(100 * 1024**3, rotational=False), Workload(file_count=files),
+                env=environment())
+    d = next(d for d in p.decisions if d.setting == "-i maxpct")
+    text = " ".join([d.reason, *(w.message for w in p.warnings if w.rule == "inode-space")])
+    shares = [float(s) for s in re.findall(r"(\d+(?:\.\d+)?)%", text)]
+    assert all(s <= 100 for s in shares), text
+    if files * 512 > 100 * 1024**3:
+        assert not d.changed and "before any data" in text, text

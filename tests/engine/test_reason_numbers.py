@@ -25,7 +25,7 @@ from advisor.models.device import Device, device_size
 from advisor.models.proposal import Decision, MkfsGeometry, Proposal
 from advisor.models.units import human_size, parse_size
 from advisor.models.workload import Workload
-from advisor.render.mkfs import merge_options
+from advisor.system.argv import merge_options
 from advisor.system.mkfs import HostMkfs
 from tests.conftest import require
 from tests.engine.helpers import environment

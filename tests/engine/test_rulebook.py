@@ -178,3 +178,45 @@ def test_a_site_keep_wins_over_lower_priority_changes(tmp_path: Path) -> None:
     p = propose(device(100 * GiB, rotational=False), Workload(concurrent_writers=200),
                 env=environment(), rulebook=book)
     assert next(d for d in p.decisions if d.setting == "-l size").changed
+
+
+def test_a_site_copy_with_other_params_says_its_own_numbers(tmp_path: Path) -> None:
+    """The numbers in a rule's prose come from its params: `explain` of a site's logbsize with
+    128 KiB buffers says 128 KiB, not the built-in 256 KiB. (Its examples, copied with their
+    expected options, still say what they check: 256k.)"""
+    from tests.engine.test_cli import cli
+
+    text = (BUILTIN_RULES / "mount" / "logbsize.toml").read_text()
+    assert "\nvalue_bytes = 262144\n" in text
+    site = _site(tmp_path, "logbsize.toml",
+                 text.replace("\nvalue_bytes = 262144\n", "\nvalue_bytes = 131072\n"))
+    said = cli("explain", "logbsize", "--rules", str(site))
+    assert said.returncode == 0, said.stderr
+    assert "logbsize: 128 KiB log buffers" in said.stdout
+    assert "Mount option `logbsize=128k` instead of 32 KiB." in said.stdout
+    prose = said.stdout.split("  examples")[0]
+    assert "256 KiB" not in prose and "`logbsize=256k`" not in prose
+    builtin = cli("explain", "logbsize")
+    assert "logbsize: 256 KiB log buffers" in builtin.stdout
+    assert "Mount option `logbsize=256k` instead of 32 KiB." in builtin.stdout
+    rule = load_rulebook(site).rules["logbsize"].rule
+    assert "{params." not in rule.title + rule.changes
+
+
+def test_a_placeholder_naming_no_parameter_is_refused(tmp_path: Path) -> None:
+    text = (BUILTIN_RULES / "mount" / "logbsize.toml").read_text()
+    site = _site(tmp_path, "logbsize.toml",
+                 text.replace("{params.value_bytes:k}", "{params.value:k}"))
+    with pytest.raises(BadInput, match=r"\{params\.value:k\} in the text names no whole-number"):
+        load_rulebook(site)
+
+
+def test_the_readme_lists_the_settings_in_the_order_they_are_decided() -> None:
+    """rules/README.md's "decided in this order" is engine/settings.py's SETTINGS, each once."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "rules" / "README.md").read_text()
+    start = readme.index("Settings, decided in this order")
+    paragraph = " ".join(readme[start:readme.index("Every setting gets", start)].split())
+    listed = re.findall(r"`([^`]+)`", paragraph.split("ones):", 1)[1])
+    assert listed == [s.name for s in SETTINGS]

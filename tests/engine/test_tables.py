@@ -9,7 +9,7 @@ from advisor.engine.rulebook import RuleBook
 from advisor.engine.rules.dir_block_size import DirBlockParams, directory_block_for
 from advisor.engine.rules.kernel_compat import explicit_feature_flags
 from advisor.models.environment import parse_lts_conf
-from advisor.render.mkfs import merge_options
+from advisor.system.argv import merge_options
 from tests.engine.helpers import environment
 
 K = 1024

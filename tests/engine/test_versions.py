@@ -93,3 +93,83 @@ def test_a_live_capture_records_its_mkfs_version(tmp_path: Path) -> None:
     capture(SysRoot(), tmp_path / "live")
     assert (tmp_path / "live" / XFSPROGS_FILE).read_text() == \
         f"mkfs.xfs version {xfsprogs_version()}\n"
+
+
+def _captured(tmp_path: Path, target: str) -> Environment:
+    """A captured host whose mkfs.xfs reported `target`, read here with the local 6.1.0."""
+    from advisor.system.versions import XFSPROGS_FILE
+
+    (tmp_path / "sys/block").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text("5.10.0-28-amd64\n")
+    (tmp_path / XFSPROGS_FILE).write_text(f"mkfs.xfs version {target}\n")
+    return read_environment(SysRoot.open(tmp_path), local_xfsprogs=lambda: "6.1.0")
+
+
+def test_a_capture_with_an_older_xfsprogs_is_warned_and_gets_its_log_asked(
+        tmp_path: Path) -> None:
+    """xfsprogs 5.10 on the captured host makes a small log where the local 6.1 makes 512 MiB
+    for 1 TiB: the log size is asked for explicitly, and a warning says the check ran locally."""
+    from advisor.advice import propose
+    from advisor.models.workload import Workload
+    from tests.engine.helpers import TiB, device
+
+    p = propose(device(1 * TiB, rotational=False), Workload(), env=_captured(tmp_path, "5.10.0"))
+    log = next(d for d in p.decisions if d.setting == "-l size")
+    assert log.options == ["-l", "size=512m"], log.reason
+    assert "xfsprogs 5.10.0 makes a smaller one" in log.reason
+    assert any("older than the local xfsprogs 6.1.0" in w.message for w in p.warnings)
+
+
+def test_a_capture_with_the_same_xfsprogs_is_not_warned(tmp_path: Path) -> None:
+    from advisor.advice import propose
+    from advisor.models.workload import Workload
+    from tests.engine.helpers import TiB, device
+
+    p = propose(device(1 * TiB, rotational=False), Workload(), env=_captured(tmp_path, "6.1.0"))
+    assert not next(d for d in p.decisions if d.setting == "-l size").changed
+    assert not any("older than the local" in w.message for w in p.warnings)
+
+
+def test_concurrency_only_for_a_target_mkfs_that_knows_it() -> None:
+    """-d concurrency= is xfsprogs 6.8's: a local 6.8 proposing for a captured 6.1 gives the
+    AG count instead."""
+    from advisor.advice import propose
+    from advisor.models.workload import Workload
+    from tests.engine.helpers import GiB, device
+
+    answers = Workload(concurrent_writers=64, writer_activity="metadata")
+    options = {}
+    for target in (None, "6.1.0"):
+        env = Environment(xfsprogs_version="6.8.0", target_xfsprogs=target, cpu_count=4)
+        p = propose(device(200 * GiB, rotational=False), answers, env=env, check=False)
+        options[target] = next(d for d in p.decisions if d.setting == "-d agcount/agsize").options
+    assert options == {None: ["-d", "concurrency=32"], "6.1.0": ["-d", "agcount=32"]}
+
+
+def test_an_lts_file_of_this_host_is_not_named_for_an_older_captured_mkfs() -> None:
+    """`-c options=PATH` names the local xfsprogs' file; for a captured host with an older
+    xfsprogs the same features go as explicit flags that mkfs knows."""
+    from advisor.engine import draft
+    from advisor.engine.rulebook import load_rulebook
+    from advisor.models.environment import FeatureSet
+    from advisor.models.workload import Workload
+    from advisor.system.mkfs import HostMkfs
+    from tests.engine.helpers import TiB, device
+
+    dev = device(1 * TiB, rotational=False)
+    lts = FeatureSet(version="5.4", path="/usr/share/xfsprogs/mkfs/lts_5.4.conf", features={
+        "metadata": {"crc": 1, "finobt": 1, "reflink": 1, "rmapbt": 0, "bigtime": 0,
+                     "inobtcount": 0}, "inode": {"sparse": 1}})
+    defaults = HostMkfs().defaults(dev).geometry
+    chosen = {}
+    for target in (None, "5.4.0"):
+        env = Environment(xfsprogs_version="6.1.0", target_xfsprogs=target)
+        d = draft(dev, Workload(must_mount_on_kernel="5.4"), env=env, defaults=defaults,
+                  book=load_rulebook(), feature_sets={"5.4": lts})
+        chosen[target] = next(x for x in d.decisions if x.setting == "-m features")
+    assert chosen[None].options == ["-c", f"options={lts.path}"]
+    assert "-c" not in chosen["5.4.0"].options and "reflink=1" in " ".join(
+        chosen["5.4.0"].options)
+    assert "bigtime" not in " ".join(chosen["5.4.0"].options), chosen["5.4.0"].options
+    assert "may not ship or parse" in chosen["5.4.0"].reason

@@ -76,4 +76,4 @@ def test_text_from_the_system_is_escaped() -> None:
     text = render_text(doc)
     assert "\x1b" not in text and "\x07" not in text
     assert "\n[log-size] fake" not in text and "\nfake finding" not in text
-    assert "evil\\x1b]0;title\\x07\\n[log-size] fake[7]" in text
+    assert "evil\\e]0;title\\x07\\n[log-size] fake[7]" in text  # inert.terminal

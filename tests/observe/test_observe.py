@@ -227,7 +227,7 @@ def test_a_directory_grown_into_node_form(xfs: tuple[str, Path]) -> None:
 def test_not_xfs_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([*ADVISOR, "observe", "--for", "1s", str(tmp_path)],
                           capture_output=True, text=True, cwd=REPO)
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "not XFS" in proc.stderr, proc.stderr
 
 
@@ -258,7 +258,7 @@ def test_ctrl_c_leaves_nothing_running(xfs: tuple[str, Path], tmp_path: Path) ->
         assert list(scratch.iterdir()), "perf record should be writing"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     assert err.splitlines()[-1] == "xfs-advisor: interrupted"
     assert perf_processes_for(dev) == []
     assert list(scratch.iterdir()) == []
@@ -315,7 +315,7 @@ def test_bad_recordings_are_one_line(tmp_path: Path, content: str, needle: str) 
     bad.write_text(content)
     proc = subprocess.run([*ADVISOR, "observe", "--replay", str(bad)], capture_output=True,
                           text=True, cwd=REPO)
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr
 
 
@@ -326,15 +326,18 @@ def test_not_root_falls_back_to_the_counters_and_says_why(tmp_path: Path) -> Non
     require_root_tools("losetup", "mkfs.xfs", "mount", "runuser")
     paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
     require(paranoid >= 1, "kernel.perf_event_paranoid lets anyone count tracepoints here")
+    # The system's /tmp, not this test run's temp folder (TMPDIR, private to root): nobody must
+    # reach the mount point and write its own temporary files.
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
     with loop_device(tmp_path / "fs.img", FS_BYTES) as dev, \
-            tempfile.TemporaryDirectory() as folder:
+            tempfile.TemporaryDirectory(dir="/tmp") as folder:
         os.chmod(folder, 0o755)
         sh("mkfs.xfs", "-q", "-f", dev)
         with mounted(dev, Path(folder, "mnt")) as mnt:
             proc = subprocess.run(["runuser", "-u", "nobody", "--", *ADVISOR, "observe",
                                    "--for", "500ms", str(mnt)],
-                                  capture_output=True, text=True, cwd=REPO)
-    require(Path(tempfile.gettempdir()).stat().st_mode & 0o005 == 0o005,
+                                  capture_output=True, text=True, cwd=REPO, env=env)
+    require(Path("/tmp").stat().st_mode & 0o005 == 0o005,
             "the temporary folder is not reachable by nobody")
     assert proc.returncode == 0, proc.stderr
     assert ("tracepoints: not counted (perf cannot count xfs tracepoints" in proc.stdout

@@ -22,7 +22,7 @@ from advisor.profile.workload_file import edit_toml, write_measured_answers
 from tests.conftest import REPO
 
 EXPECTED = MeasuredAnswers(largest_directory_entries=6, median_file_size=4096,
-                           xattr_bytes_per_file=0, largest_xattr_value=0)
+                           xattr_bytes_per_file=0, xattrs_per_file=0, largest_xattr_value=0)
 
 
 @pytest.fixture

@@ -41,6 +41,9 @@ def test_xattrs_and_one_file_system_on_xfs(loop: str, tmp_path: Path) -> None:
         assert (x.largest_value, x.largest_value_name) == (300, "user.big")
         assert x.largest_value_path == str(mnt / "b")
         assert (p.answers.xattr_bytes_per_file, p.answers.largest_xattr_value) == (314, 300)
+        # Attributes per inode: root 0, a 1, b 2, c 0, dir 1 (each costs 3 bytes inline).
+        assert (x.attributes_per_inode.total, x.attributes_per_inode.maximum) == (4, 2)
+        assert p.answers.xattrs_per_file == 2
 
         # Below the root, the mount point is another filesystem.
         everything = Walker().walk(outer)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli import build_parser
+from advisor.commands.parser import build_parser
 from advisor.errors import BadInput, DeviceProblem
 from advisor.tui.app import app_from_args as build_app
 from tests.conftest import REPO

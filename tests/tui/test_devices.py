@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from advisor.render.devices import badges, natural_key, tree_rows
+from advisor.models.device import natural_key
+from advisor.render.devices import badges, tree_rows
 from tests.tui.conftest import AppFactory
 from tests.tui.inventory import build_inventory
 

@@ -135,15 +135,30 @@ def test_validate_targets_with_their_verdicts(snap_compare: SnapCompare, make_ap
 def test_validate_report(snap_compare: SnapCompare, make_app: AppFactory,
                          size: tuple[int, int]) -> None:
     # A judged report: margins with their origin, pairs that would resolve the inconclusive
-    # metrics, the device named, plots over whole rounds.
-    from tests.tui.test_validate import report_with_rounds
-
+    # metrics, the device named, plots over whole rounds; values as a real run gives them
+    # (thousands of operations per second, intervals of three decimals, a long title), every
+    # column within 80 columns.
     app = make_app(device="vg0-data", workload=EXAMPLE, start="validate")
 
     async def show(pilot: Pilot[Any]) -> None:
         await _settle(pilot)
         screen: Any = pilot.app.screen
-        screen.show_report(report_with_rounds(6))
+        screen.show_report(realistic_report(6))
         await _laid_out(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=show)
+
+
+def realistic_report(rounds: int) -> Any:
+    """report_with_rounds with figures of the size a run on a loop device measures."""
+    from tests.tui.test_validate import report_with_rounds
+
+    report = report_with_rounds(rounds)
+    scaled = []
+    for i, m in enumerate(report.metrics):
+        a, b = [v * 34.12 for v in m.a], [v * 34.12 for v in m.b]
+        scaled.append(m.model_copy(update={
+            "a": a, "b": b, "geo_mean_a": None, "geo_mean_b": None, "ratio": 0.8173,
+            "ci": [0.6741, 0.9127] if i else [0.7562, 0.8831],
+            "title": "log writes per 1k directory ops" if i == 1 else m.title}))
+    return report.model_copy(update={"metrics": scaled})

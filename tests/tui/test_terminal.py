@@ -148,8 +148,11 @@ def _start_a_loop_run(tmux: Callable[..., str], tmp_path: Path, after: str) -> P
     tmux("send-keys", "-t", "advisor", "F5")
     _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
     tmux("send-keys", "-t", "advisor", "C-r")
+    # The test filesystem mounted (a mountinfo line: "... - xfs /dev/loopN ..."): past the
+    # dry runs that decide side B, which a losetup line alone (its folder is named xfs-advisor-)
+    # did not wait for.
     _wait_for(lambda: "\n".join(_ours_left(loop_dir)),
-              lambda s: "xfs" in s and "loop" in s, "the run's loop device and mount", 60)
+              lambda s: " - xfs /dev/loop" in s, "the run's loop device and mount", 60)
     return loop_dir
 
 

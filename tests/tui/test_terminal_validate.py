@@ -1,16 +1,18 @@
 """F5 in a real 80x24 terminal (tmux) on the live system: after ctrl+r the run's state is on
 screen, the footer offers what applies (ctrl+r before, escape during) uncut, and a cancelled run
-leaves nothing. The run is the loop default, in the test's own folders."""
+leaves nothing (the loop default, in the test's own folders); a target refused for its data is
+checked again once wiped; a run on a device says what it left there."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.bench.test_resources import force_clean
-from tests.conftest import require_root_tools
+from tests.conftest import loop_device, require_root_tools, sh
 from tests.tui.test_terminal import _live_tui, _ours_left, _wait_for, tmux
 
 __all__ = ["tmux"]  # the fixture, used by name
@@ -47,5 +49,96 @@ def test_run_state_and_footer_at_80x24(tmux: Callable[..., str], tmp_path: Path)
         _wait_for(lambda: marker.read_text() if marker.exists() else "",
                   lambda s: s.strip() == "0", "xfs-advisor to quit with exit code 0", 60)
         assert _ours_left(loop_dir) == []
+    finally:
+        force_clean(str(loop_dir))
+
+
+def _choose_target(tmux: Callable[..., str], name: str) -> None:
+    """F5's target list: focus it, open it, type the device's name (the list searches as one
+    types), take it."""
+    for keys in (["Tab"], ["Enter"], ["-l", f"{name} ("], ["Enter"]):
+        tmux("send-keys", "-t", "advisor", *keys)
+        time.sleep(0.5)
+
+
+def _flat(screen: str) -> str:
+    """The screen's words on one line: a phrase wrapped at 80 columns is still found."""
+    return " ".join(screen.split())
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_targets_are_checked_again_at_80x24(tmux: Callable[..., str], tmp_path: Path) -> None:
+    """A loop device with an ext2 signature is refused; after `wipefs -a` ctrl+r checks it again
+    and offers it (its name to be typed); with the signature back, F4 then F5 shows it refused
+    again, without reopening anything. The signature is the superblock magic alone, so that
+    `wipefs -a` leaves the device blank (after a whole mkfs.ext4 the guard rightly still finds
+    the rest of the superblock)."""
+    require_root_tools("losetup", "wipefs")
+    (tmp_path / "loop").mkdir()
+
+    def sign(dev: str) -> None:
+        with open(dev, "r+b") as f:
+            f.seek(1080)
+            f.write(b"\x53\xef")  # what libblkid reads as ext2
+
+    with loop_device(tmp_path / "target.img", 1 << 30) as dev:
+        name = Path(dev).name
+        sign(dev)
+        tmux("new-session", "-d", "-s", "advisor", "-x", "80", "-y", "24",
+             f"{_live_tui(tmp_path)}; sleep 60")
+        screen = lambda: _flat(tmux("capture-pane", "-p", "-t", "advisor"))  # noqa: E731
+        _wait_for(screen, lambda s: "STATE" in s, "the device list", 60)
+        tmux("send-keys", "-t", "advisor", "F5")
+        _wait_for(screen, lambda s: "Command plan" in s, "the validation screen", 60)
+        _choose_target(tmux, name)
+        refused = f"refused: {name} cannot be used for the run: it holds data: ext2"
+        _wait_for(screen, lambda s: refused in s, f"{name} refused for its signature", 30)
+        sh("wipefs", "-a", dev)
+        tmux("send-keys", "-t", "advisor", "C-r")  # the list still says refused: checked again
+        usable = f"{name} may be used: everything on it is erased"
+        # The notice says why nothing ran. A hotplug event (another program's loop device on
+        # this shared host) may have read the devices first: ctrl+r then asks for the name.
+        said = (f"{name} is usable now", f"not confirmed: type {name}")
+        shown = _wait_for(screen, lambda s: usable in s and any(w in s for w in said),
+                          f"{name} offered after the wipefs", 30)
+        assert usable in shown
+        sign(dev)
+        tmux("send-keys", "-t", "advisor", "F4")
+        _wait_for(screen, lambda s: "Command plan" not in s, "the proposal step", 30)
+        tmux("send-keys", "-t", "advisor", "F5")
+        _wait_for(screen, lambda s: refused in s, f"{name} refused again on F5", 30)
+        tmux("send-keys", "-t", "advisor", "q")
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_what_a_device_run_left_is_on_screen_at_80x24(tmux: Callable[..., str],
+                                                       tmp_path: Path) -> None:
+    """A finished run on a scratch device says at 80x24 what it left there: the test
+    filesystem, and the `wipefs -a` that removes it."""
+    require_root_tools("losetup", "mkfs.xfs", "fio", "wipefs")
+    loop_dir = tmp_path / "loop"
+    loop_dir.mkdir()
+    try:
+        with loop_device(tmp_path / "scratch.img", 1 << 30) as dev:
+            name = Path(dev).name
+            tmux("new-session", "-d", "-s", "advisor", "-x", "80", "-y", "24",
+                 f"{_live_tui(tmp_path)}; sleep 60")
+            screen = lambda: _flat(tmux("capture-pane", "-p", "-t", "advisor"))  # noqa: E731
+            _wait_for(screen, lambda s: "STATE" in s, "the device list", 60)
+            tmux("send-keys", "-t", "advisor", "F5")
+            _wait_for(screen, lambda s: "Command plan" in s, "the validation screen", 60)
+            _choose_target(tmux, name)
+            _wait_for(screen, lambda s: f"type {name} to confirm" in s, "the confirm box", 30)
+            tmux("send-keys", "-t", "advisor", "Tab")
+            tmux("send-keys", "-t", "advisor", "-l", name)
+            time.sleep(0.5)
+            tmux("send-keys", "-t", "advisor", "C-r")
+            _wait_for(screen, lambda s: ", side A" in s or "starting" in s, "the run", 60)
+            # The default budget (80 s) on a shared machine: room for a slow set-up.
+            shown = _wait_for(screen, lambda s: f"done on {dev}" in s, "the run's end", 400)
+            assert f"`wipefs -a {dev}`" in shown, shown
+            tmux("send-keys", "-t", "advisor", "q")
     finally:
         force_clean(str(loop_dir))

@@ -90,7 +90,7 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
                 "limited size)")
     why = (f"{who} on {storage} ({default} AGs by default): {how_many}, let that many "
            "allocations proceed at once")
-    if ctx.env.xfsprogs_at_least(6, 8):
+    if ctx.env.mkfs_knows(6, 8):
         return Outcome(change=Change(f"concurrency={target}", ["-d", f"concurrency={target}"],
                                      values={"concurrency": target}, reason=
                                      why + " (xfsprogs >= 6.8 sizes AGs for it: -d concurrency)"))

@@ -47,12 +47,21 @@ def dir_block_size(ctx: Context, params: DirBlockParams) -> Outcome:
     default = ctx.geometry.naming_block_size
     access = ctx.workload.access
     if access is None:
-        by_access = ", ".join(
-            f"{r.access} {mkfs_size(max(directory_block_for(entries, r.access, params), default))}"
-            for r in params.table)
-        return Outcome(keep_reason=f"{entries:,} entries, but the access pattern is not given: "
-                       f"table 2.5 depends on it ({by_access}), and an answer missing keeps the "
-                       "default (answer access to decide)")
+        sizes = {r.access: max(directory_block_for(entries, r.access, params),
+                               ctx.geometry.block_size) for r in params.table}
+        by_access = ", ".join(f"{a} {mkfs_size(max(s, default))}" for a, s in sizes.items())
+        changing = [a for a, s in sizes.items() if s > default]
+        if not changing:
+            return Outcome(keep_reason=f"{entries:,} entries: within the {mkfs_size(default)} "
+                           f"range of table 2.5 whatever the access pattern ({by_access})")
+        which = ("every answer would change it" if len(changing) == len(sizes)
+                 else f"{' or '.join(changing)} would change it")
+        return Outcome(
+            keep_reason=f"{entries:,} entries, but the access pattern is not given: table 2.5 "
+            f"depends on it ({by_access}); {which}, so the answer decides: the default stays "
+            "until access is answered",
+            questions={"access": f"{entries:,} entries in the largest directory: {by_access} "
+                       f"(default {mkfs_size(default)}); {which}"})
     size = max(directory_block_for(entries, access, params), ctx.geometry.block_size)
     if size <= default:
         return Outcome(keep_reason=f"{entries:,} entries, {access}: within the "

@@ -1,5 +1,6 @@
 """Extent size hint inherited from the root directory: for sparse files filled by random writes
-(VM images), and huge-page sized on persistent memory (DAX)."""
+(VM images), never for files grown by appends (databases), and huge-page sized on persistent
+memory (DAX)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def extent_size_hint(ctx: Context, params: ExtentSizeHintParams) -> Outcome:
     if w.write_pattern == "sequential":
         return Outcome(keep_reason="files are streamed start to end: delayed allocation already "
                        "gives them large extents")
+    if w.write_pattern == "appending":
+        return Outcome(keep_reason=(
+            "files grow at the end a few KiB at a time with fsync (write_pattern = appending: "
+            "database tables and journals): a file with an extent size hint bypasses delayed "
+            "allocation: appends allocate the file a hint at a time, up front and unwritten "
+            "(one allocation per hint, each fsync then converting the part written), while "
+            "delayed allocation with speculative preallocation already keeps such a file in a "
+            "few extents with fewer, growing allocations; keep the default"))
     if w.write_pattern == "mixed":
         return Outcome(keep_reason="the load is mixed: a hint on every file makes each scattered "
                        f"write into any sparse file allocate {format_size(hint)}; {later}")
@@ -45,16 +54,16 @@ def extent_size_hint(ctx: Context, params: ExtentSizeHintParams) -> Outcome:
         least = format_size(params.min_file_size)
         size = ("not answered (median_file_size)" if w.median_file_size is None
                 else f"{format_size(w.median_file_size)}, under {least}")
-        return Outcome(keep_reason=f"files are written randomly, but their median size is {size}"
-                       f": a filesystem-wide hint is for large images and database files; {later}")
+        return Outcome(keep_reason=f"sparse files are filled at random, but their median size is "
+                       f"{size}: a filesystem-wide hint is for large images; {later}")
     too_large = hint_too_large(ctx, hint)
     if too_large:
         return Outcome(keep_reason=too_large)
     blocks = hint // ctx.geometry.block_size
     return Outcome(change=Change(
         f"extszinherit={blocks}", ["-d", f"extszinherit={blocks}"],
-        f"files grown by random writes (write_pattern = random, median "
-        f"{format_size(w.median_file_size)}: VM images, databases): every file inherits a "
+        f"sparse files filled by writes scattered over them (write_pattern = random, median "
+        f"{format_size(w.median_file_size)}: VM images): every file inherits a "
         f"{format_size(hint)} extent size hint ({blocks} blocks of "
         f"{ctx.geometry.block_size}) from the root directory, so writes scattered over a sparse "
         "file allocate aligned extents of that size instead of one small extent per write, "

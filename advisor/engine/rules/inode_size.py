@@ -29,8 +29,9 @@ class InodeParams(Model):
     entry_overhead_bytes: int = Field(ge=0)
     """Per attribute: name length, value length, flags (3)."""
     assumed_bytes_per_attribute: int = Field(ge=1)
-    """No answer gives the number of attributes: assume one per this many bytes of name+value
-    (rounded up). Small on purpose: more attributes mean more overhead, so the count errs high."""
+    """When xattrs_per_file is not answered: assume one attribute per this many bytes of
+    name+value (rounded up). Small on purpose: more attributes mean more overhead, so the count
+    errs high (and the reason says how many attributes each inode size would take)."""
     headroom_percent: int = Field(ge=0, le=50)
     """Share of the inline space left free for attributes that grow or are added later."""
     max_inline_value: int
@@ -61,6 +62,26 @@ def usable_capacity(capacity: int, params: InodeParams) -> int:
     return capacity * (100 - params.headroom_percent) // 100
 
 
+def most_attributes(name_value_bytes: int, room: int, params: InodeParams) -> int:
+    """The most attributes sharing `name_value_bytes` that fit in `room` bytes of fork (0: not
+    even one)."""
+    spare = room - params.fork_header_bytes - name_value_bytes
+    return max(0, spare // params.entry_overhead_bytes) if spare >= 0 else 0
+
+
+def _range(need: int, sizes: list[int], v5: bool, params: InodeParams) -> str:
+    """How many attributes of `need` bytes in all each inode size keeps inline (with the
+    headroom), for a reason that has no count to go on."""
+    said = []
+    for size in sizes:
+        most = min(most_attributes(need, usable_capacity(inline_capacity(size, v5, params),
+                                                         params), params), need)
+        said.append(f"a {size}-byte inode " + (
+            f"keeps them inline as up to {most:,} attribute{'s' if most != 1 else ''}" if most
+            else "cannot keep them inline"))
+    return ", ".join(said)
+
+
 @decider(InodeParams)
 def inode_size(ctx: Context, params: InodeParams) -> Outcome:
     w = ctx.workload
@@ -69,6 +90,9 @@ def inode_size(ctx: Context, params: InodeParams) -> Outcome:
         warnings.append(f"an xattr value of {w.largest_xattr_value} bytes is over "
                         f"{params.max_inline_value}: that inode's attributes all go to a separate "
                         "block whatever the inode size")
+    if w.xattr_bytes_per_file is None and w.xattrs_per_file:
+        return Outcome(keep_reason=f"{w.xattrs_per_file} attributes per file are answered, but "
+                       "not their size (xattr_bytes_per_file)", warnings=warnings)
     if w.xattr_bytes_per_file is None or w.xattr_bytes_per_file == 0:
         return Outcome(keep_reason="no extended attributes declared", warnings=warnings)
     if warnings:
@@ -76,15 +100,20 @@ def inode_size(ctx: Context, params: InodeParams) -> Outcome:
                        "help", warnings=warnings)
     need = w.xattr_bytes_per_file
     v5 = ctx.geometry.features.get("crc", 1) == 1
-    count = assumed_attributes(need, params)
-    want = fork_bytes(need, count, params)
     default = ctx.geometry.inode_size
     sizes = sorted({default, *params.inode_sizes})
     sizes = [s for s in sizes if default <= s <= ctx.geometry.block_size // 2]
+    if w.xattrs_per_file is not None:
+        count = w.xattrs_per_file
+        taken = f"in {count} attribute{'s' if count != 1 else ''} (xattrs_per_file)"
+    else:
+        count = assumed_attributes(need, params)
+        taken = (f"taken as {count} attribute{'s' if count > 1 else ''} (xattrs_per_file is not "
+                 f"answered: one per {params.assumed_bytes_per_attribute} B assumed; with the "
+                 f"headroom below, {_range(need, sizes, v5, params)})")
+    want = fork_bytes(need, count, params)
     fits = [s for s in sizes if usable_capacity(inline_capacity(s, v5, params), params) >= want]
-    why = (f"{need} B of attribute names and values per file, taken as {count} attribute"
-           f"{'s' if count > 1 else ''} (no count is answered: one per "
-           f"{params.assumed_bytes_per_attribute} B assumed), need "
+    why = (f"{need} B of attribute names and values per file, {taken}, need "
            f"{params.fork_header_bytes} + {need} + {count} x {params.entry_overhead_bytes} = "
            f"{want} B of inline attribute fork")
     held = ", ".join(f"a {s}-byte inode holds {inline_capacity(s, v5, params)} B" for s in sizes)

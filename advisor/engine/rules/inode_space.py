@@ -52,6 +52,22 @@ def inode_space(ctx: Context, params: InodeSpaceParams) -> Outcome:
                f"{format_size(ctx.geometry.block_size)} blocks, the inode, the directory entry)")
     else:
         return Outcome(keep_reason="neither the number of files nor their size is answered")
+    keep = f"the default maxpct of {default_maxpct(ctx)}% stays"
+    if w.file_count is not None and w.median_file_size:
+        each = per_file_bytes(ctx, w.median_file_size, params.dir_entry_bytes)
+        if count * each > planned:
+            return Outcome(keep_reason=f"the answered files do not fit; {keep}", warnings=[
+                f"{count:,} files (file_count) of the median {format_size(w.median_file_size)} "
+                f"(median_file_size) take {each:,} bytes each (data in whole "
+                f"{format_size(ctx.geometry.block_size)} blocks, the inode, the directory "
+                f"entry), {human_size(count * each)} in all: more than the "
+                f"{human_size(planned)} filesystem holds; check both answers (the inode space "
+                f"is kept at the default)"])
+    if count * isize > planned:
+        return Outcome(keep_reason=f"inodes alone would not fit; {keep}", warnings=[
+            f"{how} x {isize}-byte inodes = {human_size(count * isize)}: more than the "
+            f"{human_size(planned)} filesystem holds, before any data; check the answer (the "
+            "inode space is kept at the default)"])
     share = count * isize / planned
     wanted = math.ceil(share * params.headroom * 100)
     default = default_maxpct(ctx)
@@ -61,9 +77,9 @@ def inode_space(ctx: Context, params: InodeSpaceParams) -> Outcome:
         return Outcome(keep_reason=f"{what}: within the default maxpct of {default}%")
     if wanted >= 100:
         return Outcome(change=Change("maxpct=0", ["-i", "maxpct=0"], (
-            f"{what}, {params.headroom:g}x that is over 100%: maxpct=0 lifts the limit (any "
-            "free space can become inodes)")), warnings=[
-            f"{what}: inodes alone would fill the filesystem; the files will not fit"])
+            f"{what}, with {params.headroom:g}x headroom more than the whole filesystem: "
+            "maxpct=0 lifts the limit (any free space can become inodes)")), warnings=[
+            f"{what}: inodes alone take most of the filesystem; little room is left for data"])
     return Outcome(change=Change(f"maxpct={wanted}", ["-i", f"maxpct={wanted}"], (
         f"{what}; with {params.headroom:g}x headroom {wanted}%, over the default {default}%: "
         "without it file creation fails with ENOSPC while df still shows free space (xfs_growfs"

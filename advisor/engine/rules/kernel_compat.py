@@ -164,12 +164,15 @@ def _kernel_compat(ctx: Context, params: KernelCompatParams) -> Outcome:
     why = f"{who}: the features of the {profile} LTS kernel"
     if shipped:
         _, off = _ceiling(ctx, shipped.features)
-        if shipped.rejection is None and not off:
+        if shipped.rejection is None and not off and not ctx.env.target_older():
             return Outcome(change=Change(f"lts_{profile}", ["-c", f"options={shipped.path}"],
                                          why + f" ({shipped.path})"))
         features = shipped.features
         why += (f"; this mkfs.xfs rejects its own {Path(shipped.path).name} "
                 f"({shipped.rejection}), so as explicit flags" if shipped.rejection else
+                f"; {shipped.path} is the local xfsprogs {ctx.env.xfsprogs_version}'s file, "
+                f"which the captured host's older xfsprogs {ctx.env.target_xfsprogs} may not "
+                "ship or parse, so as explicit flags" if ctx.env.target_older() else
                 " as explicit flags")
     else:
         features = params.features[profile]

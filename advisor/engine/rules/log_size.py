@@ -11,6 +11,7 @@ from advisor.engine.load import metadata_writers
 from advisor.engine.registry import decider
 from advisor.engine.rules.log_stripe_unit import default_log_stripe_unit
 from advisor.models.base import Model
+from advisor.models.environment import parse_version
 from advisor.models.units import human_size
 
 
@@ -39,7 +40,10 @@ class LogSizeParams(Model):
 def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     w = ctx.workload
     default = ctx.geometry.log_bytes
-    old = ctx.env.xfsprogs_version is not None and not ctx.env.xfsprogs_at_least(5, 15)
+    # The mkfs.xfs that will run the command decides the default log: a captured host's own.
+    progs = ctx.env.command_xfsprogs
+    old = progs is not None and (parse_version(progs) or (0, 0)) < (5, 15)
+    small_there = old and ctx.env.xfsprogs_at_least(5, 15)
     writers, who = metadata_writers(w)
     if writers is not None and w.access != "read-heavy":
         want = math.ceil(writers * params.reservation_bytes_per_writer * 100
@@ -50,10 +54,10 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
                "run at once")
         if old and want < params.old_xfsprogs_min_bytes:
             want = params.old_xfsprogs_min_bytes
-            why += f"; xfsprogs {ctx.env.xfsprogs_version} makes small logs"
+            why += f"; xfsprogs {progs} makes small logs"
     elif old:
         want = params.old_xfsprogs_min_bytes
-        why = f"xfsprogs {ctx.env.xfsprogs_version} makes small logs"
+        why = f"xfsprogs {progs} makes small logs"
     else:
         want, why = 0, (f"{who if writers is None else 'read-heavy access'}: the default "
                         f"{_mib(default)} log is enough")
@@ -70,7 +74,12 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     want = round_up(want, math.lcm(MiB, default_log_stripe_unit(ctx) or 1))
     if want > min(params.max_log_bytes, ctx.geometry.agsize_bytes // 2):
         want -= math.lcm(MiB, default_log_stripe_unit(ctx) or 1)
-    if want <= default:
+    if want <= default and small_there:
+        want = default
+        why += (f"; the {_mib(default)} log shown as the default is what the local xfsprogs "
+                f"{ctx.env.xfsprogs_version} makes, the captured host's xfsprogs {progs} makes "
+                "a smaller one unless asked")
+    elif want <= default:
         return Outcome(keep_reason=f"{why}: the default {_mib(default)} log is already "
                        f"that large" + (f" ({'; '.join(limits)})" if limits else ""))
     return Outcome(change=Change(

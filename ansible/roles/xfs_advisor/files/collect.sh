@@ -8,7 +8,10 @@
 # it returns. Environment: XFS_ADVISOR_TOOL, XFS_ADVISOR_SYSROOT (optional),
 # XFS_ADVISOR_DEVICES (space-separated), XFS_ADVISOR_WORKLOAD (JSON), XFS_ADVISOR_AUDIT (the
 # filesystems to audit, space-separated; empty: all of the host's), XFS_ADVISOR_FAIL_ON (a
-# severity for the audit's --fail-on), XFS_ADVISOR_PAYLOAD_FILE.
+# severity for the audit's --fail-on), XFS_ADVISOR_OBSERVE_FOR (seconds of `observe --json`
+# on the live host, never on XFS_ADVISOR_SYSROOT; empty or 0: no observation),
+# XFS_ADVISOR_OBSERVE (the mount points to observe, space-separated; empty: every XFS),
+# XFS_ADVISOR_PAYLOAD_FILE.
 set -u
 tool=${XFS_ADVISOR_TOOL:-xfs-advisor}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xfs-advisor-collect.XXXXXX") || exit 1
@@ -51,6 +54,15 @@ else
     if [ -n "${XFS_ADVISOR_FAIL_ON:-}" ]; then fail_on="--fail-on=$XFS_ADVISOR_FAIL_ON"; fi
     # shellcheck disable=SC2086 # names, split on spaces; fail_on is one word or none
     step audit "$tool" "$@" audit --json $fail_on ${XFS_ADVISOR_AUDIT:-}
+    case ${XFS_ADVISOR_OBSERVE_FOR:-0} in
+        ""|0) ;;
+        *[!0-9]*)
+            echo "observe: XFS_ADVISOR_OBSERVE_FOR is not a number of seconds" > "$out/observe.err"
+            echo 2 > "$out/observe.rc" ;;
+        *)  # shellcheck disable=SC2086 # mount points, split on spaces
+            step observe "$tool" observe --json --for "${XFS_ADVISOR_OBSERVE_FOR}s" \
+                ${XFS_ADVISOR_OBSERVE:-} ;;
+    esac
     for dev in ${XFS_ADVISOR_DEVICES:-}; do
         step "proposals/${dev##*/}" "$tool" "$@" propose --device "$dev" \
             --workload "$out/workload.json" --json

@@ -153,3 +153,30 @@ def test_manpage_exit_status_names_every_code(manpage: Path) -> None:
     codes = {v for k, v in vars(advisor.errors).items() if k.startswith("EXIT_")}
     for code in codes | {5}:  # 5 is validate's own (B worse than the defaults)
         assert re.search(rf"^\s+{code}\s+\S", section, re.M), code
+
+
+def _section(text: str, name: str) -> str:
+    """A section of the rendered page, its words on one line (the page wraps them)."""
+    found = re.search(rf"^{name}\n(.*?)(?=^[A-Z][A-Z ]+\n|\Z)", text, re.M | re.S)
+    assert found, f"no {name} section"
+    return " ".join(found.group(1).split())
+
+
+def test_manpage_has_environment_files_with_install_lines_and_examples(manpage: Path) -> None:
+    from advisor.commands.manpage import ENVIRONMENT, EXAMPLES
+
+    text = rendered(manpage)
+    environment = _section(text, "ENVIRONMENT")
+    for name, _ in ENVIRONMENT:
+        assert name in environment, name
+    files = _section(text, "FILES")
+    # A wheel installs no share/ files: the page says how to install itself and the completions.
+    for line in ("xfs-advisor manpage > /usr/local/share/man/man1/xfs-advisor.1",
+                 "xfs-advisor completion bash > /etc/bash_completion.d/xfs-advisor",
+                 'xfs-advisor completion zsh > "${fpath[1]}/_xfs-advisor"'):
+        assert line in files, line
+    examples = _section(text, "EXAMPLES")
+    for _, command in EXAMPLES:
+        assert command in examples, command
+    assert "xfs-advisor fleet xfs-advisor-results --kernel 6.19 --by-rule --fail-on breaks" \
+        in examples

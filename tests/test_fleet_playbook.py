@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -105,3 +106,55 @@ def test_a_string_where_a_list_is_typed_is_a_failed_host(
     error = hosts["auditstring"]["error"]
     assert "xfs_advisor_audit must be a list" in error and "xfs_advisor_pip_args must" in error
     assert not (results / "stringhost" / "proposals").exists()
+
+
+@pytest.mark.slow
+def test_tags_serial_and_the_gate(tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
+    """The play's serial and max_fail_percentage are there and honoured; with
+    xfs_advisor_fail_on the last play is a gate: a host with findings at or above it fails, and
+    so does one whose collection failed (nothing to judge is not a pass); --tags collect still
+    stores and gates; --tags install collects nothing and fails only the hosts with an error."""
+    import yaml
+
+    play = yaml.safe_load(PLAYBOOK.read_text())[0]
+    assert play["serial"] == "{{ xfs_advisor_serial | default('100%') }}"
+    assert play["max_fail_percentage"] == "{{ xfs_advisor_max_fail_percentage | default(100) }}"
+    # Copies: other tests give the shared captures an fstab of their own.
+    clean, old = tmp_path / "clean", tmp_path / "old-fstab"
+    for tree, fstab in ((clean, ""), (old, OLD_FSTAB)):
+        shutil.copytree(shared_dumps["simple-nvme"], tree, symlinks=True)
+        (tree / "xfs-advisor-audit").mkdir(exist_ok=True)
+        (tree / "xfs-advisor-audit" / "fstab").write_text(fstab)
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    results = tmp_path / "results"
+    inventory = _inventory(results, {
+        "cleanhost": {"xfs_advisor_sysroot": str(clean)},
+        "breakhost": {"xfs_advisor_sysroot": str(old)},
+        "garbagehost": {"xfs_advisor_sysroot": str(garbage)},
+        "stringhost": {"xfs_advisor_sysroot": str(old), "xfs_advisor_audit": "/srv/old"}})
+    gate = ("-e", "xfs_advisor_fail_on=breaks")
+    out, recap = playbook(inventory, tmp_path, *gate, "-e", "xfs_advisor_serial=2", rc=2)
+    assert out.count("PLAY [Audit and advise XFS on each host]") == 2, out  # two batches
+    assert {h: recap[h]["failed"] for h in ("cleanhost", "breakhost", "garbagehost",
+                                            "stringhost")} == {
+        "cleanhost": 0, "breakhost": 1, "garbagehost": 1, "stringhost": 1}, out
+    assert "audit findings at or above breaks on breakhost" in out
+    assert "no audit to judge on stringhost: bad variables: xfs_advisor_audit must be" in out
+    assert re.search(r"no audit to judge on garbagehost: the audit did not run to its end "
+                     r"\(exit [0-9]+\)", out), out
+    hosts = _fleet(results)
+    assert set(hosts) == {"cleanhost", "breakhost", "garbagehost", "stringhost"}
+    assert hosts["breakhost"]["counts"]["breaks"] == 1
+    # Only the collection (and, always, the store and the gate).
+    out, recap = playbook(inventory, tmp_path, *gate, "--tags", "collect", rc=2)
+    assert "TASK [xfs_advisor : Store every host's results]" in out
+    assert recap["breakhost"]["failed"] == 1 and recap["garbagehost"]["failed"] == 1, out
+    assert recap["cleanhost"]["failed"] == 0 and recap["localhost"]["changed"] == 0, out
+    # Only the install: nothing collected, nothing to judge but the errors this run met.
+    out, recap = playbook(inventory, tmp_path, *gate, "--tags", "install", rc=2)
+    assert "TASK [xfs_advisor : Capture, audit and propose]" not in out
+    assert {h: recap[h]["failed"] for h in ("cleanhost", "breakhost", "garbagehost",
+                                            "stringhost")} == {
+        "cleanhost": 0, "breakhost": 0, "garbagehost": 0, "stringhost": 1}, out
+    assert _fleet(results)["breakhost"]["counts"]["breaks"] == 1  # kept

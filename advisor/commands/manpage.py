@@ -53,6 +53,10 @@ EXAMPLES = [
      "xfs-advisor capture /tmp/host1; xfs-advisor --sysroot /tmp/host1 devices"),
     ("One report for the results the Ansible role stored:",
      "xfs-advisor fleet xfs-advisor-results --fail-on will-break"),
+    ("Which hosts will kernel 6.19 refuse (exit 6 when some will)?",
+     "xfs-advisor fleet xfs-advisor-results --kernel 6.19 --by-rule --fail-on breaks"),
+    ("What changed since the report saved last time:",
+     "xfs-advisor fleet xfs-advisor-results --since last.json"),
 ]
 
 

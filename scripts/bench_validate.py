@@ -233,6 +233,8 @@ def main() -> int:
     p.add_argument("--default-runs", type=int, default=5,
                    help="runs of the embedded default afterwards (default 5)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--earlier", action="append", default=[], metavar="LOG",
+                   help="an earlier run's stderr (a row a line): its rows join the summary")
     args = p.parse_args()
     if os.geteuid() != 0:
         print("bench_validate: needs root (loop devices, mkfs, mount)", file=sys.stderr)
@@ -244,7 +246,17 @@ def main() -> int:
               file=sys.stderr)
         return 2
     rows: list[dict[str, Any]] = []
-    shapes: dict[str, dict[str, Any]] = {}
+    for log in args.earlier:
+        for line in Path(log).read_text(encoding="utf-8").splitlines():
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a traceback's lines
+            for row in doc if isinstance(doc, list) else [doc]:
+                if isinstance(row, dict) and "method" in row:
+                    rows.append({**row, "earlier": log})
+    shapes: dict[str, dict[str, Any]] = {
+        r["case"]: r["shape"] for r in rows if r["method"] == "tool" and "shape" in r}
     folder = os.environ.get("TMPDIR") or "/var/tmp"
     for rep in range(args.reps):
         for name in names:
@@ -266,7 +278,16 @@ def main() -> int:
                         continue
                     if name not in shapes:
                         continue
-                    a, b, wall = hand_runs(case, tmp, shapes[name])
+                    try:
+                        a, b, wall = hand_runs(case, tmp, shapes[name])
+                    except subprocess.CalledProcessError as err:
+                        # e.g. another process took the loop device: said, not fatal
+                        why = (err.stderr or "").strip().splitlines()[:1] or [str(err)]
+                        rows += [{"rep": rep, "case": name, "method": label,
+                                  "decision": "failed", "error": why[0], "wall_s": 0.0,
+                                  "load_before": before} for label in ("welch", "trimmed-mean")]
+                        print(json.dumps(rows[-2:]), file=sys.stderr, flush=True)
+                        continue
                     for label, decide in (("welch", welch_decision),
                                           ("trimmed-mean", trimmed_decision)):
                         rows.append({"rep": rep, "case": name, "method": label,
@@ -367,7 +388,7 @@ def summarise(rows: list[dict[str, Any]], defaults: list[dict[str, Any]]) -> lis
             if not here:
                 continue
             count = _count(here, key)
-            walls = [r["wall_s"] for r in here]
+            walls = [r["wall_s"] for r in here if r.get(key) != "failed"] or [0.0]
             lines.append(f"{method:<16} {case:<14} correct {count['correct']}/{len(here)}, "
                          f"wrong {count['wrong']}, undecided {count['undecided']}"
                          + (f", failed {count['failed']}" if count["failed"] else "")

@@ -138,14 +138,18 @@ class Shape:
 
 
 def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int,
-              ops_rate: float = PLAN_RATE) -> Shape:
+              ops_rate: float = PLAN_RATE, floor_yields: bool = False) -> Shape:
     """Scale the workload to about `measure_seconds` of measuring per round and side, the
     directory at `ops_rate` directory operations per second (the pilot's, else PLAN_RATE).
+    `floor_yields`: the budget is a cap on a measured machine, so LARGE_DIRECTORY_FLOOR gives
+    way to what fits (the report says the directory was scaled to the budget).
 
     The phases follow the answers: fsync'd writes unless fsyncs_per_second is 0, sequential
     1 MiB I/O unless the median file is under 1 MiB. A large directory keeps at least
-    LARGE_DIRECTORY_FLOOR entries whatever the budget: below that, 4 KiB and 64 KiB directory
-    blocks are different shapes of btree than the answer describes. Any directory gets at least
+    LARGE_DIRECTORY_FLOOR entries where the budget allows (below that, 4 KiB and 64 KiB
+    directory blocks are different shapes of btree than the answer describes); once a pilot
+    has measured the machine the budget is a cap and the floor gives way (`floor_yields`): a
+    larger --budget keeps the larger directory. Any directory gets at least
     MIN_DIRECTORY_ENTRIES, so that its phases last long enough to time."""
     asked = workload.largest_directory_entries
     fsync = workload.fsyncs_per_second is None or workload.fsyncs_per_second > 0
@@ -157,6 +161,8 @@ def shape_for(workload: Workload, *, measure_seconds: float, fs_bytes: int,
     budgeted = int(measure_seconds * directory_share * rate / OPS_PER_ENTRY)
     wanted = asked if asked is not None else DEFAULT_DIRECTORY_ENTRIES
     floor = min(wanted, LARGE_DIRECTORY_FLOOR)
+    if floor_yields:
+        floor = min(floor, budgeted)
     entries = max(MIN_DIRECTORY_ENTRIES, min(wanted, budgeted), floor)
     entries -= entries % 10  # the delete phase removes one file of every ten
     writers = min(workload.concurrent_writers or 1, MAX_WRITERS)

@@ -248,7 +248,8 @@ class Plan:
             return self.prior.shape
         return jobs.shape_for(self.workload, measure_seconds=self.measure_seconds_per_side,
                               fs_bytes=self.device_bytes,
-                              ops_rate=self.pilot.ops_rate if self.pilot else jobs.PLAN_RATE)
+                              ops_rate=self.pilot.ops_rate if self.pilot else jobs.PLAN_RATE,
+                              floor_yields=self.pilot is not None)
 
     @property
     def measure_seconds_per_side(self) -> float:

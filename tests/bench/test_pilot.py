@@ -76,3 +76,16 @@ def test_the_pilot_job_and_its_rate() -> None:
 
 def test_the_plan_says_the_pilot() -> None:
     assert any("pilot" in line for line in _plan(80.0, None).commands())
+
+
+def test_a_large_directory_gives_way_to_the_cap_once_measured() -> None:
+    """Asked for 200,000 entries on a slow machine: before the pilot the plan shows the 30,000
+    floor; once measured, the cap wins and the directory is what fits."""
+    big = Workload(largest_directory_entries=200_000, fsyncs_per_second=0)
+    slow = run.Pilot(ops_rate=10_000.0, side_overhead=6.0, spent=10.0)
+    assert _plan(80.0, None, workload=big).shape.directory_entries == jobs.LARGE_DIRECTORY_FLOOR
+    measured = _plan(80.0, slow, workload=big).shape
+    assert jobs.MIN_DIRECTORY_ENTRIES <= measured.directory_entries < jobs.LARGE_DIRECTORY_FLOOR
+    # (80 - 10 - 3) / 8 sides - 6 s = 2.4 s a side, 1.83 s of fio, 70% of it the directory's,
+    # at 10,000 creates/s and 1.4 operations per entry: 9,134 entries, whole tens
+    assert measured.directory_entries == 9130

@@ -279,7 +279,8 @@ def walk_as_nobody(top: Path) -> dict[str, Any]:
 
 
 def test_unreadable_directories_are_counted_not_fatal() -> None:
-    top = Path(tempfile.mkdtemp(prefix="xfs-advisor-unreadable-"))
+    # In /tmp, not the test run's own TMPDIR: that one is root's alone, and nobody walks this.
+    top = Path(tempfile.mkdtemp(prefix="xfs-advisor-unreadable-", dir="/tmp"))
     try:
         os.chmod(top, 0o755)
         for name in ("open", "closed"):

@@ -47,13 +47,18 @@ def _env(tmp: Path) -> dict[str, str]:
             "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
 
-def playbook(inventory: dict[str, Any], tmp: Path, *extra: str,
-             ok: bool = True) -> tuple[str, dict[str, dict[str, int]]]:
-    """Run ansible/playbook.yml on an inventory: its output and the recap's counts by host."""
+def playbook(inventory: dict[str, Any], tmp: Path, *extra: str, ok: bool = True,
+             offline: bool = False) -> tuple[str, dict[str, dict[str, int]]]:
+    """Run ansible/playbook.yml on an inventory: its output and the recap's counts by host.
+    `offline`: in a network namespace of its own (`unshare -n`: only a loopback that is down),
+    so that nothing the play runs can reach a network."""
     path = tmp / "inventory.json"
     path.write_text(json.dumps(inventory))
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(path), str(PLAYBOOK), *extra],
-                          capture_output=True, text=True, env=_env(tmp), timeout=900, check=False)
+    argv = [str(BIN / "ansible-playbook"), "-i", str(path), str(PLAYBOOK), *extra]
+    if offline:
+        argv = ["unshare", "--net", *argv]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(tmp), timeout=900,
+                          check=False)
     if ok:
         assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     recap: dict[str, dict[str, int]] = {}
@@ -193,7 +198,8 @@ def _bare_host_runs(root: Path, house: Path, tmp_path: Path,
         "xfs_advisor_wheelhouse": str(house), "xfs_advisor_sysroot": "/srv/capture",
         "xfs_advisor_devices": ["nvme0n1"], "xfs_advisor_workload": {"concurrent_writers": 8}}}}}
     started = time.monotonic()
-    out, first = playbook(inventory, tmp_path)
+    # No network but the wheelhouse: the play runs where no address can be reached.
+    out, first = playbook(inventory, tmp_path, offline=True)
     print(f"first run {time.monotonic() - started:.0f} s")
     assert first["bare"]["changed"] >= 1 and first["bare"]["failed"] == 0, out
     assert first["localhost"]["changed"] == 1, out
@@ -205,11 +211,11 @@ def _bare_host_runs(root: Path, house: Path, tmp_path: Path,
     assert dev["proposal"]["mkfs_command"].endswith("/dev/nvme0n1")
     assert dev["proposal"]["same_as_host"] is True  # the bare host's own proposal, the same
     started = time.monotonic()
-    out, second = playbook(inventory, tmp_path)
+    out, second = playbook(inventory, tmp_path, offline=True)
     print(f"second run {time.monotonic() - started:.0f} s")
     assert second["bare"]["changed"] == 0 and second["localhost"]["changed"] == 0, out
     # Uninstall: what the role installed is gone.
-    out, third = playbook(inventory, tmp_path, "-e", "xfs_advisor_state=absent")
+    out, third = playbook(inventory, tmp_path, "-e", "xfs_advisor_state=absent", offline=True)
     assert third["bare"]["changed"] == 1, out
     assert not (root / "opt" / "xfs-advisor").exists()
     assert not (root / "var" / "cache" / "xfs-advisor").exists()

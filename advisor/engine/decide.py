@@ -72,6 +72,7 @@ def default_text(setting: str, g: MkfsGeometry, env: Environment) -> str:
         "-d cowextsize": "32 blocks (the kernel's copy-on-write hint)",
         "-i maxpct": (f"{g.imaxpct}%" if g.imaxpct is not None else
                       "25% under 1 TiB, 5% under 50 TiB, 1% above"),
+        "-K": "discard the whole device before writing (when it takes discards)",
         "mount swalloc": "no swalloc",
         "mount allocsize": "dynamic end-of-file preallocation",
         "mount largeio": "nolargeio (st_blksize = page size)",

@@ -32,6 +32,7 @@ SETTINGS: tuple[Setting, ...] = (
             "holding data keep theirs)"),
     Setting("-d cowextsize", "mkfs", "yes (xfs_io -c 'cowextsize SIZE' on a directory)"),
     Setting("-i maxpct", "mkfs", "yes (xfs_growfs -m PERCENT)"),
+    Setting("-K", "mkfs", "does not apply after mkfs (fstrim discards free space at any time)"),
     Setting("mount inode32/inode64", "mount", "yes (remount; existing inodes stay where they are)"),
     Setting("mount logbsize", "mount", "yes (mount)"),
     Setting("mount logbufs", "mount", "yes (mount)"),

@@ -113,3 +113,14 @@ def test_block_size_names_larger_pages_only_above_4k(page: int, said: bool) -> N
                                 page_size=page), check=False)
     reason = next(d.reason for d in p.decisions if d.setting == "-b size")
     assert ("would allow blocks" in reason) == said, reason
+
+
+@pytest.mark.parametrize(("eventual", "said"), [(TiB, False), (TiB + 4 * KiB, True)])
+def test_log_size_counts_growth_only_beyond_the_size(eventual: int, said: bool) -> None:
+    """An eventual size equal to the device is no growth: the log-size reason says nothing of
+    growing."""
+    from advisor.advice import propose
+    p = propose(device(TiB, rotational=False), Workload(eventual_size=eventual),
+                env=environment(), check=False)
+    reason = next(d.reason for d in p.decisions if d.setting == "-l size")
+    assert ("growing to" in reason) == said, reason

@@ -229,10 +229,12 @@ class Session:
 
     @staticmethod
     def proposal_side(proposal: Proposal) -> SideConfig:
-        """Side B of the A/B run: the proposal's mkfs and mount options."""
+        """Side B of the A/B run: the proposal's mkfs and mount options (without -K: every run
+        makes its filesystem with -K)."""
         from advisor.models.bench import SideConfig
+        from advisor.system.argv import pairs_only
 
-        return SideConfig(label="B", mkfs_options=list(proposal.mkfs_options),
+        return SideConfig(label="B", mkfs_options=pairs_only(proposal.mkfs_options),
                           mount_options=list(proposal.mount_options), source="proposal")
 
     def fit_to_scratch(self, side: SideConfig, scratch: Device | None,

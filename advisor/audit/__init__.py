@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from advisor.audit import host as h
 from advisor.audit.fstab import FstabEntry, parse_fstab
-from advisor.audit.ondisk import Host, Today, format_findings, layout_findings
+from advisor.audit.ondisk import UPGRADE_KERNEL, Host, Today, format_findings, layout_findings
 from advisor.audit.options import fstab_findings, log_stripe_findings, obsolete_findings
 from advisor.errors import AdvisorError, DeviceProblem
 from advisor.inspect.mounts import Mount, xfs_mounts
@@ -22,7 +22,8 @@ from advisor.models.audit import (
     Severity,
     TodayProposal,
 )
-from advisor.models.session import Advising
+from advisor.models.environment import parse_version
+from advisor.models.session import Advising, RulesByKind
 from advisor.models.workload import Workload
 from advisor.system.auditfiles import devno, sysroot_fstab
 from advisor.system.files import read_text
@@ -169,6 +170,20 @@ def _audit_one(session: Advising, root: SysRoot, target: h.Target, host: Host, n
     return result
 
 
+def _mounts_upgrades(book: RulesByKind, target: str | None) -> tuple[tuple[str, bool], ...]:
+    """Whether the answered must_mount_on_kernel mounts bigtime and inobtcount: a distribution
+    by the kernel-compat rule's table (its backports), a version from Linux 5.10."""
+    if target is None:
+        return ()
+    loaded = book.rules.get("kernel-compat")
+    table = getattr(loaded.params, "distributions", None) if loaded else None
+    distro = (table or {}).get(target)
+    meta = distro.features.get("metadata", {}) if distro is not None else {}
+    kernel = parse_version(distro.kernel if distro is not None else target) or (0, 0)
+    return tuple((f, meta[f] == 1 if f in meta else kernel >= UPGRADE_KERNEL)
+                 for f in ("bigtime", "inobtcount"))
+
+
 def audit(session: Advising, root: SysRoot, names: Sequence[str] = (), fstab: str | None = None,
           fail_on: Severity = "breaks", workload: Workload | None = None) -> AuditDocument:
     """Audit the named filesystems (mount points or devices), or all of the host's (`root`, the
@@ -179,10 +194,12 @@ def audit(session: Advising, root: SysRoot, names: Sequence[str] = (), fstab: st
     mounts = xfs_mounts(root)
     config = h.kernel_config(root)
     env = session.environment
-    host = Host(env.kernel, env.xfsprogs_version, h.supported(config, "CONFIG_XFS_SUPPORT_V4"),
-                h.supported(config, "CONFIG_XFS_SUPPORT_ASCII_CI"))
-    targets = _targets(session, names, mounts, entries)
     answers = workload or Workload()
+    host = Host(env.kernel, env.xfsprogs_version, h.supported(config, "CONFIG_XFS_SUPPORT_V4"),
+                h.supported(config, "CONFIG_XFS_SUPPORT_ASCII_CI"),
+                answers.must_mount_on_kernel,
+                _mounts_upgrades(session.rulebook, answers.must_mount_on_kernel))
+    targets = _targets(session, names, mounts, entries)
     filesystems = [_audit_one(session, root, t, host, bool(names), answers) for t in targets]
     if syntax:
         filesystems.append(FilesystemAudit(device=None, mountpoint=None, mounted=False,

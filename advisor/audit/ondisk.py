@@ -39,6 +39,10 @@ class Host:
     """CONFIG_XFS_SUPPORT_V4 of the running kernel (None: its config is not readable)."""
     ascii_ci_supported: bool | None = None
     """CONFIG_XFS_SUPPORT_ASCII_CI of the running kernel."""
+    must_mount_on: str | None = None
+    """The answered must_mount_on_kernel (as the workload normalises it: "5.4", "rhel8")."""
+    must_mount_features: tuple[tuple[str, bool], ...] = ()
+    """Feature -> whether that kernel mounts a filesystem with it (bigtime, inobtcount)."""
 
     def can_upgrade(self) -> bool:
         """True when this xfsprogs and this kernel can add bigtime/inobtcount in place."""
@@ -81,11 +85,22 @@ def _upgrade(feature: str, device: str, host: Host, *, severity: Severity, title
     ok = host.can_upgrade()
     needs = (f"xfsprogs >= {'.'.join(map(str, UPGRADE_XFSPROGS))} and Linux >= "
              f"{'.'.join(map(str, UPGRADE_KERNEL))}")
+    mounts = dict(host.must_mount_features).get(feature)
+    if ok and host.must_mount_on is not None and mounts is False:
+        return Finding(rule=f"audit-no-{feature}", severity=severity, title=title,
+                       evidence=f"xfs_info: {feature}=0", source="xfs_admin(8); xfsprogs 5.11",
+                       when=when, fix=(
+                           f"keep it as it is: `xfs_admin -O {feature}=1` is one-way, and "
+                           f"{host.must_mount_on} (must_mount_on_kernel) cannot mount a "
+                           f"filesystem with {feature}; upgrade once that need is gone"),
+                       fix_kind="none")
+    target = (f"{host.must_mount_on} (must_mount_on_kernel) mounts it" if mounts else
+              "kernels before Linux 5.10 can no longer mount the result (check any "
+              "must_mount_on_kernel target, rescue media included)")
     fix = (f"unmount it, then `xfs_admin -O {feature}=1 {device}` (in place; needs {needs}; "
            "this host has both). xfs_admin runs a full xfs_repair pass to make the change, "
            "which takes as long as a repair of the filesystem; it is one-way (no xfs_admin "
-           f"turns {feature} off again), and kernels before Linux 5.10 can no longer mount "
-           "the result (check any must_mount_on_kernel target, rescue media included)" if ok
+           f"turns {feature} off again), and {target}" if ok
            else
            f"needs {needs} for `xfs_admin -O {feature}=1` (this host: xfsprogs "
            f"{host.xfsprogs or 'unknown'}, kernel {host.kernel or 'unknown'}); or a new mkfs")

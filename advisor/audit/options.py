@@ -46,6 +46,8 @@ class Verdict:
     fix: str
     due_kernel: str | None = None
     """The first kernel that may refuse it (see Finding.due_kernel)."""
+    says_today: bool = False
+    """The fix already says what the rule's `today` text says (not repeated after it)."""
 
 
 #: The rule book's obsolete mount advice, rated for the audit (other obsolete rules are mkfs
@@ -59,12 +61,14 @@ VERDICTS = {
     "delaylog": Verdict("breaks", None, "remove the option from the fstab line: kernels since "
                         "4.0 refuse it"),
     "attr2": Verdict("will-break", REMOVAL_2025,
-                     "remove attr2/noattr2 from the fstab line (ignored with a warning today)",
-                     REMOVAL_AFTER),
+                     "remove attr2/noattr2 from the fstab line: attr2 is always on, and the "
+                     "option is ignored with a warning today", REMOVAL_AFTER, says_today=True),
     "ikeep": Verdict("will-break", REMOVAL_2025,
-                     "remove ikeep/noikeep from the fstab line (ignored today)", REMOVAL_AFTER),
-    "logbufs-8": Verdict("info", None, "drop logbufs=8: it is the default"),
-    "inode64": Verdict("info", None, "drop inode64: it is the default since Linux 3.7"),
+                     "remove ikeep/noikeep from the fstab line (ignored today)", REMOVAL_AFTER,
+                     says_today=True),
+    "logbufs-8": Verdict("info", None, "drop logbufs=8: it is the default", says_today=True),
+    "inode64": Verdict("info", None, "drop inode64: it is the default since Linux 3.7",
+                       says_today=True),
     "nodiratime": Verdict("info", None, "drop nodiratime: noatime already implies it"),
 }
 
@@ -124,7 +128,8 @@ def obsolete_findings(options: Sequence[str], where: str, obsolete: Sequence[Rul
                 source=f"{rule.source}; since {rule.obsolete.since}",
                 when=when_text(verdict.when, today or date.today()),
                 due_kernel=verdict.due_kernel,
-                fix=f"{verdict.fix}. {rule.obsolete.today}", fix_kind="next-mount"))
+                fix=verdict.fix if verdict.says_today else f"{verdict.fix}. {rule.obsolete.today}",
+                fix_kind="next-mount"))
     return found
 
 

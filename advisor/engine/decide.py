@@ -26,7 +26,7 @@ from advisor.models.proposal import (
     Question,
 )
 from advisor.models.workload import Workload
-from advisor.system.argv import merge_options
+from advisor.system.argv import merge_options, pairs_only
 
 POLICY_RULE = "keep-defaults"
 
@@ -130,7 +130,8 @@ def distribution_kernels(book: RuleBook) -> dict[str, str]:
 def obsolete_in(options: list[str], mount_options: list[str], book: RuleBook) -> list[str]:
     """Ids of obsolete rules matching anything the proposal emits."""
     emitted = set(mount_options)
-    for flag, arg in zip(options[::2], options[1::2], strict=False):
+    pairs = pairs_only(options)
+    for flag, arg in zip(pairs[::2], pairs[1::2], strict=True):
         for part in arg.split(","):
             emitted |= {part, f"{flag} {part}"}
     hits = []

@@ -52,6 +52,7 @@ def example_device(example: RuleExample) -> Device:
         md = MdInfo(level=Fact(value=d.md_level, source="example"))
     return Device(name=name if kind in ("part", "md") else "sdx", display_name=name,
                   path=f"/dev/{name}", kind=kind, dm_kind=dm_kind, stripe=stripe, md=md,
+                  transport=d.transport,
                   children=[*d.held_by, *(f"sdx{i + 1}" for i in range(d.partitions))],
                   holders=list(d.held_by), usage=usage,
                   **{k: Fact(value=v, source="example") for k, v in facts.items()

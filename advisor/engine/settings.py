@@ -73,6 +73,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("-i maxpct", "mkfs", "yes (xfs_growfs -m PERCENT)",
             lambda g, env: (f"{g.imaxpct}%" if g.imaxpct is not None else
                            "25% under 1 TiB, 5% under 50 TiB, 1% above")),
+    Setting("-K", "mkfs", "does not apply after mkfs (fstrim discards free space at any time)",
+            _fixed("discard the whole device before writing (when it takes discards)")),
     Setting("mount inode32/inode64", "mount", "yes (remount; existing inodes stay where they are)",
             _fixed("inode64")),
     Setting("mount logbsize", "mount", "yes (mount)",

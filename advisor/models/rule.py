@@ -76,6 +76,8 @@ class ExampleDevice(Model):
     """The device is a dm device of this kind (with stripe_hidden_by: lvm unless given)."""
     thin: Literal["dm-thin", "lbpme"] | None = None
     """Thin provisioning under the device."""
+    transport: Literal["fc", "iscsi", "sata", "nvme", "scsi"] | None = None
+    """The bus the disk hangs off (fc and iscsi: a SAN LUN)."""
     discard_granularity: int | None = Field(default=None, ge=0)
     """queue/discard_granularity (0: no discard)."""
     discard_below: int | None = Field(default=None, ge=1)

@@ -4,7 +4,8 @@ advisor.session.Session is one; the layers below it name this instead of importi
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from advisor.models.device import Device, Inventory
 from advisor.models.environment import Environment
@@ -18,6 +19,11 @@ class RulesByKind(Protocol):
 
     def of_kind(self, kind: str) -> list[Rule]:
         """The rules of one kind (`obsolete`, ...), sorted by id."""
+        ...
+
+    @property
+    def rules(self) -> Mapping[str, Any]:
+        """Every loaded rule by id (each with its validated `params`)."""
         ...
 
 

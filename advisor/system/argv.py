@@ -30,14 +30,20 @@ def mkfs_xfs(
 
 #: The order of mkfs.xfs flags in a merged option list.
 FLAG_ORDER = ("-b", "-c", "-m", "-d", "-i", "-n", "-l", "-s")
+#: mkfs.xfs flags that take no argument: after the pairs, so the pairs stay pairs.
+BARE_FLAGS = ("-K",)
 
 
 def merge_options(fragments: Iterable[Sequence[str]]) -> list[str]:
     """Flag/argument pairs merged per flag (`-i size=1024` and `-i sparse=1` become
-    `-i size=1024,sparse=1`), flags in FLAG_ORDER. Raises ValueError on one sub-option given
-    twice."""
+    `-i size=1024,sparse=1`), flags in FLAG_ORDER, then the bare flags (`-K`). Raises ValueError
+    on one sub-option given twice."""
     merged: dict[str, list[str]] = {}
+    bare: list[str] = []
     for fragment in fragments:
+        if list(fragment) in ([f] for f in BARE_FLAGS):
+            bare += [f for f in fragment if f not in bare]
+            continue
         if len(fragment) % 2:
             raise ValueError(f"mkfs fragment {list(fragment)} is not flag/argument pairs")
         for flag, arg in zip(fragment[::2], fragment[1::2], strict=True):
@@ -52,7 +58,12 @@ def merge_options(fragments: Iterable[Sequence[str]]) -> list[str]:
     out: list[str] = []
     for flag in order:
         out += [flag, ",".join(merged[flag])]
-    return out
+    return out + bare
+
+
+def pairs_only(options: Sequence[str]) -> list[str]:
+    """The flag/argument pairs of merged options, without the bare flags."""
+    return [o for o in options if o not in BARE_FLAGS]
 
 
 #: Sub-options mkfs.xfs takes only together (a stripe unit needs its width): tried as one.

@@ -86,6 +86,23 @@ def test_v4_with_ftype0_read_unmounted_with_xfs_db(tmp_path: Path) -> None:
     assert code == 6
 
 
+def test_the_upgrade_fix_weighs_the_answered_target_kernel(tmp_path: Path) -> None:
+    """With must_mount_on_kernel answered, the xfs_admin fix is judged against it: RHEL 8 (no
+    bigtime, no inobtcount in Red Hat's kernel) is told to keep the filesystem as it is, with
+    no command; 5.15 is told it mounts the result."""
+    with formatted(tmp_path, "old", 512 * MiB, "-m", "bigtime=0,inobtcount=0") as (dev, backing):
+        _, rhel8 = audited(dev, backing, "--must-mount-on-kernel", "rhel8")
+        _, newer = audited(dev, backing, "--must-mount-on-kernel", "5.15")
+    for feature in ("bigtime", "inobtcount"):
+        kept = rules(rhel8)[f"audit-no-{feature}"]
+        assert kept["fix_kind"] == "none" and kept["fix_command"] is None, kept
+        assert f"rhel8 (must_mount_on_kernel) cannot mount a filesystem with {feature}" \
+            in kept["fix"]
+        fixed = rules(newer)[f"audit-no-{feature}"]
+        assert fixed["fix_kind"] == "xfs_admin-offline", fixed
+        assert "5.15 (must_mount_on_kernel) mounts it" in fixed["fix"]
+
+
 def test_no_bigtime_upgrade_suggested_then_run_on_a_copy(tmp_path: Path) -> None:
     with formatted(tmp_path, "old", 512 * MiB, "-m", "bigtime=0,inobtcount=0") as (dev, backing):
         code, doc = audited(dev, backing)
@@ -502,3 +519,21 @@ def test_a_past_removal_date_is_said_as_due() -> None:
     [after] = obsolete_findings(["attr2"], "fstab", obsolete, today=date(2026, 11, 25))
     assert before.when is not None and before.when.startswith("removal scheduled for Sept")
     assert after.when is not None and "was scheduled for September 2025 and is due" in after.when
+
+
+def test_an_obsolete_option_s_fix_says_each_thing_once() -> None:
+    """inode64's fix read "...it is the default since Linux 3.7. The default."; every fix says
+    each sentence once."""
+    from advisor.audit.options import obsolete_findings
+    from advisor.engine.rulebook import load_rulebook
+
+    obsolete = load_rulebook().of_kind("obsolete")
+    found = obsolete_findings(["inode64", "logbufs=8", "ikeep", "attr2", "noatime",
+                               "nodiratime"], "fstab", obsolete)
+    assert len(found) == 5
+    for f in found:
+        assert "default. the default" not in f.fix.lower(), f.fix
+        assert f.fix.lower().count("default") <= 1, f.fix
+        assert f.fix.lower().count("ignored") <= 1, f.fix
+    inode64 = next(f for f in found if f.rule == "inode64")
+    assert inode64.fix == "drop inode64: it is the default since Linux 3.7"

@@ -14,6 +14,7 @@ from advisor.engine.rulebook import RuleBook, load_rulebook
 from advisor.engine.settings import SETTINGS
 from advisor.models.device import StripeGeometry
 from advisor.models.workload import Workload
+from advisor.system.argv import pairs_only
 from tests.engine.helpers import GiB, TiB, device, environment
 
 BOOK: RuleBook = load_rulebook()
@@ -67,10 +68,12 @@ def test_random_proposals_are_valid(size: int, stripe: StripeGeometry | None,
     assert p.check is not None  # the mkfs.xfs -N dry run passed
     assert [d.setting for d in p.decisions] == [s.name for s in SETTINGS]
     assert obsolete_in(p.mkfs_options, p.mount_options, BOOK) == []
-    flags = p.mkfs_options[::2]
+    pairs = pairs_only(p.mkfs_options)  # flag/argument pairs, then bare flags (-K) at the end
+    assert p.mkfs_options[len(pairs):] in ([], ["-K"]), p.mkfs_options
+    flags = pairs[::2]
     assert len(flags) == len(set(flags))
     keys = [f"{flag} {part.split('=')[0]}" for flag, arg in
-            zip(p.mkfs_options[::2], p.mkfs_options[1::2], strict=True) for part in arg.split(",")]
+            zip(pairs[::2], pairs[1::2], strict=True) for part in arg.split(",")]
     assert len(keys) == len(set(keys)), keys
     assert len(p.mount_options) == len(set(p.mount_options))
     assert "-f" not in p.mkfs_argv

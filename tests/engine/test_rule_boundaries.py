@@ -89,3 +89,38 @@ def test_an_xattr_value_of_254_bytes_stays_inline(value: int, warned: bool) -> N
                 env=environment())
     found = [w.message for w in p.warnings if w.rule == "inode-size" and "is over" in w.message]
     assert bool(found) == warned, found
+
+
+@pytest.mark.parametrize(("eventual", "said"), [(4 * TiB, False), (4 * TiB + 4 * KiB, True)])
+def test_inode32_counts_growth_only_beyond_the_size(eventual: int, said: bool) -> None:
+    """inode32 looks at the grown geometry only when the eventual size is larger than the
+    device: an eventual size equal to it is no growth."""
+    from advisor.advice import propose
+    p = propose(device(4 * TiB), Workload(nfs_32bit_clients=True, eventual_size=eventual),
+                env=environment(), check=False)
+    reason = next(d.reason for d in p.decisions if d.setting == "mount inode32/inode64")
+    assert ("once grown" in reason) == said, reason
+
+
+@pytest.mark.parametrize(("page", "said"), [(4096, False), (16384, True)])
+def test_block_size_names_larger_pages_only_above_4k(page: int, said: bool) -> None:
+    """An ordinary 4 KiB-sector SSD: the keep reason mentions what larger pages would allow
+    only when the page is larger than the 4 KiB default block."""
+    from advisor.advice import propose
+    from advisor.models.environment import Environment
+    p = propose(device(TiB, rotational=False), Workload(),
+                env=Environment(xfsprogs_version="6.1.0", kernel="6.1.0-18-amd64",
+                                page_size=page), check=False)
+    reason = next(d.reason for d in p.decisions if d.setting == "-b size")
+    assert ("would allow blocks" in reason) == said, reason
+
+
+@pytest.mark.parametrize(("eventual", "said"), [(TiB, False), (TiB + 4 * KiB, True)])
+def test_log_size_counts_growth_only_beyond_the_size(eventual: int, said: bool) -> None:
+    """An eventual size equal to the device is no growth: the log-size reason says nothing of
+    growing."""
+    from advisor.advice import propose
+    p = propose(device(TiB, rotational=False), Workload(eventual_size=eventual),
+                env=environment(), check=False)
+    reason = next(d.reason for d in p.decisions if d.setting == "-l size")
+    assert ("growing to" in reason) == said, reason

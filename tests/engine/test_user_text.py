@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 PROCESS = re.compile(r"\bissue \d|\bitem \d+\.\d|xfs-facts|\bround \d|\breviewer|\bhelper\b"
                      r"|\bthe lead\b", re.IGNORECASE)
 BOOK = load_rulebook()
+#: Files only this repository has: a user reading a rule cannot look them up.
+REPO_ONLY = re.compile(r"\b(?:scripts|tests|advisor)/[\w/.-]+|\b\w+\.py\b")
 
 
 def test_the_pattern_finds_what_it_looks_for() -> None:
@@ -41,6 +43,24 @@ def test_generated_text_has_no_process_words(path: str) -> None:
     assert not PROCESS.findall((REPO / path).read_text()), path
 
 
+def test_the_repository_pattern_finds_what_it_looks_for() -> None:
+    for text in ("scripts/bench_rules_beyond.py swalloc", "tests/engine/test_flush_cost.py",
+                 "advisor/engine/load.py", "by fsync_cost.py"):
+        assert REPO_ONLY.search(text), text
+    for text in ("xfsprogs mkfs/dax_x86_64.conf", "fs/xfs/xfs_log.c", "mkfs.xfs(8) -K",
+                 "Documentation/admin-guide/xfs.rst", "lts_5.4.conf"):
+        assert not REPO_ONLY.search(text), text
+
+
+@pytest.mark.parametrize("rule", BOOK.all(), ids=lambda r: r.id)
+def test_rule_text_cites_no_repository_file(rule: object) -> None:
+    assert not REPO_ONLY.findall(json.dumps(rule.model_dump(mode="json")))  # type: ignore[attr-defined]
+
+
+def test_rules_md_cites_no_repository_file() -> None:
+    assert not REPO_ONLY.findall((REPO / "rules" / "RULES.md").read_text())
+
+
 def test_explain_swalloc() -> None:
     out = subprocess.run([sys.executable, "-m", "advisor", "explain", "swalloc"],
                          capture_output=True, text=True, check=True).stdout
@@ -55,6 +75,28 @@ def test_every_decision_source_of_every_example(book: RuleBook) -> None:
             p = propose(example_device(example), example_workload(example),
                         env=example_env(example, lts_configs()), rulebook=book)
             for d in p.decisions:
-                assert not PROCESS.findall(d.source + " " + d.reason), (rule.id, d.setting)
+                text = d.source + " " + d.reason
+                assert not PROCESS.findall(text), (rule.id, d.setting)
+                assert not REPO_ONLY.findall(text), (rule.id, d.setting, text)
                 seen.add(d.source)
+            for w in p.warnings:
+                assert not REPO_ONLY.findall(w.message), (rule.id, w.message)
     assert len(seen) > 20
+
+
+def test_block_size_reason_reads_right_when_nothing_is_known() -> None:
+    """No kernel and no page size known: one sentence that says so, not "the kernel is unknown
+    with an unknown page size mounts no block..."."""
+    from advisor.advice import propose
+    from advisor.models.environment import Environment
+    from advisor.models.workload import Workload
+    from tests.engine.helpers import TiB, device
+
+    dev = device(8 * TiB, rotational=False)
+    dev = dev.model_copy(update={
+        "logical_sector": dev.logical_sector.model_copy(update={"value": 4096}),
+        "physical_sector": dev.physical_sector.model_copy(update={"value": 16384})})
+    p = propose(dev, Workload(), env=Environment(xfsprogs_version="6.1.0"), check=False)
+    reason = next(d.reason for d in p.decisions if d.setting == "-b size")
+    assert "the kernel that will mount it is not known (page size not known)" in reason, reason
+    assert "is unknown with" not in reason

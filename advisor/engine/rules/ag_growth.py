@@ -61,9 +61,12 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     default_agsize = ctx.geometry.agsize_bytes
     grown = math.ceil(eventual / default_agsize)
     if grown <= params.max_agcount_when_grown or default_agsize >= params.max_ag_bytes - 4 * KiB:
+        within = (": within the few hundred the guide allows"
+                  if grown <= params.max_agcount_when_grown else
+                  ": more than the guide's few hundred, but they are already as large as an "
+                  "AG can be")
         return Outcome(keep_reason=f"the default AGs ({human_size(default_agsize)}) make "
-                       f"{grown} AGs at {human_size(eventual)}: within the few hundred the guide "
-                       "allows", warnings=warnings)
+                       f"{grown} AGs at {human_size(eventual)}{within}", warnings=warnings)
     stripe = ctx.stripe()
     align = math.lcm(ctx.geometry.block_size, stripe[0] if stripe else 1)
     needed = round_up(math.ceil(eventual / params.max_agcount_when_grown), align)

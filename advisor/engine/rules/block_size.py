@@ -58,11 +58,17 @@ def block_size(ctx: Context, params: BlockSizeParams) -> Outcome:
         why = (f"{who}, which mounts blocks larger than its {pages} (large block sizes, Linux "
                f"{params.large_blocks_since})")
     else:
-        kernel_text = who if kernel is not None or ctx.workload.must_mount_on_kernel is None \
-            else f"{who} (its kernel predates {params.large_blocks_since})"
-        return Outcome(keep_reason=f"the device writes in {mkfs_size(unit)} units, but "
-                       f"{kernel_text} with {pages} mounts no block larger than a page before "
-                       f"Linux {params.large_blocks_since}: 4 KiB blocks stay, and the drive "
+        wanted = ctx.workload.must_mount_on_kernel
+        page_text = f"{mkfs_size(page)} pages" if page else "page size not known"
+        if wanted is not None:
+            mounter = f"{wanted}, which must mount it ({page_text}), predates them"
+        elif kernel is not None:
+            mounter = f"kernel {ctx.env.kernel} ({page_text}) predates them"
+        else:
+            mounter = f"the kernel that will mount it is not known ({page_text})"
+        return Outcome(keep_reason=f"the device writes in {mkfs_size(unit)} units, but blocks "
+                       f"larger than a page mount only from Linux {params.large_blocks_since} "
+                       f"(large block sizes) and {mounter}: 4 KiB blocks stay, and the drive "
                        "merges smaller writes itself (read-modify-write inside it)")
     return Outcome(change=Change(
         mkfs_size(block), ["-b", f"size={mkfs_size(block)}"], values={"size": block}, reason=

@@ -66,7 +66,7 @@ def most_attributes(name_value_bytes: int, room: int, params: InodeParams) -> in
     """The most attributes sharing `name_value_bytes` that fit in `room` bytes of fork (0: not
     even one)."""
     spare = room - params.fork_header_bytes - name_value_bytes
-    return max(0, spare // params.entry_overhead_bytes) if spare >= 0 else 0
+    return max(0, spare // params.entry_overhead_bytes)
 
 
 def _range(need: int, sizes: list[int], v5: bool, params: InodeParams) -> str:

@@ -39,4 +39,18 @@ def swalloc(ctx: Context, params: SwallocParams) -> Outcome:
     return Outcome(change=Change("swalloc", ["swalloc"], (
         f"{why}, on a stripe of su={mkfs_size(su)} x {sw} ({format_size(width)} wide, from "
         f"{where}): allocations that extend a file larger than the stripe width are rounded "
-        "up to whole stripe widths, so parity RAID writes full stripes and reads none back")))
+        f"up to whole stripe widths, {_gain(ctx)}")))
+
+
+def _gain(ctx: Context) -> str:
+    """What full-stripe allocations buy, by the md level when there is one (md/level)."""
+    md = ctx.device.md
+    level = md.level.value if md is not None else None
+    if level in ("raid4", "raid5", "raid6"):
+        return (f"so this {level} (md/level) writes full stripes and reads no old data or "
+                "parity back to update its parity")
+    if level in ("raid0", "raid10"):
+        return (f"so large writes cover every disk of this {level} (md/level) evenly; it "
+                "keeps no parity, so there is no read-modify-write to avoid")
+    return ("so a parity RAID writes full stripes and reads no old data or parity back (on "
+            "RAID0 or RAID10 it only spreads large writes evenly over the disks)")

@@ -12,6 +12,7 @@ from advisor.engine.rulebook import RuleBook
 from advisor.models.bench import SideConfig
 from advisor.models.rule import MechanismClaim
 from advisor.models.workload import Workload
+from advisor.system.argv import BARE_FLAGS, pairs_only
 
 #: Options no counter of a validation round can show, by option prefix, and why.
 NO_COUNTER = {
@@ -34,6 +35,8 @@ NO_COUNTER = {
     "inode32": "where new inodes go: on a filesystem under 1 TiB (every validation's) inode32 "
                "and inode64 place them alike",
     "largeio": "changes the st_blksize stat reports; fio's jobs do not read it",
+    "-K": "mkfs without discarding the device first: validate always formats with -K, so both "
+          "sides run without the discard",
 }
 
 
@@ -41,9 +44,11 @@ def _pieces(options: list[str]) -> list[str]:
     """`["-n", "size=64k"]` -> `["-n size=64k"]`; su and sw as one option, named by su (as
     validate judges them, advisor.bench.attribute.options); mount options as they are."""
     if options and options[0].startswith("-"):
-        return [f"{flag} {part}" for flag, arg in zip(options[::2], options[1::2], strict=True)
+        pairs = pairs_only(options)
+        return [f"{flag} {part}" for flag, arg in zip(pairs[::2], pairs[1::2], strict=True)
                 for part in arg.split(",")
-                if not (part.startswith("sw=") and "su=" in arg)]
+                if not (part.startswith("sw=") and "su=" in arg)] + [
+                    o for o in options if o in BARE_FLAGS]
     return list(options)
 
 

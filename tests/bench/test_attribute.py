@@ -123,7 +123,7 @@ def test_attribution_names_logbsize_for_the_log_writes_not_noatime(
     session = Session(calibration_file=str(tmp_path / "calibration.json"))
     plan = session.validation_plan(
         workload, None, SideConfig(label="B", mount_options=["logbsize=256k", "noatime"]),
-        device_bytes=1 << 30, budget_seconds=15.0, pairs=6)
+        device_bytes=1 << 30, budget_seconds=30.0, pairs=6)  # a cap: 6 pairs and the pilot fit
     plan.device, plan.loop_dir = loop, str(tmp_path / "work")
     seen: list[str] = []
     with pytest.raises(DeviceProblem, match="still held"):

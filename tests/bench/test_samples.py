@@ -47,7 +47,10 @@ def test_on_sample_gets_every_metric_for_each_side(tmp_path: Path,
                 on_sample=on_sample)
     # ABBA: the first pair is A then B; each sample follows its own side's step.
     assert [(side, index) for side, index, _ in seen] == [("A", 0), ("B", 0)]
-    assert steps == ["pair 1 of at most 8, side A", "pair 1 of at most 8, side B"]
+    # The untimed pilot first (it measures this machine's rate; it gives no sample), then the
+    # pair's sides.
+    assert steps == ["pilot: this machine's rate", "pair 1 of at most 8, side A",
+                     "pair 1 of at most 8, side B"]
     for _, _, values in seen:
         assert list(values) == [m.name for m in METRICS]
         assert all(v > 0 for v in values.values())

@@ -378,7 +378,8 @@ class ValidateScreen(StepScreen):
         if reasons:
             self.refresh_targets()
             self._show_guard()
-            self.notify(f"refusing {self.target}: " + "; ".join(reasons), severity="error")
+            self.notify(f"refusing {self.target}: " + "; ".join(reasons)
+                        + "; choose another target", severity="error")
         return not reasons
 
     @on(Select.Changed, "#target")

@@ -4,6 +4,7 @@ what stands in the way, and every fact with its provenance in the details pane."
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -12,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container, Vertical
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets.data_table import RowKey
 
 from advisor.render.devices import badges, columns, in_use, tree_rows
 from advisor.render.inert import terminal
@@ -28,6 +30,17 @@ class ListTable(DataTable[Any]):
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
     ]
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Textual widens the columns for new rows when idle, but keeps the rows it drew before
+        that at the old widths: a list filled in on a screen already shown (the first scan, a
+        hotplug) stayed cut to the headers' widths. Widths that changed make those drawings
+        stale."""
+        before = [column.get_render_width(self) for column in self.ordered_columns]
+        super()._update_dimensions(new_rows)
+        if [column.get_render_width(self) for column in self.ordered_columns] != before:
+            self._update_count += 1  # the key of every cached drawing of a cell, row and line
+            self.refresh()
 
 
 class DeviceTable(ListTable):

@@ -120,6 +120,9 @@ class ValidateScreen(StepScreen):
         self._fit: tuple[SideConfig | None, SideConfig, list[NotApplied], int] = (
             None, SideConfig(label="B"), [], 0)
         self._shown_targets: list[tuple[str, str]] = []
+        self._outcome_to_show = False
+        """A run just ended: once the devices read again are on screen (the guard above the
+        run's state changes height), its outcome is scrolled back under the target."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -214,6 +217,9 @@ class ValidateScreen(StepScreen):
 
     def on_devices_changed(self, _message: DevicesChanged) -> None:
         self.refresh_targets()
+        if self._outcome_to_show:
+            self._outcome_to_show = False
+            self.call_after_refresh(self._show_run_state)
 
     # ---- what would run ----
 
@@ -273,12 +279,14 @@ class ValidateScreen(StepScreen):
     def _show_guard(self) -> None:
         guard = self.query_one("#guard", Static)
         confirm = self.query_one("#confirm", Input)
+        if self.running and self.target != LOOP:
+            return  # the verdict given before the run: the run's own test filesystem is no refusal
         self.sub_title = "on a loop device over a temporary file" if self.target == LOOP \
             else f"on {self.target}"
         if self.target == LOOP:
             guard.update("Results then reflect the storage under the temporary file, not a "
                          "real device.")
-            confirm.display = False
+            self._hide_confirm()
             return
         state = self.advisor.state
         device = state.inventory.get(self.target)
@@ -290,12 +298,21 @@ class ValidateScreen(StepScreen):
             guard.update(Text(terminal(f"refused: {self.target} cannot be used for the run: "
                                        + "; ".join(reasons) + ". Choose another target."),
                               style="bold red"))
-            confirm.display = False
+            self._hide_confirm()
         else:
             guard.update(Text(f"{self.target} may be used: everything on it is erased. Type its "
                               "name below to confirm.", style="bold yellow"))
             confirm.placeholder = f"type {self.target} to confirm"
             confirm.display = True
+
+    def _hide_confirm(self) -> None:
+        """The confirm box away, its focus to the target list above it: left to Textual, the
+        focus went to the next focusable widget, after a device run the report's table, and the
+        screen scrolled to it, off the line that says what the run left on the device."""
+        confirm = self.query_one("#confirm", Input)
+        if confirm.has_focus:
+            self.query_one("#target", Select).focus(scroll_visible=False)
+        confirm.display = False
 
     def _shown(self) -> Proposal | None:
         """The proposal shown on F4 (for the device chosen on F2), if there is one now."""
@@ -378,7 +395,8 @@ class ValidateScreen(StepScreen):
         if reasons:
             self.refresh_targets()
             self._show_guard()
-            self.notify(f"refusing {self.target}: " + "; ".join(reasons), severity="error")
+            self.notify(f"refusing {self.target}: " + "; ".join(reasons)
+                        + "; choose another target", severity="error")
         return not reasons
 
     @on(Select.Changed, "#target")
@@ -623,7 +641,9 @@ class ValidateScreen(StepScreen):
                 step.update(Text(terminal(f"done on {report.environment.device}; "
                                           f"{report.device_left}"), style="bold"))
                 self.notify(report.device_left, severity="warning", timeout=30)
+                self._outcome_to_show = True
                 self.advisor.reload_devices()
+            self.call_after_refresh(self._show_run_state)  # the outcome under the target
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             message = error.message if isinstance(error, AdvisorError) else \

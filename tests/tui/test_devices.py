@@ -138,6 +138,14 @@ async def test_the_list_paints_before_the_scan_ends_and_fills_in_after() -> None
         assert app.state.reading_devices
         assert table.row_count == 0
         assert str(table.border_title).startswith("reading the devices...")
+        screen = app.screen
+        fill = screen.show_inventory
+
+        def fill_and_draw() -> None:  # a paint between the rows and Textual's idle width pass
+            fill()
+            table.render_line(1)
+
+        screen.show_inventory = fill_and_draw  # type: ignore[method-assign]
         await pilot.press("r")  # a reload while the first scan runs waits for it, no second scan
         release.set()
         for _ in range(200):
@@ -148,6 +156,11 @@ async def test_the_list_paints_before_the_scan_ends_and_fills_in_after() -> None
         assert table.row_count == len(tree_rows(fixed))
         assert str(table.border_title).startswith(f"{len(fixed.devices)} devices")
         assert _cells(table, 0)[0] == tree_rows(fixed)[0].device.display_name
+        await pilot.pause()
+        # Drawn at the widths of the rows, not of the headers the empty list had.
+        drawn = "".join(s.text for s in table.render_line(1))
+        assert tree_rows(fixed)[0].device.display_name in drawn, drawn
+        assert any(b.text in drawn for b in badges(tree_rows(fixed)[0].device)), drawn
 
 
 async def test_a_failed_first_scan_is_said_on_screen() -> None:

@@ -436,8 +436,11 @@ def test_observe_findings_by_rule_across_hosts(tmp_path: Path) -> None:
     [group] = [g for g in doc["observe_by_rule"] if g["rule"] == "inode-size"]
     assert group["hosts"] == ["busy1", "busy2"], doc["observe_by_rule"]
     assert group["findings"] == 2
-    assert " setxattr calls (100%) moved the attributes out of the 512-byte inode" \
-        in group["example"]
+    # Every file gets a 300-byte value, so (nearly) every setxattr spills; a file made at the
+    # window's edge may have its setxattr counted on one side of it only.
+    spilled = re.search(r"(\d+) of (\d+) setxattr calls \((\d+)%\) moved the attributes out "
+                        r"of the 512-byte inode", group["example"])
+    assert spilled and int(spilled[3]) >= 90, group["example"]
     assert hosts["busy1"]["observed_seconds"] == 2
     assert hosts["busy1"]["observe_findings"][0]["mountpoint"] == str(tmp_path / "mnt")
     assert hosts["quiet"]["observed_seconds"] is None and hosts["quiet"]["observe_error"] is None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import multiprocessing.util
 import os
 import shutil
 import subprocess
@@ -149,6 +150,10 @@ def _own_state_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     too: the temporary files the advisor and its tools make (a dry run's sparse image) go into
     this run's temp folder, and are removed with it."""
     saved = {name: os.environ.get(name) for name in ("XFS_ADVISOR_STATE_DIR", "TMPDIR")}
+    # multiprocessing's own folder (the fleet's forkserver workers in this process) is made
+    # now, in the host's temp folder, and removed by multiprocessing at exit: made in this run's
+    # folder, it was gone by then and its clean-up printed a traceback after pytest's summary.
+    multiprocessing.util.get_temp_dir()
     os.environ["XFS_ADVISOR_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
     os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("tmp"))
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again

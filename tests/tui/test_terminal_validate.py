@@ -131,9 +131,17 @@ def test_what_a_device_run_left_is_on_screen_at_80x24(tmux: Callable[..., str],
             _wait_for(screen, lambda s: "Command plan" in s, "the validation screen", 60)
             _choose_target(tmux, name)
             _wait_for(screen, lambda s: f"type {name} to confirm" in s, "the confirm box", 30)
-            tmux("send-keys", "-t", "advisor", "Tab")
-            tmux("send-keys", "-t", "advisor", "-l", name)
-            time.sleep(0.5)
+            # The name goes into the confirm box once it has the focus: a re-check of the
+            # targets may redraw the screen while keys arrive, so type until the box shows it
+            # (its placeholder gone), then start.
+            for _ in range(5):
+                tmux("send-keys", "-t", "advisor", "Tab")
+                tmux("send-keys", "-t", "advisor", "-l", name)
+                deadline = time.monotonic() + 5
+                while f"type {name} to confirm" in screen() and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                if f"type {name} to confirm" not in screen():
+                    break
             tmux("send-keys", "-t", "advisor", "C-r")
             _wait_for(screen, lambda s: ", side A" in s or "starting" in s, "the run", 60)
             # The default budget (80 s) on a shared machine: room for a slow set-up.

@@ -332,7 +332,8 @@ def test_capture_refuses_a_folder_someone_else_can_fill(tmp_path: Path) -> None:
     open_to_all.mkdir()
     open_to_all.chmod(0o777)
     proc = capture(open_to_all)
-    assert proc.returncode == 2 and "can be written by others (mode 777)" in proc.stderr
+    assert proc.returncode == 2 and "can be written by others (mode 777)" in proc.stderr, \
+        proc.stderr
     assert list(open_to_all.iterdir()) == []
     proc = capture(shared / "new")
     assert proc.returncode == 0, proc.stderr

@@ -288,5 +288,5 @@ def test_mkfs_refuses_v5_without_the_file_type(tmp_path: Path) -> None:
     os.truncate(image, 1 << 30)
     proc = subprocess.run(["mkfs.xfs", "-N", "-f", "-m", "crc=1", "-n", "ftype=0", str(image)],
                           capture_output=True, text=True)
-    assert proc.returncode != 0
+    assert proc.returncode != 0, proc.stderr
     assert "ftype field always enabled on CRC enabled filesystems" in proc.stderr

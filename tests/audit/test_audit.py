@@ -466,11 +466,12 @@ def test_mount_values_the_kernel_refuses_break(tmp_path: Path) -> None:
         for option, mounts in VALUES:
             entry = FstabEntry(1, dev, "/srv", "xfs", (option,), f"{dev} /srv xfs {option} 0 0")
             breaks = [f for f in value_findings(entry) if f.severity == "breaks"]
-            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path)],
-                                capture_output=True, check=False).returncode == 0
+            mount = subprocess.run(["mount", "-o", option, dev, str(tmp_path)],
+                                   capture_output=True, text=True, check=False)
+            ok = mount.returncode == 0
             if ok:
                 sh("umount", str(tmp_path))
-            assert (ok, bool(breaks)) == (mounts, not mounts), option
+            assert (ok, bool(breaks)) == (mounts, not mounts), (option, mount.stderr)
     [info] = value_findings(FstabEntry(1, dev, "/srv", "xfs", ("allocsize=12k",), ""))
     assert info.severity == "info" and "uses 4KiB" in info.evidence
 
@@ -478,12 +479,13 @@ def test_mount_values_the_kernel_refuses_break(tmp_path: Path) -> None:
 def test_logbsize_below_the_log_stripe_unit_breaks(tmp_path: Path) -> None:
     with formatted(tmp_path, "lsu", 1 << 30, "-l", "su=64k") as (dev, backing):
         for option, mounts in (("logbsize=32k", False), ("logbsize=64k", True)):
-            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path / "m")],
-                                capture_output=True, check=False).returncode == 0 \
-                if (tmp_path / "m").mkdir(exist_ok=True) is None else False
+            (tmp_path / "m").mkdir(exist_ok=True)
+            mount = subprocess.run(["mount", "-o", option, dev, str(tmp_path / "m")],
+                                   capture_output=True, text=True, check=False)
+            ok = mount.returncode == 0
             if ok:
                 sh("umount", str(tmp_path / "m"))
-            assert ok == mounts, option
+            assert ok == mounts, (option, mount.stderr)
         fstab = tmp_path / "fstab"
         fstab.write_text(f"{dev} {tmp_path / 'm'} xfs logbsize=32k,nofail 0 0\n")
         code, doc = audited(dev, backing, fstab=fstab)

@@ -15,14 +15,12 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from advisor.cli import main
-from advisor.commands.schema import schema_text
 from tests.audit.test_audit import formatted
 from tests.bench.test_guard import checksum
-from tests.conftest import REPO, require
+from tests.conftest import REPO, json_command, require
 from tests.fleet_hosts import run_playbook
 
 MiB = 1 << 20
@@ -32,13 +30,7 @@ OLD_FSTAB = "UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n"
 
 def fleet(*args: str) -> tuple[int, dict[str, Any], str]:
     """`xfs-advisor fleet --json ARGS` in this process: exit code, document, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["fleet", "--json", *args])
-    doc = json.loads(out.getvalue()) if out.getvalue() else {}
-    if doc:
-        jsonschema.validate(doc, json.loads(schema_text("fleet")))
-    return code, doc, err.getvalue()
+    return json_command("fleet", *args)
 
 
 def _host_venv(tmp: Path) -> Path:

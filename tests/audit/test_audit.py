@@ -14,17 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from advisor.audit.host import kernel_config
 from advisor.audit.ondisk import Today, layout_findings
 from advisor.cli import main
-from advisor.commands.schema import schema_text
 from advisor.models.proposal import MkfsGeometry
 from advisor.system.sysroot import SysRoot
 from tests.bench.test_guard import attached, checksum
-from tests.conftest import loop_device, mounted, require_root_tools, sh
+from tests.conftest import json_command, loop_device, mounted, require_root_tools, sh
 
 MiB = 1 << 20
 #: An fstab with no lines: the tests name their own, never the host's /etc/fstab.
@@ -33,13 +31,7 @@ EMPTY = Path(__file__).parent / "empty.fstab"
 
 def audit(*args: str) -> tuple[int, dict[str, Any], str]:
     """`xfs-advisor audit --json ARGS` in this process: exit code, document, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["audit", "--json", *args])
-    doc = json.loads(out.getvalue()) if out.getvalue() else {}
-    if doc:
-        jsonschema.validate(doc, json.loads(schema_text("audit")))
-    return code, doc, err.getvalue()
+    return json_command("audit", *args)
 
 
 def rules(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -55,6 +55,29 @@ class ObsoleteAdvice:
     today: str
 
 
+@dataclass(frozen=True)
+class AttributionChoice:
+    """What an attribution after a verdict would run: one A/B run per option of B, or why
+    none."""
+
+    options: tuple[str, ...]
+    seconds: float
+    why_not: str | None
+    pairs: int
+    budget_seconds: float
+    combined_seconds: float
+
+    def announcement(self) -> str:
+        """The line `validate --attribute` says before the option runs, or why they do not
+        run."""
+        if self.why_not:
+            return f"attribution: not run: {self.why_not}"
+        return (f"attribution: {len(self.options)} more A/B runs, one per option "
+                f"({', '.join(self.options)}), {self.pairs} pairs and a "
+                f"{self.budget_seconds:.0f} s budget each: about {self.seconds / 60:.0f} min "
+                f"(the combined run took {self.combined_seconds:.0f} s)")
+
+
 class Session:
     """Where the advisor looks and what it applies. `sysroot`: a captured tree instead of the live
     system; `rules_dir`: site rules on top of the rule book; `calibration_file`: where noise floors
@@ -361,6 +384,8 @@ class Session:
             cancel.set()  # lets the watcher end
 
     # ---- what a validation says (the TUI shows and saves it as the CLI does) ----
+    # The static methods here hand the TUI what lives in advisor.bench and advisor.system,
+    # which it may reach only through the session (tests/test_import_contract.py).
 
     @staticmethod
     def metric_titles() -> dict[str, tuple[str, str]]:
@@ -368,14 +393,6 @@ class Session:
         from advisor.bench.jobs import METRICS
 
         return {m.name: (m.title, m.unit) for m in METRICS}
-
-    @staticmethod
-    def question_summary(proposal: Proposal) -> str:
-        """`1 answer would change this: access`, as the proposal's text says it ("" when no
-        missing answer decides anything)."""
-        from advisor.render.explain import question_summary
-
-        return question_summary(proposal.questions)
 
     @staticmethod
     def report_lines(report: ValidationReport) -> list[str]:
@@ -408,25 +425,38 @@ class Session:
         return attribution_lines(report)
 
     @staticmethod
-    def attribution_offer(plan: Plan, report: ValidationReport) -> str:
-        """After a verdict on `plan`: what attribute() would run and about how long ("ctrl+b:
-        ..."), why it is not offered ("Attribution: not offered: ..."), or "" when the report
-        already holds one."""
+    def attribution_choice(plan: Plan, report: ValidationReport, *,
+                           held: bool = False) -> AttributionChoice:
+        """What attribute() would run after the verdict on `plan`, and about how long, or why
+        it would not. `held`: a scratch device stays held between the runs (validate
+        --attribute right after the combined run); without it a scratch device is refused."""
         from advisor.bench import attribute as attribution
         from advisor.bench import differences
 
-        if report.attribution is not None:
-            return ""
         chosen = differences.options(plan.a, plan.b)
         why = attribution.skip_reason(report, chosen)
-        if why is None and plan.device is not None:
+        if why is None and plan.device is not None and not held:
             why = (f"on {plan.device} it runs from the command line, with the device held "
                    f"between runs: xfs-advisor validate --device {plan.device} --attribute")
-        if why:
-            return f"Attribution: not offered: {why}"
-        minutes = attribution.estimate_seconds(plan, len(chosen), report.timing.wall_seconds) / 60
-        return (f"ctrl+b: which option moved what: {len(chosen)} more A/B runs "
-                f"({', '.join(o.label for o in chosen)}), about {minutes:.0f} min")
+        seconds = 0.0 if why else attribution.estimate_seconds(plan, len(chosen),
+                                                               report.timing.wall_seconds)
+        return AttributionChoice(options=tuple(o.label for o in chosen), seconds=seconds,
+                                 why_not=why, pairs=plan.pairs,
+                                 budget_seconds=plan.budget_seconds,
+                                 combined_seconds=report.timing.wall_seconds)
+
+    @classmethod
+    def attribution_offer(cls, plan: Plan, report: ValidationReport) -> str:
+        """After a verdict on `plan`, as the TUI offers it: what attribute() would run and about
+        how long ("ctrl+b: ..."), why it is not offered ("Attribution: not offered: ..."), or ""
+        when the report already holds one."""
+        if report.attribution is not None:
+            return ""
+        choice = cls.attribution_choice(plan, report)
+        if choice.why_not:
+            return f"Attribution: not offered: {choice.why_not}"
+        return (f"ctrl+b: which option moved what: {len(choice.options)} more A/B runs "
+                f"({', '.join(choice.options)}), about {choice.seconds / 60:.0f} min")
 
     def attribute(self, plan: Plan, combined: ValidationReport | None = None, *,
                   progress: Progress | None = None, cancel: threading.Event | None = None,

@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,6 +101,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = getattr(item, "originalname", None) or item.name.split("[")[0]
         for mark in sorted(cache[path].get(name, set())):
             item.add_marker(getattr(pytest.mark, mark))
+
+
+def json_command(command: str, *args: str) -> tuple[int, dict[str, Any], str]:
+    """`xfs-advisor COMMAND --json ARGS` in this process: exit code, document (checked against
+    COMMAND's published schema), stderr."""
+    import io
+    import json
+
+    import jsonschema
+
+    from advisor.cli import main
+    from advisor.commands.schema import schema_text
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([command, "--json", *args])
+    doc = json.loads(out.getvalue()) if out.getvalue() else {}
+    if doc:
+        jsonschema.validate(doc, json.loads(schema_text(command)))
+    return code, doc, err.getvalue()
 
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -261,7 +261,7 @@ def test_argparse_errors_are_one_line_and_json_under_json(tmp_path: Path) -> Non
     for argv in (("--json", "validate", "--budget", "x"), ("validate", "--json", "--rounds", "y"),
                  ("--json", "--no-such-flag")):
         proc = cli(tmp_path, *argv)
-        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
         err = json.loads(proc.stderr)["error"]
         assert err["kind"] == "bad-input" and err["exit_code"] == 2
         assert "(see xfs-advisor" in err["message"]

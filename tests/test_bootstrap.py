@@ -50,7 +50,7 @@ def test_link_puts_the_command_on_path(tmp_path: Path) -> None:
     link.unlink()
     link.write_text("#!/bin/sh\n")
     proc = bootstrap("link", XFS_ADVISOR_BIN_DIR=str(bin_dir))
-    assert proc.returncode == 1 and "not a symlink: left alone" in proc.stderr
+    assert proc.returncode == 1 and "not a symlink: left alone" in proc.stderr, proc.stderr
     assert link.read_text() == "#!/bin/sh\n"
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,30 +15,22 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from advisor.cli import main
-from advisor.commands.schema import schema_text
 from tests.audit.test_audit import formatted
 from tests.bench.test_guard import checksum
-from tests.conftest import REPO, require
+from tests.conftest import REPO, json_command, require
+from tests.fleet_hosts import run_playbook
 
 MiB = 1 << 20
-PLAYBOOK = REPO / "ansible" / "playbook.yml"
 #: An fstab line with an option Linux 4.0 removed (a 'breaks' finding) for a disk not there.
 OLD_FSTAB = "UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n"
 
 
 def fleet(*args: str) -> tuple[int, dict[str, Any], str]:
     """`xfs-advisor fleet --json ARGS` in this process: exit code, document, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["fleet", "--json", *args])
-    doc = json.loads(out.getvalue()) if out.getvalue() else {}
-    if doc:
-        jsonschema.validate(doc, json.loads(schema_text("fleet")))
-    return code, doc, err.getvalue()
+    return json_command("fleet", *args)
 
 
 def _host_venv(tmp: Path) -> Path:
@@ -67,23 +58,6 @@ def _wheel(tmp: Path) -> Path:
     return wheel
 
 
-def _playbook(inventory: Path, tmp: Path, *extra: str) -> tuple[str, dict[str, dict[str, int]]]:
-    """Run the playbook; its output and the recap's counts by host."""
-    ansible = Path(sys.executable).parent / "ansible-playbook"
-    env = {**os.environ, "ANSIBLE_HOME": str(tmp / "ansible-home"),
-           "ANSIBLE_LOCAL_TEMP": str(tmp / "ansible-home" / "tmp"),
-           "ANSIBLE_REMOTE_TEMP": str(tmp / "ansible-home" / "remote-tmp"),
-           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
-           "ANSIBLE_DEPRECATION_WARNINGS": "0"}
-    proc = subprocess.run([str(ansible), "-i", str(inventory), str(PLAYBOOK), *extra],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    recap: dict[str, dict[str, int]] = {}
-    for host, counts in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M):
-        recap[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
-    return proc.stdout, recap
-
-
 @pytest.mark.root
 @pytest.mark.slow
 def test_playbook_twice_then_one_report(tmp_path: Path, shared_dumps: dict[str, Path]) -> None:
@@ -103,8 +77,7 @@ def test_playbook_twice_then_one_report(tmp_path: Path, shared_dumps: dict[str, 
     # 4 GiB (sparse): on 512 MiB the answers' agcount=8 leaves mkfs.xfs a log under its 64 MiB
     # minimum, which the proposal's own check rejects (a known engine limit, not the fleet's).
     with formatted(tmp_path, "fleet", 4096 * MiB, "-m", "bigtime=0") as (dev, backing):
-        inventory = tmp_path / "inventory.json"
-        inventory.write_text(json.dumps({"all": {
+        inventory = {"all": {
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                      "xfs_advisor_venv": str(venv), "xfs_advisor_results_dir": str(results),
                      "xfs_advisor_workload": {"access": "mixed", "concurrent_writers": 8,
@@ -123,16 +96,16 @@ def test_playbook_twice_then_one_report(tmp_path: Path, shared_dumps: dict[str, 
                              "xfs_advisor_devices": ["sdb"]},
                 "garbagehost": {"xfs_advisor_install": False,
                                 "xfs_advisor_sysroot": str(garbage)},
-            }}}))
+            }}}
         before = checksum(backing)
-        out, check = _playbook(inventory, tmp_path, "--check", "--limit", "thishost,localhost")
+        out, check = run_playbook(inventory, tmp_path, "--check", "--limit", "thishost,localhost")
         assert not results.exists() and not (venv / "bin" / "xfs-advisor").exists(), out
         assert not (tmp_path / "wheel-cache").exists()
         assert check["thishost"]["changed"] >= 1  # what it would install, not installed
-        out, first = _playbook(inventory, tmp_path)
+        out, first = run_playbook(inventory, tmp_path)
         assert (venv / "bin" / "xfs-advisor").exists(), out[-6000:]
         assert first["thishost"]["changed"] >= 1 and first["localhost"]["changed"] >= 1
-        out, second = _playbook(inventory, tmp_path)
+        out, second = run_playbook(inventory, tmp_path)
         for host in ("thishost", "lvmhost", "nvmehost", "garbagehost"):
             assert second[host]["changed"] == 0 and second[host]["failed"] == 0, (host, out)
         assert checksum(backing) == before, "the audit wrote to the device"

@@ -4,11 +4,8 @@ only some tags, variables of the wrong type, and the gate play."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,39 +13,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, require
+from tests.fleet_hosts import BIN, PLAYBOOK, report_hosts, run_playbook
 
-PLAYBOOK = REPO / "ansible" / "playbook.yml"
-BIN = Path(sys.executable).parent
 #: An fstab line with an option Linux 4.0 removed (a 'breaks' finding) for a disk not there.
 OLD_FSTAB = "UUID=0000-gone /srv/old xfs delaylog,nofail 0 0\n"
-
-
-def playbook(inventory: dict[str, Any], tmp: Path, *extra: str,
-             rc: int = 0) -> tuple[str, dict[str, dict[str, int]]]:
-    """Run the playbook on an inventory: its output and the recap's counts by host."""
-    require((BIN / "ansible-playbook").exists(), "needs ansible-playbook (pip install -e .[test])")
-    path = tmp / "inventory.json"
-    path.write_text(json.dumps(inventory))
-    home = tmp / "ansible-home"
-    env = {**os.environ, "ANSIBLE_HOME": str(home), "ANSIBLE_LOCAL_TEMP": str(home / "tmp"),
-           "ANSIBLE_REMOTE_TEMP": str(home / "remote-tmp"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
-           "ANSIBLE_DEPRECATION_WARNINGS": "0"}
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(path), str(PLAYBOOK), *extra],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
-    assert proc.returncode == rc, proc.stdout[-6000:] + proc.stderr[-2000:]
-    recap: dict[str, dict[str, int]] = {}
-    for host, counts in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M):
-        recap[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
-    return proc.stdout, recap
-
-
-def _fleet(results: Path) -> dict[str, dict[str, Any]]:
-    proc = subprocess.run([str(BIN / "xfs-advisor"), "fleet", "--json", str(results)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return {h["host"]: h for h in json.loads(proc.stdout)["hosts"]}
 
 
 def _inventory(results: Path, hosts: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -68,21 +36,21 @@ def test_a_run_without_the_collection_keeps_the_stored_results(
     results = tmp_path / "results"
     inventory = _inventory(results, {"lvmhost": {
         "xfs_advisor_sysroot": str(shared_dumps["simple-lvm"]), "xfs_advisor_devices": ["sda"]}})
-    out, first = playbook(inventory, tmp_path)
+    out, first = run_playbook(inventory, tmp_path)
     assert first["localhost"]["changed"] == 1, out
     stored = (results / "lvmhost" / "audit.out").read_text()
     when = (results / "lvmhost" / "collected_at").read_text()
     time.sleep(1.1)
     # Nothing changed on the host: changed=0, with the time of this collection kept.
-    out, again = playbook(inventory, tmp_path)
+    out, again = run_playbook(inventory, tmp_path)
     assert again["localhost"]["changed"] == 0 and again["lvmhost"]["changed"] == 0, out
     assert (results / "lvmhost" / "collected_at").read_text() > when
-    out, second = playbook(inventory, tmp_path, "--tags", "install")
+    out, second = run_playbook(inventory, tmp_path, "--tags", "install")
     assert "TASK [xfs_advisor : Store every host's results]" in out  # the store ran
     assert second["localhost"]["changed"] == 0, out
     assert not (results / "lvmhost" / "error.txt").exists()
     assert (results / "lvmhost" / "audit.out").read_text() == stored
-    assert _fleet(results)["lvmhost"]["status"] == "ok"
+    assert report_hosts(results)["lvmhost"]["status"] == "ok"
 
 
 @pytest.mark.slow
@@ -96,8 +64,8 @@ def test_a_string_where_a_list_is_typed_is_a_failed_host(
         "auditstring": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_audit": "/srv/data",
                         "xfs_advisor_pip_args": "--no-deps,--quiet"},
         "listhost": {"xfs_advisor_sysroot": sysroot, "xfs_advisor_devices": ["sda"]}})
-    out, _ = playbook(inventory, tmp_path)
-    hosts = _fleet(results)
+    out, _ = run_playbook(inventory, tmp_path)
+    hosts = report_hosts(results)
     assert hosts["listhost"]["status"] == "ok", hosts["listhost"]
     assert hosts["stringhost"]["status"] == "failed"
     assert hosts["stringhost"]["error"] == (
@@ -134,7 +102,7 @@ def test_tags_serial_and_the_gate(tmp_path: Path, shared_dumps: dict[str, Path])
         "garbagehost": {"xfs_advisor_sysroot": str(garbage)},
         "stringhost": {"xfs_advisor_sysroot": str(old), "xfs_advisor_audit": "/srv/old"}})
     gate = ("-e", "xfs_advisor_fail_on=breaks")
-    out, recap = playbook(inventory, tmp_path, *gate, "-e", "xfs_advisor_serial=2", rc=2)
+    out, recap = run_playbook(inventory, tmp_path, *gate, "-e", "xfs_advisor_serial=2", rc=2)
     assert out.count("PLAY [Audit and advise XFS on each host]") == 2, out  # two batches
     assert {h: recap[h]["failed"] for h in ("cleanhost", "breakhost", "garbagehost",
                                             "stringhost")} == {
@@ -143,18 +111,18 @@ def test_tags_serial_and_the_gate(tmp_path: Path, shared_dumps: dict[str, Path])
     assert "no audit to judge on stringhost: bad variables: xfs_advisor_audit must be" in out
     assert re.search(r"no audit to judge on garbagehost: the audit did not run to its end "
                      r"\(exit [0-9]+\)", out), out
-    hosts = _fleet(results)
+    hosts = report_hosts(results)
     assert set(hosts) == {"cleanhost", "breakhost", "garbagehost", "stringhost"}
     assert hosts["breakhost"]["counts"]["breaks"] == 1
     # Only the collection (and, always, the store and the gate).
-    out, recap = playbook(inventory, tmp_path, *gate, "--tags", "collect", rc=2)
+    out, recap = run_playbook(inventory, tmp_path, *gate, "--tags", "collect", rc=2)
     assert "TASK [xfs_advisor : Store every host's results]" in out
     assert recap["breakhost"]["failed"] == 1 and recap["garbagehost"]["failed"] == 1, out
     assert recap["cleanhost"]["failed"] == 0 and recap["localhost"]["changed"] == 0, out
     # Only the install: nothing collected, nothing to judge but the errors this run met.
-    out, recap = playbook(inventory, tmp_path, *gate, "--tags", "install", rc=2)
+    out, recap = run_playbook(inventory, tmp_path, *gate, "--tags", "install", rc=2)
     assert "TASK [xfs_advisor : Capture, audit and propose]" not in out
     assert {h: recap[h]["failed"] for h in ("cleanhost", "breakhost", "garbagehost",
                                             "stringhost")} == {
         "cleanhost": 0, "breakhost": 0, "garbagehost": 0, "stringhost": 1}, out
-    assert _fleet(results)["breakhost"]["counts"]["breaks"] == 1  # kept
+    assert report_hosts(results)["breakhost"]["counts"]["breaks"] == 1  # kept

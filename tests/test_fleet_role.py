@@ -13,65 +13,32 @@ the Debian mirror when the cache is made, so the playbook's run reaches no netwo
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import REPO, require
+from tests.fleet_hosts import BIN, ansible_env, report_hosts, run_playbook
 
 ANSIBLE = REPO / "ansible"
-PLAYBOOK = ANSIBLE / "playbook.yml"
 PLUGINS = Path(__file__).resolve().parent / "ansible_plugins" / "connection"
-BIN = Path(sys.executable).parent
 CACHE = Path(os.environ.get("XFS_ADVISOR_TEST_CACHE") or "/var/cache/xfs-advisor-tests")
 MIRROR = os.environ.get("XFS_ADVISOR_DEBIAN_MIRROR") or "http://deb.debian.org/debian"
 BASE_PACKAGES = "python3,python3-venv,xfsprogs"
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    home = tmp / "ansible-home"
-    return {**os.environ, "ANSIBLE_HOME": str(home), "ANSIBLE_LOCAL_TEMP": str(home / "tmp"),
-            "ANSIBLE_REMOTE_TEMP": "/tmp/.ansible-remote", "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
-            "ANSIBLE_DEPRECATION_WARNINGS": "0", "ANSIBLE_CONNECTION_PLUGINS": str(PLUGINS),
-            "ANSIBLE_PIPELINING": "1",
-            "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-
-
-def playbook(inventory: dict[str, Any], tmp: Path, *extra: str, ok: bool = True,
-             offline: bool = False) -> tuple[str, dict[str, dict[str, int]]]:
-    """Run ansible/playbook.yml on an inventory: its output and the recap's counts by host.
-    `offline`: in a network namespace of its own (`unshare -n`: only a loopback that is down),
-    so that nothing the play runs can reach a network."""
-    path = tmp / "inventory.json"
-    path.write_text(json.dumps(inventory))
-    argv = [str(BIN / "ansible-playbook"), "-i", str(path), str(PLAYBOOK), *extra]
-    if offline:
-        argv = ["unshare", "--net", *argv]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(tmp), timeout=900,
-                          check=False)
-    if ok:
-        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    recap: dict[str, dict[str, int]] = {}
-    for host, counts in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M):
-        recap[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
-    return proc.stdout, recap
-
-
-def _fleet(results: Path) -> dict[str, dict[str, Any]]:
-    proc = subprocess.run([str(BIN / "xfs-advisor"), "fleet", "--json", str(results)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return {h["host"]: h for h in json.loads(proc.stdout)["hosts"]}
+    """Ansible's settings for a bare root reached through the chroot connection plugin."""
+    return ansible_env(tmp, ANSIBLE_REMOTE_TEMP="/tmp/.ansible-remote",
+                       ANSIBLE_CONNECTION_PLUGINS=str(PLUGINS), ANSIBLE_PIPELINING="1",
+                       PATH=f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}")
 
 
 def test_ansible_lint_production_profile(tmp_path: Path) -> None:
@@ -103,10 +70,10 @@ def test_an_install_that_cannot_happen_is_the_hosts_error(tmp_path: Path) -> Non
                         "xfs_advisor_wheelhouse": str(empty),
                         "xfs_advisor_wheel_cache": str(tmp_path / "cache2")},
         }}}
-    out, recap = playbook(inventory, tmp_path)
+    out, recap = run_playbook(inventory, tmp_path, env=_env(tmp_path), timeout=900)
     assert recap["nosource"]["failed"] == 0 and recap["nowheel"]["failed"] == 0, out
     assert not (tmp_path / "venv1").exists()
-    hosts = _fleet(results)
+    hosts = report_hosts(results)
     assert hosts["nosource"]["error"].startswith("install failed: A source to install from: "
                                                  "no install source: set xfs_advisor_wheelhouse")
     assert hosts["nowheel"]["error"].startswith("install failed: Install xfs-advisor into its "
@@ -199,23 +166,25 @@ def _bare_host_runs(root: Path, house: Path, tmp_path: Path,
         "xfs_advisor_devices": ["nvme0n1"], "xfs_advisor_workload": {"concurrent_writers": 8}}}}}
     started = time.monotonic()
     # No network but the wheelhouse: the play runs where no address can be reached.
-    out, first = playbook(inventory, tmp_path, offline=True)
+    play = functools.partial(run_playbook, inventory, tmp_path, offline=True, env=_env(tmp_path),
+                             timeout=900)
+    out, first = play()
     print(f"first run {time.monotonic() - started:.0f} s")
     assert first["bare"]["changed"] >= 1 and first["bare"]["failed"] == 0, out
     assert first["localhost"]["changed"] == 1, out
     assert "XFS-ADVISOR-PAYLOAD" not in out and "H4sI" not in out  # no archive in the output
     assert (root / "opt" / "xfs-advisor" / "bin" / "xfs-advisor").exists()
-    host = _fleet(results)["bare"]
+    host = report_hosts(results)["bare"]
     assert host["status"] == "ok", host
     [dev] = [d for d in host["devices"] if d["name"] == "nvme0n1"]
     assert dev["proposal"]["mkfs_command"].endswith("/dev/nvme0n1")
     assert dev["proposal"]["same_as_host"] is True  # the bare host's own proposal, the same
     started = time.monotonic()
-    out, second = playbook(inventory, tmp_path, offline=True)
+    out, second = play()
     print(f"second run {time.monotonic() - started:.0f} s")
     assert second["bare"]["changed"] == 0 and second["localhost"]["changed"] == 0, out
     # Uninstall: what the role installed is gone.
-    out, third = playbook(inventory, tmp_path, "-e", "xfs_advisor_state=absent", offline=True)
+    out, third = play("-e", "xfs_advisor_state=absent")
     assert third["bare"]["changed"] == 1, out
     assert not (root / "opt" / "xfs-advisor").exists()
     assert not (root / "var" / "cache" / "xfs-advisor").exists()

@@ -332,7 +332,8 @@ def test_capture_refuses_a_folder_someone_else_can_fill(tmp_path: Path) -> None:
     open_to_all.mkdir()
     open_to_all.chmod(0o777)
     proc = capture(open_to_all)
-    assert proc.returncode == 2 and "can be written by others (mode 777)" in proc.stderr
+    assert proc.returncode == 2 and "can be written by others (mode 777)" in proc.stderr, \
+        proc.stderr
     assert list(open_to_all.iterdir()) == []
     proc = capture(shared / "new")
     assert proc.returncode == 0, proc.stderr
@@ -391,12 +392,11 @@ def test_a_capture_writes_only_inside_the_folder_it_opened(tmp_path: Path) -> No
     assert (tmp_path / "moved" / "sys" / "block" / "b").read_text() == "2\n"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_an_ending_signal_during_a_dry_run_removes_its_image(tmp_path: Path,
-                                                             sig: signal.Signals) -> None:
-    """`kill` (or a closed terminal) while a proposal's mkfs.xfs -N runs: one line, exit 130,
-    and the dry run's folder (with its device-sized sparse image) is gone. mkfs.xfs is a stub
-    that answers -V and then waits, so that the signal lands inside the dry run."""
+def _waiting_dry_run(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
+    """What runs `xfs-advisor --sysroot ROOT --device sda` into a dry run that waits: a mkfs.xfs
+    stub (in STUBS) that answers -V as the real one, then touches TMP_PATH/dry-run-started and
+    sleeps; an empty TEMP for TMPDIR; a captured host ROOT with one 100 GiB disk; the ENV that
+    puts them to use. (STUBS, TEMP, ROOT, ENV)"""
     stubs = tmp_path / "stubs"
     stubs.mkdir()
     real = subprocess.run(["mkfs.xfs", "-V"], capture_output=True, text=True).stdout
@@ -409,6 +409,16 @@ def test_an_ending_signal_during_a_dry_run_removes_its_image(tmp_path: Path,
     root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
     env = {**{k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"},
            "PATH": f"{stubs}:{os.environ['PATH']}", "TMPDIR": str(temp)}
+    return stubs, temp, root, env
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_an_ending_signal_during_a_dry_run_removes_its_image(tmp_path: Path,
+                                                             sig: signal.Signals) -> None:
+    """`kill` (or a closed terminal) while a proposal's mkfs.xfs -N runs: one line, exit 130,
+    and the dry run's folder (with its device-sized sparse image) is gone. mkfs.xfs is a stub
+    that answers -V and then waits, so that the signal lands inside the dry run."""
+    stubs, temp, root, env = _waiting_dry_run(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "advisor", "--sysroot", str(root),
                              "--device", "sda"], cwd=REPO, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -462,21 +472,10 @@ def test_recovery_sweeps_what_killed_dry_runs_and_state_writes_left(tmp_path: Pa
     from advisor.system.processes import process_start
     from advisor.system.sysroot import SysRoot
 
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    real = subprocess.run(["mkfs.xfs", "-V"], capture_output=True, text=True).stdout
-    (stubs / "mkfs.xfs").write_text(
-        f'#!/bin/sh\ncase "$1" in -V) echo "{real.strip()}"; exit 0;; esac\n'
-        f'touch "{tmp_path}/dry-run-started"\nexec sleep 60\n')
-    (stubs / "mkfs.xfs").chmod(0o755)
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    _, temp, root, env = _waiting_dry_run(tmp_path)
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
-    env = {**{k: v for k, v in os.environ.items() if k != "XFS_ADVISOR_DEBUG"},
-           "PATH": f"{stubs}:{os.environ['PATH']}", "TMPDIR": str(temp),
-           "XFS_ADVISOR_STATE_DIR": str(state)}
+    env["XFS_ADVISOR_STATE_DIR"] = str(state)
     proc = subprocess.Popen([sys.executable, "-m", "advisor", "--sysroot", str(root),
                              "--device", "sda"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

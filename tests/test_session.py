@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +20,9 @@ from advisor.tui.app import build_app
 from tests.bench.test_guard import GIB, attached, checksum
 from tests.conftest import REPO, require_root_tools
 from tests.engine.test_cli import cli
+
+if TYPE_CHECKING:
+    from advisor.models.bench import ValidationReport
 
 
 def _site_rules(tmp_path: Path) -> Path:
@@ -117,3 +121,57 @@ def test_a_partial_scan_is_its_own_and_leaves_the_kept_one(shared_dumps: dict[st
     assert any(d.write_cache.value is not None for d in kept.devices)
     bare = session.inventory(probe=False)
     assert bare is not kept and session.inventory() is kept
+
+
+def attributable_report() -> ValidationReport:
+    """A loop run of 6 pairs that took 90 s, whose B (logbsize=256k and noatime, given) moved
+    the log writes per 1k directory operations: what an attribution is offered for."""
+    from advisor.models.bench import ValidationReport
+
+    moved = {"name": "log_writes_per_1k_dirops", "title": "log writes per 1k directory ops",
+             "unit": "writes", "higher_is_better": False, "a": [9.0] * 6, "b": [1.3] * 6,
+             "ratio": 0.14, "ci": [0.13, 0.15], "margin": 0.05, "noise": 0.02,
+             "verdict": "better"}
+    return ValidationReport.model_validate({
+        "a": {"label": "A"}, "rounds": 6, "order": ["A", "B"], "metrics": [],
+        "b": {"label": "B", "mount_options": ["logbsize=256k", "noatime"],
+              "source": "given options"},
+        "mechanisms": [moved], "verdict": "equivalent", "summary": "-",
+        "timing": {"wall_seconds": 90, "measuring_seconds": 1, "measuring_share": 1},
+        "environment": {"device": "/dev/loop9", "device_size_bytes": 1 << 30}})
+
+
+def test_both_front_ends_offer_attribution_from_one_choice() -> None:
+    """The TUI's offer and `validate --attribute`'s line come from the same choice: the same
+    options, estimate and reason not to; a scratch device is left to the command line, which
+    holds it between the runs."""
+    from advisor.bench.run import Plan
+    from advisor.models.bench import SideConfig
+
+    report = attributable_report()
+    b = report.b
+    loop = Plan(a=SideConfig(label="A"), b=b, workload=Workload())
+
+    choice = Session.attribution_choice(loop, report)
+    assert choice.options == ("logbsize=256k", "noatime") and choice.why_not is None
+    minutes = f"about {choice.seconds / 60:.0f} min"
+    assert choice.seconds > 90
+    assert Session.attribution_offer(loop, report) == (
+        f"ctrl+b: which option moved what: 2 more A/B runs (logbsize=256k, noatime), {minutes}")
+    assert choice.announcement() == (
+        f"attribution: 2 more A/B runs, one per option (logbsize=256k, noatime), {loop.pairs} "
+        f"pairs and a {loop.budget_seconds:.0f} s budget each: {minutes} (the combined run "
+        "took 90 s)")
+
+    scratch = Plan(a=SideConfig(label="A"), b=b, workload=Workload(), device="/dev/sdz")
+    assert Session.attribution_offer(scratch, report) == (
+        "Attribution: not offered: on /dev/sdz it runs from the command line, with the device "
+        "held between runs: xfs-advisor validate --device /dev/sdz --attribute")
+    assert Session.attribution_choice(scratch, report, held=True).why_not is None
+
+    one = Plan(a=SideConfig(label="A"), b=SideConfig(label="B", mount_options=["noatime"]),
+               workload=Workload())
+    assert Session.attribution_offer(one, report).startswith(
+        "Attribution: not offered: B differs from A in 1 option")
+    assert Session.attribution_choice(one, report).announcement().startswith(
+        "attribution: not run: B differs from A in 1 option")

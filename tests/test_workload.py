@@ -212,6 +212,17 @@ def test_a_rate_too_large_for_a_float_is_bad_input() -> None:
         parse_workload({"fsyncs_per_second": 10**399})
 
 
+def test_a_count_of_thousands_of_digits_is_named_by_its_length() -> None:
+    """A 2,000-digit count is refused in one short line, not echoed whole."""
+    with pytest.raises(BadInput, match="largest_directory_entries: a number of 2000 digits is "
+                       "too large") as err:
+        parse_workload({"largest_directory_entries": int("9" * 2000)})
+    assert len(err.value.message) < 100
+    with pytest.raises(BadInput, match="largest_directory_entries: 10000000000000000000000 is "
+                       "too large"):
+        parse_workload({"largest_directory_entries": 10**22})
+
+
 @pytest.mark.parametrize(("value", "needle"), [
     ("1.5", "not a whole number"), ("5 parsecs", "try 5000000"), ("1,00", "try 5000000"),
     ("5M5", "try 5000000"), ("2M", "less than or equal to 1000000"),
@@ -288,5 +299,5 @@ def test_mkfs_refuses_v5_without_the_file_type(tmp_path: Path) -> None:
     os.truncate(image, 1 << 30)
     proc = subprocess.run(["mkfs.xfs", "-N", "-f", "-m", "crc=1", "-n", "ftype=0", str(image)],
                           capture_output=True, text=True)
-    assert proc.returncode != 0
+    assert proc.returncode != 0, proc.stderr
     assert "ftype field always enabled on CRC enabled filesystems" in proc.stderr

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from _pytest.tmpdir import TempPathFactory
@@ -46,29 +47,30 @@ scalars = st.one_of(sane_numbers, floats, sizes, strings, digits,
                     st.sampled_from(["true", "false"]))
 
 
+def _nested(base: st.SearchStrategy[str], pair: Callable[[str, str], str],
+            depth: int) -> st.SearchStrategy[str]:
+    """`base` values, arrays and inline tables of them (a key and its value written by `pair`),
+    nested `depth` times more."""
+    if depth == 0:
+        return base
+    inner = _nested(base, pair, depth - 1)
+    return st.one_of(base, st.lists(inner, max_size=3).map(lambda v: f"[{', '.join(v)}]"),
+                     st.lists(st.tuples(st.sampled_from([*STORAGE_KEYS, "a"]), inner),
+                              max_size=3).map(
+                         lambda kv: "{" + ", ".join(pair(k, v) for k, v in kv) + "}"))
+
+
 def toml_value(depth: int) -> st.SearchStrategy[str]:
     """A TOML value: scalars, arrays and inline tables, nested `depth` times more."""
     base = st.one_of(scalars, st.sampled_from(["inf", "-inf", "nan", "1979-05-27",
                                                "07:32:00", "0x_1"]))
-    if depth == 0:
-        return base
-    inner = toml_value(depth - 1)
-    return st.one_of(base, st.lists(inner, max_size=3).map(lambda v: f"[{', '.join(v)}]"),
-                     st.lists(st.tuples(st.sampled_from([*STORAGE_KEYS, "a"]), inner),
-                              max_size=3).map(
-                         lambda kv: "{" + ", ".join(f"{k} = {v}" for k, v in kv) + "}"))
+    return _nested(base, lambda k, v: f"{k} = {v}", depth)
 
 
 def json_value(depth: int) -> st.SearchStrategy[str]:
+    """A JSON value (with the non-standard numbers Python's parser takes), nested likewise."""
     base = st.one_of(scalars, st.sampled_from(["null", "NaN", "Infinity", "-Infinity"]))
-    if depth == 0:
-        return base
-    inner = json_value(depth - 1)
-    return st.one_of(base, st.lists(inner, max_size=3).map(lambda v: f"[{', '.join(v)}]"),
-                     st.lists(st.tuples(st.sampled_from([*STORAGE_KEYS, "a"]), inner),
-                              max_size=3).map(
-                         lambda kv: "{" + ", ".join(f"{json.dumps(k)}: {v}"
-                                                    for k, v in kv) + "}"))
+    return _nested(base, lambda k, v: f"{json.dumps(k)}: {v}", depth)
 
 
 deep = st.integers(500, 60_000).map(lambda n: "[" * n + "]" * n)

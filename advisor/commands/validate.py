@@ -310,20 +310,12 @@ def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None
 def _attribute(session: Any, plan: Any, report: Any, progress: Any, say: Any,
                hold: Any) -> None:
     """--attribute after the combined run: why not, or the estimate, then the option runs."""
-    from advisor.bench import attribute as attribution
-    from advisor.bench import differences
-
-    chosen = differences.options(plan.a, plan.b)
-    report.attribution_skipped = attribution.skip_reason(report, chosen)
-    if report.attribution_skipped:
-        say(f"attribution: not run: {report.attribution_skipped}")
-        return
-    seconds = attribution.estimate_seconds(plan, len(chosen), report.timing.wall_seconds)
-    say(f"attribution: {len(chosen)} more A/B runs, one per option "
-        f"({', '.join(o.label for o in chosen)}), {plan.pairs} pairs and a "
-        f"{plan.budget_seconds:.0f} s budget each: about {seconds / 60:.0f} min (the combined "
-        f"run took {report.timing.wall_seconds:.0f} s)")
-    report.attribution = session.attribute(plan, report, progress=progress, say=say, hold=hold)
+    choice = session.attribution_choice(plan, report, held=hold is not None)
+    report.attribution_skipped = choice.why_not
+    say(choice.announcement())
+    if choice.why_not is None:
+        report.attribution = session.attribute(plan, report, progress=progress, say=say,
+                                               hold=hold)
 
 
 def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:

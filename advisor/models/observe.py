@@ -11,7 +11,7 @@ from pydantic import Field
 
 from advisor import SCHEMA_VERSION
 from advisor.models.base import Model
-from advisor.models.workload import Workload, WriterActivity
+from advisor.models.workload import WorkloadAnswers, WriterActivity
 
 #: Where a figure comes from: the per-mount XFS statistics, the block device's stat file, or a
 #: tracepoint counted in the kernel by `perf stat`.
@@ -173,7 +173,7 @@ class ObservedFilesystem(Model):
     """What the figures say about the geometry."""
 
 
-class ObservedAnswers(Model):
+class ObservedAnswers(WorkloadAnswers):
     """The workload answers measured, null when not measured (merged into a workload file by
     --write-workload, marked "measured by xfs-advisor observe")."""
 
@@ -191,12 +191,6 @@ class ObservedAnswers(Model):
     largest_directory_entries: int | None = None
     """A lower bound on the largest directory's entries, from the form it reached (node, leaf)
     and the directory block size: it had at least this many."""
-
-    def merged_into(self, workload: Workload) -> Workload:
-        """`workload` with these answers replacing its own, other answers kept as they are."""
-        data = workload.model_dump(exclude_none=True)
-        data.update(self.model_dump(exclude_none=True))
-        return Workload.model_validate(data)
 
 
 class ObserveDocument(Model):

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from advisor import SCHEMA_VERSION
 from advisor.models.base import Model
-from advisor.models.workload import Workload
+from advisor.models.workload import WorkloadAnswers
 
 
 class Bucket(Model):
@@ -131,7 +131,7 @@ class Problems(Model):
     """A few of the paths concerned, with the reason (at most 20)."""
 
 
-class MeasuredAnswers(Model):
+class MeasuredAnswers(WorkloadAnswers):
     """The workload answers this scan supports; null when the scan could not tell."""
 
     largest_directory_entries: int | None = Field(default=None, ge=0)
@@ -145,12 +145,6 @@ class MeasuredAnswers(Model):
     """90th percentile of attributes per file or directory in the sample."""
     largest_xattr_value: int | None = Field(default=None, ge=0)
     """Largest attribute value in the sample, in bytes."""
-
-    def merged_into(self, workload: Workload) -> Workload:
-        """`workload` with these answers replacing its own, other answers kept as they are."""
-        data = workload.model_dump(exclude_none=True)
-        data.update(self.model_dump(exclude_none=True))
-        return Workload.model_validate(data)
 
 
 class Profile(Model):

@@ -124,6 +124,9 @@ def parse_count(value: Any) -> int:
     if n.denominator != 1:
         raise ValueError(f"{value!r} is not a whole number")
     if abs(n) > MAX_BYTES:
+        digits = len(str(abs(value))) if isinstance(value, int) else 0
+        if digits > 40:  # named by its length: the message stays one short line
+            raise ValueError(f"a number of {digits} digits is too large")
         raise ValueError(f"{value!r} is too large")
     return int(n)
 

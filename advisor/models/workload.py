@@ -246,3 +246,14 @@ class Workload(Model):
         """Names of the answers given (storage answers as storage.NAME)."""
         top = {k for k, v in self if k != "storage" and v is not None}
         return top | {f"storage.{k}" for k, v in self.storage if v is not None}
+
+
+class WorkloadAnswers(Model):
+    """Answers measured on a host (observe, profile): the fields they share with Workload, null
+    where not measured."""
+
+    def merged_into(self, workload: Workload) -> Workload:
+        """`workload` with these answers replacing its own, other answers kept as they are."""
+        data = workload.model_dump(exclude_none=True)
+        data.update(self.model_dump(exclude_none=True))
+        return Workload.model_validate(data)

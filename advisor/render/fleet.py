@@ -72,14 +72,21 @@ def _hosts(names: list[str], most: int = 20) -> str:
                                       else "")
 
 
+def _rule_groups(groups: list[tuple[str, str, list[str], int, str]], none: str) -> list[str]:
+    """Two lines a rule, from (rule, tag, hosts, findings, what it says): the rule with its
+    counts, then its hosts; `none` when there is no rule."""
+    lines = []
+    for rule, tag, hosts, findings, what in groups:
+        lines += [f"{rule} [{tag}] {len(hosts)} hosts, {findings} findings: {what}",
+                  f"    {_hosts(hosts)}"]
+    return lines or [none]
+
+
 def rules_view(doc: FleetDocument) -> str:
     """Findings grouped by rule id: severity, hosts and findings, worst first."""
     lines = [f"{_summary(doc)}; findings by rule (xfs-advisor explain RULE tells more):"]
-    for r in doc.by_rule:
-        lines += [f"{r.rule} [{r.severity}] {len(r.hosts)} hosts, {r.findings} findings: "
-                  f"{r.title}", f"    {_hosts(r.hosts)}"]
-    if not doc.by_rule:
-        lines.append("no findings")
+    lines += _rule_groups([(r.rule, r.severity, r.hosts, r.findings, r.title)
+                           for r in doc.by_rule], "no findings")
     lines += _observed(doc)
     lines += _gate(doc)
     return "\n".join(lines) + "\n"
@@ -92,11 +99,8 @@ def _observed(doc: FleetDocument) -> list[str]:
     if not asked:
         return []
     lines = [f"observed under load on {len(asked)} hosts; observe findings by rule:"]
-    for r in doc.observe_by_rule:
-        lines += [f"{r.rule} [observed] {len(r.hosts)} hosts, {r.findings} findings: "
-                  f"{r.example}", f"    {_hosts(r.hosts)}"]
-    if not doc.observe_by_rule:
-        lines.append("no observe findings")
+    lines += _rule_groups([(r.rule, "observed", r.hosts, r.findings, r.example)
+                           for r in doc.observe_by_rule], "no observe findings")
     lines += [f"{h.host}: {h.observe_error}" for h in asked if h.observe_error]
     return lines
 

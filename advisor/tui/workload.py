@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
+from advisor.render.explain import question_summary
 from advisor.render.inert import terminal
 from advisor.tui.dialogs import PathPrompt, default_save_name, save_file
 from advisor.tui.form import FormValue, Question, check, questions, values_of
@@ -99,7 +100,7 @@ class WorkloadScreen(StepScreen):
             preview.update(Text("mkfs: computing...", style="dim"))
         elif state.proposal is not None:
             text = Text("mkfs: " + terminal(state.proposal.mkfs_command))
-            asked = state.session.question_summary(state.proposal)
+            asked = question_summary(state.proposal.questions)
             if asked:  # the answer decides a setting: ask for it where answers are given
                 text.append("\n" + asked + " (" + "; ".join(
                     terminal(q.message) for q in state.proposal.questions) + ")",

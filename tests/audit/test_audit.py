@@ -14,17 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from advisor.audit.host import kernel_config
 from advisor.audit.ondisk import Today, layout_findings
 from advisor.cli import main
-from advisor.commands.schema import schema_text
 from advisor.models.proposal import MkfsGeometry
 from advisor.system.sysroot import SysRoot
 from tests.bench.test_guard import attached, checksum
-from tests.conftest import loop_device, mounted, require_root_tools, sh
+from tests.conftest import json_command, loop_device, mounted, require_root_tools, sh
 
 MiB = 1 << 20
 #: An fstab with no lines: the tests name their own, never the host's /etc/fstab.
@@ -33,13 +31,7 @@ EMPTY = Path(__file__).parent / "empty.fstab"
 
 def audit(*args: str) -> tuple[int, dict[str, Any], str]:
     """`xfs-advisor audit --json ARGS` in this process: exit code, document, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["audit", "--json", *args])
-    doc = json.loads(out.getvalue()) if out.getvalue() else {}
-    if doc:
-        jsonschema.validate(doc, json.loads(schema_text("audit")))
-    return code, doc, err.getvalue()
+    return json_command("audit", *args)
 
 
 def rules(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -466,11 +458,12 @@ def test_mount_values_the_kernel_refuses_break(tmp_path: Path) -> None:
         for option, mounts in VALUES:
             entry = FstabEntry(1, dev, "/srv", "xfs", (option,), f"{dev} /srv xfs {option} 0 0")
             breaks = [f for f in value_findings(entry) if f.severity == "breaks"]
-            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path)],
-                                capture_output=True, check=False).returncode == 0
+            mount = subprocess.run(["mount", "-o", option, dev, str(tmp_path)],
+                                   capture_output=True, text=True, check=False)
+            ok = mount.returncode == 0
             if ok:
                 sh("umount", str(tmp_path))
-            assert (ok, bool(breaks)) == (mounts, not mounts), option
+            assert (ok, bool(breaks)) == (mounts, not mounts), (option, mount.stderr)
     [info] = value_findings(FstabEntry(1, dev, "/srv", "xfs", ("allocsize=12k",), ""))
     assert info.severity == "info" and "uses 4KiB" in info.evidence
 
@@ -478,12 +471,13 @@ def test_mount_values_the_kernel_refuses_break(tmp_path: Path) -> None:
 def test_logbsize_below_the_log_stripe_unit_breaks(tmp_path: Path) -> None:
     with formatted(tmp_path, "lsu", 1 << 30, "-l", "su=64k") as (dev, backing):
         for option, mounts in (("logbsize=32k", False), ("logbsize=64k", True)):
-            ok = subprocess.run(["mount", "-o", option, dev, str(tmp_path / "m")],
-                                capture_output=True, check=False).returncode == 0 \
-                if (tmp_path / "m").mkdir(exist_ok=True) is None else False
+            (tmp_path / "m").mkdir(exist_ok=True)
+            mount = subprocess.run(["mount", "-o", option, dev, str(tmp_path / "m")],
+                                   capture_output=True, text=True, check=False)
+            ok = mount.returncode == 0
             if ok:
                 sh("umount", str(tmp_path / "m"))
-            assert ok == mounts, option
+            assert ok == mounts, (option, mount.stderr)
         fstab = tmp_path / "fstab"
         fstab.write_text(f"{dev} {tmp_path / 'm'} xfs logbsize=32k,nofail 0 0\n")
         code, doc = audited(dev, backing, fstab=fstab)

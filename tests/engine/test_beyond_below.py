@@ -49,7 +49,8 @@ def test_external_log_formats_mounts_and_is_needed_to_mount(tmp_path: Path) -> N
         refused = sh("mount", dev, str(tmp_path / "mnt"), check=False)
         if refused.returncode == 0:  # never leave it mounted, even when the claim is wrong
             sh("umount", str(tmp_path / "mnt"))
-        assert refused.returncode != 0  # without logdev= it does not mount (the warning's claim)
+        # Without logdev= it does not mount (the warning's claim).
+        assert refused.returncode != 0, refused.stderr
         with mounted(dev, tmp_path / "mnt", *p.mount_options) as mnt:
             assert f"logdev={logdev}" in mountinfo_options(mnt)
             assert f"log      ={logdev}" in sh("xfs_info", str(mnt)).stdout

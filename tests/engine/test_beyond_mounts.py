@@ -75,13 +75,13 @@ def test_proposed_allocation_options_are_made_mounted_and_read_back(tmp_path: Pa
             assert f"fsxattr.extsize = {int(extsz.split('=')[1]) * block}" in file_stat
             assert os.stat(mnt / "vm.img").st_blksize == 256 * KiB
             # "Existing files keep theirs": a file holding data refuses a new hint.
-            assert sh("xfs_io", "-c", "extsize 2m", str(mnt / "vm.img"),
-                      check=False).returncode != 0
+            kept = sh("xfs_io", "-c", "extsize 2m", str(mnt / "vm.img"), check=False)
+            assert kept.returncode != 0, kept.stderr
             # What the rmapbt rule says xfs_scrub does on this kernel, it does.
             scrub = sh("xfs_scrub", "-n", str(mnt), check=False)
             kernel = read_environment().kernel_xfs
             if kernel.get("ONLINE_SCRUB") is False:
-                assert scrub.returncode != 0
+                assert scrub.returncode != 0, scrub.stderr
                 assert "scrubbing facility is not available" in scrub.stdout + scrub.stderr
             elif kernel.get("ONLINE_SCRUB"):
                 assert scrub.returncode == 0, scrub.stdout + scrub.stderr
@@ -101,7 +101,8 @@ def test_rmapbt_costs_what_the_rule_says(tmp_path: Path) -> None:
         without, size = _used_after_mkfs(tmp_path, dev, 0)
         if environment().xfsprogs_version == read_environment().xfsprogs_version:
             # The setting's "changeable later" and the warning: 6.1 cannot add it afterwards.
-            assert sh("xfs_admin", "-O", "rmapbt=1", dev, check=False).returncode != 0
+            added = sh("xfs_admin", "-O", "rmapbt=1", dev, check=False)
+            assert added.returncode != 0, added.stderr
         with_rmap, _ = _used_after_mkfs(tmp_path, dev, 1)
     share = (with_rmap - without) / size
     assert 0.011 <= share <= 0.013, share
@@ -124,7 +125,7 @@ def test_project_quota_follows_the_kernel(tmp_path: Path) -> None:
                        if w.rule == "project-quota")
             (tmp_path / "mnt").mkdir()
             refused = sh("mount", "-o", "prjquota", dev, str(tmp_path / "mnt"), check=False)
-            assert refused.returncode != 0
+            assert refused.returncode != 0, refused.stderr
             return
         assert decision.changed and decision.options == ["prjquota"]
         with mounted(dev, tmp_path / "mnt", *decision.options) as mnt:

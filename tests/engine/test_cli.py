@@ -146,9 +146,10 @@ def test_bad_device_file_and_missing_device(tmp_path: Path) -> None:
     bad = tmp_path / "dev.json"
     bad.write_text('{"name": "x"}')
     proc = cli("--device-file", str(bad))
-    assert proc.returncode == 2 and "display_name" in proc.stderr
+    assert proc.returncode == 2 and "display_name" in proc.stderr, proc.stderr
     proc = cli("propose", "--json")
-    assert proc.returncode == 2 and "--device" in json.loads(proc.stderr)["error"]["message"]
+    assert proc.returncode == 2, proc.stderr
+    assert "--device" in json.loads(proc.stderr)["error"]["message"], proc.stderr
 
 
 def test_too_small_device_is_exit_3(tmp_path: Path) -> None:
@@ -157,7 +158,7 @@ def test_too_small_device_is_exit_3(tmp_path: Path) -> None:
     path = tmp_path / "small.json"
     path.write_text(json.dumps(small))
     proc = cli("--device-file", str(path))
-    assert proc.returncode == 3 and "mkfs.xfs rejects" in proc.stderr
+    assert proc.returncode == 3 and "mkfs.xfs rejects" in proc.stderr, proc.stderr
 
 
 def test_unknown_live_device_is_exit_3() -> None:
@@ -176,7 +177,8 @@ def test_explain_obsolete_advice(name: str) -> None:
 
 def test_explain_rule_and_unknown() -> None:
     proc = cli("explain", "dir-block-size")
-    assert proc.returncode == 0 and "table 2.5" in proc.stdout and "when not" in proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "table 2.5" in proc.stdout and "when not" in proc.stdout, proc.stdout
     proc = cli("explain", "warp-drive")
     assert proc.returncode == 2, proc.stderr
     assert "unknown rule 'warp-drive'" in proc.stderr and "dir-block-size" in proc.stderr

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from advisor.models.device import Device, Inventory, stripe_hidden_below
 from advisor.system.sysroot import SysRoot
 from tests.conftest import require
 from tests.inspect.sysfs_builder import Dev, Part, write_tree
-from tests.inspect.test_lsblk_oracle import COLUMNS, flatten
+from tests.inspect.test_lsblk_oracle import COLUMNS, lsblk_tree
 
 GiB = 1 << 30
 TiB = 1 << 40
@@ -264,12 +262,7 @@ def test_inventory_validates_against_its_own_model(host: Inventory) -> None:
 
 def test_hand_written_host_agrees_with_lsblk(host_root: Path, host: Inventory) -> None:
     require(shutil.which("lsblk") is not None, "needs lsblk")
-    proc = subprocess.run(["lsblk", "--sysroot", str(host_root), "-J", "-b", "-O"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    theirs: dict[str, dict[str, object]] = {}
-    edges: set[tuple[str, str]] = set()
-    flatten(json.loads(proc.stdout)["blockdevices"], None, theirs, edges)
+    theirs, edges = lsblk_tree(host_root)
     assert sorted(theirs) == sorted(d.name for d in host.devices)
     assert edges == {(d.name, c) for d in host.devices for c in d.children}
     for d in host.devices:

@@ -42,17 +42,24 @@ def flatten(nodes: list[dict[str, Any]], parent: str | None,
         flatten(node.get("children", []), node["kname"], out, edges)
 
 
+def lsblk_tree(root: Path) -> tuple[dict[str, dict[str, Any]], set[tuple[str, str]]]:
+    """What `lsblk --sysroot ROOT` shows: every device's columns by kernel name, and the
+    (parent, child) edges."""
+    proc = subprocess.run(["lsblk", "--sysroot", str(root), "-J", "-b", "-O"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    devices: dict[str, dict[str, Any]] = {}
+    edges: set[tuple[str, str]] = set()
+    flatten(json.loads(proc.stdout)["blockdevices"], None, devices, edges)
+    return devices, edges
+
+
 @pytest.mark.parametrize("dump", DUMPS)
 def test_every_device_agrees_with_lsblk(shared_dumps: dict[str, Path], dump: str) -> None:
     require(dump in shared_dumps, f"dump {dump} missing")
     require(subprocess.run(["lsblk", "--version"], capture_output=True).returncode == 0, "lsblk")
     root = shared_dumps[dump]
-    proc = subprocess.run(["lsblk", "--sysroot", str(root), "-J", "-b", "-O"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    theirs: dict[str, dict[str, Any]] = {}
-    their_edges: set[tuple[str, str]] = set()
-    flatten(json.loads(proc.stdout)["blockdevices"], None, theirs, their_edges)
+    theirs, their_edges = lsblk_tree(root)
 
     inv = inspect_devices(SysRoot.open(root), probe=False)
     ours: dict[str, Device] = {d.name: d for d in inv.devices}

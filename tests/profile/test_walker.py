@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -254,18 +255,16 @@ def test_the_root_must_be_a_readable_directory(tmp_path: Path) -> None:
     assert Walker().walk(tmp_path / "via-link").directories == 2
 
 
-def walk_as_nobody(top: Path) -> dict[str, Any]:
-    """The walk in a forked child that dropped root: as root, permissions stop no one."""
+def in_a_child(work: Callable[[], str]) -> str:
+    """What `work` returns, run in a forked child: its own privileges and its own peak RSS."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         status = 1
         try:
             os.close(read_end)
-            os.setgid(65534)
-            os.setuid(65534)
             with os.fdopen(write_end, "w") as out:
-                out.write(Walker().walk(top).model_dump_json())
+                out.write(work())
             status = 0
         finally:
             os._exit(status)
@@ -274,7 +273,18 @@ def walk_as_nobody(top: Path) -> dict[str, Any]:
         text = result.read()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    doc: dict[str, Any] = json.loads(text)
+    return text
+
+
+def walk_as_nobody(top: Path) -> dict[str, Any]:
+    """The walk in a forked child that dropped root: as root, permissions stop no one."""
+
+    def walk() -> str:
+        os.setgid(65534)
+        os.setuid(65534)
+        return Walker().walk(top).model_dump_json()
+
+    doc: dict[str, Any] = json.loads(in_a_child(walk))
     return doc
 
 
@@ -305,26 +315,14 @@ def test_unreadable_directories_are_counted_not_fatal() -> None:
 
 def peak_growth_kib(path: Path) -> int:
     """How much the peak RSS of a fresh child grows while it walks `path`."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        status = 1
-        try:
-            os.close(read_end)
-            gc.collect()
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            Walker(xattr_sample=100).walk(path)
-            after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            os.write(write_end, str(after - before).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end) as result:
-        text = result.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return int(text)
+
+    def walk() -> str:
+        gc.collect()
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        Walker(xattr_sample=100).walk(path)
+        return str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+
+    return int(in_a_child(walk))
 
 
 def test_memory_does_not_grow_with_the_number_of_files(big_directory: Path,

@@ -114,7 +114,11 @@ def test_a_run_never_drops_the_hosts_caches(tmp_path: Path, root_tools: None) ->
     proc = _validate(tmp_path, "--mkfs-options", "-i size=1024", "--max-rounds", "4",
                      "--budget", "15", *SMALL, env=env)
     assert proc.returncode in (0, 5), proc.stderr
-    assert json.loads(proc.stdout)["rounds"] == 4
+    # Both sides ran, each with its remount for the cold phase: the budget, a cap, may end a
+    # loaded machine's run after the first block of two pairs.
+    report = json.loads(proc.stdout)
+    assert (report["rounds"], report["stopping"]["reason"]) in ((4, "max rounds"),
+                                                                (2, "budget")), report["stopping"]
     assert not log.exists(), log.read_text()
     assert _ours(str(tmp_path)) == []
 

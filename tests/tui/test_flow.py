@@ -7,7 +7,9 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import Any
 
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from advisor.answers import load_workload
@@ -126,6 +128,19 @@ async def test_saving_never_writes_into_a_fifo_or_blocks(make_app: AppFactory, t
     assert app.state.workload_path == str(real)
 
 
+async def _proposal_settled(app: AdvisorApp, pilot: Pilot[Any]) -> None:
+    """Wait until the proposal is for the answers on screen: keys typed while a dry run works
+    are coalesced into one more run, started when the first one's end is handled (after
+    `wait_for_complete` may already have returned)."""
+    for _ in range(600):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if not app.state.proposing:
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the proposal never settled")
+
+
 async def test_proposal_follows_the_answers(make_app: AppFactory) -> None:
     require(shutil.which("mkfs.xfs") is not None, "needs mkfs.xfs for the dry runs")
     app = make_app()
@@ -141,8 +156,7 @@ async def test_proposal_follows_the_answers(make_app: AppFactory) -> None:
         assert first.mkfs_argv[-1] == "/dev/nvme0n1"
         await pilot.press("f3")
         await pilot.press(*"5000000")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _proposal_settled(app, pilot)
         second = app.state.proposal
         assert second is not None and second is not first
         assert app.state.workload.largest_directory_entries == 5000000

@@ -429,7 +429,8 @@ def test_observe_findings_by_rule_across_hosts(tmp_path: Path) -> None:
     assert rest, text
     assert "\ninode-size [observed] 2 hosts, 2 findings: " in "\n" + rest, text
     assert re.search(r"^inode-size \[observed\] .*\n    busy1, busy2\n", rest, re.M), text
-    assert re.search(r"\n    [^\n]*\nbroken: observe failed \(exit 3\): /srv was unmounted", rest), text
+    assert re.search(r"\n    [^\n]*\nbroken: observe failed \(exit 3\): /srv was unmounted",
+                     rest), text
 
 
 def test_every_view_says_when_each_host_collected(tmp_path: Path, raid_host: Path) -> None:

@@ -149,7 +149,7 @@ def test_a_sound_report_still_continues(tmp_path: Path, monkeypatch: pytest.Monk
     assert main(["validate", "--continue", str(report), "--loop-dir", str(tmp_path)]) == 77
 
 
-def test_a_thousand_stacked_devices_are_listed(tmp_path: Path,
+def test_a_thousand_stacked_devices_are_listed(memory_tmp: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """A capture is input too: devices stacked deeper than Python's recursion limit are listed
     (the tree is walked with a stack of its own), not an internal error."""
@@ -158,7 +158,7 @@ def test_a_thousand_stacked_devices_are_listed(tmp_path: Path,
     devices += [Dev(f"dm-{i}", 1 << 30, f"253:{i}", dm_name=f"layer{i}",
                     slaves=["sda" if i == 0 else f"dm-{i - 1}"],
                     holders=[f"dm-{i + 1}"] if i < depth - 1 else []) for i in range(depth)]
-    root = write_tree(tmp_path / "host", devices)
+    root = write_tree(memory_tmp / "host", devices)
     assert main(["--sysroot", str(root), "devices"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0].lstrip("|`- ") for line in lines[1:4]] == ["sda", "layer0",

@@ -18,7 +18,7 @@ from advisor.errors import DeviceProblem
 from advisor.inspect import parallel
 from advisor.inspect.devices import FactBool, FactInt, FactStr, _fact, inspect_devices
 from advisor.system.sysroot import SysRoot
-from tests.conftest import REPO, require
+from tests.conftest import REPO, memory_folder, require
 
 CLASSES = (FactInt, FactBool, FactStr)
 
@@ -34,11 +34,11 @@ def _generator() -> Any:
 
 
 @pytest.fixture(scope="module")
-def san(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def san() -> Iterator[Path]:
     """160 LUNs over 3 paths and their multipath devices: 640 entries, above MIN_ENTRIES."""
-    root = tmp_path_factory.mktemp("san")
-    assert _generator().generate(root, 160, 3) == 640 > parallel.MIN_ENTRIES
-    return root
+    with memory_folder("san") as root:
+        assert _generator().generate(root, 160, 3) == 640 > parallel.MIN_ENTRIES
+        yield root
 
 
 @pytest.fixture

@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import memory_folder
+
 BIG_DIRECTORY_ENTRIES = 100_000
-
-
-def _scratch_parent() -> str | None:
-    # Creating and deleting 100,000 entries is four times faster on tmpfs than on the root disk.
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 @pytest.fixture(scope="session")
 def big_directory() -> Iterator[Path]:
     """A tree whose directory `big` holds 100,000 empty files, plus `small` with 3. Shared by the
     tests that need many entries; deleted at the end of the session."""
-    top = Path(tempfile.mkdtemp(prefix="xfs-advisor-profile-", dir=_scratch_parent()))
-    try:
+    # Creating and deleting 100,000 entries is four times faster on tmpfs than on the root disk.
+    with memory_folder("profile") as top:
         big = top / "big"
         big.mkdir()
         names = os.fsencode(big)
@@ -34,5 +28,3 @@ def big_directory() -> Iterator[Path]:
         for name in ("a", "b", "c"):
             (top / "small" / name).write_bytes(b"x" * 100)
         yield top
-    finally:
-        shutil.rmtree(top, ignore_errors=True)

@@ -77,6 +77,11 @@ class Forms(Model):
     """Attributes added inline, in the inode's literal area (xfs:xfs_attr_sf_add)."""
     attribute_spills: int = Field(default=0, ge=0)
     """Attribute forks moved out of the inode into an attribute block (xfs:xfs_attr_sf_to_leaf)."""
+    attribute_sets: int | None = None
+    """Attributes set (xfs:xfs_attr_sf_add + leaf_add + node_addname), counted by the same perf
+    stat and in the same window as `attribute_spills`, the whole those are a part of (null: not
+    counted, in recordings made before it was; the statistics' attr.set, read a few
+    milliseconds apart from the tracepoints, is then the whole)."""
     attribute_leaf_to_node: int = Field(default=0, ge=0)
     """Attribute forks grown past one leaf block (xfs:xfs_attr_leaf_to_node)."""
     attribute_files: int = Field(default=0, ge=0)

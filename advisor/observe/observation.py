@@ -352,8 +352,12 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
     forms: Forms | None = None
     concurrent: int | None = None
     if recorded.threads is not None:
+        # Samples times the period estimate a thread's transactions, with an error of up to a
+        # period per CPU it ran on: never more than the statistics counted in all.
+        counted = sum(moved.get(f"trans.{kind}", 0) for kind in ("sync", "async", "empty"))
         writers = sorted((Writer(command=t.command, tid=t.tid,
-                                 transactions=t.transactions * recorded.writer_period,
+                                 transactions=min(t.transactions * recorded.writer_period,
+                                                  counted),
                                  kernel_thread=t.kernel_thread) for t in recorded.threads),
                          key=lambda w: -w.transactions)
         busy = [n for n in recorded.writers_per_second or () if n]
@@ -429,6 +433,8 @@ def _forms(traced: dict[str, int], recorded: RecordedFilesystem,
         largest_directory_form=largest,
         attribute_sets_inline=traced.get("xfs:xfs_attr_sf_add", 0),
         attribute_spills=traced.get("xfs:xfs_attr_sf_to_leaf", 0),
+        attribute_sets=sum(traced.get(event, 0) for event in tp.ATTRIBUTE_EVENTS)
+        if all(event in traced for event in tp.ATTRIBUTE_EVENTS) else None,
         attribute_leaf_to_node=traced.get("xfs:xfs_attr_leaf_to_node", 0),
         attribute_files=len(sizes),
         attribute_bytes_per_file=int(statistics.median_low(sizes)) if sizes else None,

@@ -38,6 +38,8 @@ EVENTS: dict[str, str] = {
     "xfs:xfs_log_grant_sleep": "sleeps waiting for log space",
     "xfs:xfs_attr_sf_add": "attributes added inline (in the inode)",
     "xfs:xfs_attr_sf_to_leaf": "attribute forks moved out of the inode",
+    "xfs:xfs_attr_leaf_add": "attributes added to a leaf block",
+    "xfs:xfs_attr_node_addname": "attributes added to a node tree",
     "xfs:xfs_attr_leaf_to_node": "attribute forks grown past one leaf block",
     "xfs:xfs_dir2_sf_addname": "entries added to shortform directories",
     "xfs:xfs_dir2_block_addname": "entries added to block directories",
@@ -59,7 +61,9 @@ MAX_AGS_COUNTED = 32
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
 #: tree), with the inode, the name's and the value's length: recorded, every hit, over the
-#: first WRITER_SECONDS, for the bytes each file's attributes take.
+#: first WRITER_SECONDS, for the bytes each file's attributes take; counted by perf stat too,
+#: for the setxattr calls in the very window the spills (xfs_attr_sf_to_leaf) are counted in
+#: (a set that spills fires xfs_attr_sf_to_leaf, then xfs_attr_leaf_add).
 ATTRIBUTE_EVENTS = ("xfs:xfs_attr_sf_add", "xfs:xfs_attr_leaf_add", "xfs:xfs_attr_node_addname")
 #: Seconds, from the start, over which transactions are recorded per thread (the record file
 #: grows with every transaction: about 50 bytes each).

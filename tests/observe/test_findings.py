@@ -77,3 +77,30 @@ def test_text_from_the_system_is_escaped() -> None:
     assert "\x1b" not in text and "\x07" not in text
     assert "\n[log-size] fake" not in text and "\nfake finding" not in text
     assert "evil\\e]0;title\\x07\\n[log-size] fake[7]" in text  # inert.terminal
+
+
+def test_spills_over_the_statistics_sets_are_not_printed_as_a_larger_part() -> None:
+    """A recording made before the sets were counted by perf stat has only the statistics'
+    attr.set, read a few milliseconds apart from the tracepoints' window: 171 spills against
+    169 sets is then said as 171 of at least 171, with the counted figure; with the sets
+    counted in the same window, the whole is that count."""
+    from advisor.models.observe import Forms
+
+    fs = figures(xattr_sets=169)
+    fs.forms = Forms(attribute_spills=171)
+    (finding,) = findings_for(fs)
+    assert finding.message.startswith("171 of 171 setxattr calls (100%) moved"), finding
+    assert "; at least that many calls: attr.set counted 169, read a few ms apart" \
+        in finding.message, finding
+    fs.forms = Forms(attribute_spills=171, attribute_sets=180)
+    (finding,) = findings_for(fs)
+    assert finding.message.startswith("171 of 180 setxattr calls (95%) moved"), finding
+    assert "attr.set" not in finding.message
+    assert [(e.counter, e.delta) for e in finding.evidence] == [
+        ("xfs:xfs_attr_sf_to_leaf", 171),
+        ("xfs:xfs_attr_sf_add + xfs:xfs_attr_leaf_add + xfs:xfs_attr_node_addname", 180)]
+    fs.forms = Forms(attribute_spills=171, attribute_sets=170)  # one cut by the window's end
+    (finding,) = findings_for(fs)
+    assert finding.message.startswith("171 of 171 setxattr calls (100%)"), finding
+    assert "; 170 sets counted: 1 spilled as the window closed and set after it" \
+        in finding.message

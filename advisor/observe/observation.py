@@ -9,6 +9,7 @@ before it returns.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
 import statistics
@@ -292,6 +293,11 @@ class Observer:
         """Stop every perf process this observation started (idempotent)."""
         for counting in self.countings:
             counting.stop()
+
+
+def recording_text(recording: Recording) -> str:
+    """A recording as `observe --record FILE` writes it (JSON), for `--replay FILE`."""
+    return json.dumps(recording.model_dump(mode="json"), indent=1) + "\n"
 
 
 def document_from(recording: Recording) -> ObserveDocument:

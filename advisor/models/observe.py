@@ -95,6 +95,23 @@ class Forms(Model):
     the directory block size (a lower bound; null: no form that implies one)."""
 
 
+class LogSpaceWaits(Model):
+    """The waits for log space timed over the first `writer_seconds`: each from the thread's
+    xfs:xfs_log_grant_sleep to its xfs:xfs_log_grant_wake, every one recorded."""
+
+    waits: int = Field(ge=0)
+    """Waits that began and ended then."""
+    unfinished: int = Field(default=0, ge=0)
+    """Threads still asleep for log space when the record ended (not timed)."""
+    seconds: float = Field(ge=0)
+    """The time those waits took, added up over the threads (two threads waiting 1 s at once
+    count 2 s)."""
+    longest: float = Field(ge=0)
+    """The longest single wait, in seconds."""
+    over_seconds: float = Field(gt=0)
+    """The time recorded (the first `writer_seconds` of the observation)."""
+
+
 class Geometry(Model):
     """The filesystem's layout as xfs_info reports it, for the findings."""
 
@@ -174,6 +191,9 @@ class ObservedFilesystem(Model):
     allocations_per_ag: list[int] | None = None
     """Extents allocated from each AG, AG 0 first (xfs:xfs_alloc_vextent_finish counted under
     `agno == N`; null when not counted: over 32 AGs, or without tracepoints)."""
+    log_space_waits: LogSpaceWaits | None = None
+    """The waits for log space timed (null without tracepoints, or in recordings made before
+    they were timed)."""
     findings: list[Finding] = Field(default_factory=list)
     """What the figures say about the geometry."""
 
@@ -280,6 +300,11 @@ class RecordedFilesystem(Model):
     file, sorted (null: not recorded)."""
     largest_attribute_value: int | None = None
     """The longest attribute value set over that time (null: none recorded)."""
+    log_space_waits: list[float] | None = None
+    """The seconds each wait for log space took over that time, one number a wait, in the order
+    they ended (null: not recorded)."""
+    log_space_waits_unfinished: int = Field(default=0, ge=0)
+    """Threads still asleep for log space when that time ended."""
 
 
 class Recording(Model):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from advisor.engine.rules.inode_size import InodeParams, inline_capacity
 from advisor.models.observe import Evidence, Finding, Geometry, ObservedFilesystem
 from advisor.models.units import format_size, human_size
-from advisor.observe.tracepoints import ATTRIBUTE_EVENTS
+from advisor.observe.tracepoints import ATTRIBUTE_EVENTS, WAIT_EVENTS
 
 #: The kernel's log buffer size when the mount sets no logbsize (32 KiB; xfs(5)).
 DEFAULT_LOGBSIZE = 32 * 1024
@@ -44,18 +44,40 @@ def _size(n: int) -> str:
     return format_size(n).replace("KiB", " KiB").replace("MiB", " MiB").replace("GiB", " GiB")
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:,.2f} s" if seconds >= 1 else f"{seconds * 1000:,.1f} ms"
+
+
+def _waits_timed(fs: ObservedFilesystem) -> str:
+    """What the record of each sleep and wake measured of the waits, or why it did not."""
+    timed = fs.log_space_waits
+    if timed is None:
+        return " (not timed: that takes the tracepoints)"
+    still = (f", {timed.unfinished:,} still waiting as it ended" if timed.unfinished else "")
+    if not timed.waits:
+        return f"; none ended in the first {timed.over_seconds:g} s, when waits are timed{still}"
+    return (f"; in the first {timed.over_seconds:g} s {timed.waits:,} waits took "
+            f"{_duration(timed.seconds)} in all, the longest {_duration(timed.longest)}{still}")
+
+
 def log_space(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
-    """Writers slept for log space: the log is full of changes not yet written back."""
+    """Writers slept for log space: the log is full of changes not yet written back. The count
+    is the statistics' (each sleep), the time the record of each sleep and wake."""
     waits = _delta(fs, "log_space_waits")
     if not waits:
         return None
     who = (f"{fs.concurrent_writers} concurrent metadata writers" if fs.concurrent_writers
            else "this metadata load")
+    evidence = _ev(fs, "log_space_waits", "log_reservations")
+    timed = fs.log_space_waits
+    if timed is not None:
+        evidence.append(Evidence(source="tracepoint", counter=" to ".join(WAIT_EVENTS),
+                                 delta=timed.waits, seconds=timed.over_seconds))
     return Finding(rule="log-size", message=(
         f"writers waited for log space {waits:,} times ({_per_second(fs, 'log_space_waits'):,.1f}"
-        f"/s): the {_size(g.log_bytes)} log is small for {who} (log-size: a larger log "
-        "needs a new mkfs, or an external log)"),
-        evidence=_ev(fs, "log_space_waits", "log_reservations"))
+        f"/s){_waits_timed(fs)}: the {_size(g.log_bytes)} log ran out of room for {who} "
+        "(log-size: a larger log needs a new mkfs, or an external log)"),
+        evidence=evidence)
 
 
 @functools.cache

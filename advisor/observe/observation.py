@@ -23,6 +23,7 @@ from advisor.models.observe import (
     Evidence,
     Forms,
     Geometry,
+    LogSpaceWaits,
     ObservedAnswers,
     ObservedFilesystem,
     ObserveDocument,
@@ -262,6 +263,8 @@ class Observer:
                 allocations_per_ag=mine.per_ag or None if mine is not None else None,
                 largest_attribute_value=None if mine is None else max(
                     (largest for _, largest in mine.attributes.values()), default=None),
+                log_space_waits=None if mine is None else mine.waits,
+                log_space_waits_unfinished=0 if mine is None else mine.waits_unfinished,
                 writers_per_second=active))
         return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
 
@@ -380,9 +383,19 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                             concurrent_writers=concurrent, forms=forms,
                             writer_seconds=recorded.writer_seconds,
                             allocations_per_ag=recorded.allocations_per_ag,
-                            writer_period=recorded.writer_period)
+                            writer_period=recorded.writer_period,
+                            log_space_waits=_log_space_waits(recorded))
     fs.findings = findings_for(fs)
     return fs
+
+
+def _log_space_waits(recorded: RecordedFilesystem) -> LogSpaceWaits | None:
+    waits = recorded.log_space_waits
+    if waits is None or not recorded.writer_seconds:
+        return None
+    return LogSpaceWaits(waits=len(waits), unfinished=recorded.log_space_waits_unfinished,
+                         seconds=sum(waits), longest=max(waits, default=0.0),
+                         over_seconds=recorded.writer_seconds)
 
 
 _DIR_FORMS = (("shortform", "xfs:xfs_dir2_sf_addname"), ("block", "xfs:xfs_dir2_block_addname"),

@@ -635,7 +635,7 @@ def test_writers_wait_for_space_in_the_smallest_log(tmp_path: Path) -> None:
     """The smallest log mkfs.xfs makes (1368 blocks of 4 KiB; xfsprogs refuses less than 64 MiB
     outside its test suite, whose environment variables lift that floor) and 16 writers each
     creating files and removing them 200 behind: they wait for log space, the counter moves and
-    the log-size finding names the log."""
+    the log-size finding names the log and, with tracepoints, the time the waits took."""
     require_root_tools("losetup", "mkfs.xfs", "mount")
     env = {**os.environ, "TEST_DIR": str(tmp_path), "QA_CHECK_FS": "xfs"}
     with loop_device(tmp_path / "fs.img", FS_BYTES) as dev:
@@ -652,7 +652,19 @@ def test_writers_wait_for_space_in_the_smallest_log(tmp_path: Path) -> None:
     (finding,) = [f for f in fs["findings"] if f["rule"] == "log-size"]
     assert finding["message"].startswith(f"writers waited for log space {waits['delta']:,} "
                                          "times"), finding
-    assert "log is small for" in finding["message"]
+    assert "log ran out of room for" in finding["message"], finding
+    if doc["tracing"]["method"] == "none":
+        assert fs["log_space_waits"] is None and "(not timed" in finding["message"]
+        return
+    # Each wait timed from its thread's sleep to its wake, over the first 8 s: the same waits
+    # the statistics count (within the counters' window), none longer than the time recorded.
+    timed = fs["log_space_waits"]
+    assert timed["waits"] > 0 and timed["waits"] + timed["unfinished"] <= waits["delta"], timed
+    assert timed["over_seconds"] == 8
+    assert 0 < timed["longest"] <= timed["seconds"] <= 16 * timed["over_seconds"], timed
+    assert f"; in the first 8 s {timed['waits']:,} waits took " in finding["message"], finding
+    assert "xfs:xfs_log_grant_sleep to xfs:xfs_log_grant_wake" in [
+        e["counter"] for e in finding["evidence"]]
 
 
 SPREAD = """

@@ -143,3 +143,19 @@ def test_spills_over_the_statistics_sets_are_not_printed_as_a_larger_part() -> N
     assert finding.message.startswith("171 of 171 setxattr calls (100%)"), finding
     assert "; 170 sets counted: 1 spilled as the window closed and set after it" \
         in finding.message
+
+
+def test_ag_contention_says_what_was_measured_and_what_was_not() -> None:
+    """More writers than AGs: the allocations that found an AG busy are given as measured (with
+    tracepoints), the time spent waiting for the AGs' locks as not measured."""
+    (finding,) = figures(writers=16, creates=4000, ag_busy_skips=3,
+                         allocation_retries=1).findings
+    assert finding.rule == "ag-concurrency"
+    assert finding.message.startswith(
+        "16 threads changed metadata in the same second (the median over the seconds) on 4 "
+        "allocation groups; measured: extent allocations found an AG busy 3 times and were "
+        "retried in another 1 time; not measured: how long creates, removes and attribute "
+        "sets waited for the AGs' locks"), finding.message
+    (counted,) = figures(writers=16, creates=4000).findings  # no tracepoint counts
+    assert "measured: extent" not in counted.message and "; not measured: " in counted.message
+    assert figures(writers=4, creates=4000).findings == []  # not more writers than AGs

@@ -97,7 +97,7 @@ def live_observation(mountpoint: str, root: SysRoot | None = None) -> LiveObserv
 
 
 def key_rates(window: ObserveDocument) -> dict[str, float]:
-    """The KEY_RATES of the last interval, per second, by label (0 for one not read)."""
+    """The KEY_RATES of the last interval, per second, by label (one not read is left out)."""
     (fs,) = window.filesystems
     found = {r.name: r for r in fs.rates}
     return {found[name].label: found[name].per_second for name in KEY_RATES if name in found}

@@ -563,12 +563,21 @@ class Session:
         return live_observation(device.usage.mountpoints[0])
 
     @staticmethod
-    def live_text(live: LiveObservation) -> str:
-        """One refresh of a live view: read the counters now and say what they show."""
-        from advisor.observe.live import live_text
+    def live_reading(live: LiveObservation) -> tuple[str, dict[str, float]]:
+        """One refresh of a live view: read the counters now; what they show, and the key
+        rates of the last interval (per second, by label) for its plot."""
+        from advisor.observe.live import key_rates, live_text
 
         window, total = live.step()
-        return live_text(window, total, live.steps)
+        return live_text(window, total, live.steps), key_rates(window)
+
+    @staticmethod
+    def live_recording_text(live: LiveObservation) -> str:
+        """Stop a live view's recording: the counters read now, as `observe --record FILE`
+        writes them (for `observe --replay FILE`)."""
+        from advisor.observe.observation import recording_text
+
+        return recording_text(live.stop_recording())
 
     def audit(self, names: Sequence[str] = (), fstab: str | None = None,
               fail_on: Severity = "breaks", workload: Workload | None = None) -> AuditDocument:

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from advisor.console import notice
-    from advisor.observe.observation import Observer, document_from, resolve
+    from advisor.observe.observation import Observer, document_from, recording_text, resolve
     from advisor.observe.report import render_text
     from advisor.system.files import write_text_atomically
     from advisor.system.sysroot import SysRoot
@@ -143,8 +143,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             observer.stop()
         if args.record:
-            write_text_atomically(args.record, json.dumps(recording.model_dump(mode="json"),
-                                                          indent=1) + "\n", "recording")
+            write_text_atomically(args.record, recording_text(recording), "recording")
     doc = document_from(recording)
     if args.json:
         print(json.dumps(doc.model_dump(mode="json"), indent=2))

@@ -77,6 +77,11 @@ class Forms(Model):
     """Attributes added inline, in the inode's literal area (xfs:xfs_attr_sf_add)."""
     attribute_spills: int = Field(default=0, ge=0)
     """Attribute forks moved out of the inode into an attribute block (xfs:xfs_attr_sf_to_leaf)."""
+    attribute_sets: int | None = None
+    """Attributes set (xfs:xfs_attr_sf_add + leaf_add + node_addname), counted by the same perf
+    stat and in the same window as `attribute_spills`, the whole those are a part of (null: not
+    counted, in recordings made before it was; the statistics' attr.set, read a few
+    milliseconds apart from the tracepoints, is then the whole)."""
     attribute_leaf_to_node: int = Field(default=0, ge=0)
     """Attribute forks grown past one leaf block (xfs:xfs_attr_leaf_to_node)."""
     attribute_files: int = Field(default=0, ge=0)
@@ -88,6 +93,23 @@ class Forms(Model):
     largest_directory_entries_at_least: int | None = None
     """Entries the largest directory seen growing had at least, from the form it reached and
     the directory block size (a lower bound; null: no form that implies one)."""
+
+
+class LogSpaceWaits(Model):
+    """The waits for log space timed over the first `writer_seconds`: each from the thread's
+    xfs:xfs_log_grant_sleep to its xfs:xfs_log_grant_wake, every one recorded."""
+
+    waits: int = Field(ge=0)
+    """Waits that began and ended then."""
+    unfinished: int = Field(default=0, ge=0)
+    """Threads still asleep for log space when the record ended (not timed)."""
+    seconds: float = Field(ge=0)
+    """The time those waits took, added up over the threads (two threads waiting 1 s at once
+    count 2 s)."""
+    longest: float = Field(ge=0)
+    """The longest single wait, in seconds."""
+    over_seconds: float = Field(gt=0)
+    """The time recorded (the first `writer_seconds` of the observation)."""
 
 
 class Geometry(Model):
@@ -169,6 +191,9 @@ class ObservedFilesystem(Model):
     allocations_per_ag: list[int] | None = None
     """Extents allocated from each AG, AG 0 first (xfs:xfs_alloc_vextent_finish counted under
     `agno == N`; null when not counted: over 32 AGs, or without tracepoints)."""
+    log_space_waits: LogSpaceWaits | None = None
+    """The waits for log space timed (null without tracepoints, or in recordings made before
+    they were timed)."""
     findings: list[Finding] = Field(default_factory=list)
     """What the figures say about the geometry."""
 
@@ -275,6 +300,11 @@ class RecordedFilesystem(Model):
     file, sorted (null: not recorded)."""
     largest_attribute_value: int | None = None
     """The longest attribute value set over that time (null: none recorded)."""
+    log_space_waits: list[float] | None = None
+    """The seconds each wait for log space took over that time, one number a wait, in the order
+    they ended (null: not recorded)."""
+    log_space_waits_unfinished: int = Field(default=0, ge=0)
+    """Threads still asleep for log space when that time ended."""
 
 
 class Recording(Model):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from advisor.engine.rules.inode_size import InodeParams, inline_capacity
 from advisor.models.observe import Evidence, Finding, Geometry, ObservedFilesystem
 from advisor.models.units import format_size, human_size
+from advisor.observe.tracepoints import ATTRIBUTE_EVENTS, WAIT_EVENTS
 
 #: The kernel's log buffer size when the mount sets no logbsize (32 KiB; xfs(5)).
 DEFAULT_LOGBSIZE = 32 * 1024
@@ -43,18 +44,44 @@ def _size(n: int) -> str:
     return format_size(n).replace("KiB", " KiB").replace("MiB", " MiB").replace("GiB", " GiB")
 
 
+def _times(n: int) -> str:
+    return f"{n:,} time" if n == 1 else f"{n:,} times"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:,.2f} s" if seconds >= 1 else f"{seconds * 1000:,.1f} ms"
+
+
+def _waits_timed(fs: ObservedFilesystem) -> str:
+    """What the record of each sleep and wake measured of the waits, or why it did not."""
+    timed = fs.log_space_waits
+    if timed is None:
+        return " (not timed: that takes the tracepoints)"
+    still = (f", {timed.unfinished:,} still waiting as it ended" if timed.unfinished else "")
+    if not timed.waits:
+        return f"; none ended in the first {timed.over_seconds:g} s, when waits are timed{still}"
+    return (f"; in the first {timed.over_seconds:g} s {timed.waits:,} waits took "
+            f"{_duration(timed.seconds)} in all, the longest {_duration(timed.longest)}{still}")
+
+
 def log_space(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
-    """Writers slept for log space: the log is full of changes not yet written back."""
+    """Writers slept for log space: the log is full of changes not yet written back. The count
+    is the statistics' (each sleep), the time the record of each sleep and wake."""
     waits = _delta(fs, "log_space_waits")
     if not waits:
         return None
     who = (f"{fs.concurrent_writers} concurrent metadata writers" if fs.concurrent_writers
            else "this metadata load")
+    evidence = _ev(fs, "log_space_waits", "log_reservations")
+    timed = fs.log_space_waits
+    if timed is not None:
+        evidence.append(Evidence(source="tracepoint", counter=" to ".join(WAIT_EVENTS),
+                                 delta=timed.waits, seconds=timed.over_seconds))
     return Finding(rule="log-size", message=(
-        f"writers waited for log space {waits:,} times ({_per_second(fs, 'log_space_waits'):,.1f}"
-        f"/s): the {_size(g.log_bytes)} log is small for {who} (log-size: a larger log "
-        "needs a new mkfs, or an external log)"),
-        evidence=_ev(fs, "log_space_waits", "log_reservations"))
+        f"writers waited for log space {_times(waits)} ({_per_second(fs, 'log_space_waits'):,.1f}"
+        f"/s){_waits_timed(fs)}: the {_size(g.log_bytes)} log ran out of room for {who} "
+        "(log-size: a larger log needs a new mkfs, or an external log)"),
+        evidence=evidence)
 
 
 @functools.cache
@@ -76,28 +103,58 @@ def larger_inodes_inline(g: Geometry) -> str:
     return ", ".join(f"{s} keeps {inline_capacity(s, g.crc, params)} B inline" for s in sizes)
 
 
+def _attribute_sets(fs: ObservedFilesystem) -> tuple[int, str]:
+    """The setxattr calls the spills are a share of, and what to say when that is not a plain
+    count. The spills are counted by perf stat: so are the sets, in the same window, when the
+    recording has them. A set that spills fires xfs_attr_sf_to_leaf, then xfs_attr_leaf_add: a
+    call under way as the window closes has its spill counted and not its set; the statistics'
+    attr.set is read a few milliseconds apart from the tracepoints' window, so a busy workload
+    moves the two apart by more. Either way the whole is never less than its part."""
+    assert fs.forms is not None
+    spills = fs.forms.attribute_spills
+    if fs.forms.attribute_sets is not None:
+        sets = fs.forms.attribute_sets
+        if spills <= sets:
+            return sets, ""
+        return spills, (f"; {sets:,} sets counted: {spills - sets:,} spilled as the window "
+                        "closed and set after it")
+    counted = _delta(fs, "xattr_sets")
+    if spills <= counted:
+        return counted, ("; the calls are attr.set, read a few ms apart from the tracepoints' "
+                         "window")
+    return spills, (f"; at least that many calls: attr.set counted {counted:,}, read a few ms "
+                    "apart from the tracepoints' window")
+
+
 def attribute_spills(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     """Attribute forks moved out of the inode: every later read of them costs an extra block."""
     if fs.forms is None or not fs.forms.attribute_spills:
         return None
-    # The tracepoints and the statistics are read a few milliseconds apart: never say more
-    # spills than sets.
     spills = fs.forms.attribute_spills
-    sets = max(_delta(fs, "xattr_sets"), spills)
-    share = 100 * spills / sets
-    evidence = [*_ev(fs, "xattr_sets"),
-                Evidence(source="tracepoint", counter="xfs:xfs_attr_sf_to_leaf", delta=spills,
-                         seconds=fs.seconds if not fs.rates else fs.rates[0].evidence.seconds)]
+    seconds = fs.rates[0].evidence.seconds if fs.rates else fs.seconds
+    whole, edge = _attribute_sets(fs)
+    share = 100 * spills / whole
+    evidence = [Evidence(source="tracepoint", counter="xfs:xfs_attr_sf_to_leaf", delta=spills,
+                         seconds=seconds)]
+    if fs.forms.attribute_sets is not None:
+        evidence.append(Evidence(source="tracepoint", counter=" + ".join(ATTRIBUTE_EVENTS),
+                                 delta=fs.forms.attribute_sets, seconds=seconds))
+    else:
+        evidence += _ev(fs, "xattr_sets")
     params = _inode_params()
     f = fs.forms
-    measured = (f"; the {f.attribute_files:,} files recorded got {f.attribute_bytes_per_file:,} "
-                f"B of names and values each (median), the longest value "
+    # The sets are recorded by a perf of their own, started before perf stat's window: its
+    # files are not a part of the calls counted above.
+    measured = (f"; the {f.attribute_files:,} files whose sets were recorded (from just before "
+                f"the window, for {fs.writer_seconds or seconds:g} s) got "
+                f"{f.attribute_bytes_per_file:,} B of names and values each (median), the "
+                f"longest value "
                 f"{f.largest_attribute_value or 0:,} B" if f.attribute_bytes_per_file else "")
     here = inline_capacity(g.inode_size, g.crc, params)
     larger = larger_inodes_inline(g)
     return Finding(rule="inode-size", message=(
-        f"{spills:,} of {sets:,} setxattr calls ({share:.0f}%) moved the attributes out of the "
-        f"{g.inode_size}-byte inode into an attribute block{measured} (inode-size: "
+        f"{spills:,} of {whole:,} setxattr calls ({share:.0f}%) moved the attributes out of the "
+        f"{g.inode_size}-byte inode into an attribute block{measured}{edge} (inode-size: "
         f"{g.inode_size} keeps {here} B inline" + (f", {larger}" if larger else "")
         + f"; a value over {params.max_inline_value} B never stays inline)"),
         evidence=evidence)
@@ -130,21 +187,27 @@ def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
 
 
 def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
-    """More threads changed metadata than there are allocation groups."""
+    """More threads changed metadata than there are allocation groups. What the tracepoints
+    measure of their contention is said as measured: the extent allocations that found an AG's
+    free space busy or were retried in another. The time creates and removes waited for an
+    AG's inode or free-space lock is not measured (no tracepoint times a lock wait: timing the
+    AG headers' buffer locks would take a record of every buffer lock), and is said not to be."""
     writers = fs.concurrent_writers or 0
     creates = _delta(fs, "creates") + _delta(fs, "removes") + _delta(fs, "xattr_sets")
     if writers <= g.agcount or not creates:
         return None
     busy, retried = _delta(fs, "ag_busy_skips"), _delta(fs, "allocation_retries")
-    seen = ""
-    if fs.allocations_per_ag is not None:
-        seen = (f"; allocations found an AG busy {busy:,} times and were retried in another "
-                f"{retried:,} times, extents per AG " + ", ".join(
-                    f"{n:,}" for n in fs.allocations_per_ag))
+    measured = ""
+    if any(r.name == "ag_busy_skips" for r in fs.rates):
+        per_ag = ("" if fs.allocations_per_ag is None else ", extents per AG " + ", ".join(
+            f"{n:,}" for n in fs.allocations_per_ag))
+        measured = (f"; measured: extent allocations found an AG busy {_times(busy)} and were "
+                    f"retried in another {_times(retried)}{per_ag}")
     return Finding(rule="ag-concurrency", message=(
-        f"{writers} threads changed metadata during the interval on {g.agcount} allocation "
-        f"groups: creates, removes and attribute sets from more writers than AGs wait for each "
-        f"other's AG locks{seen} (ag-concurrency: agcount is set by mkfs)"),
+        f"{writers} threads changed metadata in the same second (the median over the seconds) "
+        f"on {g.agcount} allocation groups{measured}; not measured: how long creates, removes "
+        "and attribute sets waited for the AGs' locks, which more writers than AGs share "
+        "(ag-concurrency: agcount is set by mkfs)"),
         evidence=_ev(fs, "transactions", "creates", "removes", "xattr_sets", "ag_busy_skips",
                      "allocation_retries"))
 

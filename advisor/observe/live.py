@@ -23,11 +23,16 @@ from advisor.observe.observation import (
     resolve,
     xfs_info_text,
 )
+from advisor.observe.tracepoints import NEEDS_TRACEPOINTS
 from advisor.profile.report import printable
 from advisor.system.sysroot import SysRoot
 
 #: Rates shown per refresh, at most (the busiest first).
 SHOWN_RATES = 14
+#: The rates plotted over time: what metadata work and the log are doing.
+KEY_RATES = ("transactions", "log_forces", "log_writes", "creates", "removes", "xattr_sets")
+#: What the live view's recording says of its tracing.
+LIVE_TRACING = "the live view reads the counters only"
 
 
 class LiveObservation:
@@ -38,6 +43,8 @@ class LiveObservation:
         self.xfs_info = xfs_info_text(target)
         self.first = self.last = self._read()
         self.steps = 0
+        self.recording_from: RecordedReading | None = None
+        """The reading a recording started from (None: not recording)."""
 
     def _read(self) -> RecordedReading:
         reading = read_counters(self.root, self.target)
@@ -53,14 +60,30 @@ class LiveObservation:
         self.steps += 1
         return window, total
 
-    def _document(self, before: RecordedReading, after: RecordedReading) -> ObserveDocument:
+    def start_recording(self) -> None:
+        """Record from now on: the counters are read now, and again when it stops."""
+        self.recording_from = self._read()
+
+    def stop_recording(self) -> Recording:
+        """What was recorded since start_recording, read now: the same recording as `observe
+        --record FILE` makes (counters only), for `observe --replay FILE`."""
+        if self.recording_from is None:
+            raise BadInput("the live view is not recording")
+        before, self.recording_from = self.recording_from, None
+        return self._recording(before, self._read())
+
+    def _recording(self, before: RecordedReading, after: RecordedReading) -> Recording:
         t = self.target
         recorded = RecordedFilesystem(mountpoint=t.mountpoint, device=t.name, maj_min=t.maj_min,
                                       mount_options=_super_options(t.entry),
                                       xfs_info=self.xfs_info, before=before, after=after)
-        tracing = Tracing(method="none", reason="the live view reads the counters only")
-        return document_from(Recording(seconds=max(after.at - before.at, 0.001),
-                                       tracing=tracing, filesystems=[recorded]))
+        tracing = Tracing(method="none", reason=LIVE_TRACING,
+                          findings_not_made=list(NEEDS_TRACEPOINTS))
+        return Recording(seconds=max(after.at - before.at, 0.001), tracing=tracing,
+                         filesystems=[recorded])
+
+    def _document(self, before: RecordedReading, after: RecordedReading) -> ObserveDocument:
+        return document_from(self._recording(before, after))
 
 
 def live_observation(mountpoint: str, root: SysRoot | None = None) -> LiveObservation:
@@ -71,6 +94,13 @@ def live_observation(mountpoint: str, root: SysRoot | None = None) -> LiveObserv
     if not targets:
         raise BadInput(f"{mountpoint}: no mounted XFS filesystem")
     return LiveObservation(targets[0], root)
+
+
+def key_rates(window: ObserveDocument) -> dict[str, float]:
+    """The KEY_RATES of the last interval, per second, by label (one not read is left out)."""
+    (fs,) = window.filesystems
+    found = {r.name: r for r in fs.rates}
+    return {found[name].label: found[name].per_second for name in KEY_RATES if name in found}
 
 
 def live_text(window: ObserveDocument, total: ObserveDocument, steps: int) -> str:

@@ -9,6 +9,7 @@ before it returns.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
 import statistics
@@ -22,6 +23,7 @@ from advisor.models.observe import (
     Evidence,
     Forms,
     Geometry,
+    LogSpaceWaits,
     ObservedAnswers,
     ObservedFilesystem,
     ObserveDocument,
@@ -261,6 +263,8 @@ class Observer:
                 allocations_per_ag=mine.per_ag or None if mine is not None else None,
                 largest_attribute_value=None if mine is None else max(
                     (largest for _, largest in mine.attributes.values()), default=None),
+                log_space_waits=None if mine is None else mine.waits,
+                log_space_waits_unfinished=0 if mine is None else mine.waits_unfinished,
                 writers_per_second=active))
         return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
 
@@ -292,6 +296,11 @@ class Observer:
         """Stop every perf process this observation started (idempotent)."""
         for counting in self.countings:
             counting.stop()
+
+
+def recording_text(recording: Recording) -> str:
+    """A recording as `observe --record FILE` writes it (JSON), for `--replay FILE`."""
+    return json.dumps(recording.model_dump(mode="json"), indent=1) + "\n"
 
 
 def document_from(recording: Recording) -> ObserveDocument:
@@ -352,8 +361,12 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
     forms: Forms | None = None
     concurrent: int | None = None
     if recorded.threads is not None:
+        # Samples times the period estimate a thread's transactions, with an error of up to a
+        # period per CPU it ran on: never more than the statistics counted in all.
+        counted = sum(moved.get(f"trans.{kind}", 0) for kind in ("sync", "async", "empty"))
         writers = sorted((Writer(command=t.command, tid=t.tid,
-                                 transactions=t.transactions * recorded.writer_period,
+                                 transactions=min(t.transactions * recorded.writer_period,
+                                                  counted),
                                  kernel_thread=t.kernel_thread) for t in recorded.threads),
                          key=lambda w: -w.transactions)
         busy = [n for n in recorded.writers_per_second or () if n]
@@ -370,9 +383,19 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                             concurrent_writers=concurrent, forms=forms,
                             writer_seconds=recorded.writer_seconds,
                             allocations_per_ag=recorded.allocations_per_ag,
-                            writer_period=recorded.writer_period)
+                            writer_period=recorded.writer_period,
+                            log_space_waits=_log_space_waits(recorded))
     fs.findings = findings_for(fs)
     return fs
+
+
+def _log_space_waits(recorded: RecordedFilesystem) -> LogSpaceWaits | None:
+    waits = recorded.log_space_waits
+    if waits is None or not recorded.writer_seconds:
+        return None
+    return LogSpaceWaits(waits=len(waits), unfinished=recorded.log_space_waits_unfinished,
+                         seconds=sum(waits), longest=max(waits, default=0.0),
+                         over_seconds=recorded.writer_seconds)
 
 
 _DIR_FORMS = (("shortform", "xfs:xfs_dir2_sf_addname"), ("block", "xfs:xfs_dir2_block_addname"),
@@ -429,6 +452,8 @@ def _forms(traced: dict[str, int], recorded: RecordedFilesystem,
         largest_directory_form=largest,
         attribute_sets_inline=traced.get("xfs:xfs_attr_sf_add", 0),
         attribute_spills=traced.get("xfs:xfs_attr_sf_to_leaf", 0),
+        attribute_sets=sum(traced.get(event, 0) for event in tp.ATTRIBUTE_EVENTS)
+        if all(event in traced for event in tp.ATTRIBUTE_EVENTS) else None,
         attribute_leaf_to_node=traced.get("xfs:xfs_attr_leaf_to_node", 0),
         attribute_files=len(sizes),
         attribute_bytes_per_file=int(statistics.median_low(sizes)) if sizes else None,

@@ -42,11 +42,15 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
         lines.append("    (idle: no counter moved)")
     if fs.concurrent_writers is not None:
         users = [w for w in fs.writers if not w.kernel_thread]
-        shown = ", ".join(f"{printable(w.command)}[{w.tid}] {w.transactions:,}"
-                          for w in users[:TOP_WRITERS])
+        sampled = fs.writer_period > 1
+        shown = ", ".join(f"{printable(w.command)}[{w.tid}] {'~' if sampled else ''}"
+                          f"{w.transactions:,}" for w in users[:TOP_WRITERS])
         more = f" and {len(users) - TOP_WRITERS} more" if len(users) > TOP_WRITERS else ""
+        over = f" in the first {fs.writer_seconds:g} s" if fs.writer_seconds else ""
+        how = (f", estimated from one in {fs.writer_period} recorded on each CPU"
+               if sampled else "")
         lines.append(f"  metadata writers: {fs.concurrent_writers}"
-                     + (f" (transactions: {shown}{more})" if shown else ""))
+                     + (f" (transactions{over}{how}: {shown}{more})" if shown else ""))
     if fs.allocations_per_ag and any(fs.allocations_per_ag):
         lines.append("  extents allocated per AG: " + ", ".join(
             f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
@@ -57,10 +61,15 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
         if adds:
             lines.append(f"  directory entries added by form: {adds}")
         if f.attribute_sets_inline or f.attribute_spills:
-            lines.append(f"  attributes: {f.attribute_sets_inline:,} added inline, "
+            whole = f.attribute_sets is not None and f.attribute_sets >= max(
+                f.attribute_sets_inline, f.attribute_spills)
+            lines.append("  attributes: "
+                         + (f"{f.attribute_sets:,} set, " if whole else "")
+                         + f"{f.attribute_sets_inline:,} added inline, "
                          f"{f.attribute_spills:,} forks moved out of the inode"
                          + (f"; {f.attribute_bytes_per_file:,} B of names and values per file "
-                            f"(median of {f.attribute_files:,}), the longest value "
+                            f"(median of {f.attribute_files:,} recorded from just before "
+                            f"the window), the longest value "
                             f"{f.largest_attribute_value or 0:,} B"
                             if f.attribute_bytes_per_file else ""))
         if f.largest_directory_entries_at_least:

@@ -9,7 +9,8 @@ left enabled in tracefs (tracefs triggers or BPF programs would outlive a killed
 Three perf processes run: `perf stat` counts every event on all CPUs (the totals), a `perf
 record` records xfs_trans_alloc (thread id and name) for the first WRITER_SECONDS to tell who
 changed metadata, and another the attribute sets then (inode, name and value lengths: each
-set is one record, every one kept, for exact bytes per file). The writers' record is sampled:
+set is one record, every one kept, for exact bytes per file) and the waits for log space (each
+sleep and wake, with its thread and time). The writers' record is sampled:
 by default perf asks the kernel for each sample's period, and the kernel then samples every
 hit of a tracepoint whatever period was asked; with `--no-period` it honours the period, so
 one transaction in WRITER_PERIOD per CPU is recorded (`scripts/bench_observe.py` measures
@@ -38,6 +39,8 @@ EVENTS: dict[str, str] = {
     "xfs:xfs_log_grant_sleep": "sleeps waiting for log space",
     "xfs:xfs_attr_sf_add": "attributes added inline (in the inode)",
     "xfs:xfs_attr_sf_to_leaf": "attribute forks moved out of the inode",
+    "xfs:xfs_attr_leaf_add": "attributes added to a leaf block",
+    "xfs:xfs_attr_node_addname": "attributes added to a node tree",
     "xfs:xfs_attr_leaf_to_node": "attribute forks grown past one leaf block",
     "xfs:xfs_dir2_sf_addname": "entries added to shortform directories",
     "xfs:xfs_dir2_block_addname": "entries added to block directories",
@@ -59,8 +62,15 @@ MAX_AGS_COUNTED = 32
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
 #: tree), with the inode, the name's and the value's length: recorded, every hit, over the
-#: first WRITER_SECONDS, for the bytes each file's attributes take.
+#: first WRITER_SECONDS, for the bytes each file's attributes take; counted by perf stat too,
+#: for the setxattr calls in the very window the spills (xfs_attr_sf_to_leaf) are counted in
+#: (a set that spills fires xfs_attr_sf_to_leaf, then xfs_attr_leaf_add).
 ATTRIBUTE_EVENTS = ("xfs:xfs_attr_sf_add", "xfs:xfs_attr_leaf_add", "xfs:xfs_attr_node_addname")
+#: A thread that finds the log without room for its reservation fires the first, sleeps, and
+#: fires the second in the same thread once woken (xlog_grant_head_wait, once per sleep, as
+#: the statistics' push_ail.sleep_logspace counts them): recorded with the attribute sets,
+#: every hit, for the time each wait took. Neither fires while the log has room.
+WAIT_EVENTS = ("xfs:xfs_log_grant_sleep", "xfs:xfs_log_grant_wake")
 #: Seconds, from the start, over which transactions are recorded per thread (the record file
 #: grows with every transaction: about 50 bytes each).
 WRITER_SECONDS = 10.0
@@ -142,6 +152,27 @@ def parse_attribute_adds(text: str) -> dict[int, tuple[int, int]]:
     return files
 
 
+_EVENT_LINE = re.compile(r"^\s*(\d+)\s+(\d+\.\d+):\s+(xfs:\w+):")
+
+
+def parse_log_space_waits(text: str) -> tuple[list[float], int]:
+    """(the seconds each wait for log space took, the waits still asleep when the record
+    ended) from `perf script --fields tid,time,event,trace` of WAIT_EVENTS: each sleep paired
+    with its thread's next wake (a wake with no sleep before it began before the record)."""
+    asleep: dict[int, float] = {}
+    waits: list[float] = []
+    for line in text.splitlines():
+        m = _EVENT_LINE.match(line)
+        if m is None or m.group(3) not in WAIT_EVENTS:
+            continue
+        tid, at = int(m.group(1)), float(m.group(2))
+        if m.group(3) == WAIT_EVENTS[0]:
+            asleep[tid] = at
+        elif tid in asleep:
+            waits.append(max(at - asleep.pop(tid), 0.0))
+    return waits, len(asleep)
+
+
 def parse_per_ag(text: str) -> list[int]:
     """The AG_EVENT counts of `perf stat -x,` output, in the order perf printed them (the order
     they were asked in: AG 0, 1, ...); empty when any of them could not be counted."""
@@ -221,6 +252,8 @@ class Counting:
     totals: dict[str, int] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
     attributes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    waits: list[float] = field(default_factory=list)
+    waits_unfinished: int = 0
     agcount: int | None = None
     per_ag: list[int] = field(default_factory=list)
     writer_seconds: float = WRITER_SECONDS
@@ -250,7 +283,7 @@ class Counting:
             argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds,
                              self.period))))
         self._procs.append(Background(_dies_with_us(
-            argv.perf_record(ATTRIBUTE_EVENTS, flt, self._attribute_data,
+            argv.perf_record((*ATTRIBUTE_EVENTS, *WAIT_EVENTS), flt, self._attribute_data,
                              self.writer_seconds))))
         self.wait_counting()
         self._procs.insert(0, Background(_dies_with_us(
@@ -294,6 +327,7 @@ class Counting:
             script = run(argv.perf_script_trace(self._attribute_data), check=True,
                          timeout=60 + self.seconds)
             self.attributes = parse_attribute_adds(script.stdout)
+            self.waits, self.waits_unfinished = parse_log_space_waits(script.stdout)
         finally:
             self._remove_data()
 

@@ -176,8 +176,9 @@ def perf_record(events: str | Sequence[str], device_filter: str, output: str, se
 
 
 def perf_script_trace(data: str) -> list[str]:
-    """Each sample's tracepoint fields, as the tracepoint prints them, in a perf.data file."""
-    return ["perf", "script", "--input", data, "--fields", "trace"]
+    """Each sample's thread id, time, event and tracepoint fields (as the tracepoint prints
+    them) in a perf.data file."""
+    return ["perf", "script", "--input", data, "--fields", "tid,time,event,trace"]
 
 
 def perf_script_threads(data: str) -> list[str]:

@@ -29,11 +29,50 @@ def test_log_space_waits_name_the_log_size_and_the_writers() -> None:
     fs = figures(writers=48, log_space_waits=2400, log_reservations=90000)
     (finding,) = fs.findings
     assert finding.rule == "log-size"
-    assert finding.message.startswith("writers waited for log space 2,400 times (1,200.0/s): "
-                                      "the 64 MiB log is small for 48 concurrent metadata "
-                                      "writers")
+    assert finding.message.startswith("writers waited for log space 2,400 times (1,200.0/s) "
+                                      "(not timed: that takes the tracepoints): the 64 MiB "
+                                      "log ran out of room for 48 concurrent metadata writers")
     assert [e.counter for e in finding.evidence] == ["log_space_waits", "log_reservations"]
     assert figures(writers=48, log_space_waits=0, log_reservations=90000).findings == []
+
+
+def test_log_space_waits_give_the_time_measured() -> None:
+    """With each sleep and wake recorded, the finding gives the time the waits took, measured,
+    and the threads still asleep when the record ended."""
+    from advisor.models.observe import LogSpaceWaits
+
+    fs = figures(writers=16, log_space_waits=2400, log_reservations=90000)
+    fs.log_space_waits = LogSpaceWaits(waits=2300, unfinished=3, seconds=4.25, longest=0.0421,
+                                       over_seconds=2.0)
+    (finding,) = findings_for(fs)
+    assert ("writers waited for log space 2,400 times (1,200.0/s); in the first 2 s 2,300 waits "
+            "took 4.25 s in all, the longest 42.1 ms, 3 still waiting as it ended: the 64 MiB "
+            "log ran out of room for 16 concurrent metadata writers") in finding.message
+    assert [(e.counter, e.delta) for e in finding.evidence][-1] == (
+        "xfs:xfs_log_grant_sleep to xfs:xfs_log_grant_wake", 2300)
+    fs.log_space_waits = LogSpaceWaits(waits=0, seconds=0, longest=0, over_seconds=10.0)
+    (finding,) = findings_for(fs)
+    assert "; none ended in the first 10 s, when waits are timed:" in finding.message
+
+
+def test_waits_paired_by_thread() -> None:
+    """perf script's lines: a sleep and the same thread's next wake make one wait; a wake
+    with no sleep before it (begun before the record) is not one, a sleep with no wake is
+    counted as unfinished; other events are not waits."""
+    from advisor.observe.tracepoints import parse_log_space_waits
+
+    text = "\n".join([
+        "   101  50.000100: xfs:xfs_log_grant_wake: dev 7:0 tic 0x1 t_ocnt 2",
+        "   102  50.001000: xfs:xfs_log_grant_sleep: dev 7:0 tic 0x2 t_ocnt 2",
+        "   103  50.002000: xfs:xfs_log_grant_sleep: dev 7:0 tic 0x3 t_ocnt 2",
+        "   102  50.011000: xfs:xfs_log_grant_wake: dev 7:0 tic 0x2 t_ocnt 2",
+        "   104  50.012000: xfs:xfs_attr_sf_add: dev 7:0 ino 0x83 name x namelen 1 valuelen 2 "
+        "hashval 0x0",
+        "   102  50.020000: xfs:xfs_log_grant_sleep: dev 7:0 tic 0x2 t_ocnt 2",
+        "   102  50.050000: xfs:xfs_log_grant_wake: dev 7:0 tic 0x2 t_ocnt 2",
+    ])
+    waits, unfinished = parse_log_space_waits(text)
+    assert [round(w, 6) for w in waits] == [0.01, 0.03] and unfinished == 1
 
 
 def test_log_stripe_unit_under_fsyncs() -> None:
@@ -77,3 +116,46 @@ def test_text_from_the_system_is_escaped() -> None:
     assert "\x1b" not in text and "\x07" not in text
     assert "\n[log-size] fake" not in text and "\nfake finding" not in text
     assert "evil\\e]0;title\\x07\\n[log-size] fake[7]" in text  # inert.terminal
+
+
+def test_spills_over_the_statistics_sets_are_not_printed_as_a_larger_part() -> None:
+    """A recording made before the sets were counted by perf stat has only the statistics'
+    attr.set, read a few milliseconds apart from the tracepoints' window: 171 spills against
+    169 sets is then said as 171 of at least 171, with the counted figure; with the sets
+    counted in the same window, the whole is that count."""
+    from advisor.models.observe import Forms
+
+    fs = figures(xattr_sets=169)
+    fs.forms = Forms(attribute_spills=171)
+    (finding,) = findings_for(fs)
+    assert finding.message.startswith("171 of 171 setxattr calls (100%) moved"), finding
+    assert "; at least that many calls: attr.set counted 169, read a few ms apart" \
+        in finding.message, finding
+    fs.forms = Forms(attribute_spills=171, attribute_sets=180)
+    (finding,) = findings_for(fs)
+    assert finding.message.startswith("171 of 180 setxattr calls (95%) moved"), finding
+    assert "attr.set" not in finding.message
+    assert [(e.counter, e.delta) for e in finding.evidence] == [
+        ("xfs:xfs_attr_sf_to_leaf", 171),
+        ("xfs:xfs_attr_sf_add + xfs:xfs_attr_leaf_add + xfs:xfs_attr_node_addname", 180)]
+    fs.forms = Forms(attribute_spills=171, attribute_sets=170)  # one cut by the window's end
+    (finding,) = findings_for(fs)
+    assert finding.message.startswith("171 of 171 setxattr calls (100%)"), finding
+    assert "; 170 sets counted: 1 spilled as the window closed and set after it" \
+        in finding.message
+
+
+def test_ag_contention_says_what_was_measured_and_what_was_not() -> None:
+    """More writers than AGs: the allocations that found an AG busy are given as measured (with
+    tracepoints), the time spent waiting for the AGs' locks as not measured."""
+    (finding,) = figures(writers=16, creates=4000, ag_busy_skips=3,
+                         allocation_retries=1).findings
+    assert finding.rule == "ag-concurrency"
+    assert finding.message.startswith(
+        "16 threads changed metadata in the same second (the median over the seconds) on 4 "
+        "allocation groups; measured: extent allocations found an AG busy 3 times and were "
+        "retried in another 1 time; not measured: how long creates, removes and attribute "
+        "sets waited for the AGs' locks"), finding.message
+    (counted,) = figures(writers=16, creates=4000).findings  # no tracepoint counts
+    assert "measured: extent" not in counted.message and "; not measured: " in counted.message
+    assert figures(writers=4, creates=4000).findings == []  # not more writers than AGs

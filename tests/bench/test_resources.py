@@ -533,7 +533,7 @@ def test_state_file_of_an_older_shape_is_removed_and_nothing_it_names_touched(
 
 
 def test_plan_makes_the_loop_folder_canonical(tmp_path: Path) -> None:
-    from advisor.bench.run import Plan
+    from advisor.bench.plan import Plan
     from advisor.models.bench import SideConfig
     from advisor.models.workload import Workload
 

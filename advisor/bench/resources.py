@@ -13,21 +13,12 @@ from collections.abc import Callable
 from itertools import count
 
 from advisor.bench.cleanup import (
-    Recovery as Recovery,  # kept importable here, as before the split
-)
-from advisor.bench.cleanup import (
     check_bound,
     find_mount,
     remains,
     stop_our_fio,
     undo,
     unmount,
-)
-from advisor.bench.cleanup import (
-    recover_leftovers as recover_leftovers,  # kept importable here, as before the split
-)
-from advisor.bench.journal import (
-    STATE_DIR_ENV as STATE_DIR_ENV,  # kept importable here, as before the split
 )
 from advisor.bench.journal import (
     FilesystemRecord,
@@ -41,7 +32,6 @@ from advisor.bench.journal import (
     write_state,
 )
 from advisor.errors import DeviceProblem, ToolProblem
-from advisor.signals import Terminated as Terminated  # kept importable here, as before the split
 from advisor.signals import signals_held
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
@@ -50,9 +40,6 @@ from advisor.system.processes import process_start
 from advisor.system.runner import run
 from advisor.system.superblock import read_xfs_uuid, xfs_fingerprint
 from advisor.system.sysroot import SysRoot
-
-#: The journal's runs going on in this process (the same set), as before the split.
-_active = active_runs
 
 
 def failure(message: str) -> ToolProblem | DeviceProblem:

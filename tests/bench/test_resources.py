@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.bench import resources
+from advisor import signals
+from advisor.bench import cleanup, journal, resources
 from advisor.errors import DeviceProblem
 from tests.bench.test_guard import attached
 from tests.conftest import REPO, mounted, require_root_tools, sh
@@ -40,7 +41,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private state folder for this test (mode 0700, ours)."""
     folder = tmp_path / "state"
     folder.mkdir(mode=0o700)
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(folder))
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(folder))
     return folder
 
 
@@ -111,7 +112,7 @@ def test_planted_state_file_with_wrong_identities_undoes_nothing(
                            "device": dev}],
                 "files": [{**record(victim_file), "ino": victim_file.stat().st_ino + 1}],
                 "dirs": [{**record(victim_dir), "dev": victim_dir.stat().st_dev + 1}]})
-            found = resources.recover_leftovers()
+            found = cleanup.recover_leftovers()
             assert mountinfo_line(mnt), "a mount the tool never made was unmounted"
             assert (mnt / "data.txt").read_text() == "theirs\n"
             assert is_attached(dev)
@@ -124,7 +125,7 @@ def test_planted_state_file_with_wrong_identities_undoes_nothing(
 
 
 def _validate_json(tmp_path: Path, state_folder: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, resources.STATE_DIR_ENV: str(state_folder)}
+    env = {**os.environ, journal.STATE_DIR_ENV: str(state_folder)}
     env.pop("XFS_ADVISOR_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "advisor", "validate", "--json", "--loop-dir",
                            str(tmp_path / "work"), "--loop-size", "1GiB", "--calibrate"],
@@ -175,7 +176,7 @@ def test_state_file_owned_by_another_user_is_ignored_and_said(tmp_path: Path, st
     writable = plant(state, "run-999998-0.json",
                      {"pid": 999998, "started": "1", "dirs": [record(bait)]})
     writable.chmod(0o666)
-    found = resources.recover_leftovers()
+    found = cleanup.recover_leftovers()
     assert found.done == []
     assert bait.is_dir() and planted.exists() and writable.exists()
     notes = "\n".join(found.notes)
@@ -199,7 +200,7 @@ def test_zombie_owner_counts_as_dead_and_a_live_one_does_not(tmp_path: Path, sta
             started = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
             plant(state, f"run-{child.pid}-0.json", {"pid": child.pid, "started": started,
                                                      "dirs": [record(folders[name])]})
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         assert not folders["zombie"].exists(), found
         assert folders["alive"].is_dir()
         assert [p.name for p in state.iterdir()] == [f"run-{alive.pid}-0.json"]
@@ -281,7 +282,7 @@ def test_odd_loop_dir_is_recovered_after_sigkill(tmp_path: Path, state: Path, ro
         holder.kill()
         holder.wait(timeout=30)
         assert leftovers(str(tmp_path.resolve())) != []
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         text = " ".join(found.done)
         assert "unmounted" in text and "detached" in text and "removed" in text, found
         assert leftovers(str(tmp_path.resolve())) == []
@@ -319,7 +320,7 @@ def test_busy_mount_is_kept_in_the_state_and_said_to_remain(tmp_path: Path, stat
         deadline = time.monotonic() + 20  # the kernel lets go of the loop once unused
         while leftovers(str(tmp_path)) and time.monotonic() < deadline:
             time.sleep(0.2)
-        resources.recover_leftovers()
+        cleanup.recover_leftovers()
         assert list(state.iterdir()) == []
         assert leftovers(str(tmp_path)) == []
     finally:
@@ -332,7 +333,7 @@ def test_busy_mount_is_kept_in_the_state_and_said_to_remain(tmp_path: Path, stat
 # ---- item 9: every signal that ends a run cleans up ----
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, resources.STATE_DIR_ENV: str(tmp_path / "state"),
+    env = {**os.environ, journal.STATE_DIR_ENV: str(tmp_path / "state"),
            "XFS_ADVISOR_CALIBRATION": str(tmp_path / "calibration.json")}
     env.pop("XFS_ADVISOR_DEBUG", None)
     return env
@@ -420,7 +421,7 @@ def test_ctrl_c_again_and_again_during_clean_up_does_not_stop_it(tmp_path: Path,
 
 
 def test_signals_held_raise_when_the_block_ends() -> None:
-    with pytest.raises(resources.Terminated, match="SIGHUP"), resources.signals_held():
+    with pytest.raises(signals.Terminated, match="SIGHUP"), signals.signals_held():
         os.kill(os.getpid(), signal.SIGHUP)
         time.sleep(0.1)  # the handler ran here: held, not raised
         held = True
@@ -465,7 +466,7 @@ def test_killed_device_run_is_recovered_and_user_data_written_since_is_kept(
 def _dead_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev: str) -> Iterator[None]:
     """A run, in this process, that made a test filesystem on `dev`, mounted it, wrote to it and
     unmounted it, then died (its state file left as a SIGKILL leaves it)."""
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(tmp_path / "state"))
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(tmp_path / "state"))
     res = resources.Resources().__enter__()
     sh("mkfs.xfs", "-q", "-f", dev)
     res.made_filesystem(dev)
@@ -474,7 +475,7 @@ def _dead_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev: str) -> Iter
     res.mount(dev, str(mnt), [])
     (mnt / "round.dat").write_bytes(b"x" * 65536)
     res.umount(str(mnt))
-    resources._active.discard(str(res.path))  # dead: recovery may read its state file
+    journal.active_runs.discard(str(res.path))  # dead: recovery may read its state file
     os.close(res._dir_fd)
     yield
 
@@ -483,7 +484,7 @@ def test_a_dead_runs_unchanged_test_filesystem_is_forgiven(tmp_path: Path, root_
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     with attached(tmp_path / "fs.img", GIB) as dev, _dead_run(tmp_path, monkeypatch, dev):
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         source = f"{os.major(os.stat(dev).st_rdev)}:{os.minor(os.stat(dev).st_rdev)}"
         from advisor.system.superblock import read_xfs_uuid
         assert found.test_filesystems == {source: read_xfs_uuid(dev)}
@@ -495,7 +496,7 @@ def test_a_dead_runs_test_filesystem_written_since_is_not_forgiven(
     with attached(tmp_path / "fs.img", GIB) as dev, _dead_run(tmp_path, monkeypatch, dev):
         with mounted(dev, tmp_path / "user") as mnt:
             (mnt / "payroll.txt").write_text("precious\n")
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         assert found.test_filesystems == {}
         assert "it was mounted or written since that run unmounted it" in found.done[0]
         assert "treated as data" in found.done[0]
@@ -504,8 +505,8 @@ def test_a_dead_runs_test_filesystem_written_since_is_not_forgiven(
 def test_recovery_refuses_nothing_when_there_is_no_state_folder(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(tmp_path / "none"))
-    assert resources.recover_leftovers() == resources.Recovery()
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(tmp_path / "none"))
+    assert cleanup.recover_leftovers() == cleanup.Recovery()
     assert not (tmp_path / "none").exists()
 
 
@@ -514,7 +515,7 @@ def test_state_folder_check_runs_before_anything_is_made(tmp_path: Path,
     folder = tmp_path / "open"
     folder.mkdir()
     folder.chmod(0o777)
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(folder))
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(folder))
     with pytest.raises(DeviceProblem, match="writable by others"):
         resources.Resources()
     assert list(folder.iterdir()) == []
@@ -526,7 +527,7 @@ def test_state_file_of_an_older_shape_is_removed_and_nothing_it_names_touched(
     bait.mkdir()
     old = plant(state, "run-999999.json", {"pid": 999999, "started": "1", "dirs": [str(bait)],
                                            "files": [], "loops": [], "mounts": []})
-    found = resources.recover_leftovers()
+    found = cleanup.recover_leftovers()
     assert found.done == [] and bait.is_dir() and not old.exists()
     assert found.notes == [f"removed {old}: not a state file of this version; nothing it names "
                            "was touched"]

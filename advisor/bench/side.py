@@ -16,7 +16,14 @@ from pathlib import Path
 from advisor.bench import counters, jobs
 from advisor.bench.guard import check_now
 from advisor.bench.hold import DeviceHold
-from advisor.bench.plan import MIN_DEVICE_BYTES, Pilot, Plan, Prior
+from advisor.bench.plan import (
+    FIO_PHASE_SECONDS,
+    MIN_DEVICE_BYTES,
+    PILOT_STEPS,
+    Pilot,
+    Plan,
+    Prior,
+)
 from advisor.bench.resources import Resources, failure
 from advisor.errors import DeviceProblem, ToolProblem
 from advisor.models.bench import AgeReport, SideConfig
@@ -25,11 +32,6 @@ from advisor.system.cgroup import Isolation
 from advisor.system.runner import run
 from advisor.system.superblock import read_xfs_uuid
 
-#: A side repeats the pilot's steps besides its creates (mkfs, mount, sync, a fio start,
-#: umount) about twice over: two fio runs, two syncs, the umount and mount for cold caches.
-PILOT_STEPS = 2.0
-#: fio's cost per phase beyond its operations (its main loop polls in 100 ms steps).
-FIO_PHASE_SECONDS = 0.3
 AGE_SEED = 20140501
 AGE_FILL = 0.10
 

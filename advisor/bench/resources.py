@@ -7,6 +7,7 @@ and the next run removes what a SIGKILLed one left (advisor.bench.cleanup.recove
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -78,8 +79,14 @@ class Resources:
         write_state(self._dir_fd, self.name, self.state)
 
     def __enter__(self) -> Resources:
-        self._save()
-        active_runs.add(str(self.path))
+        try:
+            self._save()
+            active_runs.add(str(self.path))
+        except BaseException:
+            # Not entered, so no __exit__: a signal that lands once the file exists (or a
+            # failed write) must not leave it for a later run to find.
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -92,7 +99,8 @@ class Resources:
                 stop_our_fio(self.proc)
                 log, _ = undo(self.state, self.proc)
                 if self.state.empty():
-                    os.unlink(self.name, dir_fd=self._dir_fd)
+                    with contextlib.suppress(FileNotFoundError):  # never written
+                        os.unlink(self.name, dir_fd=self._dir_fd)
                 else:
                     self._save()
                     self.remaining = (f"{'; '.join(log)}; still there: {remains(self.state)} "

@@ -13,9 +13,11 @@ import pwd
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -426,6 +428,79 @@ def test_signals_held_raise_when_the_block_ends() -> None:
         time.sleep(0.1)  # the handler ran here: held, not raised
         held = True
     assert held
+
+
+def _in_the_main_thread() -> None:
+    """These tests signal their own process: only the main thread turns SIGTERM into
+    Terminated (elsewhere it would end pytest)."""
+    assert threading.current_thread() is threading.main_thread()
+
+
+def test_a_signal_while_the_state_file_is_opened_leaves_no_temporary_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM landing while the journal's temporary copy is being opened (held there: a FIFO
+    in its place blocks the open until the signal comes) ends the run with nothing left in
+    the state folder."""
+    _in_the_main_thread()
+    state = tmp_path / "state"
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(state))
+    res = resources.Resources()
+    tmp = state / (res.name + ".tmp")
+    os.mkfifo(tmp, 0o600)
+    main = threading.main_thread().ident
+    assert main is not None
+    released = threading.Event()
+
+    def signal_then_release() -> None:
+        time.sleep(0.3)
+        signal.pthread_kill(main, signal.SIGTERM)  # to the thread blocked in open(2)
+        if not released.wait(10):  # never blocks the suite: a reader ends the open
+            with contextlib.suppress(OSError):
+                os.close(os.open(tmp, os.O_RDONLY | os.O_NONBLOCK))
+
+    sender = threading.Thread(target=signal_then_release, daemon=True)
+    sender.start()
+    try:
+        with pytest.raises(signals.Terminated, match="SIGTERM"), \
+                signals.terminate_as_interrupt(), res:
+            pytest.fail("entered")
+    finally:
+        released.set()
+        sender.join()
+    assert list(state.iterdir()) == []
+    assert str(res.path) not in journal.active_runs
+
+
+def test_a_signal_right_after_the_first_state_write_leaves_no_state_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM landing as the run's state file has just been written, before the run is
+    entered (so before any `with` would clean up): the file goes with the exception. The
+    signal is sent when write_state returns."""
+    _in_the_main_thread()
+    state = tmp_path / "state"
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(state))
+    sent: list[str] = []
+
+    def returning(frame: FrameType, event: str, arg: object) -> object:
+        if event == "return" and not sent:
+            sent.append(os.listdir(state)[0])
+            os.kill(os.getpid(), signal.SIGTERM)
+        return returning
+
+    def calls(frame: FrameType, event: str, arg: object) -> object:
+        return returning if frame.f_code is journal.write_state.__code__ else None
+
+    res = resources.Resources()
+    with pytest.raises(signals.Terminated, match="SIGTERM"), signals.terminate_as_interrupt():
+        sys.settrace(calls)
+        try:
+            with res:
+                pytest.fail("entered")
+        finally:
+            sys.settrace(None)
+    assert sent == [res.name]  # the signal came once the state file was there
+    assert list(state.iterdir()) == []
+    assert str(res.path) not in journal.active_runs
 
 
 # ---- a SIGKILLed --device run: recovered by the next run, its filesystem forgiven only when

@@ -199,6 +199,12 @@ def unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
     return False
 
 
+#: Seconds clean-up waits for a loop device the kernel set to detach itself once released
+#: (`losetup -d` on an open one): a command the ending run killed (mkfs.xfs, the guard's
+#: probes) may still be exiting with it open. As long as the unmount's retries.
+DETACH_WAIT = 3.0
+
+
 def _detach(rec: LoopRecord, log: list[str]) -> bool:
     devices = _loops_of(rec)
     for device in devices:
@@ -207,6 +213,10 @@ def _detach(rec: LoopRecord, log: list[str]) -> bool:
                 break
             time.sleep(0.2 * (attempt + 1))
     remaining = _loops_of(rec)
+    deadline = time.monotonic() + DETACH_WAIT
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.2)
+        remaining = _loops_of(rec)
     for device in devices:
         if device in remaining:
             log.append(f"{device} is still attached (busy: set to detach itself when released)")

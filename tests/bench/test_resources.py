@@ -332,6 +332,33 @@ def test_busy_mount_is_kept_in_the_state_and_said_to_remain(tmp_path: Path, stat
         force_clean(str(tmp_path))
 
 
+def test_a_loop_device_released_soon_after_its_detach_is_waited_for(tmp_path: Path, state: Path,
+                                                                    root_tools: None) -> None:
+    """A command the run killed as it ended may still be exiting, the loop device open, when
+    clean-up detaches it: the kernel then only sets the device to detach itself once released.
+    Released a moment later, it is gone before clean-up ends, and the state file with it."""
+    said: list[str] = []
+    holder: subprocess.Popen[bytes] | None = None
+    try:
+        res = resources.Resources(say=said.append)
+        with res:
+            work = res.make_dir(str(tmp_path), "xfs-advisor-")
+            backing = res.preallocate(os.path.join(work, "scratch.img"), SMALL)
+            device = res.attach_loop(backing, direct_io=False)
+            holder = subprocess.Popen(
+                [sys.executable, "-c", "import os, sys, time\nos.open(sys.argv[1], os.O_RDONLY)"
+                 "\nprint(flush=True)\ntime.sleep(1.0)", device], stdout=subprocess.PIPE)
+            assert holder.stdout is not None and holder.stdout.readline()  # it holds it now
+        assert said == []
+        assert not is_attached(device)
+        assert list(state.iterdir()) == []
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+        force_clean(str(tmp_path))
+
+
 # ---- item 9: every signal that ends a run cleans up ----
 
 def _env(tmp_path: Path) -> dict[str, str]:

@@ -134,9 +134,9 @@ def headline(metrics: list[MetricResult], mechanisms: list[MetricResult],
 
 
 def verdict_line(verdict: str, calibrate: bool, metrics: list[MetricResult],
-             mechanisms: list[MetricResult] | None = None,
-             checks: list[MechanismCheck] | None = None,
-             seconds_per_pair: float | None = None) -> str:
+                 mechanisms: list[MetricResult] | None = None,
+                 checks: list[MechanismCheck] | None = None,
+                 seconds_per_pair: float | None = None) -> str:
     """The verdict line: each changed option's primary metric first (what it did per
     operation), then the timing metrics as its consequence (decided, no slowdown beyond the
     margin, or undecided with the pairs and time that would settle it), then the costs the

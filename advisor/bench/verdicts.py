@@ -38,10 +38,10 @@ METHOD = ("anytime-valid confidence sequences on the mean log-ratio B/A (Lai 197
 
 
 def reason_to_stop(plan: Plan, done: int, first: int, looks: list[int],
-                 samples: dict[str, dict[str, list[float]]],
-                 mechanisms: dict[str, dict[str, list[float]]], primary: list[Primary],
-                 elapsed: float, slowest_block: float,
-                 stop: Callable[[], bool] | None) -> StopReason | None:
+                   samples: dict[str, dict[str, list[float]]],
+                   mechanisms: dict[str, dict[str, list[float]]], primary: list[Primary],
+                   elapsed: float, slowest_block: float,
+                   stop: Callable[[], bool] | None) -> StopReason | None:
     """The stopping rule, after each ABBA block: None to run another block. From the minimum
     pairs on (fewer decide nothing) it stops when every primary metric is decided, at the most
     pairs, or at the pairs the budget was sized for (Plan.run_limit, so the progress total never
@@ -87,7 +87,7 @@ def _open(samples: dict[str, dict[str, list[float]]],
 
 
 def calibration_for(plan: Plan, env: BenchEnvironment,
-                 store: CalibrationStore | None) -> tuple[dict[str, float], CalibrationUse]:
+                    store: CalibrationStore | None) -> tuple[dict[str, float], CalibrationUse]:
     """The noise floors this run's margins rest on, and where they came from."""
     if plan.prior is not None and plan.prior.calibration is not None:
         return {}, plan.prior.calibration

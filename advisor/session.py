@@ -25,7 +25,7 @@ from advisor.system.sysroot import SysRoot
 if TYPE_CHECKING:
     from advisor.bench.cleanup import Recovery
     from advisor.bench.hold import DeviceHold
-    from advisor.bench.run import Plan
+    from advisor.bench.plan import Plan
     from advisor.engine.rulebook import RuleBook
     from advisor.models.audit import AuditDocument, Severity
     from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
@@ -204,7 +204,7 @@ class Session:
         data."""
         from advisor.bench.cleanup import without_test_filesystem
         from advisor.bench.guard import refusals
-        from advisor.bench.run import MIN_DEVICE_BYTES
+        from advisor.bench.plan import MIN_DEVICE_BYTES
 
         if not self.live:
             return ["a captured tree: only the live system's devices can be formatted"]
@@ -221,7 +221,7 @@ class Session:
         if not self.live:
             return []
         from advisor.bench.guard import Links, live_links, refusals, scope_of
-        from advisor.bench.run import MIN_DEVICE_BYTES
+        from advisor.bench.plan import MIN_DEVICE_BYTES
         from advisor.models.device import natural_key
 
         inventory = inventory or self.inventory()
@@ -240,7 +240,7 @@ class Session:
         (validate --destroy-unrecognized-data)."""
         from advisor.bench.cleanup import without_test_filesystem
         from advisor.bench.guard import check_scratch
-        from advisor.bench.run import MIN_DEVICE_BYTES
+        from advisor.bench.plan import MIN_DEVICE_BYTES
 
         self.require_live("validation")
         inventory = self.inventory(refresh=True)
@@ -282,7 +282,7 @@ class Session:
         for `validate --for DEV` and the TUI's loop run alike: options the loop device cannot
         take are left out and named (plan.not_applied); with `grow`, a loop device as large as
         that device (or as the loop folder has room for) is used when it leaves out fewer."""
-        from advisor.bench.run import loop_room
+        from advisor.bench.plan import loop_room
 
         plan.proposed = shown
         plan.b, plan.not_applied = self.fit_to_scratch(shown, None, plan.device_bytes)
@@ -312,8 +312,8 @@ class Session:
         """A (defaults) against B on the scratch device `target`, or on a loop device (target
         None). B: the given side, else the proposal, for a loop device made once it exists
         (pass loop_side() to run_validation), as `xfs-advisor validate` does."""
-        from advisor.bench.run import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE, DEFAULT_PAIRS
-        from advisor.bench.run import Plan as BenchPlan
+        from advisor.bench.plan import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE, DEFAULT_PAIRS
+        from advisor.bench.plan import Plan as BenchPlan
         from advisor.models.bench import SideConfig
 
         size = device_bytes or DEFAULT_LOOP_SIZE
@@ -533,7 +533,7 @@ class Session:
         ones, at least one block) or when `budget_seconds` (default: the report's) runs out.
         The report is input (a file from anywhere): every number the run would act on is held
         to the bounds the flags have, before anything is made (BadInput naming `source`)."""
-        from advisor.bench.run import continuation
+        from advisor.bench.plan import continuation
 
         self.require_live("validation")
         plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir,
@@ -547,7 +547,7 @@ class Session:
         """The plan more_rounds would run for `report` (BadInput for a calibration or a
         scratch-device run, which cannot be continued, and for numbers out of the flags'
         bounds or a backing file the loop folder cannot hold)."""
-        from advisor.bench.run import continuation
+        from advisor.bench.plan import continuation
 
         return continuation(report, pairs, loop_dir=loop_dir, source=source)
 

@@ -113,7 +113,7 @@ def test_a_continued_report_is_held_to_the_flags_bounds(
 def test_the_tuis_continuation_is_held_to_the_same_bounds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: dict[str, Any],
         needle: str) -> None:
-    """The check lives where the report is continued (bench.run.continuation), not in the
+    """The check lives where the report is continued (bench.plan.continuation), not in the
     command line: the TUI's "more rounds" (Session.continuation_plan, then more_rounds) refuses
     the same reports, naming the field, before anything is made."""
     from advisor.errors import BadInput

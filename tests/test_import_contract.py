@@ -88,7 +88,7 @@ def test_the_contract_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
 #: device reader, the engine, the audit and the profiler. It may use the models (data), the
 #: renderers (words shared with the command line), advisor.answers (the command line's flags)
 #: and advisor.errors. Imports under `if TYPE_CHECKING:` are names for annotations only (the
-#: validation plan's type lives in advisor.bench.run): they never run, so they are not counted.
+#: validation plan's type lives in advisor.bench.plan): they never run, so they are not counted.
 TUI_FORBIDDEN = ("subprocess", "sh", "advisor.bench", "advisor.system", "advisor.inspect",
                  "advisor.engine", "advisor.advice", "advisor.audit", "advisor.profile",
                  "advisor.commands")
@@ -120,8 +120,8 @@ def test_the_tui_reaches_the_core_only_through_the_session() -> None:
     assert not bad, bad
     # The scan sees what it must: the session is imported, and a typing-only import is not.
     assert any("advisor.session" in _runtime_imports(m) for m in modules)
-    assert "advisor.bench.run" in _imports(tui / "validate.py")
-    assert "advisor.bench.run" not in _runtime_imports(tui / "validate.py")
+    assert "advisor.bench.plan" in _imports(tui / "validate.py")
+    assert "advisor.bench.plan" not in _runtime_imports(tui / "validate.py")
 
 
 # ---- what `devices` imports: start-up cost is a contract too ----

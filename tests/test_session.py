@@ -145,7 +145,7 @@ def test_both_front_ends_offer_attribution_from_one_choice() -> None:
     """The TUI's offer and `validate --attribute`'s line come from the same choice: the same
     options, estimate and reason not to; a scratch device is left to the command line, which
     holds it between the runs."""
-    from advisor.bench.run import Plan
+    from advisor.bench.plan import Plan
     from advisor.models.bench import SideConfig
 
     report = attributable_report()

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from advisor.bench.differences import Option, options, side_for
-from advisor.bench.run import Plan
+from advisor.bench.plan import Plan
 from advisor.models.bench import (
     Attribution,
     AttributionFinding,

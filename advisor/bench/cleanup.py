@@ -199,6 +199,12 @@ def unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
     return False
 
 
+#: Seconds clean-up waits for a loop device the kernel set to detach itself once released
+#: (`losetup -d` on an open one): a command the ending run killed (mkfs.xfs, the guard's
+#: probes) may still be exiting with it open. As long as the unmount's retries.
+DETACH_WAIT = 3.0
+
+
 def _detach(rec: LoopRecord, log: list[str]) -> bool:
     devices = _loops_of(rec)
     for device in devices:
@@ -207,6 +213,10 @@ def _detach(rec: LoopRecord, log: list[str]) -> bool:
                 break
             time.sleep(0.2 * (attempt + 1))
     remaining = _loops_of(rec)
+    deadline = time.monotonic() + DETACH_WAIT
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.2)
+        remaining = _loops_of(rec)
     for device in devices:
         if device in remaining:
             log.append(f"{device} is still attached (busy: set to detach itself when released)")
@@ -215,13 +225,22 @@ def _detach(rec: LoopRecord, log: list[str]) -> bool:
     return not remaining
 
 
-def _remove_file(rec: PathRecord, log: list[str]) -> bool:
+def _still_made(rec: PathRecord, kind: Callable[[int], bool], what: str,
+                log: list[str]) -> bool:
+    """Whether `rec.path` is still what the run made there (same device, inode and `kind` of
+    file): gone, or something else now (said in `log`), it is not the run's to remove."""
     try:
         st = os.lstat(rec.path)
     except FileNotFoundError:
-        return True
-    if (st.st_dev, st.st_ino) != (rec.dev, rec.ino) or not stat.S_ISREG(st.st_mode):
-        log.append(f"left {rec.path} alone: it is not the file this tool made")
+        return False
+    if (st.st_dev, st.st_ino) != (rec.dev, rec.ino) or not kind(st.st_mode):
+        log.append(f"left {rec.path} alone: it is not the {what} this tool made")
+        return False
+    return True
+
+
+def _remove_file(rec: PathRecord, log: list[str]) -> bool:
+    if not _still_made(rec, stat.S_ISREG, "file", log):
         return True
     os.unlink(rec.path)
     log.append(f"removed {rec.path}")
@@ -229,12 +248,7 @@ def _remove_file(rec: PathRecord, log: list[str]) -> bool:
 
 
 def _remove_dir(proc: SysRoot, rec: PathRecord, log: list[str]) -> bool:
-    try:
-        st = os.lstat(rec.path)
-    except FileNotFoundError:
-        return True
-    if (st.st_dev, st.st_ino) != (rec.dev, rec.ino) or not stat.S_ISDIR(st.st_mode):
-        log.append(f"left {rec.path} alone: it is not the folder this tool made")
+    if not _still_made(rec, stat.S_ISDIR, "folder", log):
         return True
     inside = [m.mountpoint for m in _mounts(proc)
               if _same_name(rec.path, m.mountpoint)
@@ -333,8 +347,6 @@ class Recovery:
     """State files ignored, and why."""
     test_filesystems: dict[str, str] = field(default_factory=dict)
     """Test filesystems dead runs left on scratch devices: {major:minor: uuid}."""
-
-
 
 
 def recover_leftovers(proc: SysRoot | None = None) -> Recovery:

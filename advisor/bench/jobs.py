@@ -39,7 +39,7 @@ from advisor.render import inert
 
 #: Directory operations per second the plan shown before a run assumes (a loop device on a
 #: 2-core machine); the run itself sizes its directory from a pilot of this machine's own rate
-#: (advisor.bench.run.Pilot), kept within PILOT_RATES.
+#: (advisor.bench.plan.Pilot), kept within PILOT_RATES.
 PLAN_RATE = 40_000
 #: The pilot's rate is kept within these (a pilot on a stalled machine must not make a run of
 #: a dozen files, nor a very fast one a run of millions).

@@ -207,12 +207,13 @@ active_runs: set[str] = set()
 
 def write_state(dir_fd: int, name: str, state: RunState) -> None:
     """Write the state file whole (a temporary file renamed over it). A full or failing state
-    folder is a ToolProblem naming it, and leaves no temporary file behind."""
+    folder is a ToolProblem naming it; neither that nor a signal (raised as the open returns,
+    or while it waits) leaves the temporary file behind."""
     tmp = name + ".tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600, dir_fd=dir_fd)
         try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(state.model_dump_json())
                 f.flush()

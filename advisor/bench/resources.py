@@ -7,14 +7,12 @@ and the next run removes what a SIGKILLed one left (advisor.bench.cleanup.recove
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable
 from itertools import count
 
-from advisor.bench.cleanup import (
-    Recovery as Recovery,  # kept importable here, as before the split
-)
 from advisor.bench.cleanup import (
     check_bound,
     find_mount,
@@ -22,12 +20,6 @@ from advisor.bench.cleanup import (
     stop_our_fio,
     undo,
     unmount,
-)
-from advisor.bench.cleanup import (
-    recover_leftovers as recover_leftovers,  # kept importable here, as before the split
-)
-from advisor.bench.journal import (
-    STATE_DIR_ENV as STATE_DIR_ENV,  # kept importable here, as before the split
 )
 from advisor.bench.journal import (
     FilesystemRecord,
@@ -41,7 +33,6 @@ from advisor.bench.journal import (
     write_state,
 )
 from advisor.errors import DeviceProblem, ToolProblem
-from advisor.signals import Terminated as Terminated  # kept importable here, as before the split
 from advisor.signals import signals_held
 from advisor.system import argv
 from advisor.system.loopdev import dev_name
@@ -50,9 +41,6 @@ from advisor.system.processes import process_start
 from advisor.system.runner import run
 from advisor.system.superblock import read_xfs_uuid, xfs_fingerprint
 from advisor.system.sysroot import SysRoot
-
-#: The journal's runs going on in this process (the same set), as before the split.
-_active = active_runs
 
 
 def failure(message: str) -> ToolProblem | DeviceProblem:
@@ -91,8 +79,14 @@ class Resources:
         write_state(self._dir_fd, self.name, self.state)
 
     def __enter__(self) -> Resources:
-        self._save()
-        active_runs.add(str(self.path))
+        try:
+            self._save()
+            active_runs.add(str(self.path))
+        except BaseException:
+            # Not entered, so no __exit__: a signal that lands once the file exists (or a
+            # failed write) must not leave it for a later run to find.
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -105,7 +99,8 @@ class Resources:
                 stop_our_fio(self.proc)
                 log, _ = undo(self.state, self.proc)
                 if self.state.empty():
-                    os.unlink(self.name, dir_fd=self._dir_fd)
+                    with contextlib.suppress(FileNotFoundError):  # never written
+                        os.unlink(self.name, dir_fd=self._dir_fd)
                 else:
                     self._save()
                     self.remaining = (f"{'; '.join(log)}; still there: {remains(self.state)} "

@@ -169,7 +169,7 @@ def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) ->
 
 def run(args: argparse.Namespace) -> int:
     from advisor.answers import load_workload, workload_from_args
-    from advisor.bench import run as bench
+    from advisor.bench.plan import DEFAULT_BUDGET, Plan
     from advisor.models.bench import SideConfig
     from advisor.session import Session
 
@@ -199,11 +199,11 @@ def run(args: argparse.Namespace) -> int:
         b = None  # the proposal, once the device is known
 
     device_arg = getattr(args, "device", None)
-    plan = bench.Plan(a=a, b=b or SideConfig(label="B", source="proposal"), workload=workload,
-                      pairs=args.rounds, max_pairs=args.max_rounds, device_bytes=loop_size,
-                      direct_io=args.direct_io,
-                      age=args.age, calibrate=args.calibrate,
-                      budget_seconds=args.budget or bench.DEFAULT_BUDGET)
+    plan = Plan(a=a, b=b or SideConfig(label="B", source="proposal"), workload=workload,
+                pairs=args.rounds, max_pairs=args.max_rounds, device_bytes=loop_size,
+                direct_io=args.direct_io,
+                age=args.age, calibrate=args.calibrate,
+                budget_seconds=args.budget or DEFAULT_BUDGET)
     plan.loop_dir = _loop_dir(args)
     say = _sayer(as_json)
     shown = None
@@ -376,8 +376,9 @@ def _check_args(args: argparse.Namespace) -> int:
     """Every refusal that needs no device, before anything is made or measured: the numbers
     (bounded, so that nothing is allocated for absurd ones), names, the calibration file, the
     host, then the folders the run will write to. Returns the loop size in bytes."""
-    from advisor.bench import run as bench
+    from advisor.bench import plan as bench
     from advisor.bench.calibration import CalibrationStore
+    from advisor.bench.run import check_host
     from advisor.models.bench import MAX_PAIRS
     from advisor.models.units import human_size, parse_size
 
@@ -409,7 +410,7 @@ def _check_args(args: argparse.Namespace) -> int:
     if loop_size < bench.MIN_DEVICE_BYTES:
         raise BadInput("--loop-size must be at least 1GiB (mkfs.xfs and the workload need room)")
     CalibrationStore(_path(args.calibration_file)).check(writing=args.calibrate)
-    bench.check_host(need_loop=device is None)
+    check_host(need_loop=device is None)
     existing = bench.writable_folder("--loop-dir (or TMPDIR)", loop_dir)
     _check_state_folder()
     if device is None:
@@ -436,7 +437,7 @@ def _check_state_folder() -> None:
     """The run records what it makes in the state folder first: it must be writable (a read-only
     one would fail after the loop device exists)."""
     from advisor.bench.journal import STATE_DIR_ENV, state_dir
-    from advisor.bench.run import existing_folder
+    from advisor.bench.plan import existing_folder
     from advisor.errors import ToolProblem
 
     folder = state_dir()

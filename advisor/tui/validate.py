@@ -28,7 +28,7 @@ from advisor.tui.messages import DevicesChanged, ProposalChanged, RunProgressed,
 from advisor.tui.step import StepScreen
 
 if TYPE_CHECKING:
-    from advisor.bench.run import Plan
+    from advisor.bench.plan import Plan
     from advisor.models.bench import Attribution, MetricResult, ValidationReport
     from advisor.models.proposal import Proposal
 

@@ -13,15 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.bench.plan import Plan, continuation, primaries, suggested_more
 from advisor.bench.report import render_text
-from advisor.bench.run import (
-    Plan,
-    _after_block,
-    continuation,
-    judge,
-    primaries,
-    suggested_more,
-)
+from advisor.bench.verdicts import judge, reason_to_stop
 from advisor.errors import BadInput
 from advisor.models.bench import MAX_PAIRS, BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
@@ -48,7 +42,7 @@ def _samples(plan: Plan, pairs: int, ratio: float, noise: float,
 
 def _look(plan: Plan, samples: dict[str, dict[str, list[float]]], done: int, *,
           elapsed: float = 1.0, block: float = 10.0, stop: bool = False) -> str | None:
-    return _after_block(plan, done, 0, [], samples, {}, primaries(plan), elapsed, block,
+    return reason_to_stop(plan, done, 0, [], samples, {}, primaries(plan), elapsed, block,
                         lambda: stop)
 
 
@@ -109,7 +103,7 @@ def test_the_budget_is_a_cap_before_the_minimum_pairs_too() -> None:
     plan = _plan(budget_seconds=60)
     noisy = _samples(plan, 2, 1.0, 0.3)
     looks: list[int] = []
-    assert _after_block(plan, 2, 0, looks, noisy, {}, primaries(plan), 40.0, 18.0,
+    assert reason_to_stop(plan, 2, 0, looks, noisy, {}, primaries(plan), 40.0, 18.0,
                         None) == "budget"
     assert looks == []  # no look at the verdicts before the minimum
     assert _look(plan, noisy, 2, elapsed=20.0, block=18.0) is None

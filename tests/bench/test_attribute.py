@@ -13,8 +13,8 @@ import pytest
 from advisor.bench import attribute as attribution
 from advisor.bench import differences
 from advisor.bench.hold import DeviceHold
+from advisor.bench.plan import Plan
 from advisor.bench.report import render_markdown, render_text, unclaimed
-from advisor.bench.run import Plan
 from advisor.errors import DeviceProblem
 from advisor.models.bench import MechanismCheck, SideConfig, ValidationReport
 from advisor.models.workload import Workload

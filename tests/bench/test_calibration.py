@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from advisor.bench.calibration import MAX_MARGIN, CalibrationStore, margin_for
+from advisor.bench.plan import Plan
 from advisor.bench.report import render_text
-from advisor.bench.run import Plan, device_key, judge
 from advisor.bench.stats import DEFAULT_MARGIN
+from advisor.bench.verdicts import device_key, judge
 from advisor.errors import BadInput
 from advisor.models.bench import (
     MAX_STORED_FLOOR,

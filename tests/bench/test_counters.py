@@ -68,7 +68,7 @@ def _fio_round(loop: str, mnt: Path, work: Path, options: list[str], workload: W
     """mkfs, mount with `options`, one side of a round as validate runs it (the directory
     changes, the unmount and mount for cold stats, the rest) with the counters' snapshots taken
     in `work`; the round's shape and what fio measured."""
-    from advisor.bench.run import _round
+    from advisor.bench.side import fio_round
 
     shape = jobs.shape_for(workload, measure_seconds=1.0, fs_bytes=1 << 30)
     sh("mkfs.xfs", "-q", "-f", "-K", loop)
@@ -86,7 +86,7 @@ def _fio_round(loop: str, mnt: Path, work: Path, options: list[str], workload: W
             sh("umount", str(mnt))
             sh("mount", *(["-o", ",".join(options)] if options else []), loop, str(mnt))
 
-        measured = _round("A", shape, paths, str(work), 300.0, name, remount)
+        measured = fio_round("A", shape, paths, str(work), 300.0, name, remount)
     return shape, measured
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from advisor.bench import guard
-from advisor.bench.run import MIN_DEVICE_BYTES
+from advisor.bench.plan import MIN_DEVICE_BYTES
 from advisor.inspect.devices import find_device, inspect_devices
 from advisor.system.sysroot import SysRoot
 from tests.bench.test_guard import GIB, attached, checksum, refused, validate

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from advisor.bench.fit import fit
+from advisor.bench.plan import Plan
 from advisor.bench.report import render_text, what_ran
-from advisor.bench.run import Plan
 from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.workload import Workload
 from advisor.session import Session

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from advisor.bench import guard
-from advisor.bench.run import MIN_DEVICE_BYTES
+from advisor.bench.plan import MIN_DEVICE_BYTES
 from advisor.inspect.devices import find_device, inspect_devices
 from advisor.system.sysroot import SysRoot
 from tests.conftest import REPO, mounted, require, require_root_tools, sh
@@ -225,7 +225,7 @@ def test_empty_device_needs_the_typed_name(tmp_path: Path, root_tools: None) -> 
 
 
 def test_plan_lists_every_command() -> None:
-    from advisor.bench.run import Plan
+    from advisor.bench.plan import Plan
     from advisor.models.bench import SideConfig
     from advisor.models.workload import Workload
 

@@ -258,7 +258,8 @@ def test_a_foreign_filesystem_between_rounds_stops_the_run(tmp_path: Path, root_
     """After round 1 the device holds our XFS; before round 2 another XFS (another UUID) is
     written onto it. The re-check before round 2's mkfs refuses, and the device keeps exactly
     what was written."""
-    from advisor.bench import run as bench
+    from advisor.bench.plan import Plan
+    from advisor.bench.run import execute
     from advisor.models.bench import SideConfig
     from advisor.models.workload import Workload
 
@@ -270,7 +271,7 @@ def test_a_foreign_filesystem_between_rounds_stops_the_run(tmp_path: Path, root_
     head = foreign.read_bytes()[: 1 << 20]
     scratch = tmp_path / "scratch.img"
     with attached(scratch, 2 * GIB) as dev:
-        plan = bench.Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
+        plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
                           device=dev, device_bytes=2 * GIB, budget_seconds=12,
                           loop_dir=str(tmp_path))
 
@@ -281,7 +282,7 @@ def test_a_foreign_filesystem_between_rounds_stops_the_run(tmp_path: Path, root_
                     os.fsync(f.fileno())
 
         with pytest.raises(DeviceProblem, match=r"it holds data: xfs \(TYPE=xfs"):
-            bench.execute(plan, progress=plant)
+            execute(plan, progress=plant)
         with open(dev, "rb") as f:
             assert f.read(1 << 20) == head
     assert _ours_left(tmp_path) == []

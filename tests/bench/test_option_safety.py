@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.bench.options import parse_mkfs, parse_mount
-from advisor.bench.run import Plan, execute
+from advisor.bench.plan import Plan
+from advisor.bench.run import execute
 from advisor.cli import main
 from advisor.errors import BadInput
 from advisor.models.bench import SideConfig

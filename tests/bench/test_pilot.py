@@ -5,27 +5,35 @@ from __future__ import annotations
 
 import json
 
-from advisor.bench import jobs, run
+from advisor.bench import jobs
+from advisor.bench.plan import (
+    METADATA_OVERHEAD,
+    MIN_MEASURE_SECONDS,
+    TEARDOWN_SECONDS,
+    Pilot,
+    Plan,
+    sized_for,
+)
 from advisor.models.bench import SideConfig
 from advisor.models.workload import Workload
 
 WORK = Workload(concurrent_writers=1, fsyncs_per_second=100, median_file_size=4096)
 
 
-def _plan(budget: float, pilot: run.Pilot | None, **kw: object) -> run.Plan:
+def _plan(budget: float, pilot: Pilot | None, **kw: object) -> Plan:
     kw.setdefault("workload", WORK)
-    return run.Plan(a=SideConfig(label="A"), b=SideConfig(label="B", mount_options=["noatime"]),
+    return Plan(a=SideConfig(label="A"), b=SideConfig(label="B", mount_options=["noatime"]),
                     budget_seconds=budget, pilot=pilot, **kw)  # type: ignore[arg-type]
 
 
 def test_a_quiet_machine_gets_the_planned_pairs_and_a_bigger_directory() -> None:
-    quiet = run.Pilot(ops_rate=40_000.0, side_overhead=3.0, spent=5.0)
-    measure, pairs = run.sized_for(80.0, quiet, 8, 4)
+    quiet = Pilot(ops_rate=40_000.0, side_overhead=3.0, spent=5.0)
+    measure, pairs = sized_for(80.0, quiet, 8, 4)
     # (80 - 5 - 3) / 16 sides = 4.5 s a side, 3 s of it overhead: 1.15 s of fio
     assert pairs == 8 and abs(measure - 1.5 / 1.3) < 1e-9
     # A large directory asked for, and a budget that lets it grow past the 30,000 floor: the
     # pilot's rate decides how large.
-    slow_rate = run.Pilot(ops_rate=10_000.0, side_overhead=3.0, spent=5.0)
+    slow_rate = Pilot(ops_rate=10_000.0, side_overhead=3.0, spent=5.0)
     big = Workload(largest_directory_entries=10**6, fsyncs_per_second=0)
     fast_dir = _plan(600.0, quiet, workload=big).shape.directory_entries
     slow_dir = _plan(600.0, slow_rate, workload=big).shape.directory_entries
@@ -36,23 +44,23 @@ def test_a_quiet_machine_gets_the_planned_pairs_and_a_bigger_directory() -> None
 def test_a_busy_machine_shrinks_to_the_minimum_pairs_rather_than_overrun() -> None:
     """At load the pilot's steps took 5 s: a side costs 10 s besides fio. 16 sides do not fit
     80 s; the 8 sides of the minimum 4 pairs do, with shorter phases."""
-    busy = run.Pilot(ops_rate=15_000.0, side_overhead=6.0, spent=10.0)
-    measure, pairs = run.sized_for(80.0, busy, 8, 4)
-    assert pairs == 4 and measure >= run.MIN_MEASURE_SECONDS
-    assert 8 * (busy.side_overhead + measure * (1 + run.METADATA_OVERHEAD)) \
-        <= 80.0 - busy.spent - run.TEARDOWN_SECONDS + 1e-9
-    stalled = run.Pilot(ops_rate=15_000.0, side_overhead=12.0, spent=10.0)
-    assert run.sized_for(80.0, stalled, 8, 4) == (run.MIN_MEASURE_SECONDS, 4)
+    busy = Pilot(ops_rate=15_000.0, side_overhead=6.0, spent=10.0)
+    measure, pairs = sized_for(80.0, busy, 8, 4)
+    assert pairs == 4 and measure >= MIN_MEASURE_SECONDS
+    assert 8 * (busy.side_overhead + measure * (1 + METADATA_OVERHEAD)) \
+        <= 80.0 - busy.spent - TEARDOWN_SECONDS + 1e-9
+    stalled = Pilot(ops_rate=15_000.0, side_overhead=12.0, spent=10.0)
+    assert sized_for(80.0, stalled, 8, 4) == (MIN_MEASURE_SECONDS, 4)
 
 
 def test_calibration_is_sized_for_its_fixed_pairs() -> None:
     """--calibrate is a fixed design: sized for its pairs within the budget, not for twice."""
-    busy = run.Pilot(ops_rate=15_000.0, side_overhead=4.0, spent=8.0)
+    busy = Pilot(ops_rate=15_000.0, side_overhead=4.0, spent=8.0)
     plan = _plan(120.0, busy, calibrate=True, pairs=4)
     assert plan.planned_pairs == 4
     measure = plan.measure_seconds_per_side
-    assert 8 * (busy.side_overhead + measure * (1 + run.METADATA_OVERHEAD)) \
-        <= 120.0 - busy.spent - run.TEARDOWN_SECONDS + 1e-9
+    assert 8 * (busy.side_overhead + measure * (1 + METADATA_OVERHEAD)) \
+        <= 120.0 - busy.spent - TEARDOWN_SECONDS + 1e-9
 
 
 def test_the_rate_used_is_the_pilots_within_bounds() -> None:
@@ -82,7 +90,7 @@ def test_a_large_directory_gives_way_to_the_cap_once_measured() -> None:
     """Asked for 200,000 entries on a slow machine: before the pilot the plan shows the 30,000
     floor; once measured, the cap wins and the directory is what fits."""
     big = Workload(largest_directory_entries=200_000, fsyncs_per_second=0)
-    slow = run.Pilot(ops_rate=10_000.0, side_overhead=6.0, spent=10.0)
+    slow = Pilot(ops_rate=10_000.0, side_overhead=6.0, spent=10.0)
     assert _plan(80.0, None, workload=big).shape.directory_entries == jobs.LARGE_DIRECTORY_FLOOR
     measured = _plan(80.0, slow, workload=big).shape
     assert jobs.MIN_DIRECTORY_ENTRIES <= measured.directory_entries < jobs.LARGE_DIRECTORY_FLOOR

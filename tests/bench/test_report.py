@@ -7,8 +7,9 @@ import json
 
 import jsonschema
 
+from advisor.bench.plan import Plan
 from advisor.bench.report import render_text, table, workload_line
-from advisor.bench.run import Plan, judge
+from advisor.bench.verdicts import judge
 from advisor.commands.schema import schema_text
 from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload

@@ -13,13 +13,16 @@ import pwd
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
-from advisor.bench import resources
+from advisor import signals
+from advisor.bench import cleanup, journal, resources
 from advisor.errors import DeviceProblem
 from tests.bench.test_guard import attached
 from tests.conftest import REPO, mounted, require_root_tools, sh
@@ -40,7 +43,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private state folder for this test (mode 0700, ours)."""
     folder = tmp_path / "state"
     folder.mkdir(mode=0o700)
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(folder))
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(folder))
     return folder
 
 
@@ -111,7 +114,7 @@ def test_planted_state_file_with_wrong_identities_undoes_nothing(
                            "device": dev}],
                 "files": [{**record(victim_file), "ino": victim_file.stat().st_ino + 1}],
                 "dirs": [{**record(victim_dir), "dev": victim_dir.stat().st_dev + 1}]})
-            found = resources.recover_leftovers()
+            found = cleanup.recover_leftovers()
             assert mountinfo_line(mnt), "a mount the tool never made was unmounted"
             assert (mnt / "data.txt").read_text() == "theirs\n"
             assert is_attached(dev)
@@ -124,7 +127,7 @@ def test_planted_state_file_with_wrong_identities_undoes_nothing(
 
 
 def _validate_json(tmp_path: Path, state_folder: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, resources.STATE_DIR_ENV: str(state_folder)}
+    env = {**os.environ, journal.STATE_DIR_ENV: str(state_folder)}
     env.pop("XFS_ADVISOR_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "advisor", "validate", "--json", "--loop-dir",
                            str(tmp_path / "work"), "--loop-size", "1GiB", "--calibrate"],
@@ -175,7 +178,7 @@ def test_state_file_owned_by_another_user_is_ignored_and_said(tmp_path: Path, st
     writable = plant(state, "run-999998-0.json",
                      {"pid": 999998, "started": "1", "dirs": [record(bait)]})
     writable.chmod(0o666)
-    found = resources.recover_leftovers()
+    found = cleanup.recover_leftovers()
     assert found.done == []
     assert bait.is_dir() and planted.exists() and writable.exists()
     notes = "\n".join(found.notes)
@@ -199,7 +202,7 @@ def test_zombie_owner_counts_as_dead_and_a_live_one_does_not(tmp_path: Path, sta
             started = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
             plant(state, f"run-{child.pid}-0.json", {"pid": child.pid, "started": started,
                                                      "dirs": [record(folders[name])]})
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         assert not folders["zombie"].exists(), found
         assert folders["alive"].is_dir()
         assert [p.name for p in state.iterdir()] == [f"run-{alive.pid}-0.json"]
@@ -281,7 +284,7 @@ def test_odd_loop_dir_is_recovered_after_sigkill(tmp_path: Path, state: Path, ro
         holder.kill()
         holder.wait(timeout=30)
         assert leftovers(str(tmp_path.resolve())) != []
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         text = " ".join(found.done)
         assert "unmounted" in text and "detached" in text and "removed" in text, found
         assert leftovers(str(tmp_path.resolve())) == []
@@ -319,7 +322,7 @@ def test_busy_mount_is_kept_in_the_state_and_said_to_remain(tmp_path: Path, stat
         deadline = time.monotonic() + 20  # the kernel lets go of the loop once unused
         while leftovers(str(tmp_path)) and time.monotonic() < deadline:
             time.sleep(0.2)
-        resources.recover_leftovers()
+        cleanup.recover_leftovers()
         assert list(state.iterdir()) == []
         assert leftovers(str(tmp_path)) == []
     finally:
@@ -329,10 +332,37 @@ def test_busy_mount_is_kept_in_the_state_and_said_to_remain(tmp_path: Path, stat
         force_clean(str(tmp_path))
 
 
+def test_a_loop_device_released_soon_after_its_detach_is_waited_for(tmp_path: Path, state: Path,
+                                                                    root_tools: None) -> None:
+    """A command the run killed as it ended may still be exiting, the loop device open, when
+    clean-up detaches it: the kernel then only sets the device to detach itself once released.
+    Released a moment later, it is gone before clean-up ends, and the state file with it."""
+    said: list[str] = []
+    holder: subprocess.Popen[bytes] | None = None
+    try:
+        res = resources.Resources(say=said.append)
+        with res:
+            work = res.make_dir(str(tmp_path), "xfs-advisor-")
+            backing = res.preallocate(os.path.join(work, "scratch.img"), SMALL)
+            device = res.attach_loop(backing, direct_io=False)
+            holder = subprocess.Popen(
+                [sys.executable, "-c", "import os, sys, time\nos.open(sys.argv[1], os.O_RDONLY)"
+                 "\nprint(flush=True)\ntime.sleep(1.0)", device], stdout=subprocess.PIPE)
+            assert holder.stdout is not None and holder.stdout.readline()  # it holds it now
+        assert said == []
+        assert not is_attached(device)
+        assert list(state.iterdir()) == []
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+        force_clean(str(tmp_path))
+
+
 # ---- item 9: every signal that ends a run cleans up ----
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, resources.STATE_DIR_ENV: str(tmp_path / "state"),
+    env = {**os.environ, journal.STATE_DIR_ENV: str(tmp_path / "state"),
            "XFS_ADVISOR_CALIBRATION": str(tmp_path / "calibration.json")}
     env.pop("XFS_ADVISOR_DEBUG", None)
     return env
@@ -420,11 +450,84 @@ def test_ctrl_c_again_and_again_during_clean_up_does_not_stop_it(tmp_path: Path,
 
 
 def test_signals_held_raise_when_the_block_ends() -> None:
-    with pytest.raises(resources.Terminated, match="SIGHUP"), resources.signals_held():
+    with pytest.raises(signals.Terminated, match="SIGHUP"), signals.signals_held():
         os.kill(os.getpid(), signal.SIGHUP)
         time.sleep(0.1)  # the handler ran here: held, not raised
         held = True
     assert held
+
+
+def _in_the_main_thread() -> None:
+    """These tests signal their own process: only the main thread turns SIGTERM into
+    Terminated (elsewhere it would end pytest)."""
+    assert threading.current_thread() is threading.main_thread()
+
+
+def test_a_signal_while_the_state_file_is_opened_leaves_no_temporary_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM landing while the journal's temporary copy is being opened (held there: a FIFO
+    in its place blocks the open until the signal comes) ends the run with nothing left in
+    the state folder."""
+    _in_the_main_thread()
+    state = tmp_path / "state"
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(state))
+    res = resources.Resources()
+    tmp = state / (res.name + ".tmp")
+    os.mkfifo(tmp, 0o600)
+    main = threading.main_thread().ident
+    assert main is not None
+    released = threading.Event()
+
+    def signal_then_release() -> None:
+        time.sleep(0.3)
+        signal.pthread_kill(main, signal.SIGTERM)  # to the thread blocked in open(2)
+        if not released.wait(10):  # never blocks the suite: a reader ends the open
+            with contextlib.suppress(OSError):
+                os.close(os.open(tmp, os.O_RDONLY | os.O_NONBLOCK))
+
+    sender = threading.Thread(target=signal_then_release, daemon=True)
+    sender.start()
+    try:
+        with pytest.raises(signals.Terminated, match="SIGTERM"), \
+                signals.terminate_as_interrupt(), res:
+            pytest.fail("entered")
+    finally:
+        released.set()
+        sender.join()
+    assert list(state.iterdir()) == []
+    assert str(res.path) not in journal.active_runs
+
+
+def test_a_signal_right_after_the_first_state_write_leaves_no_state_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM landing as the run's state file has just been written, before the run is
+    entered (so before any `with` would clean up): the file goes with the exception. The
+    signal is sent when write_state returns."""
+    _in_the_main_thread()
+    state = tmp_path / "state"
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(state))
+    sent: list[str] = []
+
+    def returning(frame: FrameType, event: str, arg: object) -> object:
+        if event == "return" and not sent:
+            sent.append(os.listdir(state)[0])
+            os.kill(os.getpid(), signal.SIGTERM)
+        return returning
+
+    def calls(frame: FrameType, event: str, arg: object) -> object:
+        return returning if frame.f_code is journal.write_state.__code__ else None
+
+    res = resources.Resources()
+    with pytest.raises(signals.Terminated, match="SIGTERM"), signals.terminate_as_interrupt():
+        sys.settrace(calls)
+        try:
+            with res:
+                pytest.fail("entered")
+        finally:
+            sys.settrace(None)
+    assert sent == [res.name]  # the signal came once the state file was there
+    assert list(state.iterdir()) == []
+    assert str(res.path) not in journal.active_runs
 
 
 # ---- a SIGKILLed --device run: recovered by the next run, its filesystem forgiven only when
@@ -465,7 +568,7 @@ def test_killed_device_run_is_recovered_and_user_data_written_since_is_kept(
 def _dead_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev: str) -> Iterator[None]:
     """A run, in this process, that made a test filesystem on `dev`, mounted it, wrote to it and
     unmounted it, then died (its state file left as a SIGKILL leaves it)."""
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(tmp_path / "state"))
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(tmp_path / "state"))
     res = resources.Resources().__enter__()
     sh("mkfs.xfs", "-q", "-f", dev)
     res.made_filesystem(dev)
@@ -474,7 +577,7 @@ def _dead_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev: str) -> Iter
     res.mount(dev, str(mnt), [])
     (mnt / "round.dat").write_bytes(b"x" * 65536)
     res.umount(str(mnt))
-    resources._active.discard(str(res.path))  # dead: recovery may read its state file
+    journal.active_runs.discard(str(res.path))  # dead: recovery may read its state file
     os.close(res._dir_fd)
     yield
 
@@ -483,7 +586,7 @@ def test_a_dead_runs_unchanged_test_filesystem_is_forgiven(tmp_path: Path, root_
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     with attached(tmp_path / "fs.img", GIB) as dev, _dead_run(tmp_path, monkeypatch, dev):
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         source = f"{os.major(os.stat(dev).st_rdev)}:{os.minor(os.stat(dev).st_rdev)}"
         from advisor.system.superblock import read_xfs_uuid
         assert found.test_filesystems == {source: read_xfs_uuid(dev)}
@@ -495,7 +598,7 @@ def test_a_dead_runs_test_filesystem_written_since_is_not_forgiven(
     with attached(tmp_path / "fs.img", GIB) as dev, _dead_run(tmp_path, monkeypatch, dev):
         with mounted(dev, tmp_path / "user") as mnt:
             (mnt / "payroll.txt").write_text("precious\n")
-        found = resources.recover_leftovers()
+        found = cleanup.recover_leftovers()
         assert found.test_filesystems == {}
         assert "it was mounted or written since that run unmounted it" in found.done[0]
         assert "treated as data" in found.done[0]
@@ -504,8 +607,8 @@ def test_a_dead_runs_test_filesystem_written_since_is_not_forgiven(
 def test_recovery_refuses_nothing_when_there_is_no_state_folder(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(tmp_path / "none"))
-    assert resources.recover_leftovers() == resources.Recovery()
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(tmp_path / "none"))
+    assert cleanup.recover_leftovers() == cleanup.Recovery()
     assert not (tmp_path / "none").exists()
 
 
@@ -514,7 +617,7 @@ def test_state_folder_check_runs_before_anything_is_made(tmp_path: Path,
     folder = tmp_path / "open"
     folder.mkdir()
     folder.chmod(0o777)
-    monkeypatch.setenv(resources.STATE_DIR_ENV, str(folder))
+    monkeypatch.setenv(journal.STATE_DIR_ENV, str(folder))
     with pytest.raises(DeviceProblem, match="writable by others"):
         resources.Resources()
     assert list(folder.iterdir()) == []
@@ -526,14 +629,14 @@ def test_state_file_of_an_older_shape_is_removed_and_nothing_it_names_touched(
     bait.mkdir()
     old = plant(state, "run-999999.json", {"pid": 999999, "started": "1", "dirs": [str(bait)],
                                            "files": [], "loops": [], "mounts": []})
-    found = resources.recover_leftovers()
+    found = cleanup.recover_leftovers()
     assert found.done == [] and bait.is_dir() and not old.exists()
     assert found.notes == [f"removed {old}: not a state file of this version; nothing it names "
                            "was touched"]
 
 
 def test_plan_makes_the_loop_folder_canonical(tmp_path: Path) -> None:
-    from advisor.bench.run import Plan
+    from advisor.bench.plan import Plan
     from advisor.models.bench import SideConfig
     from advisor.models.workload import Workload
 

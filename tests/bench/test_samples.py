@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from advisor.bench.jobs import METRICS
-from advisor.bench.run import Plan, execute
+from advisor.bench.plan import Plan
+from advisor.bench.run import execute
 from advisor.models.bench import SideConfig
 from advisor.models.workload import Workload
 from tests.conftest import require_root_tools, sh

@@ -4,7 +4,7 @@ figures are written here, nothing is measured."""
 
 from __future__ import annotations
 
-from advisor.bench import run
+from advisor.bench import summary
 from advisor.models.bench import MechanismCheck, MetricResult
 
 
@@ -35,8 +35,8 @@ def test_a_decided_mechanism_leads_while_throughput_is_inconclusive() -> None:
     wide = [_metric("creates_per_s", "inconclusive", (0.4, 2.5)),
             _metric("fsync_writes_per_s", "inconclusive", (0.3, 3.0))]
     checks = [_check(LOG.name, "seen"), _check(ATIME.name, "seen", "noatime")]
-    assert run.headline_verdict(wide, [LOG, ATIME], checks) == "better"
-    text = run._summary("better", False, wide, [LOG, ATIME], checks, 12.0)
+    assert summary.headline_verdict(wide, [LOG, ATIME], checks) == "better"
+    text = summary.verdict_line("better", False, wide, [LOG, ATIME], checks, 12.0)
     assert text.startswith("mechanism shown for every changed option; throughput: "
                            "inconclusive. ")
     assert "logbsize=256k: 7.1x fewer" in text and "noatime: no transactions" in text
@@ -48,17 +48,17 @@ def test_throughput_bounded_says_the_largest_slowdown_excluded() -> None:
     near = [_metric("creates_per_s", "inconclusive", (0.925, 1.10)),
             _metric("deletes_per_s", "equivalent", (0.96, 1.04))]
     checks = [_check(LOG.name, "seen")]
-    assert run.headline(near, [LOG], checks) == (
+    assert summary.headline(near, [LOG], checks) == (
         "mechanism shown for the changed option; throughput: no slowdown beyond 8% shown")
-    assert run.headline_verdict(near, [LOG], checks) == "better"
+    assert summary.headline_verdict(near, [LOG], checks) == "better"
 
 
 def test_a_slowdown_shown_makes_the_word_worse_whatever_the_mechanism() -> None:
     slower = [_metric("fsync_writes_per_s", "worse", (0.80, 0.90), ratio=0.85),
               _metric("creates_per_s", "inconclusive", (0.5, 2.0))]
     checks = [_check(LOG.name, "seen")]
-    assert run.headline_verdict(slower, [LOG], checks) == "worse"
-    assert run.headline(slower, [LOG], checks).endswith(
+    assert summary.headline_verdict(slower, [LOG], checks) == "worse"
+    assert summary.headline(slower, [LOG], checks).endswith(
         "throughput: slower on fsync_writes_per_s (0.85x)")
 
 
@@ -67,8 +67,8 @@ def test_an_undecided_primary_keeps_the_word_inconclusive_and_is_counted() -> No
                     primary=["logbsize=256k"], higher_is_better=False, ratio=0.8)
     flat = [_metric("creates_per_s", "equivalent", (0.97, 1.03))]
     checks = [_check(open_.name, "not seen"), _check(ATIME.name, "seen", "noatime")]
-    assert run.headline_verdict(flat, [open_, ATIME], checks) == "inconclusive"
-    assert run.headline(flat, [open_, ATIME], checks).startswith(
+    assert summary.headline_verdict(flat, [open_, ATIME], checks) == "inconclusive"
+    assert summary.headline(flat, [open_, ATIME], checks).startswith(
         "mechanism shown for 1 of 2 changed options; throughput: no slowdown beyond 3% shown")
 
 
@@ -77,11 +77,11 @@ def test_a_mechanism_against_its_claim_is_worse_and_named() -> None:
                    higher_is_better=False, ratio=1.3)
     flat = [_metric("creates_per_s", "equivalent", (0.97, 1.03))]
     checks = [_check(more.name, "opposite")]
-    assert run.headline_verdict(flat, [more], checks) == "worse"
-    assert run.headline(flat, [more], checks).startswith(
+    assert summary.headline_verdict(flat, [more], checks) == "worse"
+    assert summary.headline(flat, [more], checks).startswith(
         "mechanism not shown for the changed option")
     both = [more, ATIME]
-    assert "(against its claim: logbsize=256k)" in run.headline(
+    assert "(against its claim: logbsize=256k)" in summary.headline(
         flat, both, [*checks, _check(ATIME.name, "seen", "noatime")])
 
 
@@ -90,8 +90,8 @@ def test_an_equivalent_run_is_equivalent_not_better() -> None:
     within the margin."""
     same = [_metric("dirops_per_cpu_s", "equivalent", (0.98, 1.02), primary=["B = A"]),
             _metric("creates_per_s", "equivalent", (0.97, 1.04))]
-    assert run.headline_verdict(same, [], []) == "equivalent"
-    assert run.headline(same, [], []).endswith("no slowdown beyond 3% shown")
+    assert summary.headline_verdict(same, [], []) == "equivalent"
+    assert summary.headline(same, [], []).endswith("no slowdown beyond 3% shown")
 
 
 def test_a_zero_figure_before_its_test_is_not_a_claim_seen() -> None:

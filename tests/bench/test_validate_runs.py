@@ -249,7 +249,7 @@ def test_sigkill_leftovers_are_recovered_by_the_next_run(tmp_path: Path, root_to
 
 
 def test_recovery_is_reported(tmp_path: Path, root_tools: None) -> None:
-    from advisor.bench import resources
+    from advisor.bench import cleanup, journal
 
     state = tmp_path / "state"
     state.mkdir()
@@ -262,11 +262,11 @@ def test_recovery_is_reported(tmp_path: Path, root_tools: None) -> None:
     (state / "run-999999-0.json").write_text(json.dumps({
         "pid": 999999, "started": "1", "dirs": [record(leftover)],
         "files": [record(leftover / "scratch.img")]}))
-    os.environ[resources.STATE_DIR_ENV] = str(state)
+    os.environ[journal.STATE_DIR_ENV] = str(state)
     try:
-        done = resources.recover_leftovers().done
+        done = cleanup.recover_leftovers().done
     finally:
-        del os.environ[resources.STATE_DIR_ENV]
+        del os.environ[journal.STATE_DIR_ENV]
     assert len(done) == 1 and "pid 999999" in done[0] and "removed" in done[0]
     assert not leftover.exists()
     assert list(state.iterdir()) == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.bench import counters
-from advisor.bench.run import Plan, primaries
+from advisor.bench.plan import Plan, primaries
 from advisor.engine.rulebook import RuleBook
 from advisor.models.bench import SideConfig
 from advisor.models.rule import MechanismClaim

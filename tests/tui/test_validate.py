@@ -255,7 +255,7 @@ async def test_attribution_is_offered_after_a_verdict_and_shown(make_app: AppFac
     one option it says why not; an attribution, once there, is shown under the verdict."""
     from advisor.bench import attribute as attribution
     from advisor.bench import differences
-    from advisor.bench.run import Plan
+    from advisor.bench.plan import Plan
     from advisor.models.bench import SideConfig, ValidationReport
     from advisor.models.workload import Workload
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from advisor.bench.resources import Recovery
+from advisor.bench.cleanup import Recovery
 from advisor.models.device import Inventory
 from advisor.models.proposal import Proposal
 from tests.tui.conftest import AppFactory

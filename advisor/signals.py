@@ -51,6 +51,18 @@ def _restore(previous: dict[int, object]) -> None:
 
 
 @contextlib.contextmanager
+def stopping_signals_blocked() -> Iterator[None]:
+    """Within the block, the stopping signals wait in the kernel (pthread_sigmask) and are
+    delivered when it ends: handlers are swapped back without one landing half-way (a restored
+    handler that raises would leave the others unrestored and the holding state set)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
     """Within the block, SIGINT, SIGTERM, SIGHUP and SIGQUIT raise Terminated (a
     KeyboardInterrupt) in the main thread, so a closed terminal or a `kill` cleans up too."""
@@ -88,7 +100,8 @@ def signals_held() -> Iterator[None]:
     try:
         yield
     finally:
-        _restore(previous)
-        _held = None
+        with stopping_signals_blocked():
+            _restore(previous)
+            _held = None
         if caught:
             raise Terminated(f"{signal.Signals(caught[0]).name} (held until clean-up ended)")

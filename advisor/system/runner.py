@@ -17,9 +17,12 @@ from typing import Any
 import sh
 
 from advisor.errors import ToolProblem
-from advisor.signals import STOPPING_SIGNALS
+from advisor.signals import STOPPING_SIGNALS, stopping_signals_blocked
 
 DEFAULT_TIMEOUT = 60.0
+#: How long a command killed because the advisor is ending is waited for (it is SIGKILLed; only
+#: a process stuck in the kernel takes longer).
+KILLED_WAIT = 2.0
 
 #: The Debian package of each external command the tool runs, for a "not found" message.
 DEBIAN_PACKAGES = {
@@ -89,8 +92,9 @@ def signals_deferred() -> Iterator[None]:
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        with stopping_signals_blocked():  # none lands between two restored handlers
+            for number, handler in previous.items():
+                signal.signal(number, handler)
         if caught:  # the first one, as it would have been handled without the deferral
             first, frame = caught[0]
             previous[first](first, frame)
@@ -203,6 +207,10 @@ def run(
             # purpose (own_group).
             if not own_group:
                 kill()
+                # Reaped before the signal goes on: a command still exiting holds what it had
+                # open (a loop device that clean-up is about to detach is busy until then).
+                with contextlib.suppress(Exception):
+                    proc.wait(timeout=KILLED_WAIT)
             raise
         finally:
             _running.pop(id(proc), None)

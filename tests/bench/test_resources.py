@@ -18,12 +18,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
 
 from advisor import signals
 from advisor.bench import cleanup, journal, resources
 from advisor.errors import DeviceProblem
+from advisor.system import runner
 from tests.bench.test_guard import attached
 from tests.conftest import REPO, mounted, require_root_tools, sh
 
@@ -253,10 +255,20 @@ def test_odd_loop_dir_is_cleaned_up(tmp_path: Path, state: Path, root_tools: Non
             assert work == os.path.realpath(work)  # canonical from the start
             assert leftovers(str(tmp_path.resolve())) != []
         assert leftovers(str(tmp_path.resolve())) == []
-        assert not os.path.exists(work) and not is_attached(device)
+        # By backing file, not by name: another run's test may have attached the same number.
+        assert not os.path.exists(work) and not _backed_by(device, str(tmp_path.resolve()))
         assert list(state.iterdir()) == []
     finally:
         force_clean(str(tmp_path.resolve()))
+
+
+def _backed_by(device: str, marker: str) -> bool:
+    """Whether loop device `device` is attached to a file whose path contains marker."""
+    backing = Path("/sys/block", os.path.basename(device), "loop", "backing_file")
+    try:
+        return marker in backing.read_text()
+    except OSError:
+        return False
 
 
 HOLDER = """
@@ -455,6 +467,60 @@ def test_signals_held_raise_when_the_block_ends() -> None:
         time.sleep(0.1)  # the handler ran here: held, not raised
         held = True
     assert held
+
+
+def test_a_signal_while_held_handlers_are_put_back_is_raised_after(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal landing while signals_held puts the outer handlers back (one that raises is
+    already back, others are not) waits until every handler is back and holding has ended: then
+    it is raised, and the next signals_held holds again."""
+    _in_the_main_thread()
+    real = signal.signal
+    sent: list[int] = []
+
+    def put_back_then_signal(signum: int, handler: Any) -> Any:
+        previous = real(signum, handler)
+        if armed and not sent:
+            sent.append(signum)
+            os.kill(os.getpid(), signal.SIGINT)  # its handler, just put back, raises
+        return previous
+
+    armed = False
+    with signals.terminate_as_interrupt():
+        monkeypatch.setattr(signal, "signal", put_back_then_signal)
+        with pytest.raises(signals.Terminated, match="SIGINT"), signals.signals_held():
+            armed = True
+        monkeypatch.setattr(signal, "signal", real)
+        assert sent == [signal.SIGINT]
+        assert signals._held is None  # holding ended
+        # Every handler is the outer block's again, and holding works as before.
+        assert {signal.getsignal(s) for s in signals.STOPPING_SIGNALS} == {
+            signal.getsignal(signal.SIGINT)}
+        with pytest.raises(signals.Terminated, match="SIGHUP"), signals.signals_held():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.1)
+
+
+def test_a_command_killed_by_an_ending_signal_is_reaped_before_the_signal_goes_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or SIGTERM) while a command runs kills it and waits for it to be gone, so that
+    what it held open (a loop device clean-up detaches next) is released."""
+    _in_the_main_thread()
+    spawned: list[Any] = []
+    real_spawn = runner._spawn
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        proc = real_spawn(*args, **kwargs)
+        spawned.append(proc)
+        return proc
+
+    monkeypatch.setattr(runner, "_spawn", spy)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    with signals.terminate_as_interrupt(), pytest.raises(signals.Terminated):
+        timer.start()
+        runner.run(["sleep", "30"])
+    [proc] = spawned
+    assert not Path(f"/proc/{proc.pid}").exists(), "the killed command was not reaped"
 
 
 def _in_the_main_thread() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from advisor.bench import counters
 from advisor.bench.calibration import CalibrationStore
 from advisor.bench.cleanup import Recovery, recover_and_say
+from advisor.bench.guard import UNRECOGNIZED_FLAG
 from advisor.bench.hold import DeviceHold
 from advisor.bench.options import checked_side
 from advisor.bench.plan import HOST_EFFECTS, Plan, abba_order, primaries
@@ -126,7 +127,9 @@ def execute(plan: Plan, *, progress: Progress | None = None,
                    seconds_per_pair=max(blocks) / 2 if blocks else None)
     if plan.device:
         report.device_left = (f"{plan.device} now holds the test filesystem of the last round: "
-                              f"`wipefs -a {plan.device}` removes it before any other use")
+                              f"`wipefs -a {plan.device}` removes it before any other use (its "
+                              f"signature: the rest stays, so validating on it again also takes "
+                              f"{UNRECOGNIZED_FLAG})")
     return report
 
 

@@ -348,6 +348,15 @@ def test_scratch_device_run_end_to_end(tmp_path: Path, root_tools: None) -> None
         # It says what it left on the device, and how to wipe it.
         assert f"{dev} now holds the test filesystem of the last round: `wipefs -a {dev}`" \
             in proc.stderr
+        # And what wipefs leaves: the signature goes, the rest of the test filesystem stays,
+        # which the guard finds; the line said so, with the flag that accepts it.
+        assert "validating on it again also takes --destroy-unrecognized-data" in proc.stderr
+        sh("wipefs", "-a", dev)
+        again = subprocess.run(
+            [sys.executable, "-m", "advisor", "validate", "--device", dev, *SMALL],
+            input="", capture_output=True, text=True, cwd=REPO, env=_env(tmp_path), timeout=120)
+        assert again.returncode != 0 and "it is not blank" in again.stderr, again.stderr
+        assert "--destroy-unrecognized-data formats it anyway" in again.stderr, again.stderr
     finally:
         sh("umount", "--quiet", dev, check=False)
         sh("losetup", "-d", dev, check=False)

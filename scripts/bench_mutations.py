@@ -30,8 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 RULES = Path("advisor") / "engine" / "rules"
 FLIP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
-#: What a copy needs to import the package, load the rule book and run the tests.
-COPIED = ("advisor", "rules", "tests", "pyproject.toml")
+#: What a copy needs to import the package, load the rule book and run the tests (the engine tests
+#: unpack captures with the Ansible role's store.py).
+COPIED = ("advisor", "rules", "tests", "pyproject.toml", "ansible")
 DEFAULT_TESTS = ("tests/engine",)
 #: The engine tests that decide (no golden files, no CLI): the quick selection, `--quick`.
 QUICK_TESTS = ("tests/engine/test_rule_examples.py", "tests/engine/test_rule_cases.py",
@@ -75,7 +76,10 @@ def run_tests(copy: Path, tests: list[str], show: bool = False) -> bool:
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-         *tests], cwd=copy, env=env, capture_output=True, text=True, check=False)
+         # the copy's own temp folder: other pytest runs on the machine prune /tmp/pytest-of-*,
+         # which would fail a test and count as a kill
+         f"--basetemp={copy / '.pytest-tmp'}", *tests],
+        cwd=copy, env=env, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1):
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise SystemExit(f"the tests did not run (exit {proc.returncode}): {' / '.join(tail)}")

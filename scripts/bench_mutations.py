@@ -88,6 +88,18 @@ def run_tests(copy: Path, tests: list[str], show: bool = False) -> bool:
     return proc.returncode == 0
 
 
+def _deciding_first(tests: list[str]) -> list[str]:
+    """The test files in `tests` (folders opened), the quick selection first: `-x` stops at the
+    first failure, so a mutant a rule example or boundary test kills dies in seconds instead of
+    after every CLI and golden test before them."""
+    files = []
+    for t in tests:
+        found = sorted((REPO / t).rglob("test_*.py")) if (REPO / t).is_dir() else [REPO / t]
+        files += [str(f.relative_to(REPO)) for f in found]
+    order = {f: i for i, f in enumerate(QUICK_TESTS)}
+    return sorted(dict.fromkeys(files), key=lambda f: order.get(f, len(order)))
+
+
 def _stop(signum: int, frame: object) -> None:
     """SIGTERM ends the run like Ctrl-C: the running tests are killed, the copy removed."""
     raise SystemExit(f"stopped by signal {signum}")
@@ -102,7 +114,7 @@ def main() -> int:
                         help="only the engine tests that decide: " + " ".join(QUICK_TESTS))
     args = parser.parse_args()
     tests = args.tests or list(QUICK_TESTS if args.quick else DEFAULT_TESTS)
-    tests = [t for t in tests if (REPO / t).exists()]
+    tests = _deciding_first([t for t in tests if (REPO / t).exists()])
     names = args.modules or sorted(p.name for p in (REPO / RULES).glob("*.py"))
     with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
         copy = Path(tmp)

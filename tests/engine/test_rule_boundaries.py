@@ -308,3 +308,24 @@ def test_a_log_of_exactly_the_largest_is_not_limited(answers: dict[str, object],
     assert d.options == ["-l", "size=2038m"]
     assert ("limited by the maximum log size" in d.reason) == limited, d.reason
     assert p.check is not None and p.check.geometry.log_bytes == 2038 * MiB
+
+
+@pytest.mark.parametrize(("sector", "su", "lsu_blocks", "reason"), [
+    (512, 4 * KiB, 1, "mkfs.xfs already makes the log stripe unit one block (4k)"),
+    (512, 8 * KiB, 2, "log writes stay aligned to the 8k stripe unit"),
+    (4096, 64 * KiB, 1, "it does so for 4096-byte sectors whatever the data stripe"),
+])
+def test_a_one_block_log_stripe_unit_names_the_sector_only_above_512(
+        sector: int, su: int, lsu_blocks: int, reason: str) -> None:
+    """log-stripe-unit: mkfs.xfs -N makes a one-block log stripe unit from a 4 KiB data stripe
+    unit on 512-byte sectors (the data stripe's, so the reason does not blame the sector), and
+    from any stripe on 4 KiB sectors."""
+    p = _proposal(device(100 * GiB, rotational=False, logical_sector=sector,
+                         physical_sector=sector),
+                  storage={"raid_stripe_unit": su, "raid_data_disks": 4})
+    d = _decision(p, "-l su")
+    assert not d.changed and reason in d.reason, d.reason
+    assert ("-byte sectors" in d.reason) == (sector > 512), d.reason
+    assert p.check is not None
+    assert (p.check.geometry.log_sunit_blocks, p.check.geometry.sector_size) == (lsu_blocks,
+                                                                                  sector)

@@ -30,8 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 RULES = Path("advisor") / "engine" / "rules"
 FLIP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
-#: What a copy needs to import the package, load the rule book and run the tests.
-COPIED = ("advisor", "rules", "tests", "pyproject.toml")
+#: What a copy needs to import the package, load the rule book and run the tests (the engine tests
+#: unpack captures with the Ansible role's store.py).
+COPIED = ("advisor", "rules", "tests", "pyproject.toml", "ansible")
 DEFAULT_TESTS = ("tests/engine",)
 #: The engine tests that decide (no golden files, no CLI): the quick selection, `--quick`.
 QUICK_TESTS = ("tests/engine/test_rule_examples.py", "tests/engine/test_rule_cases.py",
@@ -75,13 +76,28 @@ def run_tests(copy: Path, tests: list[str], show: bool = False) -> bool:
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-         *tests], cwd=copy, env=env, capture_output=True, text=True, check=False)
+         # the copy's own temp folder: other pytest runs on the machine prune /tmp/pytest-of-*,
+         # which would fail a test and count as a kill
+         f"--basetemp={copy / '.pytest-tmp'}", *tests],
+        cwd=copy, env=env, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1):
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise SystemExit(f"the tests did not run (exit {proc.returncode}): {' / '.join(tail)}")
     if show and proc.returncode:
         print("\n".join(proc.stdout.strip().splitlines()[-15:]))
     return proc.returncode == 0
+
+
+def _deciding_first(tests: list[str]) -> list[str]:
+    """The test files in `tests` (folders opened), the quick selection first: `-x` stops at the
+    first failure, so a mutant a rule example or boundary test kills dies in seconds instead of
+    after every CLI and golden test before them."""
+    files = []
+    for t in tests:
+        found = sorted((REPO / t).rglob("test_*.py")) if (REPO / t).is_dir() else [REPO / t]
+        files += [str(f.relative_to(REPO)) for f in found]
+    order = {f: i for i, f in enumerate(QUICK_TESTS)}
+    return sorted(dict.fromkeys(files), key=lambda f: order.get(f, len(order)))
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -98,7 +114,7 @@ def main() -> int:
                         help="only the engine tests that decide: " + " ".join(QUICK_TESTS))
     args = parser.parse_args()
     tests = args.tests or list(QUICK_TESTS if args.quick else DEFAULT_TESTS)
-    tests = [t for t in tests if (REPO / t).exists()]
+    tests = _deciding_first([t for t in tests if (REPO / t).exists()])
     names = args.modules or sorted(p.name for p in (REPO / RULES).glob("*.py"))
     with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
         copy = Path(tmp)

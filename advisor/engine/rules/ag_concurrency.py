@@ -72,8 +72,10 @@ def ag_concurrency(ctx: Context, params: AgConcurrencyParams) -> Outcome:
     if eventual:
         target = min(target, max(2, params.max_agcount_when_grown * ctx.size // eventual))
     if target <= default:
+        # Here the multi-disk count is above the default (the writers and the target both are),
+        # so a target of holds_log is below it: the log is what held the count.
         limit = (f"no more than {target} AGs each larger than the {human_size(log)} log fit"
-                 if target == holds_log < multidisk else f"mkfs.xfs itself makes no more than "
+                 if target == holds_log else f"mkfs.xfs itself makes no more than "
                  f"{target} AGs even for multi-disk storage")
         return Outcome(keep_reason=f"{who}; at {human_size(ctx.size)} {limit}: the default "
                        f"{default} stays")

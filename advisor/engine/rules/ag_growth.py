@@ -87,10 +87,10 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     agsize = round_down(ctx.size // agcount, align)
     if stripe and agsize % (stripe[0] * stripe[1]) == 0:
         # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns): one
-        # stripe unit more moves each to the next disk; less when more does not fit whole.
-        grown_larger = agsize + stripe[0]
-        fits = grown_larger * agcount <= ctx.size and grown_larger <= params.max_ag_bytes
-        agsize = grown_larger if fits else agsize - stripe[0]
+        # stripe unit less moves each to the next disk. One more never fits: with a stripe unit
+        # of whole blocks (as mkfs.xfs requires) the alignment is the stripe unit, and agsize is
+        # already the largest aligned AG of which agcount fit.
+        agsize -= stripe[0]
     tail = ctx.size - agcount * agsize
     if tail:
         warnings.append(
@@ -103,9 +103,11 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
         limit = (f"AGs cannot exceed {human_size(params.max_ag_bytes)}"
                  if needed > round_down(params.max_ag_bytes, align) else
                  f"{human_size(ctx.size)} now holds no whole number of larger AGs")
+        # Only when two such AGs do not fit: then they are also larger than the ones used (at
+        # least two of those fit).
         whole = (f"; a device of exactly {2 * largest} bytes (two {human_size(largest)} AGs) "
                  f"would keep it to {math.ceil(eventual / largest)}"
-                 if largest > agsize and 2 * largest > ctx.size else "")
+                 if 2 * largest > ctx.size else "")
         warnings.append(f"{human_size(eventual)} needs more than "
                         f"{params.max_agcount_when_grown} AGs: {limit}, so the largest that "
                         f"fill it whole are used ({human_size(agsize)}){whole}")

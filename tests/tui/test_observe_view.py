@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
 from advisor.models.observe import ObserveDocument
 from advisor.session import Session
-from advisor.tui.app import build_app
 from advisor.tui.dialogs import PathPrompt
 from advisor.tui.observe import ObserveScreen, RatesPlot
 from tests.conftest import loop_device, mounted, require_root_tools, sh
 from tests.observe.test_observe import ADVISOR, APPENDS, REPO
 from tests.tui.conftest import AppFactory
+from tests.tui.live import key_on_device
 
 SnapCompare = Callable[..., bool]
 
@@ -34,16 +34,7 @@ async def test_o_shows_a_live_view_with_findings_as_they_appear(tmp_path: Path) 
     with loop_device(tmp_path / "fs.img", 512 << 20) as dev:
         sh("mkfs.xfs", "-q", "-f", dev)
         with mounted(dev, tmp_path / "mnt") as mnt:
-            app = build_app(Session())
-            async with app.run_test(size=(140, 50)) as pilot:
-                await pilot.pause()
-                table = app.screen.query_one("#device-table", DataTable)
-                name = dev.removeprefix("/dev/")
-                row = next(i for i in range(table.row_count)
-                           if app.screen._name_at(i) == name)  # type: ignore[attr-defined]
-                table.move_cursor(row=row)
-                await pilot.press("o")
-                await pilot.pause()
+            async with key_on_device(dev, "o", (140, 50)) as (app, pilot):
                 screen = app.screen
                 assert isinstance(screen, ObserveScreen)
                 writer = subprocess.Popen([sys.executable, "-c", APPENDS, "interleaved",
@@ -100,15 +91,7 @@ async def test_r_records_what_the_view_reads_and_saves_it_for_replay(tmp_path: P
     with loop_device(tmp_path / "fs.img", 512 << 20) as dev:
         sh("mkfs.xfs", "-q", "-f", dev)
         with mounted(dev, tmp_path / "mnt") as mnt:
-            app = build_app(Session())
-            async with app.run_test(size=(140, 50)) as pilot:
-                await pilot.pause()
-                table = app.screen.query_one("#device-table", DataTable)
-                name = dev.removeprefix("/dev/")
-                row = next(i for i in range(table.row_count)
-                           if app.screen._name_at(i) == name)  # type: ignore[attr-defined]
-                table.move_cursor(row=row)
-                await pilot.press("o")
+            async with key_on_device(dev, "o", (140, 50)) as (app, pilot):
                 screen = app.screen
                 assert isinstance(screen, ObserveScreen)
                 status = screen.query_one("#observe-record", Label)
@@ -129,7 +112,7 @@ async def test_r_records_what_the_view_reads_and_saves_it_for_replay(tmp_path: P
                 await pilot.press("r")
                 await until(lambda: isinstance(app.screen, PathPrompt), "the save prompt")
                 field = app.screen.query_one("#prompt-path", Input)
-                assert field.value == f"observe-{name}.json"
+                assert field.value == f"observe-{Path(dev).name}.json"
                 saved = tmp_path / "seen.json"
                 field.value = str(saved)
                 await pilot.press("enter")

@@ -55,9 +55,18 @@ def test_run_state_and_footer_at_80x24(tmux: Callable[..., str], tmp_path: Path)
 
 def _choose_target(tmux: Callable[..., str], name: str) -> None:
     """F5's target list: focus it, open it, type the device's name (the list searches as one
-    types), take it."""
-    for keys in (["Tab"], ["Enter"], ["-l", f"{name} ("], ["Enter"]):
-        tmux("send-keys", "-t", "advisor", *keys)
+    types), take it. Another program's loop device coming or going on this shared host redraws
+    the list while it is open and loses what was typed: the list still open, it is closed and
+    the name typed again."""
+    tmux("send-keys", "-t", "advisor", "Tab")
+    time.sleep(0.5)
+    for _ in range(3):
+        for keys in (["Enter"], ["-l", f"{name} ("], ["Enter"]):
+            tmux("send-keys", "-t", "advisor", *keys)
+            time.sleep(0.5)
+        if "Dismiss menu" not in tmux("capture-pane", "-p", "-t", "advisor"):
+            return
+        tmux("send-keys", "-t", "advisor", "Escape")
         time.sleep(0.5)
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
-from advisor.session import Session
-from advisor.tui.app import build_app
 from advisor.tui.audit import AuditScreen
 from tests.bench.test_guard import checksum
 from tests.conftest import loop_device, require_root_tools, sh
+from tests.tui.live import key_on_device
 
 
 async def test_a_shows_the_audit_of_the_highlighted_device(tmp_path: Path) -> None:
@@ -21,16 +20,7 @@ async def test_a_shows_the_audit_of_the_highlighted_device(tmp_path: Path) -> No
         sh("mkfs.xfs", "-q", "-f", "-K", "-m", "crc=0", dev)
         sh("blockdev", "--flushbufs", dev)
         before = checksum(backing)
-        app = build_app(Session())
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
-            table = app.screen.query_one("#device-table", DataTable)
-            name = dev.removeprefix("/dev/")
-            row = next(i for i in range(table.row_count)
-                       if app.screen._name_at(i) == name)  # type: ignore[attr-defined]
-            table.move_cursor(row=row)
-            await pilot.press("a")
-            await pilot.pause()
+        async with key_on_device(dev, "a", (120, 40)) as (app, pilot):
             assert isinstance(app.screen, AuditScreen)
             await app.screen.workers.wait_for_complete()
             await pilot.pause()

@@ -9,78 +9,79 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
 from advisor.models.observe import ObserveDocument
 from advisor.session import Session
-from advisor.tui.app import build_app
+from advisor.tui.app import AdvisorApp
 from advisor.tui.dialogs import PathPrompt
 from advisor.tui.observe import ObserveScreen, RatesPlot
 from tests.conftest import loop_device, mounted, require_root_tools, sh
 from tests.observe.test_observe import ADVISOR, APPENDS, REPO
 from tests.tui.conftest import AppFactory
+from tests.tui.live import key_on_device
 
 SnapCompare = Callable[..., bool]
 
 
-async def test_o_shows_a_live_view_with_findings_as_they_appear(tmp_path: Path) -> None:
+@asynccontextmanager
+async def _watching(tmp_path: Path) -> AsyncIterator[tuple[AdvisorApp, Pilot[int], str, Path]]:
+    """A new XFS on a loop device, mounted, and `o` pressed on it: the app (its screen the live
+    view), its pilot, the device and the mount point."""
     require_root_tools("losetup", "mkfs.xfs", "mount")
     with loop_device(tmp_path / "fs.img", 512 << 20) as dev:
         sh("mkfs.xfs", "-q", "-f", dev)
         with mounted(dev, tmp_path / "mnt") as mnt:
-            app = build_app(Session())
-            async with app.run_test(size=(140, 50)) as pilot:
-                await pilot.pause()
-                table = app.screen.query_one("#device-table", DataTable)
-                name = dev.removeprefix("/dev/")
-                row = next(i for i in range(table.row_count)
-                           if app.screen._name_at(i) == name)  # type: ignore[attr-defined]
-                table.move_cursor(row=row)
-                await pilot.press("o")
-                await pilot.pause()
-                screen = app.screen
-                assert isinstance(screen, ObserveScreen)
-                writer = subprocess.Popen([sys.executable, "-c", APPENDS, "interleaved",
-                                           str(mnt / "files")])
-                try:
-                    body = ""
-                    deadline = time.monotonic() + 60
-                    # the finding can show on the first reading: wait for it and a second one
-                    while (("[allocsize]" not in body or screen.refreshes < 2)
-                           and time.monotonic() < deadline):
-                        await asyncio.sleep(0.5)
-                        body = str(screen.query_one("#observe-body", Static).render())
-                finally:
-                    writer.kill()
-                    writer.wait()
-                assert "counters only, refreshed every second" in body, body
-                assert "fsync" in body or "log forces" in body, body
-                assert "[allocsize]" in body, body
-                assert screen.refreshes >= 2
-                # The key rates are plotted over time: the writer's transactions and log
-                # writes moved, one point a reading; removes and attribute sets did not.
-                plot = screen.query_one("#observe-plot", RatesPlot)
-                assert "transactions committed" in plot.shown, plot.series
-                assert "log buffer writes" in plot.shown, plot.series
-                assert "extended attributes set" not in plot.shown, plot.series
-                assert all(len(points) == screen.refreshes for points in plot.series.values())
-                plot.plt.plotsize(100, 14)
-                drawn = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build())
-                assert "transactions committed" in drawn and "seconds since the view opened" \
-                    in drawn, drawn
-                await pilot.press("escape")
-                await pilot.pause()
-                assert not isinstance(app.screen, ObserveScreen)
-                seen = screen.refreshes  # a reading may land while escape is on its way
-                await asyncio.sleep(1.5)
-                assert screen.refreshes == seen  # the reading stopped with the view
-                assert not [w for w in screen.workers if w.is_running]
+            async with key_on_device(dev, "o", (140, 50)) as (app, pilot):
+                yield app, pilot, dev, mnt
+
+
+async def test_o_shows_a_live_view_with_findings_as_they_appear(tmp_path: Path) -> None:
+    async with _watching(tmp_path) as (app, pilot, _dev, mnt):
+        screen = app.screen
+        assert isinstance(screen, ObserveScreen)
+        writer = subprocess.Popen([sys.executable, "-c", APPENDS, "interleaved",
+                                   str(mnt / "files")])
+        try:
+            body = ""
+            deadline = time.monotonic() + 60
+            # the finding can show on the first reading: wait for it and a second one
+            while (("[allocsize]" not in body or screen.refreshes < 2)
+                   and time.monotonic() < deadline):
+                await asyncio.sleep(0.5)
+                body = str(screen.query_one("#observe-body", Static).render())
+        finally:
+            writer.kill()
+            writer.wait()
+        assert "counters only, refreshed every second" in body, body
+        assert "fsync" in body or "log forces" in body, body
+        assert "[allocsize]" in body, body
+        assert screen.refreshes >= 2
+        # The key rates are plotted over time: the writer's transactions and log
+        # writes moved, one point a reading; removes and attribute sets did not.
+        plot = screen.query_one("#observe-plot", RatesPlot)
+        assert "transactions committed" in plot.shown, plot.series
+        assert "log buffer writes" in plot.shown, plot.series
+        assert "extended attributes set" not in plot.shown, plot.series
+        assert all(len(points) == screen.refreshes for points in plot.series.values())
+        plot.plt.plotsize(100, 14)
+        drawn = re.sub(r"\x1b\[[0-9;]*m", "", plot.plt.build())
+        assert "transactions committed" in drawn and "seconds since the view opened" \
+            in drawn, drawn
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ObserveScreen)
+        seen = screen.refreshes  # a reading may land while escape is on its way
+        await asyncio.sleep(1.5)
+        assert screen.refreshes == seen  # the reading stopped with the view
+        assert not [w for w in screen.workers if w.is_running]
 
 
 CREATES = """
@@ -96,47 +97,35 @@ async def test_r_records_what_the_view_reads_and_saves_it_for_replay(tmp_path: P
     """`r` starts a recording, 300 files are created, `r` stops it and asks where to save it:
     the file is the recording `observe --record` makes, and `observe --replay` reports the
     creates from it (the 300 files and their folder)."""
-    require_root_tools("losetup", "mkfs.xfs", "mount")
-    with loop_device(tmp_path / "fs.img", 512 << 20) as dev:
-        sh("mkfs.xfs", "-q", "-f", dev)
-        with mounted(dev, tmp_path / "mnt") as mnt:
-            app = build_app(Session())
-            async with app.run_test(size=(140, 50)) as pilot:
-                await pilot.pause()
-                table = app.screen.query_one("#device-table", DataTable)
-                name = dev.removeprefix("/dev/")
-                row = next(i for i in range(table.row_count)
-                           if app.screen._name_at(i) == name)  # type: ignore[attr-defined]
-                table.move_cursor(row=row)
-                await pilot.press("o")
-                screen = app.screen
-                assert isinstance(screen, ObserveScreen)
-                status = screen.query_one("#observe-record", Label)
-                assert "r records" in str(status.render())
+    async with _watching(tmp_path) as (app, pilot, dev, mnt):
+        screen = app.screen
+        assert isinstance(screen, ObserveScreen)
+        status = screen.query_one("#observe-record", Label)
+        assert "r records" in str(status.render())
 
-                async def until(done: Callable[[], bool], what: str) -> None:
-                    deadline = time.monotonic() + 30
-                    while not done():
-                        assert time.monotonic() < deadline, what
-                        await asyncio.sleep(0.1)
+        async def until(done: Callable[[], bool], what: str) -> None:
+            deadline = time.monotonic() + 30
+            while not done():
+                assert time.monotonic() < deadline, what
+                await asyncio.sleep(0.1)
 
-                await until(lambda: any(w.is_running for w in screen.workers), "worker")
-                await pilot.press("r")
-                await until(lambda: screen.recording, "the recording to start")
-                assert "recording since" in str(status.render())
-                subprocess.run([sys.executable, "-c", CREATES, str(mnt / "made"), "300"],
-                               check=True)
-                await pilot.press("r")
-                await until(lambda: isinstance(app.screen, PathPrompt), "the save prompt")
-                field = app.screen.query_one("#prompt-path", Input)
-                assert field.value == f"observe-{name}.json"
-                saved = tmp_path / "seen.json"
-                field.value = str(saved)
-                await pilot.press("enter")
-                await until(saved.exists, "the recording to be saved")
-                assert app.screen is screen and not screen.recording
-                assert "r records" in str(status.render())
-                await pilot.press("escape")
+        await until(lambda: any(w.is_running for w in screen.workers), "worker")
+        await pilot.press("r")
+        await until(lambda: screen.recording, "the recording to start")
+        assert "recording since" in str(status.render())
+        subprocess.run([sys.executable, "-c", CREATES, str(mnt / "made"), "300"],
+                       check=True)
+        await pilot.press("r")
+        await until(lambda: isinstance(app.screen, PathPrompt), "the save prompt")
+        field = app.screen.query_one("#prompt-path", Input)
+        assert field.value == f"observe-{Path(dev).name}.json"
+        saved = tmp_path / "seen.json"
+        field.value = str(saved)
+        await pilot.press("enter")
+        await until(saved.exists, "the recording to be saved")
+        assert app.screen is screen and not screen.recording
+        assert "r records" in str(status.render())
+        await pilot.press("escape")
     recording = json.loads(saved.read_text())
     assert recording["format"] == "xfs-advisor observe recording"
     (fs,) = recording["filesystems"]

@@ -250,10 +250,32 @@ def test_footer_at_80x24_shows_help_quit_and_every_step_key(
     _keys(tmux, "Escape", "q")
 
 
+def _dialog_text(screen: str) -> str:
+    """The text inside the dialog box on screen (its lines between the box's borders), or ""."""
+    lines = screen.splitlines()
+    top = next((i for i, line in enumerate(lines) if "█▀▀" in line), None)
+    if top is None:
+        return ""
+    left, right = lines[top].index("█▀▀") + 1, lines[top].rindex("▀█") + 1
+    inside = []
+    for line in lines[top + 1:]:
+        if "▄▄█" in line:
+            break
+        inside.append(line[left:right])
+    return "\n".join(inside)
+
+
+def _unwrapped(text: str) -> str:
+    """`text` without its white space: the same however it was wrapped or a long word folded."""
+    return "".join(text.split())
+
+
 def test_saving_over_a_file_asks_first(tmux: Callable[..., str], shared_dumps: dict[str, Path],
                                        tmp_path: Path) -> None:
     """ctrl+s offers workload.toml in the current folder; it exists: asked, `n` keeps it, `y`
-    replaces it, and the notice names an absolute path."""
+    replaces it, and the notice names an absolute path. The question and the notice wrap where
+    the test's folder makes them (its path is as long as pytest makes it): they are read
+    unwrapped."""
     answers = tmp_path / "workload.toml"
     answers.write_text("# mine\n")
     screen = _start(tmux, shared_dumps["simple-nvme"], (100, 30), cwd=tmp_path)
@@ -262,7 +284,8 @@ def test_saving_over_a_file_asks_first(tmux: Callable[..., str], shared_dumps: d
     _keys(tmux, "5", "C-s")
     _wait_for(screen, lambda s: "workload.toml" in s and "Save the answers" in s, "the prompt")
     _keys(tmux, "Enter")
-    _wait_for(screen, lambda s: "exists. Replace it with the workload file?" in s
+    question = _unwrapped(f"{answers} exists. Replace it with the workload file?")
+    _wait_for(screen, lambda s: question in _unwrapped(_dialog_text(s))
               and "Replace it (y)" in s and "Keep it (n)" in s, "the question")
     _keys(tmux, "n")
     _wait_for(screen, lambda s: "not saved" in s, "the notice")
@@ -272,7 +295,13 @@ def test_saving_over_a_file_asks_first(tmux: Callable[..., str], shared_dumps: d
     _keys(tmux, "Enter")
     _wait_for(screen, lambda s: "Replace it (y)" in s, "the question again")
     _keys(tmux, "y")
-    _wait_for(screen, lambda s: "workload file saved to" in s, "the saved notice")
+    saved = "workload file saved to"
+    shown = _wait_for(screen, lambda s: saved in s, "the saved notice").splitlines()
+    # The path after it, on the same line or first on the notice's next line.
+    at = next(i for i, line in enumerate(shown) if saved in line)
+    column = shown[at].index(saved)
+    path = shown[at][column + len(saved):].strip() or shown[at + 1][column:].strip()
+    assert path.startswith("/"), "\n".join(shown)
     assert "largest_directory_entries = 5" in answers.read_text()
     _keys(tmux, "C-q")
 
@@ -401,8 +430,10 @@ def test_a_refused_target_says_why_and_cannot_start(tmux: Callable[..., str],
         refusal = f"refused: {name} cannot be used for the run"
         for attempt in range(3):  # under load, type-to-find in the list can miss a key
             _keys(tmux, "Enter")  # the target list, open
-            _wait_for(screen, lambda s: "refused, " in s, "the open target list")
-            tmux("send-keys", "-t", "advisor", "-l", name)  # type to find it
+            # Its own key, not a row: which devices show first depends on the host's others.
+            _wait_for(screen, lambda s: "Dismiss menu" in s, "the open target list")
+            # Type to find it: the name and the space after it, so that loop1 is not loop10.
+            tmux("send-keys", "-t", "advisor", "-l", f"{name} (")
             time.sleep(1.0)
             _keys(tmux, "Enter")
             try:

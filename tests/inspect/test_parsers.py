@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.inspect import geometry, parsers
-from advisor.inspect.devices import FactInt, _fact
+from advisor.inspect.specs import FactInt, make_fact
 from advisor.models.device import Fact
 
 KiB = 1 << 10
@@ -141,7 +141,7 @@ def test_md_stripe() -> None:
 
 
 def test_fast_fact_equals_a_validated_fact() -> None:
-    built = _fact(FactInt, 7, "sysfs", "sys/block/sda/size", "7", None)
+    built = make_fact(FactInt, 7, "sysfs", "sys/block/sda/size", "7", None)
     validated = Fact[int](value=7, source="sysfs", path="sys/block/sda/size", raw="7")
     assert built == validated and hash(built) == hash(validated)
     assert built.model_dump_json() == validated.model_dump_json()

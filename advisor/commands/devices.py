@@ -93,6 +93,7 @@ def write_json(out: BinaryIO, sysroot: object, live: bool, devices: Iterator[Dev
     read the devices, so a device vanishing mid-scan is an error and no half document."""
     from advisor import SCHEMA_VERSION
     from advisor.inspect.specs import IDENTITY
+    from advisor.render.inert import json_text
 
     include: dict[str, Any] | None = None
     device_include: set[str] | None = None
@@ -116,6 +117,8 @@ def write_json(out: BinaryIO, sysroot: object, live: bool, devices: Iterator[Dev
         # The device's own JSON, indented as it is inside the document (two levels down): JSON
         # strings hold no raw newline, so every newline is the serializer's own.
         text = device.__pydantic_serializer__.to_json(device, indent=2, include=device_include)
+        if not text.isascii():  # a model or label from the device: hidden characters escaped
+            text = json_text(text.decode()).encode()
         out.write(separator + b"    " + text.replace(b"\n", b"\n    "))
         separator = b",\n"
     out.write(b"\n  ]\n}\n")

@@ -19,7 +19,15 @@ from advisor import SCHEMA_VERSION
 from advisor.errors import DeviceProblem
 from advisor.inspect import parallel
 from advisor.inspect.probes import Probes, can_probe, load_probes, probe_live
-from advisor.inspect.specs import PROBED, FactBool, FactInt, FactStr, fields_needed, make_fact
+from advisor.inspect.specs import (
+    PROBED,
+    FactBool,
+    FactInt,
+    FactStr,
+    fields_needed,
+    make_device,
+    make_fact,
+)
 from advisor.inspect.stacking import entries_for, pass_up, prune_links, topological
 from advisor.inspect.sysblock import read_device
 from advisor.inspect.usage import UsageTables, no_usage, usage_tables
@@ -92,7 +100,7 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
         # time of a `--fields` scan of a SAN host).
         f["usage"] = tables.usage(f, probes) if want_usage else no_usage()
         _probed(f, probes, needed)
-        yield Device(**f)
+        yield make_device(f)
 
 
 def _probes(root: SysRoot, fields: list[dict[str, Any]], probe: bool,

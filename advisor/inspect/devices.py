@@ -24,11 +24,12 @@ from advisor.inspect.specs import (
     FactBool,
     FactInt,
     FactStr,
+    Reading,
     fields_needed,
     make_device,
     make_fact,
 )
-from advisor.inspect.stacking import entries_for, pass_up, prune_links, topological
+from advisor.inspect.stacking import entries_for, pass_up, prune_links, stripe_of, topological
 from advisor.inspect.sysblock import read_device
 from advisor.inspect.usage import UsageTables, no_usage, usage_tables
 from advisor.models.device import Device, Inventory
@@ -80,7 +81,6 @@ def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | 
             gc.enable()
 
 
-
 def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
              probes_used: list[Probes], entries: list[str] | None = None,
              users: bool = False) -> Iterator[Device]:
@@ -96,11 +96,16 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
     probes_used.append(probes)
     for f in topological(fields):
         pass_up(root, f, by_name, needed)
+        # The device's own Facts, made now and let go once it is written: the Readings in `f`
+        # are what the devices above it read.
+        device = {k: v.fact() if type(v) is Reading else v for k, v in f.items()}
+        if needed is None or "stripe" in needed:
+            device["stripe"] = stripe_of(f, by_name)
         # Given even when not asked: a default Usage is deep-copied per device (a third of the
         # time of a `--fields` scan of a SAN host).
-        f["usage"] = tables.usage(f, probes) if want_usage else no_usage()
-        _probed(f, probes, needed)
-        yield make_device(f)
+        device["usage"] = tables.usage(f, probes) if want_usage else no_usage()
+        _probed(device, probes, needed)
+        yield make_device(device)
 
 
 def _probes(root: SysRoot, fields: list[dict[str, Any]], probe: bool,

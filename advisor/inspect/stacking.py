@@ -30,10 +30,9 @@ def prune_links(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def pass_up(root: SysRoot, dev: dict[str, Any], by_name: dict[str, dict[str, Any]],
             needed: frozenset[str] | None) -> None:
     """What `dev` inherits from the devices below it (done first: topological order), into
-    its fields: the stripe, a dm device's storage hint, thin provisioning and discards below.
+    its fields, where the devices above it find them in turn: a dm device's storage hint, thin
+    provisioning and discards below. (Its stripe, which nothing above reads, is stripe_of's.)
     `needed`: the fields asked for (None: all)."""
-    if needed is None or "stripe" in needed:
-        dev["stripe"] = stripe_of(dev, by_name)
     if dev["kind"] == "dm" and (needed is None or "storage_hint" in needed):
         dev["storage_hint"] = inherited_hint(dev, by_name)
     if needed is None or not needed.isdisjoint(("thin", "discard_below")):

@@ -18,9 +18,11 @@ from advisor.inspect.specs import (
     FactInt,
     FactStr,
     Reader,
+    Reading,
     Spec,
     identity_specs,
     make_fact,
+    reading,
     wanted,
 )
 from advisor.models.device import DeviceKind, Fact, MdInfo
@@ -46,12 +48,12 @@ VIRTUAL_HBA_DRIVERS = {"virtio_scsi": "virtio-scsi", "hv_storvsc": "Hyper-V stor
 CLOUD_MODELS = {"Amazon Elastic Block Store": "AWS EBS", "PersistentDisk": "Google Persistent Disk"}
 
 
-def _hint(value: str, source: str, path: str, raw: str | None, note: str) -> Fact[str]:
-    return make_fact(FactStr, value, source, path, raw, note)
+def _hint(value: str, source: str, path: str, raw: str | None, note: str) -> Reading[str]:
+    return reading(FactStr, value, source, path, raw, note)
 
 
 def _storage_hint(root: SysRoot, name: str, kind: DeviceKind, link: str | None,
-                  transport: str | None, model: str | None) -> Fact[str]:
+                  transport: str | None, model: str | None) -> Reading[str]:
     """What the device's own facts say the storage is, with what says so (null: nothing does;
     in particular rotational=1 alone says nothing)."""
     base = f"sys/block/{name}"
@@ -81,7 +83,7 @@ def _storage_hint(root: SysRoot, name: str, kind: DeviceKind, link: str | None,
                      "a virtio disk" if transport == "virtio" else "a Xen virtual disk")
     if transport == "nvme":
         return _hint("ssd", SYSFS, base, link, "an NVMe device")
-    return make_fact(FactStr, None, SYSFS, base, None, "nothing in sysfs says what the storage is")
+    return reading(FactStr, None, SYSFS, base, None, "nothing in sysfs says what the storage is")
 
 
 def _scsi_host(link: str | None) -> tuple[str, str] | None:
@@ -140,11 +142,10 @@ def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None
         "kind": kind, "transport": transport,
     }
     if mq:
-        fields["hw_queues"] = make_fact(FactInt, len(mq), SYSFS, f"{base}/mq", " ".join(mq),
-                                        None)
+        fields["hw_queues"] = Reading(FactInt, len(mq), SYSFS, base, "mq", " ".join(mq), None)
     elif want_mq:
-        fields["hw_queues"] = make_fact(FactInt, None, SYSFS, f"{base}/mq", None,
-                                        "no blk-mq hardware queues")
+        fields["hw_queues"] = Reading(FactInt, None, SYSFS, base, "mq", None,
+                                      "no blk-mq hardware queues")
     if kind == "dm":
         _dm_fields(base, facts, fields, rd.notes)
     elif want_md:
@@ -173,7 +174,7 @@ def _specs(kind: DeviceKind, transport: str | None, mq: list[str], want_md: bool
     return specs
 
 
-def _dm_fields(base: str, facts: dict[str, Fact[Any]], fields: dict[str, Any],
+def _dm_fields(base: str, facts: dict[str, Reading[Any]], fields: dict[str, Any],
                notes: list[str]) -> None:
     """A dm device's name (which names its /dev/mapper path), uuid and kind, into `fields`."""
     dm_name: str | None = facts.pop("dm_name").value
@@ -205,8 +206,8 @@ def _links(root: SysRoot, base: str, fields: dict[str, Any], needed: frozenset[s
     return partitions
 
 
-def _md_info(base: str, level: Fact[str], chunk: Fact[int], disks: Fact[int],
-             layout: Fact[int]) -> MdInfo:
+def _md_info(base: str, level: Reading[str], chunk: Reading[int], disks: Reading[int],
+             layout: Reading[int]) -> MdInfo:
     where = f"{base}/md"
     data: Fact[int]
     if level.value is None or disks.value is None:
@@ -218,8 +219,8 @@ def _md_info(base: str, level: Fact[str], chunk: Fact[int], disks: Fact[int],
             data = make_fact(FactInt, value, "derived", where, raw, None)
         except ValueError as err:
             data = make_fact(FactInt, None, "derived", where, raw, str(err))
-    return MdInfo(level=level, chunk_bytes=chunk, raid_disks=disks, layout=layout,
-                  data_disks=data)
+    return MdInfo(level=level.fact(), chunk_bytes=chunk.fact(), raid_disks=disks.fact(),
+                  layout=layout.fact(), data_disks=data)
 
 
 def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, Any],

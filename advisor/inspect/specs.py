@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -117,7 +118,16 @@ class Reading(Generic[T]):
         return self.folder if self.file is None else f"{self.folder}/{self.file}"
 
     def fact(self) -> Fact[T]:
-        return make_fact(self.cls, self.value, self.source, self.path, self.raw, self.note)
+        """The Fact, as make_fact builds it (inlined: it runs for every fact of a scan)."""
+        fact = _new(self.cls)
+        _set(fact, "__dict__", {
+            "value": self.value, "source": self.source,
+            "path": self.folder if self.file is None else f"{self.folder}/{self.file}",
+            "raw": self.raw, "note": self.note})
+        _set(fact, "__pydantic_fields_set__", _FACT_FIELDS)
+        _set(fact, "__pydantic_extra__", None)
+        _set(fact, "__pydantic_private__", None)
+        return fact
 
 
 def reading(cls: type[Fact[T]], value: T | None, source: str, path: str | None,
@@ -159,7 +169,9 @@ class Reader:
                 except ValueError:
                     pass
                 else:
-                    out[attr] = Reading(cls, value, SYSFS, base, rel, raw, None)
+                    # Interned: most values repeat from device to device ("0", "512", "none"),
+                    # and a scan keeps every one until its last device is written.
+                    out[attr] = Reading(cls, value, SYSFS, base, rel, intern(raw), None)
                     continue
             out[attr] = self.parsed(cls, base, rel, raw, parse, optional)
         return out

@@ -5,6 +5,7 @@ note), and the Facts and Devices made from them without validating trusted value
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from sys import intern
@@ -60,7 +61,7 @@ def _device_defaults() -> tuple[dict[str, Any], dict[str, Callable[[], Any]], fr
         elif info.default_factory is not None:
             made[name] = info.default_factory  # type: ignore[assignment]  # takes no argument
         elif isinstance(info.default, BaseModel) and not info.default.model_config.get("frozen"):
-            made[name] = info.default.model_copy
+            made[name] = functools.partial(info.default.model_copy, deep=True)
         else:
             template[name] = info.default
     return template, made, frozenset(required)

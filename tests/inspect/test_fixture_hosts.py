@@ -304,3 +304,16 @@ def test_make_device_refuses_what_is_not_a_device() -> None:
                      "colour": "red"})
     with pytest.raises(TypeError, match="needs its path"):
         make_device({"name": "sda", "display_name": "sda", "kind": "disk"})
+
+
+def test_make_device_fills_defaults_as_validation_does() -> None:
+    """Only the required fields: every default as Device(...) gives it, and the mutable ones
+    (lists, a Usage and its lists) made anew for each device, never shared."""
+    named = {"name": "sda", "display_name": "sda", "path": "/dev/sda", "kind": "disk"}
+    first, second = make_device(named), make_device(named)
+    validated = Device(**named)
+    assert first == validated and first.model_fields_set == validated.model_fields_set
+    assert list(first.__dict__) == list(validated.__dict__)
+    assert first.usage is not second.usage
+    assert first.usage.mountpoints is not second.usage.mountpoints
+    assert first.parents is not second.parents and first.notes is not second.notes

@@ -3,10 +3,11 @@
 
 Four commands, interleaved: every fact (the default --json), the same columns as lsblk is asked
 for (`--fields`), a proposal for one of the multipath devices (`--json --device dm-0 --workload`,
-which reads every device too), and lsblk itself; --commands picks the advisor's (full, same,
-propose). With --baseline DIR (a checkout of an earlier version, e.g. `git archive d231dc8 | tar
--x -C DIR`), the advisor's commands also run from DIR's advisor package (same interpreter and
-packages), in the same run. Each run gives its wall and CPU time and its peak RSS.
+which reads every device too), and lsblk itself; --commands picks which (full, same, propose,
+lsblk: lsblk's time grows faster than the number of devices, and at 100,000 it takes tens of
+minutes). With --baseline DIR (a checkout of an earlier version, e.g. `git archive d231dc8 |
+tar -x -C DIR`), the advisor's commands also run from DIR's advisor package (same interpreter
+and packages), in the same run. Each run gives its wall and CPU time and its peak RSS.
 
 The host: LUNS LUNs seen over PATHS paths each (LUNS*PATHS sd devices) plus one multipath dm device
 per LUN, with slaves/holders links, the way the kernel lays them out. Both tools read the same
@@ -18,7 +19,7 @@ The 100,000-device host: --luns 20000 (--keep DIR to build it once: about 9 GB o
 would be too much for a shared machine's /dev/shm, so give a folder on disk for it).
 
     .venv/bin/python scripts/bench_devices.py [--luns 1024] [--paths 4] [--runs 3] [--keep DIR]
-                                              [--baseline DIR] [--commands full,same,propose]
+                                              [--baseline DIR] [--commands full,lsblk,...]
                                               [--no-warm]
 """
 
@@ -173,7 +174,7 @@ def _load() -> str:
 
 
 #: The advisor's commands, by their --commands names.
-COMMANDS = ("full", "same", "propose")
+COMMANDS = ("full", "same", "propose", "lsblk")
 
 
 def main() -> int:
@@ -186,7 +187,7 @@ def main() -> int:
     ap.add_argument("--baseline", metavar="DIR",
                     help="a checkout of an earlier version, run beside this one")
     ap.add_argument("--commands", default=",".join(COMMANDS),
-                    help=f"which to run, of {','.join(COMMANDS)} (lsblk always runs)")
+                    help=f"which to run, of {','.join(COMMANDS)}")
     ap.add_argument("--no-warm", action="store_true",
                     help="no untimed run of each first (the page cache is warm already)")
     args = ap.parse_args()
@@ -233,7 +234,7 @@ def main() -> int:
                              dict(os.environ))
         labels["lsblk"] = f"lsblk -J -b -o {LSBLK_COLUMNS}"
         commands = {k: v for k, v in commands.items()
-                    if k == "lsblk" or k.removeprefix("baseline ") in chosen}
+                    if k.removeprefix("baseline ") in chosen}
         labels = {k: v for k, v in labels.items() if k in commands}
         print(f"load average before: {_load()}")
         if not args.no_warm:
@@ -262,10 +263,11 @@ def main() -> int:
                       f"{cpu_best[prefix + key] / cpu_best['lsblk']:.2f}x, peak RSS "
                       f"{rss[prefix + key] / rss['lsblk']:.2f}x"
                       for key, what in (("same", "same columns"), ("full", "every fact"))
-                      if prefix + key in commands]
-            print(f"{prefix or 'this tree: '}{'; '.join(ratios)}")
+                      if prefix + key in commands and "lsblk" in commands]
+            if ratios:
+                print(f"{prefix or 'this tree: '}{'; '.join(ratios)}")
         if args.baseline:
-            for key in chosen:
+            for key in (c for c in chosen if c != "lsblk"):
                 print(f"{labels[key]}: wall {best[key] / best['baseline ' + key]:.2f}x, CPU "
                       f"{cpu_best[key] / cpu_best['baseline ' + key]:.2f}x, peak RSS "
                       f"{rss[key] / rss['baseline ' + key]:.2f}x the baseline's")
@@ -273,7 +275,7 @@ def main() -> int:
                  f"{best['full']:.1f} s)" if "full" in chosen else "",
                  f"a proposal under 20 s ({best['propose']:.1f} s)" if "propose" in chosen else "",
                  f"same columns under 0.5x lsblk's time ({best['same'] / best['lsblk']:.2f}x)"
-                 if "same" in chosen else ""]
+                 if {"same", "lsblk"} <= set(chosen) else ""]
         print(f"goals: {'; '.join(g for g in goals if g)}")
     finally:
         if not args.keep:

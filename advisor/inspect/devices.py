@@ -65,9 +65,10 @@ def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | 
                  ) -> Iterator[Device]:
     """inspect_devices' devices one at a time, in the same order, for a caller that writes each
     and lets it go (`devices --json` of a host with 100,000 devices: keeping them all and their
-    JSON as well would double the memory). The facts read are kept until the last device is
-    made (a device's stripe and storage hint come from the devices below it). `probes_used`
-    receives the probe results, before the first device."""
+    JSON as well would double the memory). The facts read are kept, as Readings, until the last
+    device is made (a device's stripe and storage hint come from the devices below it); each
+    device's Facts are made when it is, and let go with it. `probes_used` receives the probe
+    results, before the first device."""
     # A scan allocates hundreds of thousands of small objects and frees none of them: the cyclic
     # collector would walk them again and again for nothing (a quarter of a SAN host's scan).
     paused = gc.isenabled()

@@ -3,28 +3,30 @@
 
 Four commands, interleaved: every fact (the default --json), the same columns as lsblk is asked
 for (`--fields`), a proposal for one of the multipath devices (`--json --device dm-0 --workload`,
-which reads every device too), and lsblk itself. With --baseline DIR (a checkout of an earlier
-version, e.g. `git archive d231dc8 | tar -x -C DIR`), the three advisor commands also run from
-DIR's advisor package (same interpreter and packages), in the same run.
+which reads every device too), and lsblk itself; --commands picks which (full, same, propose,
+lsblk: lsblk's time grows faster than the number of devices, and at 100,000 it takes tens of
+minutes). With --baseline DIR (a checkout of an earlier version, e.g. `git archive d231dc8 |
+tar -x -C DIR`), the advisor's commands also run from DIR's advisor package (same interpreter
+and packages), in the same run. Each run gives its wall and CPU time and its peak RSS.
 
 The host: LUNS LUNs seen over PATHS paths each (LUNS*PATHS sd devices) plus one multipath dm device
 per LUN, with slaves/holders links, the way the kernel lays them out. Both tools read the same
-tree in the same run; lsblk is asked for the same facts. Prints wall and CPU times, the ratios and
-the peak RSS of each (children's getrusage), with the load average before and after. CPU time
+tree in the same run; lsblk is asked for the same facts. Prints wall and CPU times, the peak RSS
+of each (children's getrusage) and the ratios, with the load average before and after. CPU time
 (user + system) is the figure a busy machine moves least. Not a test: figures to read.
 
 The 100,000-device host: --luns 20000 (--keep DIR to build it once: about 9 GB of tmpfs pages
 would be too much for a shared machine's /dev/shm, so give a folder on disk for it).
 
     .venv/bin/python scripts/bench_devices.py [--luns 1024] [--paths 4] [--runs 3] [--keep DIR]
-                                              [--baseline DIR]
+                                              [--baseline DIR] [--commands full,lsblk,...]
+                                              [--no-warm]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -137,38 +139,42 @@ def generate(root: Path, luns: int, paths: int) -> int:
     return n
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+#: Run one command from a fresh interpreter, its output counted and thrown away, and print its
+#: wall seconds, CPU seconds (user + system, the children's: steadier on a shared machine), peak
+#: RSS in KiB and output bytes. getrusage (RUSAGE_CHILDREN) keeps the maximum RSS over every
+#: child so far, so each run needs its own parent; one run gives all four figures (a run of
+#: 100,000 devices takes minutes).
+_RUN = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)
+size = 0
+while chunk := proc.stdout.read(1 << 20):
+    size += len(chunk)
+code = proc.wait()
+wall = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(code, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, size)
+"""
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
-    """Wall seconds, CPU seconds (user + system: steadier on a shared machine) and stdout size."""
-    cpu = _children_cpu()
-    start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, cwd=cwd, env=env)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed: {proc.stderr.decode()[:300]}")
-    return wall, _children_cpu() - cpu, len(proc.stdout)
-
-
-#: Run one command from a fresh interpreter and print its children's peak RSS: getrusage
-#: (RUSAGE_CHILDREN) keeps the maximum over every child so far, so each tool needs its own parent.
-_PEAK = ("import resource, subprocess, sys; "
-         "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
-         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
-def peak_rss_kib(argv: list[str], cwd: Path, env: dict[str, str]) -> int:
-    out = subprocess.run([sys.executable, "-c", _PEAK, *argv], capture_output=True, text=True,
-                         check=True, cwd=cwd, env=env)
-    return int(out.stdout.strip())
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds, peak RSS (KiB) and stdout size of one run."""
+    proc = subprocess.run([sys.executable, "-c", _RUN, *argv], capture_output=True, text=True,
+                          cwd=cwd, env=env)
+    code, wall, cpu, rss, size = proc.stdout.split() if proc.returncode == 0 else ("1",) * 5
+    if code != "0":
+        sys.exit(f"{' '.join(argv)} failed: {proc.stderr[:300]}")
+    return float(wall), float(cpu), int(rss), int(size)
 
 
 def _load() -> str:
     one, five, _ = os.getloadavg()
     return f"{one:.1f} (5 min: {five:.1f})"
+
+
+#: The advisor's commands, by their --commands names.
+COMMANDS = ("full", "same", "propose", "lsblk")
 
 
 def main() -> int:
@@ -180,7 +186,14 @@ def main() -> int:
                     help="generate into DIR and keep it (reused when it already holds a tree)")
     ap.add_argument("--baseline", metavar="DIR",
                     help="a checkout of an earlier version, run beside this one")
+    ap.add_argument("--commands", default=",".join(COMMANDS),
+                    help=f"which to run, of {','.join(COMMANDS)}")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="no untimed run of each first (the page cache is warm already)")
     args = ap.parse_args()
+    chosen = [c for c in args.commands.split(",") if c]
+    if not chosen or set(chosen) - set(COMMANDS):
+        sys.exit(f"--commands: choose from {','.join(COMMANDS)}")
 
     lsblk = shutil.which("lsblk") or "/usr/bin/lsblk"
     # sysfs lives in memory: a tmpfs is the fair stand-in (and generates 10x faster than a disk).
@@ -220,18 +233,23 @@ def main() -> int:
         commands["lsblk"] = ([lsblk, *root, "-J", "-b", "-o", LSBLK_COLUMNS], REPO,
                              dict(os.environ))
         labels["lsblk"] = f"lsblk -J -b -o {LSBLK_COLUMNS}"
+        commands = {k: v for k, v in commands.items()
+                    if k.removeprefix("baseline ") in chosen}
+        labels = {k: v for k, v in labels.items() if k in commands}
         print(f"load average before: {_load()}")
-        for argv, cwd, env in commands.values():  # warm the page cache, then interleave
-            subprocess.run(argv, capture_output=True, cwd=cwd, env=env)
+        if not args.no_warm:
+            for argv, cwd, env in commands.values():  # warm the page cache, then interleave
+                subprocess.run(argv, capture_output=True, cwd=cwd, env=env)
         walls: dict[str, list[float]] = {k: [] for k in commands}
         cpus: dict[str, list[float]] = {k: [] for k in commands}
+        rss: dict[str, int] = dict.fromkeys(commands, 0)
         out: dict[str, int] = {}
         for _ in range(args.runs):
             for key, (argv, cwd, env) in commands.items():
-                wall, cpu, out[key] = timed(argv, cwd, env)
+                wall, cpu, peak, out[key] = timed(argv, cwd, env)
                 walls[key].append(wall)
                 cpus[key].append(cpu)
-        rss = {key: peak_rss_kib(*command) for key, command in commands.items()}
+                rss[key] = max(rss[key], peak)
         best = {key: min(w) for key, w in walls.items()}
         cpu_best = {key: min(c) for key, c in cpus.items()}
         print(f"{count} block devices, {args.runs} interleaved runs each (best of them); "
@@ -241,19 +259,24 @@ def main() -> int:
                   f"{out[key] / 1e6:6.1f} MB out  peak RSS {rss[key] / 1024:5.0f} MiB  "
                   f"(walls {', '.join(f'{t:.2f}' for t in walls[key])})")
         for prefix in trees:
-            same_ratio = best[prefix + "same"] / best["lsblk"]
-            same_cpu = cpu_best[prefix + "same"] / cpu_best["lsblk"]
-            print(f"{prefix or 'this tree: '}same columns / lsblk: wall {same_ratio:.2f}x, "
-                  f"CPU {same_cpu:.2f}x; every fact / lsblk: wall "
-                  f"{best[prefix + 'full'] / best['lsblk']:.2f}x")
+            ratios = [f"{what} / lsblk: wall {best[prefix + key] / best['lsblk']:.2f}x, CPU "
+                      f"{cpu_best[prefix + key] / cpu_best['lsblk']:.2f}x, peak RSS "
+                      f"{rss[prefix + key] / rss['lsblk']:.2f}x"
+                      for key, what in (("same", "same columns"), ("full", "every fact"))
+                      if prefix + key in commands and "lsblk" in commands]
+            if ratios:
+                print(f"{prefix or 'this tree: '}{'; '.join(ratios)}")
         if args.baseline:
-            for key in ("full", "same", "propose"):
+            for key in (c for c in chosen if c != "lsblk"):
                 print(f"{labels[key]}: wall {best[key] / best['baseline ' + key]:.2f}x, CPU "
                       f"{cpu_best[key] / cpu_best['baseline ' + key]:.2f}x, peak RSS "
                       f"{rss[key] / rss['baseline ' + key]:.2f}x the baseline's")
-        print(f"goals: devices --json and a proposal under 20 s each at 100,000 devices "
-              f"(here {count}: {best['full']:.1f} s and {best['propose']:.1f} s); same columns "
-              f"under 0.5x lsblk's time ({best['same'] / best['lsblk']:.2f}x)")
+        goals = [f"devices --json under 20 s at 100,000 devices (here {count}: "
+                 f"{best['full']:.1f} s)" if "full" in chosen else "",
+                 f"a proposal under 20 s ({best['propose']:.1f} s)" if "propose" in chosen else "",
+                 f"same columns under 0.5x lsblk's time ({best['same'] / best['lsblk']:.2f}x)"
+                 if {"same", "lsblk"} <= set(chosen) else ""]
+        print(f"goals: {'; '.join(g for g in goals if g)}")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -213,6 +213,19 @@ def test_device_model_and_mount_point_never_reach_the_terminal_raw(
         assert "Evil\\e]0;title\\x07\\e[2J" in shown  # the model, escaped, still readable
 
 
+@pytest.mark.parametrize("args", [("devices", "--json"), ("devices", "sda", "--json")])
+def test_json_escapes_what_json_itself_leaves_raw(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """A C1 control, a bidi override and DEL in a device's model: JSON escapes only C0 controls,
+    so the whole inventory (written one device at a time) and one device's both escape the rest
+    and still read back as the model."""
+    model = "Evil\x9b2J\u202eflipped\x7f"
+    proc = _cli("--sysroot", str(_captured_host(tmp_path, model=model)), *args)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert _visible(text, "\n"), text
+    assert json.loads(text)["devices"][0]["model"]["value"] == model
+
+
 def test_error_messages_are_escaped(tmp_path: Path) -> None:
     proc = _cli("--sysroot", str(_captured_host(tmp_path)), "devices", "sd\x1b[2Jz")
     assert proc.returncode == 3, proc.stderr

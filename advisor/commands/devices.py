@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         include: dict[str, Any] | None = None
         if fields is not None:
-            from advisor.inspect.devices import IDENTITY
+            from advisor.inspect.specs import IDENTITY
             include = {"schema_version": True, "sysroot": True, "live": True,
                        "devices": {"__all__": set(IDENTITY | fields)}}
         # Bytes straight from the serializer: a SAN host's JSON is tens of MB, not worth a str copy.
@@ -92,7 +92,8 @@ def write_json(out: BinaryIO, sysroot: object, live: bool, devices: Iterator[Dev
     Device fields and the identity ones (`--fields`). Nothing is written before the scan has
     read the devices, so a device vanishing mid-scan is an error and no half document."""
     from advisor import SCHEMA_VERSION
-    from advisor.inspect.devices import IDENTITY
+    from advisor.inspect.specs import IDENTITY
+    from advisor.render.inert import json_text
 
     include: dict[str, Any] | None = None
     device_include: set[str] | None = None
@@ -116,6 +117,8 @@ def write_json(out: BinaryIO, sysroot: object, live: bool, devices: Iterator[Dev
         # The device's own JSON, indented as it is inside the document (two levels down): JSON
         # strings hold no raw newline, so every newline is the serializer's own.
         text = device.__pydantic_serializer__.to_json(device, indent=2, include=device_include)
+        if not text.isascii():  # a model or label from the device: hidden characters escaped
+            text = json_text(text.decode()).encode()
         out.write(separator + b"    " + text.replace(b"\n", b"\n    "))
         separator = b",\n"
     out.write(b"\n  ]\n}\n")
@@ -125,7 +128,7 @@ def write_json(out: BinaryIO, sysroot: object, live: bool, devices: Iterator[Dev
 def selectable_fields() -> list[str]:
     """Device fields --fields can ask for: everything but the identity and tree fields, which
     every device always has."""
-    from advisor.inspect.devices import IDENTITY
+    from advisor.inspect.specs import IDENTITY
 
     return [name for name in Device.model_fields if name not in IDENTITY]
 

@@ -5,7 +5,7 @@ over another pipe.
 Why: a SAN host has thousands of block devices and ~12-25 sysfs attributes each; the scan is
 system calls and small Python work in equal parts, and threads only fight over the GIL (two
 threads took twice as long as one). A child process halves the reading; its results cross the
-pipe with marshal (Facts as plain tuples), which costs a tenth of what it saves.
+pipe with marshal (facts as plain tuples), which costs a tenth of what it saves.
 
 When it is not used: few devices (a fork costs more than it saves), one usable CPU, a recording
 SysRoot (`capture` must see every path read), or other threads running (the TUI: forking a
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from advisor.errors import DeviceProblem
+from advisor.inspect.specs import Reading
 from advisor.models.device import Fact, MdInfo
 from advisor.system.sysroot import SysRoot
 
@@ -57,8 +58,9 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
              fact_classes: tuple[type[Fact[Any]], ...],
              make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
     """[*read_one(name) for name in names], in that order, on two CPUs when worth_forking.
-    `fact_classes`: every Fact class read_one builds (they cross the pipe as an index);
-    `make_fact(cls, value, source, path, raw, note)`: how this side builds one back.
+    `fact_classes`: the class of every Fact and Reading read_one makes (they cross the pipe as
+    an index); `make_fact(cls, value, source, path, raw, note)`: how this side builds a Fact
+    back.
 
     The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
     the next number until none is left, so a busy CPU or a slow child only means this process
@@ -143,12 +145,16 @@ def _kill(pid: int) -> None:
 
 
 def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> dict[str, Any]:
-    """A device dict with its Facts as (class index, value, source, path, raw, note) tuples and an
-    MdInfo as ("md", {field: tuple}): what marshal carries. TypeError for anything else that is
+    """A device dict with its Readings as ("r", class index, value, source, folder, file, raw,
+    note) tuples, its Facts as (class index, value, source, path, raw, note) tuples and an MdInfo
+    as ("md", {field: tuple}): what marshal carries. TypeError for anything else that is
     not plain data (then the parent reads this half itself)."""
     out: dict[str, Any] = {}
     for key, value in fields.items():
-        if isinstance(value, Fact):
+        if type(value) is Reading:
+            out[key] = ("r", classes.index(value.cls), value.value, value.source, value.folder,
+                        value.file, value.raw, value.note)
+        elif isinstance(value, Fact):
             out[key] = _fact_tuple(value, classes)
         elif isinstance(value, MdInfo):
             out[key] = ("md", {k: _fact_tuple(getattr(value, k), classes)
@@ -181,7 +187,9 @@ def _decode(data: bytes, classes: tuple[type[Fact[Any]], ...],
         for fields in devices:
             for key, value in fields.items():
                 if type(value) is tuple:
-                    if value[0] == "md":
+                    if value[0] == "r":
+                        fields[key] = Reading(classes[value[1]], *value[2:])
+                    elif value[0] == "md":
                         fields[key] = MdInfo(**{k: make_fact(classes[t[0]], *t[1:])
                                                 for k, t in value[1].items()})
                     else:

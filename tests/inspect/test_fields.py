@@ -13,7 +13,8 @@ import pytest
 
 from advisor.cli import main
 from advisor.commands.devices import selectable_fields
-from advisor.inspect.devices import IDENTITY, fields_needed, inspect_devices
+from advisor.inspect.devices import inspect_devices
+from advisor.inspect.specs import IDENTITY, fields_needed
 from advisor.models.device import Device
 from advisor.system.sysroot import SysRoot
 from tests.conftest import require

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.inspect import devices
 from advisor.inspect.devices import find_device, inspect_devices
+from advisor.inspect.specs import make_device
 from advisor.models.device import Device, Inventory, stripe_hidden_below
 from advisor.system.sysroot import SysRoot
 from tests.conftest import require
@@ -270,3 +272,41 @@ def test_hand_written_host_agrees_with_lsblk(host_root: Path, host: Inventory) -
             continue
         for column, getter in COLUMNS.items():
             assert getter(d) == theirs[d.name][column], (d.name, column)
+
+
+@pytest.mark.parametrize("fields", [None, frozenset({"size_bytes", "rotational"})])
+def test_scanned_devices_equal_validated_ones(host_root: Path, fields: frozenset[str] | None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan builds its Devices without validating them again (make_device): each equals the
+    Device validated from the same fields (Device(**fields)), with the same fields-set, in
+    model order; the defaults of a `--fields` scan too."""
+    built = inspect_devices(SysRoot.open(host_root), fields=fields).devices
+    monkeypatch.setattr(devices, "make_device", lambda given: Device(**given))
+    validated = inspect_devices(SysRoot.open(host_root), fields=fields).devices
+    assert [d.name for d in built] == [d.name for d in validated]
+    for got, want in zip(built, validated, strict=True):
+        assert got == want, got.name
+        assert got.model_fields_set == want.model_fields_set, got.name
+        assert list(got.__dict__) == list(want.__dict__), got.name
+        assert got.model_dump_json() == want.model_dump_json(), got.name
+
+
+def test_make_device_refuses_what_is_not_a_device() -> None:
+    with pytest.raises(TypeError, match="not Device fields: \\['colour'\\]"):
+        make_device({"name": "sda", "display_name": "sda", "path": "/dev/sda", "kind": "disk",
+                     "colour": "red"})
+    with pytest.raises(TypeError, match="needs its path"):
+        make_device({"name": "sda", "display_name": "sda", "kind": "disk"})
+
+
+def test_make_device_fills_defaults_as_validation_does() -> None:
+    """Only the required fields: every default as Device(...) gives it, and the mutable ones
+    (lists, a Usage and its lists) made anew for each device, never shared."""
+    named = {"name": "sda", "display_name": "sda", "path": "/dev/sda", "kind": "disk"}
+    first, second = make_device(named), make_device(named)
+    validated = Device(**named)
+    assert first == validated and first.model_fields_set == validated.model_fields_set
+    assert list(first.__dict__) == list(validated.__dict__)
+    assert first.usage is not second.usage
+    assert first.usage.mountpoints is not second.usage.mountpoints
+    assert first.parents is not second.parents and first.notes is not second.notes

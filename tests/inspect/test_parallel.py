@@ -16,7 +16,8 @@ import pytest
 
 from advisor.errors import DeviceProblem
 from advisor.inspect import parallel
-from advisor.inspect.devices import FactBool, FactInt, FactStr, _fact, inspect_devices
+from advisor.inspect.devices import inspect_devices
+from advisor.inspect.specs import FactBool, FactInt, FactStr, make_fact
 from advisor.system.sysroot import SysRoot
 from tests.conftest import REPO, memory_folder, require
 
@@ -85,7 +86,8 @@ def _pid_reader(delay: float = 0.0, fail: Callable[[str], None] | None = None
             fail(name)
         time.sleep(delay)
         return [{"name": name, "pid": os.getpid(),
-                 "size": _fact(FactInt, len(name), "sysfs", f"sys/block/{name}/size", "1", None)}]
+                 "size": make_fact(FactInt, len(name), "sysfs", f"sys/block/{name}/size", "1",
+                                   None)}]
     return read_one
 
 
@@ -93,7 +95,7 @@ NAMES = [f"sd{i:04d}" for i in range(700)]
 
 
 def _read(read_one: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    return parallel.read_all(SysRoot(Path("/")), NAMES, read_one, CLASSES, _fact)
+    return parallel.read_all(SysRoot(Path("/")), NAMES, read_one, CLASSES, make_fact)
 
 
 def test_both_processes_take_pieces_and_the_order_is_kept(forks: list[int]) -> None:
@@ -185,7 +187,7 @@ SLOW_SCAN = """
 import os, sys, time
 from pathlib import Path
 from advisor.inspect import parallel
-from advisor.inspect.devices import FactBool, FactInt, FactStr, _fact
+from advisor.inspect.specs import FactBool, FactInt, FactStr, make_fact
 from advisor.system.sysroot import SysRoot
 real = os.fork
 def fork():
@@ -198,7 +200,7 @@ def read_one(name):
     time.sleep(0.002)
     return [{"name": name}]
 parallel.read_all(SysRoot(Path("/")), [f"sd{i}" for i in range(3000)], read_one,
-                  (FactInt, FactBool, FactStr), _fact)
+                  (FactInt, FactBool, FactStr), make_fact)
 print("finished", flush=True)
 """
 

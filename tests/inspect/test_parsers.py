@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.inspect import geometry, parsers
-from advisor.inspect.devices import FactInt, _fact
+from advisor.inspect.specs import FactInt, Reading, make_fact, reading
 from advisor.models.device import Fact
 
 KiB = 1 << 10
@@ -141,13 +141,25 @@ def test_md_stripe() -> None:
 
 
 def test_fast_fact_equals_a_validated_fact() -> None:
-    built = _fact(FactInt, 7, "sysfs", "sys/block/sda/size", "7", None)
+    built = make_fact(FactInt, 7, "sysfs", "sys/block/sda/size", "7", None)
     validated = Fact[int](value=7, source="sysfs", path="sys/block/sda/size", raw="7")
     assert built == validated and hash(built) == hash(validated)
     assert built.model_dump_json() == validated.model_dump_json()
     assert Fact[int].model_validate_json(built.model_dump_json()) == built
     with pytest.raises(Exception, match="frozen"):
         built.value = 8  # type: ignore[misc]
+
+
+def test_a_reading_makes_the_fact_make_fact_makes() -> None:
+    kept = Reading(FactInt, 7, "sysfs", "sys/block/sda", "size", "7", None)
+    assert kept.path == "sys/block/sda/size"
+    assert kept.fact() == make_fact(FactInt, 7, "sysfs", "sys/block/sda/size", "7", None)
+    validated = Fact[int](value=7, source="sysfs", path="sys/block/sda/size", raw="7")
+    assert kept.fact() == validated and hash(kept.fact()) == hash(validated)
+    assert kept.fact().model_dump_json() == validated.model_dump_json()
+    whole = reading(FactInt, None, "derived", "sys/block/md0/md", None, "unknown")
+    assert whole.path == "sys/block/md0/md"
+    assert whole.fact() == Fact[int](source="derived", path="sys/block/md0/md", note="unknown")
 
 
 def test_scan_leaves_the_garbage_collector_as_it_found_it(tmp_path: object) -> None:

@@ -1,0 +1,227 @@
+"""The stacking pass: devices built on devices (partitions on disks, md arrays and dm devices on
+either), as parents, children and holders. Parents come before children, so what a device
+inherits from below (the stripe geometry an md array passes up, thin provisioning, the discards
+a dm layer drops, the storage a dm device sits on) is known when it is made."""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from advisor.inspect import geometry
+from advisor.inspect.specs import SYSFS, FactInt, FactStr, make_fact
+from advisor.inspect.sysblock import kind_of
+from advisor.models.device import Fact, MdInfo, StripeGeometry
+from advisor.models.units import format_size
+from advisor.system.sysroot import SysRoot
+
+
+def prune_links(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The devices by name, each one's parents, children and holders cut to those listed (a
+    holder or slave that is excluded or empty is not shown)."""
+    by_name = {f["name"]: f for f in fields}
+    for f in fields:
+        f["parents"] = [p for p in f["parents"] if p in by_name]
+        f["children"] = [c for c in f["children"] if c in by_name]
+        f["holders"] = [h for h in f["holders"] if h in by_name]
+    return by_name
+
+
+def pass_up(root: SysRoot, dev: dict[str, Any], by_name: dict[str, dict[str, Any]],
+            needed: frozenset[str] | None) -> None:
+    """What `dev` inherits from the devices below it (done first: topological order), into
+    its fields, where the devices above it find them in turn: a dm device's storage hint, thin
+    provisioning and discards below. (Its stripe, which nothing above reads, is stripe_of's.)
+    `needed`: the fields asked for (None: all)."""
+    if dev["kind"] == "dm" and (needed is None or "storage_hint" in needed):
+        dev["storage_hint"] = inherited_hint(dev, by_name)
+    if needed is None or not needed.isdisjoint(("thin", "discard_below")):
+        dev.update(thin_and_discards(root, dev, by_name))
+
+
+def topological(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parents before children, otherwise in sysfs order."""
+    index = {f["name"]: i for i, f in enumerate(fields)}
+    waiting = [sum(1 for p in f["parents"] if p in index) for f in fields]
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    order: list[dict[str, Any]] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(fields[i])
+        for child in fields[i]["children"]:
+            j = index.get(child)
+            if j is not None and fields[i]["name"] in fields[j]["parents"]:
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    heapq.heappush(ready, j)
+    if len(order) < len(fields):  # a cycle in a broken tree: keep the rest in sysfs order
+        seen = {f["name"] for f in order}
+        order.extend(f for f in fields if f["name"] not in seen)
+    return order
+
+
+def _md_origin(dev: dict[str, Any]) -> tuple[tuple[int, int], str] | None:
+    md: MdInfo | None = dev.get("md")
+    if md is None:
+        return None
+    found = geometry.md_stripe(md.chunk_bytes.value, md.data_disks.value)
+    if found is None:
+        return None
+    unit = found[0]
+    label = (f"{dev['name']} (md {md.level.value}, {md.raid_disks.value} disks, "
+             f"chunk {format_size(unit)})")
+    return found, label
+
+
+def stripe_of(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> StripeGeometry:
+    stripe = geometry.mkfs_detected_stripe(
+        min_io=dev["min_io"].value, opt_io=dev["opt_io"].value,
+        physical_sector=dev["physical_sector"].value, logical_sector=dev["logical_sector"].value,
+        size_bytes=dev["size_bytes"].value, source=f"{dev['name']} (min/opt io)")
+    own = _md_origin(dev)
+    if own is not None:
+        return geometry.with_origin(stripe, own[1]) if stripe.source != "none" else stripe
+    # An md array further down (LVM or dm-crypt on md RAID): name it as the origin.
+    seen: set[str] = set()
+    stack = list(dev["parents"])
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        below = _md_origin(by_name[name])
+        if below is None:
+            stack.extend(by_name[name]["parents"])
+            continue
+        md_geometry, label = below
+        if stripe.sunit_bytes == md_geometry[0] and stripe.swidth_bytes == md_geometry[1]:
+            return geometry.with_origin(stripe, f"{label}, passed up to {dev['display_name']}")
+        if stripe.source == "none" and dev["kind"] != "part":
+            return geometry.hidden_below(md_geometry, label, dev["display_name"])
+    return stripe
+
+
+# ---- what sits below (thin provisioning, discards a dm layer drops) ----
+
+def _lbpme(root: SysRoot, name: str) -> Fact[str] | None:
+    """`lbpme` when a SCSI disk reports logical block provisioning (thin_provisioning = 1 under
+    device/scsi_disk/H:C:T:L, whose provisioning_mode says how it is told of freed blocks)."""
+    base = f"sys/block/{name}/device/scsi_disk"
+    for hctl in root.listdir(base):
+        rel = f"{base}/{hctl}/thin_provisioning"
+        raw = root.read(rel)
+        if raw is not None and raw.strip() == "1":
+            mode = (root.read(f"{base}/{hctl}/provisioning_mode") or "").strip()
+            return make_fact(FactStr, "lbpme", SYSFS, rel, raw.strip(),
+                             f"provisioning_mode = {mode}" if mode else None)
+    return None
+
+
+def thin_and_discards(root: SysRoot, dev: dict[str, Any],
+                      by_name: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`thin` and `discard_below` of a device; parents are done first (topological order)."""
+    out: dict[str, Any] = {}
+    parents = [by_name[p] for p in dev["parents"] if p in by_name]
+    if dev["kind"] == "disk":
+        lbpme = _lbpme(root, dev["name"])
+        if lbpme is not None:
+            out["thin"] = lbpme
+    pool = next((p for p in parents if (p.get("dm_uuid") or "").endswith("-tpool")), None)
+    if pool is not None:
+        out["thin"] = make_fact(FactStr, "dm-thin", "derived",
+                                f"sys/block/{pool['name']}/dm/uuid", pool["dm_uuid"],
+                                f"built on the thin pool {pool['display_name']}")
+    elif "thin" not in out:
+        inherited = next((p["thin"] for p in parents
+                          if isinstance(p.get("thin"), Fact) and p["thin"].value), None)
+        if inherited is not None:
+            out["thin"] = inherited
+    own = dev["discard_max_bytes"].value if "discard_max_bytes" in dev else None
+    if dev["kind"] == "dm" and own == 0:
+        # The nearest devices below that take discards (a thin pool's own layers may not).
+        below: list[tuple[int, str]] = []
+        level, seen = parents, set[str]()
+        while level and not below:
+            seen.update(p["name"] for p in level)
+            below = [(p["discard_max_bytes"].value, p["name"]) for p in level
+                     if p["discard_max_bytes"].value]
+            level = [by_name[n] for p in level for n in p["parents"]
+                     if n in by_name and n not in seen]
+        if below:
+            value, name = max(below)
+            out["discard_below"] = make_fact(
+                FactInt, value, SYSFS, f"sys/block/{name}/queue/discard_max_bytes", str(value),
+                f"{name} takes discards; {dev['display_name']} does not")
+    return out
+
+
+def inherited_hint(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Fact[str]:
+    """A dm device (LVM, dm-crypt, multipath) is on the storage of what it is built on, when all
+    of that says the same."""
+    hints = {by_name[p]["storage_hint"].value for p in dev["parents"] if p in by_name}
+    if len(hints) != 1 or None in hints:
+        return make_fact(FactStr, None, "derived", None, None,
+                         "nothing below it says what the storage is")
+    first = by_name[dev["parents"][0]]["storage_hint"]
+    return make_fact(FactStr, first.value, "derived", first.path, first.raw,
+                     f"from {', '.join(dev['parents'])}: {first.note}")
+
+
+def entries_for(root: SysRoot, name: str) -> tuple[str, list[str]] | None:
+    """The kernel name of the device `name` (as find_device takes it) and the /sys/block
+    entries its facts depend on: those it is built on (transitively), those built on it
+    (whether they are listed), the loop devices (which of them is bound over it), in sysfs
+    order. Every dm device's name is read (which one `name` may be). None when `name` does not
+    name exactly one entry or partition this way."""
+    entries = root.listdir("sys/block")
+    present = set(entries)
+    key = name.removeprefix("/dev/mapper/").removeprefix("/dev/")
+    found: set[tuple[str, str]] = set()  # (its /sys/block entry, its name)
+    if key in present:
+        found.add((key, key))
+    dms = [e for e in entries if e.startswith("dm-")]
+    for entry, dm_name in zip(dms, root.read_many("sys/block", [f"{e}/dm/name" for e in dms]),
+                              strict=True):
+        if dm_name == key:
+            found.add((entry, entry))
+    for entry in entries:  # a partition: sys/block/DISK/NAME
+        if key.startswith(entry) and key != entry and "/" not in key \
+                and root.exists(f"sys/block/{entry}/{key}/partition"):
+            found.add((entry, key))
+    if len(found) != 1:
+        return None
+    (unit, kernel_name), = found
+    wanted = _built_on(root, unit, present)
+    here = f"sys/block/{unit}" if unit == kernel_name else f"sys/block/{unit}/{kernel_name}"
+    wanted.update(h for h in root.listdir(f"{here}/holders") if h in present)
+    wanted.update(e for e in entries if kind_of(e) == "loop")
+    return kernel_name, [e for e in entries if e in wanted]
+
+
+def _built_on(root: SysRoot, unit: str, present: set[str]) -> set[str]:
+    """`unit` and the /sys/block entries it is built on, and what those are built on."""
+    wanted = {unit}
+    todo = [unit]
+    while todo:
+        entry = todo.pop()
+        for slave in root.listdir(f"sys/block/{entry}/slaves"):
+            below = _entry_of(root, entry, slave, present)
+            if below is not None and below not in wanted:
+                wanted.add(below)
+                todo.append(below)
+    return wanted
+
+
+def _entry_of(root: SysRoot, holder: str, slave: str, present: set[str]) -> str | None:
+    """The /sys/block entry of `slave` (a name under sys/block/HOLDER/slaves): itself, or the
+    disk of a partition, as the slave link's target says (.../block/DISK/PART)."""
+    if slave in present:
+        return slave
+    link = root.readlink(f"sys/block/{holder}/slaves/{slave}") or ""
+    parts = link.rstrip("/").split("/")
+    if len(parts) >= 2 and parts[-1] == slave and parts[-2] in present:
+        return parts[-2]
+    return next((e for e in sorted(present, key=len, reverse=True)
+                 if slave.startswith(e) and slave != e), None)
+

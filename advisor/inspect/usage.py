@@ -1,0 +1,155 @@
+"""What each device is used for: mounts (mountinfo or /proc/mounts), swap, loop devices bound
+over it, the libblkid signatures on it and, as root on the live system, the processes holding it
+open."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.inspect import parsers
+from advisor.inspect.probes import Probes, can_probe
+from advisor.inspect.specs import FactStr, make_fact
+from advisor.models.device import Fact, OpenBy, Usage
+from advisor.system.sysroot import SysRoot
+
+_NO_FSTYPE = FactStr()
+
+
+@dataclass
+class UsageTables:
+    """What every device's usage is looked up in, read once per scan."""
+
+    #: The file the mount table came from ("none": neither mountinfo nor /proc/mounts).
+    table: str = "none"
+    mounts: dict[str, list[parsers.MountEntry]] = field(default_factory=dict)
+    swaps: set[str] = field(default_factory=set)
+    loops: dict[str, list[str]] = field(default_factory=dict)
+    #: None: not looked for (not asked, or not root on the live system).
+    held: dict[str, list[OpenBy]] | None = None
+
+    def usage(self, dev: dict[str, Any], probes: Probes) -> Usage:
+        """The usage of `dev` (a device's fields), with what `probes` found on it."""
+        name = dev["name"]
+        entries = self.mounts.get(name, [])
+        fstype: Fact[str] = _NO_FSTYPE
+        if entries:
+            fstype = make_fact(FactStr, entries[0].fstype, "mountinfo", self.table,
+                               entries[0].raw, None)
+        signatures = probes.signatures.get(name, [])
+        if fstype.value is None:
+            for sig in signatures:
+                if sig.raw and sig.raw.startswith("TYPE="):
+                    fstype = sig
+                    break
+        probed = probes.probed and name in probes.signatures
+        return Usage(
+            mountpoints=[e.mountpoint for e in entries], fstype=fstype,
+            swap=name in self.swaps, signatures=signatures, probed=probed,
+            loops=self.loops.get(name, []),
+            held_open=None if self.held is None else self.held.get(name, []))
+
+
+def usage_tables(root: SysRoot, fields: list[dict[str, Any]], users: bool) -> UsageTables:
+    """The mount table, swaps and loop devices of `root` by device; with `users`, the processes
+    holding each device open (as root on the live system)."""
+    loops = _loops_over(root, fields)
+    held = _held_open(fields) if users and can_probe(root) else None
+    table, entries = _mount_table(root)
+    mounts = _by_device(fields, entries)
+    swap_paths = set(parsers.parse_swaps(root.read("proc/swaps") or ""))
+    swaps = {f["name"] for f in fields if f["path"] in swap_paths
+             or f"/dev/{f['name']}" in swap_paths}
+    return UsageTables(table=table, mounts=mounts, swaps=swaps, loops=loops, held=held)
+
+
+def _held_open(fields: list[dict[str, Any]]) -> dict[str, list[OpenBy]]:
+    """Device name -> the processes holding it, or its loop backing file, open or mapped (one
+    scan of every process, this one left out)."""
+    import os
+
+    from advisor.system.loopdev import loop_status
+    from advisor.system.openers import scan
+
+    backing: dict[str, tuple[int, int]] = {}
+    for f in fields:
+        if f["kind"] == "loop":
+            try:
+                status = loop_status(f"/dev/{f['name']}")
+            except OSError:
+                continue
+            if status is not None and not status.on_block_device:
+                backing[f["name"]] = (status.backing_dev, status.backing_ino)
+    found = scan(frozenset(backing.values()), skip=frozenset({os.getpid()}))
+    held: dict[str, list[OpenBy]] = {}
+    for f in fields:
+        major, _, minor = (f["maj_min"] or "").partition(":")
+        if not (major.isdigit() and minor.isdigit()):
+            continue
+        users = [OpenBy(pid=o.pid, command=o.command, mapped=o.mapped)
+                 for o in found.devices.get(os.makedev(int(major), int(minor)), [])]
+        if f["name"] in backing:
+            users += [OpenBy(pid=o.pid, command=o.command, mapped=o.mapped, backing_file=True)
+                      for o in found.files.get(backing[f["name"]], [])]
+        if users:
+            held[f["name"]] = sorted(users, key=lambda u: (u.pid, u.backing_file))
+    return held
+
+
+def _loops_over(root: SysRoot, fields: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Device name -> the loop devices bound over it. On the live system the kernel says what
+    each loop device is bound to (LOOP_GET_STATUS64: the backing's device number, whatever path
+    it was opened by), falling back to the backing path when the device cannot be opened (not
+    root); a capture has only that path (`/dev/NAME`)."""
+    from advisor.system.loopdev import dev_name, loop_status
+
+    by_devno = {f["maj_min"]: f["name"] for f in fields if f["maj_min"]}
+    by_path = {f["path"]: f["name"] for f in fields}
+    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields})
+    found: dict[str, list[str]] = {}
+    for f in fields:
+        if f["kind"] != "loop":
+            continue
+        under: str | None = None
+        if root.live:
+            try:
+                status = loop_status(f"/dev/{f['name']}")
+            except OSError:
+                status = None
+            if status is not None and status.on_block_device:
+                under = by_devno.get(dev_name(status.backing_rdev))
+        if under is None:
+            backing = (root.read(f"sys/block/{f['name']}/loop/backing_file") or "").strip()
+            under = by_path.get(backing)
+        if under is not None and under != f["name"]:
+            found.setdefault(under, []).append(f["name"])
+    return found
+
+
+def no_usage() -> Usage:
+    return Usage(mountpoints=[], fstype=_NO_FSTYPE, signatures=[])
+
+
+def _mount_table(root: SysRoot) -> tuple[str, list[parsers.MountEntry]]:
+    """The mount table and which file it came from: captures may hold either."""
+    text = root.read("proc/self/mountinfo")
+    if text is not None:
+        return "proc/self/mountinfo", parsers.parse_mountinfo(text)
+    text = root.read("proc/mounts")
+    if text is not None:
+        return "proc/mounts", parsers.parse_proc_mounts(text)
+    return "none", []
+
+
+def _by_device(fields: list[dict[str, Any]], entries: list[parsers.MountEntry]
+               ) -> dict[str, list[parsers.MountEntry]]:
+    by_devno = {f["maj_min"]: f["name"] for f in fields if f["maj_min"]}
+    by_path = {f["path"]: f["name"] for f in fields}
+    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields})
+    out: dict[str, list[parsers.MountEntry]] = {}
+    for e in entries:
+        name = by_devno.get(e.maj_min or "") or by_path.get(e.source)
+        if name is not None:
+            out.setdefault(name, []).append(e)
+    return out
+

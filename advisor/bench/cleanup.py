@@ -201,11 +201,14 @@ def unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
 
 #: Seconds clean-up waits for a loop device the kernel set to detach itself once released
 #: (`losetup -d` on an open one): a command the ending run killed (mkfs.xfs, the guard's
-#: probes) may still be exiting with it open. As long as the unmount's retries.
-DETACH_WAIT = 3.0
+#: probes, fio) may still be exiting with it open. 3 s was too short on a loaded machine (load
+#: ~17: a run ended by SIGQUIT still held it then, and kept its state file for the next run).
+#: Not waited for when a mount was lazily unmounted: its filesystem holds the device until its
+#: last user goes, which no wait here can hasten.
+DETACH_WAIT = 10.0
 
 
-def _detach(rec: LoopRecord, log: list[str]) -> bool:
+def _detach(rec: LoopRecord, log: list[str], wait: float = DETACH_WAIT) -> bool:
     devices = _loops_of(rec)
     for device in devices:
         for attempt in range(5):
@@ -213,7 +216,7 @@ def _detach(rec: LoopRecord, log: list[str]) -> bool:
                 break
             time.sleep(0.2 * (attempt + 1))
     remaining = _loops_of(rec)
-    deadline = time.monotonic() + DETACH_WAIT
+    deadline = time.monotonic() + wait
     while remaining and time.monotonic() < deadline:
         time.sleep(0.2)
         remaining = _loops_of(rec)
@@ -321,7 +324,8 @@ def undo(state: RunState, proc: SysRoot) -> tuple[list[str], dict[str, str]]:
     log: list[str] = []
     with signals_held():
         state.mounts = _still_there(state.mounts, lambda m: unmount(proc, m, log), log)
-        state.loops = _still_there(state.loops, lambda lo: _detach(lo, log), log)
+        wait = 0.0 if any(line.startswith("lazily unmounted") for line in log) else DETACH_WAIT
+        state.loops = _still_there(state.loops, lambda lo: _detach(lo, log, wait), log)
         state.files = _still_there(state.files, lambda f: _remove_file(f, log), log)
         state.dirs = _still_there(state.dirs, lambda d: _remove_dir(proc, d, log), log)
         left: dict[str, str] = {}

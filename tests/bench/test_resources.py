@@ -430,7 +430,7 @@ def _assert_clean_exit(tmp_path: Path, proc: subprocess.Popen[str]) -> None:
     assert json.loads(err.strip().splitlines()[-1])["error"]["message"].startswith("interrupted")
     assert leftovers(str(tmp_path)) == []
     assert not (tmp_path / "work").exists()  # made for the run, removed with it
-    assert list((tmp_path / "state").iterdir()) == []
+    assert list((tmp_path / "state").iterdir()) == [], err
 
 
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM])

@@ -363,10 +363,28 @@ def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
 
 
 def _init_worker(rules_dir: str | None, open_session: OpenSession,
-                 kernel: tuple[str, tuple[int, int]] | None = None) -> None:
+                 kernel: tuple[str, tuple[int, int]] | None = None,
+                 book: RuleBook | None = None) -> None:
+    """`book`: the rule book of `rules_dir`, already loaded (None: loaded when first needed)."""
     global _RULES_DIR, _OPEN, _BOOK, _KERNEL
-    _RULES_DIR, _OPEN, _BOOK, _KERNEL = rules_dir, open_session, None, kernel
+    _RULES_DIR, _OPEN, _BOOK, _KERNEL = rules_dir, open_session, book, kernel
     _MADE.clear()
+
+
+def _forkable() -> bool:
+    """Whether workers can be forked from this process: only while no other thread runs (a
+    fork copies a lock another thread may hold, and the child could wait for it forever). The
+    threads of a proposal's mkfs.xfs dry runs end once their run is read: waited for, briefly."""
+    import threading
+    import time
+
+    if not hasattr(os, "fork"):
+        return False
+    until = time.monotonic() + 2
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and thread.name.startswith("mkfs-"):
+            thread.join(max(0.0, until - time.monotonic()))
+    return threading.active_count() == 1
 
 
 def host_folders(results: Path) -> list[Path]:
@@ -385,21 +403,35 @@ def host_folders(results: Path) -> list[Path]:
 
 
 def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str | None = None,
-                 jobs: int | None = None,
-                 kernel: tuple[str, tuple[int, int]] | None = None) -> Iterator[FleetHost]:
+                 jobs: int | None = None, kernel: tuple[str, tuple[int, int]] | None = None,
+                 book: RuleBook | None = None) -> Iterator[FleetHost]:
     """Each host's record, in order; `jobs` worker processes (default: one per CPU), each
     making its hosts' sessions with `open_session` (a class or function a worker can import);
-    `kernel`: the target kernel its findings are judged for as well (advisor.audit.kernel)."""
+    `kernel`: the target kernel its findings are judged for as well (advisor.audit.kernel);
+    `book`: the rule book of `rules_dir`, when the caller has loaded it.
+
+    The first host is advised in this process; the workers are then forked from it (when no
+    other thread runs here), and start with what that host needed: the modules imported, the
+    rule book, this machine's xfsprogs version and the proposals made. A worker started afresh
+    (forkserver, the fallback) spends as much CPU time as a hundred hosts on these."""
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
+    _init_worker(rules_dir, open_session, kernel, book)
     if jobs == 1 or len(folders) < 4:
-        _init_worker(rules_dir, open_session, kernel)
         yield from (advise_host(f) for f in folders)
+        return
+    yield advise_host(folders[0])
+    rest = folders[1:]
+    chunks = max(1, min(32, len(rest) // (jobs * 8)))
+    if _forkable():
+        # No initializer: a forked worker has this process's state (_init_worker's above).
+        with ProcessPoolExecutor(max_workers=jobs,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            yield from pool.map(advise_host, rest, chunksize=chunks)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
                              initargs=(rules_dir, open_session, kernel)) as pool:
-        yield from pool.map(advise_host, folders, chunksize=max(1, min(32, len(folders) //
-                                                                       (jobs * 8))))
+        yield from pool.map(advise_host, rest, chunksize=chunks)
 
 
 def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:
@@ -452,7 +484,7 @@ def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None 
 
         target = target_version(kernel, distribution_kernels(book))
     hosts = list(advise_hosts(host_folders(Path(results)), open_session, rules_dir, jobs,
-                              target))
+                              target, book))
     groups: dict[str, list[FleetHost]] = {}
     for h in hosts:
         if h.shape is not None:

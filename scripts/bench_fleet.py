@@ -203,7 +203,8 @@ def _stores(protos: list[Path], work: Path, n: int, previous: dict[str, float],
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=1000)
-    ap.add_argument("--keep", metavar="DIR", help="build the results here and keep them")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="build the results here and keep them (a second run reuses them)")
     ap.add_argument("--figures", metavar="FILE", default=str(REPO / ".bench_fleet.json"),
                     help="this run's figures are kept here, and the previous run's read from it")
     ap.add_argument("--baseline", type=Path, metavar="DIR",
@@ -222,11 +223,15 @@ def main() -> int:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-fleet."))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        protos = work / "protos"
+        protos, order = work / "protos", work / "protos.order"
         made = []
-        for name, tree in _trees(work / "trees").items():
-            devices, workload = REQUESTS.get(name, ([], {}))
-            made.append(collect(protos, name, tree, devices, workload))
+        if order.exists():  # a --keep folder of an earlier run: its hosts are reused
+            made = [protos / name for name in order.read_text().split()]
+        else:
+            for name, tree in _trees(work / "trees").items():
+                devices, workload = REQUESTS.get(name, ([], {}))
+                made.append(collect(protos, name, tree, devices, workload))
+            order.write_text("".join(f"{p.name}\n" for p in made))
         cpus = len(os.sched_getaffinity(0))
         print(f"fixture hosts: {', '.join(p.name for p in made)}; CPUs: {cpus}")
         for n in (args.hosts // 10, args.hosts):

@@ -104,12 +104,12 @@ def _trees(work: Path) -> dict[str, Path]:
     return trees
 
 
-def _tool(tree: Path | None) -> tuple[list[str], dict[str, str]]:
-    """The command that runs xfs-advisor from `tree` (None: this tree's installed one), and its
-    environment."""
+def _tool(tree: Path | None) -> tuple[list[str], dict[str, str], Path]:
+    """The command that runs xfs-advisor from `tree` (None: this tree's installed one), its
+    environment and the folder it runs in (`python -m` puts that folder first on sys.path)."""
     if tree is None:
-        return [str(TOOL)], dict(os.environ)
-    return [sys.executable, "-m", "advisor"], {**os.environ, "PYTHONPATH": str(tree)}
+        return [str(TOOL)], dict(os.environ), REPO
+    return [sys.executable, "-m", "advisor"], {**os.environ, "PYTHONPATH": str(tree)}, tree
 
 
 def _measure(results: Path, jobs: int,
@@ -133,10 +133,10 @@ def _measure(results: Path, jobs: int,
             "        break\n"
             "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
             "print(json.dumps([wall, r.ru_utime + r.ru_stime, r.ru_maxrss, counts]))\n")
-    argv, env = _tool(tree)
+    argv, env, cwd = _tool(tree)
     out = subprocess.run([sys.executable, "-c", code, *argv, "fleet", "--json", "--jobs",
-                          str(jobs), str(results)], check=True, capture_output=True, text=True,
-                         env=env)
+                          str(jobs), str(results.resolve())], check=True, capture_output=True,
+                         text=True, env=env, cwd=cwd)
     wall, cpu, rss, counts = json.loads(out.stdout)
     return wall, cpu, rss, counts
 

@@ -21,9 +21,11 @@ identical device, environment and workload, and return one small record per host
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -82,6 +84,9 @@ _MADE: dict[str, FleetProposal | str] = {}
 #: Per worker process: the target kernel (--kernel) and its version, or None.
 _KERNEL: tuple[str, tuple[int, int]] | None = None
 _MADE_MAX = 4096
+#: Per worker process: the folder the report's workers share their proposals through (None: the
+#: report runs in one process).
+_SHARED: str | None = None
 
 
 def _first_line(text: str) -> str:
@@ -186,6 +191,8 @@ def _propose(session: Advising, device: Device, workload: Workload) -> FleetProp
                      workload.model_dump_json()))
     made = _MADE.get(key)
     if made is None:
+        made = _shared(key)
+    if made is None:
         try:
             proposal = session.propose(device, workload)
             made = FleetProposal(
@@ -198,10 +205,56 @@ def _propose(session: Advising, device: Device, workload: Workload) -> FleetProp
                           for w in proposal.warnings])
         except AdvisorError as err:
             made = err.message
+        _share(key, made)
+    if key not in _MADE:
         if len(_MADE) >= _MADE_MAX:
             _MADE.clear()
         _MADE[key] = made
     return made.model_copy() if isinstance(made, FleetProposal) else made
+
+
+def _shared_path(key: str) -> str | None:
+    if _SHARED is None:
+        return None
+    import hashlib
+
+    return os.path.join(_SHARED, hashlib.sha256(key.encode()).hexdigest())
+
+
+def _shared(key: str) -> FleetProposal | str | None:
+    """The proposal another worker of the report made for `key`, if any (a dry run of mkfs.xfs
+    costs as much CPU time as ten hosts' reading; each is made once per report, not per
+    worker). The folder is the report's own (mode 0700); what a worker could not read is made
+    again."""
+    import pickle
+
+    path = _shared_path(key)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            found_key, made = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return None
+    return made if found_key == key and isinstance(made, FleetProposal | str) else None
+
+
+def _share(key: str, made: FleetProposal | str) -> None:
+    """Leave `made` for the other workers: written aside, then renamed into place (a worker
+    reads a whole file or none)."""
+    import pickle
+
+    path = _shared_path(key)
+    if path is None:
+        return
+    part = f"{path}.{os.getpid()}"
+    try:
+        with open(part, "wb") as f:
+            pickle.dump((key, made), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(part, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
 
 
 def advise_host(folder: Path) -> FleetHost:
@@ -364,10 +417,11 @@ def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
 
 def _init_worker(rules_dir: str | None, open_session: OpenSession,
                  kernel: tuple[str, tuple[int, int]] | None = None,
-                 book: RuleBook | None = None) -> None:
-    """`book`: the rule book of `rules_dir`, already loaded (None: loaded when first needed)."""
-    global _RULES_DIR, _OPEN, _BOOK, _KERNEL
-    _RULES_DIR, _OPEN, _BOOK, _KERNEL = rules_dir, open_session, book, kernel
+                 book: RuleBook | None = None, shared: str | None = None) -> None:
+    """`book`: the rule book of `rules_dir`, already loaded (None: loaded when first needed);
+    `shared`: the folder where the report's workers leave their proposals for each other."""
+    global _RULES_DIR, _OPEN, _BOOK, _KERNEL, _SHARED
+    _RULES_DIR, _OPEN, _BOOK, _KERNEL, _SHARED = rules_dir, open_session, book, kernel, shared
     _MADE.clear()
 
 
@@ -413,25 +467,39 @@ def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str 
     The first host is advised in this process; the workers are then forked from it (when no
     other thread runs here), and start with what that host needed: the modules imported, the
     rule book, this machine's xfsprogs version and the proposals made. A worker started afresh
-    (forkserver, the fallback) spends as much CPU time as a hundred hosts on these."""
+    (forkserver, the fallback) spends as much CPU time as a hundred hosts on these. The workers
+    leave the proposals they make in a folder of the report's for each other (_share)."""
+    global _SHARED
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
-    _init_worker(rules_dir, open_session, kernel, book)
     if jobs == 1 or len(folders) < 4:
+        _init_worker(rules_dir, open_session, kernel, book)
         yield from (advise_host(f) for f in folders)
         return
-    yield advise_host(folders[0])
-    rest = folders[1:]
-    chunks = max(1, min(32, len(rest) // (jobs * 8)))
+    with tempfile.TemporaryDirectory(prefix="xfs-advisor-fleet.") as shared:
+        _init_worker(rules_dir, open_session, kernel, book, shared)
+        try:
+            yield advise_host(folders[0])
+            yield from _pool(folders[1:], jobs, (rules_dir, open_session, kernel, None, shared))
+        finally:
+            _SHARED = None
+
+
+def _pool(folders: list[Path], jobs: int,
+          initargs: tuple[str | None, OpenSession, tuple[str, tuple[int, int]] | None,
+                          RuleBook | None, str | None]) -> Iterator[FleetHost]:
+    """The records of `folders` from `jobs` workers, forked from this process when it can be,
+    else started by the forkserver with _init_worker(*initargs)."""
+    chunks = max(1, min(32, len(folders) // (jobs * 8)))
     if _forkable():
         # No initializer: a forked worker has this process's state (_init_worker's above).
         with ProcessPoolExecutor(max_workers=jobs,
                                  mp_context=multiprocessing.get_context("fork")) as pool:
-            yield from pool.map(advise_host, rest, chunksize=chunks)
+            yield from pool.map(advise_host, folders, chunksize=chunks)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(rules_dir, open_session, kernel)) as pool:
-        yield from pool.map(advise_host, rest, chunksize=chunks)
+                             initargs=initargs) as pool:
+        yield from pool.map(advise_host, folders, chunksize=chunks)
 
 
 def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:

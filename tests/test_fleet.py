@@ -241,6 +241,52 @@ def test_workers_are_forked_from_the_report_unless_a_thread_runs(tmp_path: Path,
         other.join()
 
 
+def test_a_shared_proposal_is_the_one_each_host_gets_alone(tmp_path: Path,
+                                                          raid_host: Path) -> None:
+    """Workers share the proposals they make (one dry run per device, environment and workload
+    for the whole report): every host's record is the one a report of that host alone makes,
+    without any proposal made before; and what is left in the shared folder is used only when
+    it is whole and for the same key."""
+    import pickle
+
+    from advisor import fleet as fleet_module
+    from advisor.fleet import advise_hosts, host_folders
+    from advisor.models.fleet import FleetProposal
+    from advisor.session import Session
+    from tests.fleet_hosts import replicate
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, [f"raid{i}" for i in range(5)])
+    # One host whose sdb is named with other answers: another proposal, in the same folder.
+    (results / "raid4" / "workload.json").write_text('{"median_file_size": "4KiB"}')
+    folders = host_folders(results)
+    pooled = [h.model_dump_json() for h in advise_hosts(folders, Session, jobs=2)]
+    assert [next(advise_hosts([f], Session, jobs=1)).model_dump_json()
+            for f in folders] == pooled
+    sdb = [next(d for d in json.loads(h)["devices"] if d["name"] == "sdb") for h in pooled]
+    assert len({d["proposal"]["mkfs_command"] for d in sdb}) == 2
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    fleet_module._init_worker(None, Session, shared=str(shared))
+    try:
+        made = FleetProposal(mkfs_command="mkfs.xfs /dev/sdb", mount_options=[], fstab="",
+                             reasons=[], warnings=[])
+        fleet_module._share("a key", made)
+        fleet_module._share("another key", "no proposal: why")
+        assert fleet_module._shared("a key") == made
+        assert fleet_module._shared("another key") == "no proposal: why"
+        assert fleet_module._shared("a third key") is None
+        [path] = [p for p in shared.iterdir()
+                  if pickle.loads(p.read_bytes())[0] == "a key"]
+        path.write_bytes(path.read_bytes()[:-5])
+        assert fleet_module._shared("a key") is None
+        path.write_bytes(pickle.dumps(("not this key", made)))
+        assert fleet_module._shared("a key") is None
+    finally:
+        fleet_module._init_worker(None, Session)
+
+
 def test_table_and_markdown_name_every_host(tmp_path: Path, raid_host: Path) -> None:
     from tests.fleet_hosts import replicate, store
 

@@ -15,8 +15,9 @@ controller, one folder per host (what ansible/roles/xfs_advisor/files/collect.sh
 Findings are the host's own audit (first-hand xfs_info / xfs_db -r reads). Proposals are made
 again here, on a Session over the host's capture, with this machine's rules and xfsprogs: a rule
 change is seen across the fleet without touching the hosts. Hosts are advised in a process pool
-(one Session per host); workers keep one rule book and the proposals already made for an
-identical device, environment and workload, and return one small record per host.
+(one Session per host) forked from the report's process after its first host; workers keep one
+rule book and the proposals already made for an identical device, environment and workload (their
+own and, through a folder of the report's, each other's), and return one small record per host.
 """
 
 from __future__ import annotations

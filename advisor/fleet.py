@@ -15,15 +15,18 @@ controller, one folder per host (what ansible/roles/xfs_advisor/files/collect.sh
 Findings are the host's own audit (first-hand xfs_info / xfs_db -r reads). Proposals are made
 again here, on a Session over the host's capture, with this machine's rules and xfsprogs: a rule
 change is seen across the fleet without touching the hosts. Hosts are advised in a process pool
-(one Session per host); workers keep one rule book and the proposals already made for an
-identical device, environment and workload, and return one small record per host.
+(one Session per host) forked from the report's process after its first host; workers keep one
+rule book and the proposals already made for an identical device, environment and workload (their
+own and, through a folder of the report's, each other's), and return one small record per host.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -82,6 +85,9 @@ _MADE: dict[str, FleetProposal | str] = {}
 #: Per worker process: the target kernel (--kernel) and its version, or None.
 _KERNEL: tuple[str, tuple[int, int]] | None = None
 _MADE_MAX = 4096
+#: Per worker process: the folder the report's workers share their proposals through (None: the
+#: report runs in one process).
+_SHARED: str | None = None
 
 
 def _first_line(text: str) -> str:
@@ -186,6 +192,8 @@ def _propose(session: Advising, device: Device, workload: Workload) -> FleetProp
                      workload.model_dump_json()))
     made = _MADE.get(key)
     if made is None:
+        made = _shared(key)
+    if made is None:
         try:
             proposal = session.propose(device, workload)
             made = FleetProposal(
@@ -198,10 +206,56 @@ def _propose(session: Advising, device: Device, workload: Workload) -> FleetProp
                           for w in proposal.warnings])
         except AdvisorError as err:
             made = err.message
+        _share(key, made)
+    if key not in _MADE:
         if len(_MADE) >= _MADE_MAX:
             _MADE.clear()
         _MADE[key] = made
     return made.model_copy() if isinstance(made, FleetProposal) else made
+
+
+def _shared_path(key: str) -> str | None:
+    if _SHARED is None:
+        return None
+    import hashlib
+
+    return os.path.join(_SHARED, hashlib.sha256(key.encode()).hexdigest())
+
+
+def _shared(key: str) -> FleetProposal | str | None:
+    """The proposal another worker of the report made for `key`, if any (a dry run of mkfs.xfs
+    costs as much CPU time as ten hosts' reading; each is made once per report, not per
+    worker). The folder is the report's own (mode 0700); what a worker could not read is made
+    again."""
+    import pickle
+
+    path = _shared_path(key)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            found_key, made = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return None
+    return made if found_key == key and isinstance(made, FleetProposal | str) else None
+
+
+def _share(key: str, made: FleetProposal | str) -> None:
+    """Leave `made` for the other workers: written aside, then renamed into place (a worker
+    reads a whole file or none)."""
+    import pickle
+
+    path = _shared_path(key)
+    if path is None:
+        return
+    part = f"{path}.{os.getpid()}"
+    try:
+        with open(part, "wb") as f:
+            pickle.dump((key, made), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(part, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
 
 
 def advise_host(folder: Path) -> FleetHost:
@@ -363,10 +417,29 @@ def _same_as_host(folder: Path, name: str, made: FleetProposal) -> bool | None:
 
 
 def _init_worker(rules_dir: str | None, open_session: OpenSession,
-                 kernel: tuple[str, tuple[int, int]] | None = None) -> None:
-    global _RULES_DIR, _OPEN, _BOOK, _KERNEL
-    _RULES_DIR, _OPEN, _BOOK, _KERNEL = rules_dir, open_session, None, kernel
+                 kernel: tuple[str, tuple[int, int]] | None = None,
+                 book: RuleBook | None = None, shared: str | None = None) -> None:
+    """`book`: the rule book of `rules_dir`, already loaded (None: loaded when first needed);
+    `shared`: the folder where the report's workers leave their proposals for each other."""
+    global _RULES_DIR, _OPEN, _BOOK, _KERNEL, _SHARED
+    _RULES_DIR, _OPEN, _BOOK, _KERNEL, _SHARED = rules_dir, open_session, book, kernel, shared
     _MADE.clear()
+
+
+def _forkable() -> bool:
+    """Whether workers can be forked from this process: only while no other thread runs (a
+    fork copies a lock another thread may hold, and the child could wait for it forever). The
+    threads of a proposal's mkfs.xfs dry runs end once their run is read: waited for, briefly."""
+    import threading
+    import time
+
+    if not hasattr(os, "fork"):
+        return False
+    until = time.monotonic() + 2
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and thread.name.startswith("mkfs-"):
+            thread.join(max(0.0, until - time.monotonic()))
+    return threading.active_count() == 1
 
 
 def host_folders(results: Path) -> list[Path]:
@@ -385,21 +458,49 @@ def host_folders(results: Path) -> list[Path]:
 
 
 def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str | None = None,
-                 jobs: int | None = None,
-                 kernel: tuple[str, tuple[int, int]] | None = None) -> Iterator[FleetHost]:
+                 jobs: int | None = None, kernel: tuple[str, tuple[int, int]] | None = None,
+                 book: RuleBook | None = None) -> Iterator[FleetHost]:
     """Each host's record, in order; `jobs` worker processes (default: one per CPU), each
     making its hosts' sessions with `open_session` (a class or function a worker can import);
-    `kernel`: the target kernel its findings are judged for as well (advisor.audit.kernel)."""
+    `kernel`: the target kernel its findings are judged for as well (advisor.audit.kernel);
+    `book`: the rule book of `rules_dir`, when the caller has loaded it.
+
+    The first host is advised in this process; the workers are then forked from it (when no
+    other thread runs here), and start with what that host needed: the modules imported, the
+    rule book, this machine's xfsprogs version and the proposals made. A worker started afresh
+    (forkserver, the fallback) spends as much CPU time as a hundred hosts on these. The workers
+    leave the proposals they make in a folder of the report's for each other (_share)."""
+    global _SHARED
     jobs = max(1, jobs or len(os.sched_getaffinity(0)))
     if jobs == 1 or len(folders) < 4:
-        _init_worker(rules_dir, open_session, kernel)
+        _init_worker(rules_dir, open_session, kernel, book)
         yield from (advise_host(f) for f in folders)
+        return
+    with tempfile.TemporaryDirectory(prefix="xfs-advisor-fleet.") as shared:
+        _init_worker(rules_dir, open_session, kernel, book, shared)
+        try:
+            yield advise_host(folders[0])
+            yield from _pool(folders[1:], jobs, (rules_dir, open_session, kernel, None, shared))
+        finally:
+            _SHARED = None
+
+
+def _pool(folders: list[Path], jobs: int,
+          initargs: tuple[str | None, OpenSession, tuple[str, tuple[int, int]] | None,
+                          RuleBook | None, str | None]) -> Iterator[FleetHost]:
+    """The records of `folders` from `jobs` workers, forked from this process when it can be,
+    else started by the forkserver with _init_worker(*initargs)."""
+    chunks = max(1, min(32, len(folders) // (jobs * 8)))
+    if _forkable():
+        # No initializer: a forked worker has this process's state (_init_worker's above).
+        with ProcessPoolExecutor(max_workers=jobs,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            yield from pool.map(advise_host, folders, chunksize=chunks)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=(rules_dir, open_session, kernel)) as pool:
-        yield from pool.map(advise_host, folders, chunksize=max(1, min(32, len(folders) //
-                                                                       (jobs * 8))))
+                             initargs=initargs) as pool:
+        yield from pool.map(advise_host, folders, chunksize=chunks)
 
 
 def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:
@@ -452,7 +553,7 @@ def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None 
 
         target = target_version(kernel, distribution_kernels(book))
     hosts = list(advise_hosts(host_folders(Path(results)), open_session, rules_dir, jobs,
-                              target))
+                              target, book))
     groups: dict[str, list[FleetHost]] = {}
     for h in hosts:
         if h.shape is not None:

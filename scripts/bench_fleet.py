@@ -9,10 +9,15 @@ children: the report or one of its workers) and the machine's load; then the two
 8 hand-written trees, one a disk with a mounted partition whose proposal warns, and the 3 real
 captures, two of which share a shape), and the controller's store step for
 a tenth of them: the role's store.py once per host (as the role did) against one --batch run.
-Each figure is printed beside the one of the previous run (kept in --figures FILE). Not a test:
-figures to read.
+Each figure is printed beside the one of the previous run (kept in --figures FILE). With
+--baseline DIR (another checkout, e.g. `git worktree add /tmp/fleet-base main`), each report runs
+from DIR's advisor package too, right after this tree's, on the same results: the two figures of
+the same moment side by side. Besides the wall time, the CPU time of the report and everything it
+waited for (its workers, mkfs.xfs): on a loaded machine the wall time follows the CPU share the
+scheduler gives, and the CPU time is what a change moves. Not a test: figures to read.
 
     .venv/bin/python scripts/bench_fleet.py [--hosts 1000] [--keep DIR] [--figures FILE]
+                                            [--baseline DIR] [--report-only]
 """
 
 from __future__ import annotations
@@ -99,23 +104,45 @@ def _trees(work: Path) -> dict[str, Path]:
     return trees
 
 
-def _measure(results: Path, jobs: int) -> tuple[float, int, dict[str, int]]:
-    """Wall time, peak RSS in KiB of the largest process, the report's counts."""
-    code = ("import resource, subprocess, sys, time, json\n"
+def _tool(tree: Path | None) -> tuple[list[str], dict[str, str], Path]:
+    """The command that runs xfs-advisor from `tree` (None: this tree's installed one), its
+    environment and the folder it runs in (`python -m` puts that folder first on sys.path)."""
+    if tree is None:
+        return [str(TOOL)], dict(os.environ), REPO
+    return [sys.executable, "-m", "advisor"], {**os.environ, "PYTHONPATH": str(tree)}, tree
+
+
+def _measure(results: Path, jobs: int,
+             tree: Path | None = None) -> tuple[float, float, int, dict[str, int]]:
+    """Wall time, CPU time (user + system of the report, its workers and what they ran), peak
+    RSS in KiB of the largest process, the report's counts."""
+    # The measuring process is a child subreaper: the report's forkserver (and the workers it
+    # forked) are its children once the report exits, and are waited for, so that the CPU time
+    # of the children counts them.
+    code = ("import ctypes, os, resource, subprocess, sys, time, json\n"
+            "ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER\n"
             "t = time.perf_counter()\n"
             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
             "wall = time.perf_counter() - t\n"
             "assert p.returncode == 0, p.stderr\n"
             "counts = json.loads(p.stdout)['counts']\n"
-            "print(json.dumps([wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
-            " counts]))\n")
-    out = subprocess.run([sys.executable, "-c", code, str(TOOL), "fleet", "--json", "--jobs",
-                          str(jobs), str(results)], check=True, capture_output=True, text=True)
-    wall, rss, counts = json.loads(out.stdout)
-    return wall, rss, counts
+            "while True:\n"
+            "    try:\n"
+            "        os.wait()\n"
+            "    except ChildProcessError:\n"
+            "        break\n"
+            "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(json.dumps([wall, r.ru_utime + r.ru_stime, r.ru_maxrss, counts]))\n")
+    argv, env, cwd = _tool(tree)
+    out = subprocess.run([sys.executable, "-c", code, *argv, "fleet", "--json", "--jobs",
+                          str(jobs), str(results.resolve())], check=True, capture_output=True,
+                         text=True, env=env, cwd=cwd)
+    wall, cpu, rss, counts = json.loads(out.stdout)
+    return wall, cpu, rss, counts
 
 
-def _timed(argv: list[str], stdin: str | None = None) -> tuple[float, int, str]:
+def _timed(argv: list[str], stdin: str | None = None,
+           env: dict[str, str] | None = None) -> tuple[float, int, str]:
     """Wall time, peak RSS in KiB and stdout of one command."""
     code = ("import resource, subprocess, sys, time, json\n"
             "t = time.perf_counter()\n"
@@ -125,10 +152,14 @@ def _timed(argv: list[str], stdin: str | None = None) -> tuple[float, int, str]:
             "print(json.dumps([wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
             " p.returncode, p.stdout[-2000:]]))\n")
     out = subprocess.run([sys.executable, "-c", code, *argv], check=True, capture_output=True,
-                         text=True, input=stdin or "")
+                         text=True, input=stdin or "", env=env)
     wall, rss, rc, text = json.loads(out.stdout)
     assert rc in (0, 6), (argv, text)
     return wall, rss, text
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _beside(key: str, value: float, previous: dict[str, float], now: dict[str, float]) -> str:
@@ -172,10 +203,18 @@ def _stores(protos: list[Path], work: Path, n: int, previous: dict[str, float],
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=1000)
-    ap.add_argument("--keep", metavar="DIR", help="build the results here and keep them")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="build the results here and keep them (a second run reuses them)")
     ap.add_argument("--figures", metavar="FILE", default=str(REPO / ".bench_fleet.json"),
                     help="this run's figures are kept here, and the previous run's read from it")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="a checkout of another version: its reports run too, beside this tree's")
+    ap.add_argument("--report-only", action="store_true",
+                    help="only the reports (no --by-rule, --by-proposal or store step)")
     args = ap.parse_args()
+    baseline = args.baseline.resolve() if args.baseline else None
+    if baseline is not None and not (baseline / "advisor" / "fleet.py").is_file():
+        ap.error(f"--baseline {baseline} is not a checkout of xfs-advisor")
     try:
         previous: dict[str, float] = json.loads(Path(args.figures).read_text())
     except (OSError, ValueError):
@@ -184,11 +223,15 @@ def main() -> int:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-fleet."))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        protos = work / "protos"
+        protos, order = work / "protos", work / "protos.order"
         made = []
-        for name, tree in _trees(work / "trees").items():
-            devices, workload = REQUESTS.get(name, ([], {}))
-            made.append(collect(protos, name, tree, devices, workload))
+        if order.exists():  # a --keep folder of an earlier run: its hosts are reused
+            made = [protos / name for name in order.read_text().split()]
+        else:
+            for name, tree in _trees(work / "trees").items():
+                devices, workload = REQUESTS.get(name, ([], {}))
+                made.append(collect(protos, name, tree, devices, workload))
+            order.write_text("".join(f"{p.name}\n" for p in made))
         cpus = len(os.sched_getaffinity(0))
         print(f"fixture hosts: {', '.join(p.name for p in made)}; CPUs: {cpus}")
         for n in (args.hosts // 10, args.hosts):
@@ -200,13 +243,23 @@ def main() -> int:
                     shutil.copytree(proto, results / f"{proto.name}-{i:05d}", symlinks=True,
                                     copy_function=os.link)
             for jobs in sorted({cpus, 1}, reverse=True):
-                load = os.getloadavg()[0]
-                wall, rss, counts = _measure(results, jobs)
+                load = _load()
+                wall, cpu, rss, counts = _measure(results, jobs)
                 print(f"{n:6d} hosts, {jobs} worker(s): {wall:6.1f} s "
                       f"{_beside(f'report_{n}_{jobs}_s', wall, previous, now)}, "
+                      f"CPU {cpu:5.1f} s {_beside(f'cpu_{n}_{jobs}_s', cpu, previous, now)}, "
                       f"{n / wall:6.1f} hosts/s, peak RSS {rss / 1024:6.1f} MiB "
                       f"{_beside(f'rss_{n}_{jobs}_mib', rss / 1024, previous, now)}; load before "
-                      f"{load:.1f}, after {os.getloadavg()[0]:.1f}; {counts}")
+                      f"{load}, after {_load()}; {counts}")
+                if baseline is not None:
+                    load = _load()
+                    wall, cpu, rss, counts = _measure(results, jobs, baseline)
+                    print(f"{'':6s}  baseline {baseline}: {wall:6.1f} s, CPU {cpu:5.1f} s, "
+                          f"{n / wall:6.1f} hosts/s, peak RSS {rss / 1024:6.1f} MiB; load "
+                          f"before {load}, after {_load()}; {counts}")
+        if args.report_only:
+            Path(args.figures).write_text(json.dumps(now, indent=1) + "\n")
+            return 0
         for view in ("--by-rule", "--by-proposal"):
             wall, rss, text = _timed([str(TOOL), "fleet", view, str(results)])
             print(f"{n:6d} hosts, fleet {view}: {wall:6.1f} s "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -198,6 +199,92 @@ def test_hosts_of_one_shape_in_a_pool_and_failed_ones(tmp_path: Path, raid_host:
     # The same in one process: the same document.
     code, alone, _ = fleet(str(results), "--jobs", "1")
     assert alone == doc
+
+
+def _parent_session(sysroot: str, **_: object) -> Any:
+    """A session opener that says which process started the one advising the host (a failed
+    record's error carries it)."""
+    from advisor.errors import BadInput
+
+    raise BadInput(f"parent {os.getppid()}")
+
+
+def test_workers_are_forked_from_the_report_unless_a_thread_runs(tmp_path: Path,
+                                                                 raid_host: Path) -> None:
+    """The first host is advised in the report's process and the workers are forked from it
+    (they start with its rule book, modules and proposals); with another thread running here, a
+    fork could copy a lock that thread holds, and the workers come from the forkserver. Both
+    give the records of one process."""
+    import threading
+
+    from advisor.fleet import advise_hosts, host_folders
+    from advisor.session import Session
+    from tests.fleet_hosts import replicate
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, [f"raid{i}" for i in range(6)])
+    folders = host_folders(results)
+    parents = [h.error for h in advise_hosts(folders, _parent_session, jobs=2)]
+    assert parents[0] == f"unusable capture: parent {os.getppid()}"
+    assert set(parents[1:]) == {f"unusable capture: parent {os.getpid()}"}
+    alone = [h.model_dump_json() for h in advise_hosts(folders, Session, jobs=1)]
+    assert [h.model_dump_json() for h in advise_hosts(folders, Session, jobs=2)] == alone
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        parents = [h.error for h in advise_hosts(folders, _parent_session, jobs=2)]
+        assert f"unusable capture: parent {os.getpid()}" not in parents[1:]
+        assert [h.model_dump_json() for h in advise_hosts(folders, Session, jobs=2)] == alone
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_a_shared_proposal_is_the_one_each_host_gets_alone(tmp_path: Path,
+                                                          raid_host: Path) -> None:
+    """Workers share the proposals they make (one dry run per device, environment and workload
+    for the whole report): every host's record is the one a report of that host alone makes,
+    without any proposal made before; and what is left in the shared folder is used only when
+    it is whole and for the same key."""
+    import pickle
+
+    from advisor import fleet as fleet_module
+    from advisor.fleet import advise_hosts, host_folders
+    from advisor.models.fleet import FleetProposal
+    from advisor.session import Session
+    from tests.fleet_hosts import replicate
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, [f"raid{i}" for i in range(5)])
+    # One host whose sdb is named with other answers: another proposal, in the same folder.
+    (results / "raid4" / "workload.json").write_text('{"median_file_size": "4KiB"}')
+    folders = host_folders(results)
+    pooled = [h.model_dump_json() for h in advise_hosts(folders, Session, jobs=2)]
+    assert [next(advise_hosts([f], Session, jobs=1)).model_dump_json()
+            for f in folders] == pooled
+    sdb = [next(d for d in json.loads(h)["devices"] if d["name"] == "sdb") for h in pooled]
+    assert len({d["proposal"]["mkfs_command"] for d in sdb}) == 2
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    fleet_module._init_worker(None, Session, shared=str(shared))
+    try:
+        made = FleetProposal(mkfs_command="mkfs.xfs /dev/sdb", mount_options=[], fstab="",
+                             reasons=[], warnings=[])
+        fleet_module._share("a key", made)
+        fleet_module._share("another key", "no proposal: why")
+        assert fleet_module._shared("a key") == made
+        assert fleet_module._shared("another key") == "no proposal: why"
+        assert fleet_module._shared("a third key") is None
+        [path] = [p for p in shared.iterdir()
+                  if pickle.loads(p.read_bytes())[0] == "a key"]
+        path.write_bytes(path.read_bytes()[:-5])
+        assert fleet_module._shared("a key") is None
+        path.write_bytes(pickle.dumps(("not this key", made)))
+        assert fleet_module._shared("a key") is None
+    finally:
+        fleet_module._init_worker(None, Session)
 
 
 def test_table_and_markdown_name_every_host(tmp_path: Path, raid_host: Path) -> None:

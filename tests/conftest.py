@@ -85,7 +85,7 @@ _CALLS = {"root": {"require_root_tools", "loop_device", "mounted"}, "tmux": {"re
 _FIXTURES = {"root": {"loop"}, "tmux": {"tmux"}}
 
 
-def _direct_marks(fn: ast.FunctionDef) -> set[str]:
+def _direct_marks(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     marks = {m for m, names in _FIXTURES.items()
              if names & {a.arg for a in fn.args.args + fn.args.kwonlyargs}}
     for node in ast.walk(fn):
@@ -102,7 +102,8 @@ def _module_marks(path: Path) -> dict[str, set[str]]:
     module's own fixtures and helpers it names (a helper that calls require_root_tools marks
     every test that calls the helper)."""
     tree = ast.parse(path.read_text())
-    fns = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    fns = {n.name: n for n in ast.walk(tree)
+           if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     uses = {name: {x.id for x in ast.walk(fn) if isinstance(x, ast.Name)}
             | {a.arg for a in fn.args.args} for name, fn in fns.items()}
     marks = {name: _direct_marks(fn) for name, fn in fns.items()}

@@ -18,9 +18,12 @@ def test_marks_follow_helpers_and_fixtures(tmp_path: Path) -> None:
         "def test_pure():\n    assert 1\n"
         "def test_through_helper():\n    _runs_fio()\n"
         "def test_loop_fixture(loop):\n    pass\n"
-        "def test_screen(screen):\n    pass\n")
+        "def test_screen(screen):\n    pass\n"
+        "async def _opens_a_loop():\n    require_root_tools('losetup')\n"
+        "async def test_pilot():\n    await _opens_a_loop()\n")
     marks = _module_marks(module)
     assert marks["test_pure"] == set()
     assert marks["test_through_helper"] == {"root", "fio"}
     assert marks["test_loop_fixture"] == {"root"}
     assert marks["test_screen"] == {"tmux"}
+    assert marks["test_pilot"] == {"root"}  # async tests (Textual's pilot) and helpers too

@@ -233,8 +233,8 @@ def running_interval(d: Sequence[float], alpha: float,
                      g: float = CS_PRIOR) -> tuple[float, float]:
     """The intersection of the confidence sequence's intervals over every prefix of the
     log-ratios `d` (in the order measured), each drawn with a spread of at least SD_FLOOR: valid
-    with the same 1 - alpha, since the sequence covers the mean at every n at once. An empty intersection can only follow a miss; then the
-    last interval is returned, as it stands."""
+    with the same 1 - alpha, since the sequence covers the mean at every n at once. An empty
+    intersection can only follow a miss; then the last interval is returned, as it stands."""
     lo, hi = -math.inf, math.inf
     total = total_sq = 0.0
     last = (-math.inf, math.inf)

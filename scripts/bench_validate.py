@@ -184,7 +184,12 @@ def hand_runs(case: dict[str, Any], folder: str,
                 sh("umount", mnt)
             (b if side_b else a).append(values[case["figure"]])
     finally:
-        subprocess.run(["umount", mnt], capture_output=True, check=False)
+        # A fio just killed (Ctrl-C, SIGTERM) keeps the mount busy for a moment.
+        for _ in range(10):
+            if not os.path.ismount(mnt) or subprocess.run(
+                    ["umount", mnt], capture_output=True, check=False).returncode == 0:
+                break
+            time.sleep(1)
         subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
         os.unlink(img)
     return a, b, time.monotonic() - started

@@ -80,6 +80,11 @@ MECHANISMS: tuple[Mechanism, ...] = (
     # -- extent allocations (extent size hints, swalloc) --
     Mechanism("extent_allocs_per_1k_sync_writes", "allocations per 1k fsync'd writes",
               "allocs", ("syncwrite",), "extent_allocs", 1000.0),
+    # Allocations the directory work made (directory blocks, inode chunks, their btree blocks):
+    # a larger directory block grows the directory in fewer, larger pieces. A count of calls to
+    # the allocator, fixed by the sequence of operations: the load does not move it.
+    Mechanism("extent_allocs_per_1k_dirops", "allocations per 1k directory ops", "allocs",
+              DIRECTORY, "extent_allocs", 1000.0),
     Mechanism("extent_allocs_per_mib_written", "allocations per MiB written", "allocs",
               ("seqwrite",), "extent_allocs", 1.0),
     # Where the writers work: each writer's folder (made at the start of the round, so the

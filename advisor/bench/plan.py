@@ -52,6 +52,10 @@ METADATA_OVERHEAD = 0.3
 PILOT_STEPS = 2.0
 #: fio's cost per phase beyond its operations (its main loop polls in 100 ms steps).
 FIO_PHASE_SECONDS = 0.3
+#: Share of the budget left after the pilot that the minimum pairs are sized to when twice as
+#: many do not fit: at load 11-15 a block ran over the pilot's estimate often enough that sizing
+#: them to all of it stopped the run at 2 pairs, where nothing can be decided.
+MIN_PAIRS_SHARE = 0.75
 #: The least fio time per side a run is sized for: below it the phases are too short to time.
 MIN_MEASURE_SECONDS = 1.0
 #: What a run does to the machine outside its own device and folder, said in the plan and kept
@@ -89,11 +93,14 @@ def sized_for(budget: float, pilot: Pilot, planned_pairs: int,
     """fio seconds per side, and the pairs they are sized for, so that the run fits what the
     budget leaves after the pilot and the clean-up: the planned pairs (twice the minimum, so an
     adaptive run has room to go on) if each side then still gets MIN_MEASURE_SECONDS, else the
-    minimum pairs (shrinking the phases rather than overrunning), else the smallest phases (the
-    budget's cap then ends the run early and says so)."""
+    minimum pairs in MIN_PAIRS_SHARE of it (a block slower than the pilot foretold must not
+    end the run before its first look), else the smallest phases (the budget's cap then ends
+    the run early and says so)."""
     left = budget - pilot.spent - TEARDOWN_SECONDS
-    for pairs in dict.fromkeys((planned_pairs, min_pairs)):
-        per_side = left / (2 * pairs)
+    shares = {planned_pairs: 1.0}
+    shares.setdefault(min_pairs, MIN_PAIRS_SHARE)
+    for pairs, share in shares.items():
+        per_side = share * left / (2 * pairs)
         measure = (per_side - pilot.side_overhead) / (1 + METADATA_OVERHEAD)
         if measure >= MIN_MEASURE_SECONDS:
             return measure, pairs

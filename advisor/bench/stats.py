@@ -198,6 +198,16 @@ CS_PRIOR = 10.0
 PRIMARY_PRIOR = CS_PRIOR
 
 
+#: The least spread of one pair's log-ratio an interval is drawn with (0.5%). The mixture above
+#: is exact for continuous normal noise; counts of work are whole numbers, often the same in
+#: every round (allocations per directory operation), and pairs that agree exactly would give an
+#: interval of width 0, whatever the noise could have been. Drawing it with at least a few counts
+#: in a thousand of spread only widens it (so it covers at least as often): a difference of
+#: whole counts repeated by chance (A/A: +1 count in every pair) decides nothing, and a real
+#: difference of more than about 2% still decides at 4 pairs. Timing noise is far above it.
+SD_FLOOR = 0.005
+
+
 def cs_radius(n: int, sd: float, alpha: float, g: float = CS_PRIOR) -> float:
     """Half-width of the confidence sequence at n pairs with this standard deviation of a pair's
     log-ratio (inf while it covers everything: too few pairs for this alpha)."""
@@ -222,9 +232,9 @@ def confidence_sequence(s: PairedSummary, alpha: float,
 def running_interval(d: Sequence[float], alpha: float,
                      g: float = CS_PRIOR) -> tuple[float, float]:
     """The intersection of the confidence sequence's intervals over every prefix of the
-    log-ratios `d` (in the order measured): valid with the same 1 - alpha, since the sequence
-    covers the mean at every n at once. An empty intersection can only follow a miss; then the
-    last interval is returned, as it stands."""
+    log-ratios `d` (in the order measured), each drawn with a spread of at least SD_FLOOR: valid
+    with the same 1 - alpha, since the sequence covers the mean at every n at once. An empty
+    intersection can only follow a miss; then the last interval is returned, as it stands."""
     lo, hi = -math.inf, math.inf
     total = total_sq = 0.0
     last = (-math.inf, math.inf)
@@ -235,7 +245,7 @@ def running_interval(d: Sequence[float], alpha: float,
             continue
         mean = total / n
         var = max(0.0, (total_sq - n * mean * mean) / (n - 1))
-        half = cs_radius(n, math.sqrt(var), alpha, g)
+        half = cs_radius(n, max(math.sqrt(var), SD_FLOOR), alpha, g)
         last = (mean - half, mean + half)
         lo, hi = max(lo, last[0]), min(hi, last[1])
     return (lo, hi) if lo <= hi else last
@@ -314,7 +324,7 @@ def sequential_rounds_to_resolve(d: Sequence[float], margin: float, alpha: float
     if n0 < 2:
         return None
     mean = sum(d) / n0
-    sd = max(math.sqrt(sum((x - mean) ** 2 for x in d) / (n0 - 1)), robust_sd(d))
+    sd = max(math.sqrt(sum((x - mean) ** 2 for x in d) / (n0 - 1)), robust_sd(d), SD_FLOOR)
     if not math.isfinite(sd) or sd == 0.0:
         return None
     se = sd / math.sqrt(n0)

@@ -9,6 +9,7 @@ from advisor.bench import jobs
 from advisor.bench.plan import (
     METADATA_OVERHEAD,
     MIN_MEASURE_SECONDS,
+    MIN_PAIRS_SHARE,
     TEARDOWN_SECONDS,
     Pilot,
     Plan,
@@ -39,6 +40,18 @@ def test_a_quiet_machine_gets_the_planned_pairs_and_a_bigger_directory() -> None
     slow_dir = _plan(600.0, slow_rate, workload=big).shape.directory_entries
     assert fast_dir > slow_dir > jobs.LARGE_DIRECTORY_FLOOR
     assert abs(fast_dir / slow_dir - 4.0) < 0.01
+
+
+def test_the_minimum_pairs_leave_room_for_a_block_slower_than_the_pilot_said() -> None:
+    """Twice the minimum does not fit: the minimum pairs are sized to 3/4 of what is left, so a
+    block a third slower than foretold still lets the run reach its first look."""
+    busy = Pilot(ops_rate=15_000.0, side_overhead=3.0, spent=10.0)
+    measure, pairs = sized_for(80.0, busy, 8, 4)
+    left = 80.0 - busy.spent - TEARDOWN_SECONDS
+    assert pairs == 4 and measure > MIN_MEASURE_SECONDS
+    sides = 8 * (busy.side_overhead + measure * (1 + METADATA_OVERHEAD))
+    assert abs(sides - MIN_PAIRS_SHARE * left) < 1e-9
+    assert sides / MIN_PAIRS_SHARE <= left + 1e-9
 
 
 def test_a_busy_machine_shrinks_to_the_minimum_pairs_rather_than_overrun() -> None:
@@ -94,6 +107,7 @@ def test_a_large_directory_gives_way_to_the_cap_once_measured() -> None:
     assert _plan(80.0, None, workload=big).shape.directory_entries == jobs.LARGE_DIRECTORY_FLOOR
     measured = _plan(80.0, slow, workload=big).shape
     assert jobs.MIN_DIRECTORY_ENTRIES <= measured.directory_entries < jobs.LARGE_DIRECTORY_FLOOR
-    # (80 - 10 - 3) / 8 sides - 6 s = 2.4 s a side, 1.83 s of fio, 70% of it the directory's,
-    # at 10,000 creates/s and 1.4 operations per entry: 9,134 entries, whole tens
-    assert measured.directory_entries == 9130
+    # The minimum pairs in 3/4 of what is left: (80 - 10 - 3) * 0.75 / 8 sides - 6 s = 0.28 s
+    # a side, under the least fio time: 1 s of fio, 70% of it the directory's, at 10,000
+    # creates/s and 1.4 operations per entry: 5,000 entries
+    assert measured.directory_entries == 5000

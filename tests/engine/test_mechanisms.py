@@ -77,7 +77,6 @@ def test_every_option_a_rule_can_set_names_its_counters(book: RuleBook) -> None:
 @pytest.mark.parametrize(("mkfs", "counter", "expect"), [
     (["-l", "su=256k"], "log_kib_per_fsync", "more"),  # padded up to 256 KiB
     (["-l", "su=4k"], "log_kib_per_fsync", "less"),  # one block: nothing padded
-    (["-n", "size=64k"], "log_kib_per_1k_dirops", "more"),
     (["-i", "size=1024"], "device_write_kib_per_1k_dirops", "more"),
 ])
 def test_an_option_is_decided_by_its_own_counter(book: RuleBook, mkfs: list[str], counter: str,
@@ -89,3 +88,18 @@ def test_an_option_is_decided_by_its_own_counter(book: RuleBook, mkfs: list[str]
     assert [(p.name, p.rule is not None) for p in primaries(plan)] == [(counter, True)]
     checks = counters.check_claims(plan.claims, plan.a, plan.b, [])
     assert [(c.counter, c.expect, c.seen) for c in checks] == [(counter, expect, "not measured")]
+
+
+def test_directory_block_size_is_decided_by_its_allocations_and_checked_for_its_log_cost(
+        book: RuleBook) -> None:
+    """-n size= has two claims: the allocations per directory operation (an exact count, the
+    primary metric, claimed first) and the log KiB per directory operation (its cost, checked
+    beside it)."""
+    plan = Plan(a=SideConfig(label="A"),
+                b=SideConfig(label="B", mkfs_options=["-n", "size=64k"]),
+                workload=Workload(), device_bytes=1 << 30, claims=_claims(book))
+    assert [(p.name, p.rule) for p in primaries(plan)] == [
+        ("extent_allocs_per_1k_dirops", "dir-block-size")]
+    checks = counters.check_claims(plan.claims, plan.a, plan.b, [])
+    assert [(c.counter, c.expect) for c in checks] == [
+        ("extent_allocs_per_1k_dirops", "less"), ("log_kib_per_1k_dirops", "more")]

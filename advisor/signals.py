@@ -10,6 +10,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 #: Signals that end the process the way Ctrl-C does: a `kill`, a closed terminal (an SSH drop),
 #: SIGQUIT. Each must let the clean-up run first.
@@ -44,22 +45,25 @@ def _install(handler: Callable[[int, FrameType | None], None]) -> dict[int, obje
     return previous
 
 
-def _restore(previous: dict[int, object]) -> None:
-    for signum, handler in previous.items():
-        signal.signal(signum, handler if callable(handler) or isinstance(handler, int)
-                      else signal.SIG_DFL)
-
-
-@contextlib.contextmanager
-def stopping_signals_blocked() -> Iterator[None]:
-    """Within the block, the stopping signals wait in the kernel (pthread_sigmask) and are
-    delivered when it ends: handlers are swapped back without one landing half-way (a restored
-    handler that raises would leave the others unrestored and the holding state set)."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+def restore_handlers(previous: dict[int, Any]) -> None:
+    """Put `previous` handlers back, every one of them, even when a signal lands half-way on a
+    handler already put back that raises (Terminated, KeyboardInterrupt): the first such
+    exception is raised once all are back. (Blocking the signals meanwhile would not do: a
+    signal sent to the process is taken by any thread that does not block it, and Python runs
+    its handler in the main thread all the same.)"""
+    remaining = list(previous.items())
+    pending: BaseException | None = None
+    while remaining:
+        try:
+            while remaining:
+                signum, handler = remaining[0]
+                signal.signal(signum, handler if callable(handler) or isinstance(handler, int)
+                              else signal.SIG_DFL)
+                del remaining[0]
+        except KeyboardInterrupt as exc:  # Terminated too
+            pending = pending or exc
+    if pending is not None:
+        raise pending
 
 
 @contextlib.contextmanager
@@ -77,7 +81,7 @@ def terminate_as_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
-        _restore(previous)
+        restore_handlers(previous)
 
 
 @contextlib.contextmanager
@@ -100,8 +104,9 @@ def signals_held() -> Iterator[None]:
     try:
         yield
     finally:
-        with stopping_signals_blocked():
-            _restore(previous)
+        try:
+            restore_handlers(previous)
+        finally:
             _held = None
         if caught:
             raise Terminated(f"{signal.Signals(caught[0]).name} (held until clean-up ended)")

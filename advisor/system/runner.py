@@ -17,7 +17,7 @@ from typing import Any
 import sh
 
 from advisor.errors import ToolProblem
-from advisor.signals import STOPPING_SIGNALS, stopping_signals_blocked
+from advisor.signals import STOPPING_SIGNALS, restore_handlers
 
 DEFAULT_TIMEOUT = 60.0
 #: How long a command killed because the advisor is ending is waited for (it is SIGKILLed; only
@@ -92,9 +92,7 @@ def signals_deferred() -> Iterator[None]:
     try:
         yield
     finally:
-        with stopping_signals_blocked():  # none lands between two restored handlers
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+        restore_handlers(previous)
         if caught:  # the first one, as it would have been handled without the deferral
             first, frame = caught[0]
             previous[first](first, frame)

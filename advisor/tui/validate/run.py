@@ -133,6 +133,15 @@ class RunView(TargetsView, ReportView):
     def _show_run_state(self) -> None:
         self.query_one("#progress").scroll_visible(top=True, animate=False)
 
+    def _show_outcome(self) -> None:
+        """A finished run's outcome in view under the target: the body from its top (what the
+        list now says of the device, then the outcome), scrolled down only as far as the outcome
+        needs. Scrolled to the progress bar instead, the outcome went off the screen's top when
+        the guard above it got shorter after the devices were read again (at 80x24)."""
+        body = self.query_one("#validate-body")
+        body.scroll_home(animate=False, immediate=True)
+        body.scroll_to_widget(self.query_one("#step"), animate=False, immediate=True)
+
     def action_attribute(self) -> None:
         """After a verdict: one A/B run per option of B (Session.attribute) in a worker."""
         offer = self._attribution_offer()
@@ -229,7 +238,7 @@ class RunView(TargetsView, ReportView):
                 self.notify(report.device_left, severity="warning", timeout=30)
                 self._outcome_to_show = True
                 self.advisor.reload_devices()
-            self.call_after_refresh(self._show_run_state)  # the outcome under the target
+            self.call_after_refresh(self._show_outcome)  # the outcome under the target
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             message = error.message if isinstance(error, AdvisorError) else \

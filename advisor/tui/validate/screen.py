@@ -77,4 +77,4 @@ class ValidateScreen(RunView):
         self.refresh_targets()
         if self._outcome_to_show:
             self._outcome_to_show = False
-            self.call_after_refresh(self._show_run_state)
+            self.call_after_refresh(self._show_outcome)

@@ -6,7 +6,7 @@ Every fixture that attaches or mounts something undoes it, even when the test fa
 
 Tiers: every test is marked `root`, `fio` or `tmux` when it (or a fixture or helper of its module
 that it uses) asks for root tools, fio or tmux, so `-m "not root"` selects without them. The fast
-tier, `XFS_ADVISOR_TIER=fast ./bootstrap test -m "not slow"` (README, Development), also skips
+tier, `XFS_ADVISOR_TIER=fast ./bootstrap test -m "not slow" -n 2` (README, Development), also skips
 whatever asks for root, fio or tmux at run time, so no test of that kind can slip into it.
 """
 

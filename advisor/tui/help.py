@@ -28,8 +28,10 @@ the stripe mkfs.xfs will use (in brackets when it would ignore it), and the stat
 stands in the way (mounted, holds data, misaligned, held by another device).
 The right pane shows every fact with where it was read. `Enter` chooses the device (a device in
 use asks first), `r` re-reads, `a` audits the XFS filesystem on it (read-only, as `xfs-advisor
-audit DEV`), `o` watches its mounted XFS live (rates every second, findings as they appear;
-counters only, read-only: `xfs-advisor observe` also counts tracepoints).
+audit DEV`), `o` watches its mounted XFS live (rates every second and their plot, findings as
+they appear; counters only, read-only: `xfs-advisor observe` also counts tracepoints); in that
+view `r` records what the counters show until `r` again, then saves it where asked (the file
+`xfs-advisor observe --replay FILE` reports).
 """,
     "workload": """\
 ## Workload

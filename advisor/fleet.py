@@ -433,11 +433,13 @@ def _forkable() -> bool:
     import threading
     import time
 
+    from advisor.system.mkfs import AHEAD_THREADS
+
     if not hasattr(os, "fork"):
         return False
     until = time.monotonic() + 2
     for thread in threading.enumerate():
-        if thread is not threading.current_thread() and thread.name.startswith("mkfs-"):
+        if thread is not threading.current_thread() and thread.name.startswith(AHEAD_THREADS):
             thread.join(max(0.0, until - time.monotonic()))
     return threading.active_count() == 1
 

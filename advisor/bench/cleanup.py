@@ -174,6 +174,10 @@ def stop_our_fio(proc: SysRoot | None = None, sig: int = signal.SIGTERM) -> None
 
 # ---- undoing, one kind of resource at a time; each says whether it is gone ----
 
+#: How unmount's log says a busy mount was detached from the tree only (undo reads it back).
+LAZILY_UNMOUNTED = "lazily unmounted"
+
+
 def unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
     for attempt in range(5):
         mine, covered = find_mount(proc, rec)
@@ -192,7 +196,7 @@ def unmount(proc: SysRoot, rec: MountRecord, log: list[str]) -> bool:
     result = run(argv.umount(rec.mountpoint, lazy=True), check=False, timeout=60,
                  own_group=True)
     if find_mount(proc, rec)[0] is None:
-        log.append(f"lazily unmounted {rec.mountpoint} (it was busy: the kernel frees it when "
+        log.append(f"{LAZILY_UNMOUNTED} {rec.mountpoint} (it was busy: the kernel frees it when "
                    "its last user goes)")
         return True
     log.append(f"{rec.mountpoint} is still mounted ({result.first_error_line()})")
@@ -324,7 +328,7 @@ def undo(state: RunState, proc: SysRoot) -> tuple[list[str], dict[str, str]]:
     log: list[str] = []
     with signals_held():
         state.mounts = _still_there(state.mounts, lambda m: unmount(proc, m, log), log)
-        wait = 0.0 if any(line.startswith("lazily unmounted") for line in log) else DETACH_WAIT
+        wait = 0.0 if any(line.startswith(LAZILY_UNMOUNTED) for line in log) else DETACH_WAIT
         state.loops = _still_there(state.loops, lambda lo: _detach(lo, log, wait), log)
         state.files = _still_there(state.files, lambda f: _remove_file(f, log), log)
         state.dirs = _still_there(state.dirs, lambda d: _remove_dir(proc, d, log), log)

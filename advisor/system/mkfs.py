@@ -274,6 +274,11 @@ def feature_sets(env: Environment) -> dict[str, FeatureSet]:
     return sets
 
 
+#: The name prefix of the threads that run a dry run of the defaults ahead (defaults_ahead):
+#: a caller about to fork waits for them (advisor.fleet).
+AHEAD_THREADS = "mkfs-defaults"
+
+
 class HostMkfs:
     """The host's mkfs.xfs, as the advice needs it. Each answer is kept for the life of the
     object (one proposal): the engine's last dry run, after the last mkfs setting, has the same
@@ -292,7 +297,7 @@ class HostMkfs:
 
     def defaults_ahead(self, device: Device) -> None:
         """Start the dry run of the defaults in a thread (mkfs.xfs runs while Python works)."""
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mkfs-defaults")
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=AHEAD_THREADS)
         self._ahead[device.path] = pool.submit(self._dry_run, device, [], True)
         pool.shutdown(wait=False)
 

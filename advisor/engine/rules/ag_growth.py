@@ -13,6 +13,7 @@ from advisor.engine.context import (
     KiB,
     MiB,
     Outcome,
+    TiB,
     mkfs_size,
     round_down,
     round_up,
@@ -85,38 +86,61 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     upper = min(round_down(params.max_ag_bytes, align), round_down(ctx.size - room, align))
     agcount = max(2, math.ceil(ctx.size / upper), ctx.size // needed)
     agsize = round_down(ctx.size // agcount, align)
+    shift = ""
     if stripe and agsize % (stripe[0] * stripe[1]) == 0:
         # AGs a multiple of the stripe width all start on the same disk (mkfs.xfs warns): one
-        # stripe unit less moves each to the next disk. One more never fits: with a stripe unit
-        # of whole blocks (as mkfs.xfs requires) the alignment is the stripe unit, and agsize is
+        # alignment step less (the stripe unit when it is whole blocks, as mkfs.xfs requires;
+        # never a part of a block) moves each to another disk. One more never fits: agsize is
         # already the largest aligned AG of which agcount fit.
-        agsize -= stripe[0]
+        agsize -= align
+        shift = (f"{human_size(agsize + align)} AGs less {human_size(align)} ({agsize // KiB} "
+                 "KiB, so that they do not all start on the same disk of the stripe)")
     tail = ctx.size - agcount * agsize
     if tail:
         warnings.append(
-            f"{human_size(ctx.size)} is not a whole number of {human_size(agsize)} AGs: the "
+            f"{human_size(ctx.size)} is not a whole number of {_exact(agsize)} AGs: the "
             f"last {human_size(tail)} stay outside the filesystem (mkfs.xfs makes no AG that "
             f"small); a device of exactly {agcount * agsize} bytes ({agcount} AGs) wastes "
             "nothing. Grow it by whole AGs too, so that every AG sits on one storage")
     if math.ceil(eventual / agsize) > params.max_agcount_when_grown:
-        largest = min(needed, round_down(params.max_ag_bytes, align))
-        limit = (f"AGs cannot exceed {human_size(params.max_ag_bytes)}"
-                 if needed > round_down(params.max_ag_bytes, align) else
-                 f"{human_size(ctx.size)} now holds no whole number of larger AGs")
-        # Only when two such AGs do not fit: then they are also larger than the ones used (at
-        # least two of those fit).
-        whole = (f"; a device of exactly {2 * largest} bytes (two {human_size(largest)} AGs) "
-                 f"would keep it to {math.ceil(eventual / largest)}"
-                 if 2 * largest > ctx.size else "")
-        warnings.append(f"{human_size(eventual)} needs more than "
-                        f"{params.max_agcount_when_grown} AGs: {limit}, so the largest that "
-                        f"fill it whole are used ({human_size(agsize)}){whole}")
+        warnings.append(_too_many(ctx.size, eventual, agsize, needed, align, params,
+                                  shifted=bool(shift)))
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
         values={"agsize": agsize}, reason=
         f"growing {factor:.1f}x to {human_size(eventual)}: the default "
         f"{human_size(default_agsize)} AGs would become {grown} AGs; AG size cannot change after "
-        f"mkfs, so {human_size(agsize)} AGs keep it to {math.ceil(eventual / agsize)}; "
+        f"mkfs, so {shift or human_size(agsize) + ' AGs'} keep it to "
+        f"{math.ceil(eventual / agsize)}; "
         f"{agcount} of them fill the {human_size(ctx.size)} device, so no short last AG "
         "stretches across the old and the new storage when it grows (guide 2.1.2.2)"),
         warnings=warnings)
+
+
+def _exact(n: int) -> str:
+    """A size for reading, with its exact KiB when rounding makes it look whole (80 GiB less
+    64 KiB reads as 80 GiB)."""
+    rounded = human_size(n)
+    whole = next((f for f in (TiB, GiB, MiB) if n >= f), KiB)
+    return rounded if "." in rounded or n % whole == 0 else f"{rounded} ({n // KiB} KiB)"
+
+
+def _too_many(size: int, eventual: int, agsize: int, needed: int, align: int,
+              params: AgGrowthParams, *, shifted: bool) -> str:
+    """Why the grown filesystem still has more AGs than the guide's few hundred."""
+    most = params.max_agcount_when_grown
+    head = f"{human_size(eventual)} needs more than {most} AGs: "
+    if shifted and math.ceil(eventual / (agsize + align)) <= most:
+        return (head + f"{human_size(agsize + align)} AGs would make "
+                f"{math.ceil(eventual / (agsize + align))}, but they would all start on the same "
+                f"disk of the stripe, and {human_size(align)} less makes "
+                f"{math.ceil(eventual / agsize)}")
+    largest = min(needed, round_down(params.max_ag_bytes, align))
+    limit = (f"AGs cannot exceed {human_size(params.max_ag_bytes)}"
+             if needed > round_down(params.max_ag_bytes, align) else
+             f"{human_size(size)} now holds no whole number of larger AGs")
+    # Only when two such AGs do not fit: then they are also larger than the ones used (at least
+    # two of those fit).
+    whole = (f"; a device of exactly {2 * largest} bytes (two {human_size(largest)} AGs) "
+             f"would keep it to {math.ceil(eventual / largest)}" if 2 * largest > size else "")
+    return head + f"{limit}, so the largest that fill it whole are used ({_exact(agsize)}){whole}"

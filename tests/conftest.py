@@ -181,6 +181,26 @@ def mounted(dev: str, mnt: Path, *options: str) -> Iterator[Path]:
         sh("umount", str(mnt), check=False)
 
 
+def leftovers(folder: Path | str) -> list[str]:
+    """Loop devices and mounts whose lines name `folder` (a test's own tmp folder): what a run
+    made there and left behind."""
+    marker = str(folder)
+    loops = [line for line in sh("losetup", "-a").stdout.splitlines() if marker in line]
+    mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if marker in line]
+    return loops + mounts
+
+
+def force_clean(marker: str) -> None:
+    """Belt and braces after a failed test: only what carries this test's marker."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        if marker in line:
+            sh("umount", "-l", line.split()[4].replace("\\040", " "), check=False)
+    for line in sh("losetup", "-a").stdout.splitlines():
+        if marker in line:
+            sh("losetup", "-d", line.split(":")[0], check=False)
+
+
 @pytest.fixture
 def loop(tmp_path: Path) -> Iterator[str]:
     """A 1 GiB loop device over a sparse file, for tests that need a real block device (root)."""

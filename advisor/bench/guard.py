@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from advisor.errors import AdvisorError, DeviceProblem
-from advisor.models.device import Device, Inventory
+from advisor.models.device import Device, Inventory, reachable
 from advisor.models.obstacles import obstacles, signature_text
 from advisor.models.units import human_size
 from advisor.system.blank import leftover_data
@@ -110,19 +110,7 @@ def built_on(dev: Device, by_name: dict[str, Device]) -> list[Device]:
     and the loop devices bound over it (at any offset), and theirs, transitively, each once.
     sysfs links only the first two; a loop device over a block device shows only in the
     kernel's loop status (Usage.loops)."""
-    found: list[Device] = []
-    seen = {dev.name}
-    stack = [*dev.children, *dev.usage.loops]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        other = by_name.get(name)
-        if other is not None:
-            found.append(other)
-            stack.extend([*other.children, *other.usage.loops])
-    return found
+    return reachable(dev, lambda d: [*d.children, *d.usage.loops], by_name)
 
 
 def _by_number(inv: Inventory, number: int) -> Device | None:

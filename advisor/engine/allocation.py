@@ -1,10 +1,12 @@
 """What the allocation rules share: whether the answers describe large files written
-sequentially (swalloc, allocsize, largeio), and the size of an extent size hint (extszinherit,
-cowextsize)."""
+sequentially (swalloc, allocsize, largeio), and the size of an extent size hint and the change
+that sets it (extszinherit, cowextsize)."""
 
 from __future__ import annotations
 
-from advisor.engine.context import Context, round_up
+from collections.abc import Callable
+
+from advisor.engine.context import Change, Context, Outcome, round_up
 from advisor.models.units import format_size
 
 #: Why the streaming allocation options stay off, per answer other than "sequential".
@@ -48,11 +50,14 @@ def hint_bytes(ctx: Context, hint: int) -> int:
     return round_up(hint, ctx.geometry.block_size)
 
 
-def hint_too_large(ctx: Context, hint: int) -> str | None:
-    """Why a hint of `hint` bytes cannot be set here (the kernel wants at most half an AG), or
-    None when it can."""
+def hint_outcome(ctx: Context, option: str, hint: int, reason: Callable[[int], str]) -> Outcome:
+    """`-d option=` set to a hint of `hint` bytes, in filesystem blocks, for the reason
+    `reason(blocks)` gives; or the default kept when the kernel would refuse a hint that large
+    (it takes at most half an allocation group)."""
     half = ctx.geometry.agsize_bytes // 2
     if hint > half:
-        return (f"a {format_size(hint)} hint is over half an allocation group "
-                f"({format_size(half)}), more than the kernel takes")
-    return None
+        return Outcome(keep_reason=f"a {format_size(hint)} hint is over half an allocation group "
+                       f"({format_size(half)}), more than the kernel takes")
+    blocks = hint // ctx.geometry.block_size
+    return Outcome(change=Change(f"{option}={blocks}", ["-d", f"{option}={blocks}"],
+                                 reason(blocks), values={option: blocks}))

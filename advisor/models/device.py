@@ -7,6 +7,7 @@ rule engine, the scratch-device guard, the TUI, `devices --json`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -226,6 +227,25 @@ class Device(Model):
     """Anything odd seen while inspecting (missing or garbage attributes)."""
 
 
+def reachable(dev: Device, links: Callable[[Device], list[str]],
+              by_name: Mapping[str, Device]) -> list[Device]:
+    """Every device reached from `dev` by following `links` (kernel names) again and again, each
+    once, `dev` itself never, depth first; a name `by_name` does not hold is passed over."""
+    found: list[Device] = []
+    seen = {dev.name}
+    stack = list(links(dev))
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        other = by_name.get(name)
+        if other is not None:
+            found.append(other)
+            stack.extend(links(other))
+    return found
+
+
 class Inventory(Model):
     """Every block device of a host (or capture), in sysfs order, parents before children."""
 
@@ -245,19 +265,7 @@ class Inventory(Model):
         by kernel name, when the caller asks about many devices (built here otherwise)."""
         if by_name is None:
             by_name = {d.name: d for d in self.devices}
-        found: list[Device] = []
-        seen: set[str] = set()
-        stack = list(getattr(dev, direction))
-        while stack:
-            name = stack.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            other = by_name.get(name)
-            if other is not None:
-                found.append(other)
-                stack.extend(getattr(other, direction))
-        return found
+        return reachable(dev, lambda d: getattr(d, direction), by_name)
 
     def get(self, name: str) -> Device | None:
         """Find a device by kernel name, display name, /dev path or /dev/mapper path."""

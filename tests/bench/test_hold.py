@@ -31,7 +31,7 @@ from advisor.inspect.devices import find_device, inspect_devices
 from advisor.system.loopdev import LoopStatus, loop_status
 from advisor.system.sysroot import SysRoot
 from tests.bench.test_guard import GIB, attached, checksum
-from tests.conftest import REPO, mounted, require_root_tools, sh
+from tests.conftest import REPO, leftovers, mounted, require_root_tools, sh
 
 
 @pytest.fixture
@@ -56,14 +56,6 @@ def _settled(*devs: str) -> None:
     for dev in devs:
         sh("blockdev", "--flushbufs", dev, check=False)
     sh("sync")
-
-
-def _ours_left(tmp_path: Path) -> list[str]:
-    """Loop devices and mounts of this test's folder still there."""
-    left = [line for line in sh("losetup", "-a").stdout.splitlines() if str(tmp_path) in line]
-    left += [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
-             if str(tmp_path) in line]
-    return left
 
 
 # ---- item 3: loop devices stacked on block devices or sharing files ----
@@ -100,7 +92,7 @@ def test_loop_over_a_mounted_device_is_refused(tmp_path: Path, root_tools: None)
                 _settled(a)
                 assert checksum(a_img) == before
             assert (mnt / "precious.txt").read_text() == "do not lose me\n"
-    assert _ours_left(tmp_path) == []
+    assert leftovers(tmp_path) == []
 
 
 def test_loop_sharing_a_backing_file_is_refused(tmp_path: Path, root_tools: None) -> None:
@@ -219,7 +211,7 @@ def test_data_written_during_the_prompt_is_found_after_it(tmp_path: Path,
         assert f"refusing to format {dev}: it holds data: ext4 (TYPE=ext4" in err
         _settled(dev)
         assert checksum(scratch) == before
-    assert _ours_left(tmp_path) == []
+    assert leftovers(tmp_path) == []
 
 
 def test_a_device_rebound_during_the_prompt_is_not_formatted(tmp_path: Path,
@@ -248,7 +240,7 @@ def test_a_device_rebound_during_the_prompt_is_not_formatted(tmp_path: Path,
         assert loop_status(dev) is None
         assert checksum(scratch) == before
     assert checksum(other) == other_before
-    assert _ours_left(tmp_path) == []
+    assert leftovers(tmp_path) == []
 
 
 # ---- the guard again before every mkfs ----
@@ -285,7 +277,7 @@ def test_a_foreign_filesystem_between_rounds_stops_the_run(tmp_path: Path, root_
             execute(plan, progress=plant)
         with open(dev, "rb") as f:
             assert f.read(1 << 20) == head
-    assert _ours_left(tmp_path) == []
+    assert leftovers(tmp_path) == []
     assert not list((tmp_path / "state").glob("run-*.json"))
 
 

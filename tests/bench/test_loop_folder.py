@@ -18,7 +18,7 @@ import pytest
 
 from advisor.bench import jobs
 from advisor.models.workload import Workload
-from tests.conftest import REPO, require_root_tools, sh
+from tests.conftest import REPO, leftovers, require_root_tools, sh
 
 pytestmark = pytest.mark.root
 
@@ -45,12 +45,6 @@ def _error(proc: subprocess.CompletedProcess[str]) -> str:
     return str(json.loads(proc.stderr.strip().splitlines()[-1])["error"]["message"])
 
 
-def _ours(marker: str) -> list[str]:
-    loops = [line for line in sh("losetup", "-a").stdout.splitlines() if marker in line]
-    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if marker in line]
-    return loops + mounts
-
-
 def test_fio_stays_in_the_test_filesystem_whatever_the_folder_is_called(tmp_path: Path) -> None:
     require_root_tools(*TOOLS)
     # fio cut the old job file's `directory=.../d;x:y/xfs-advisor-.../mnt/big` at `;`: the
@@ -61,7 +55,7 @@ def test_fio_stays_in_the_test_filesystem_whatever_the_folder_is_called(tmp_path
     assert "mount -o logbsize=3k failed" in _error(proc)  # side A's fio round had run
     assert list((tmp_path / "d").iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "state"]
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
 
 
 def test_job_file_names_only_what_fio_takes_literally() -> None:
@@ -83,7 +77,7 @@ def test_missing_loop_folders_are_not_left_behind(tmp_path: Path, where: str) ->
     proc = _validate(tmp_path, loop_dir, *STOP_AFTER_A, cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
     assert not (tmp_path / "deep").exists()
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
 
 
 def test_a_full_state_folder_is_one_line_and_no_stray_file(tmp_path: Path) -> None:
@@ -107,4 +101,4 @@ def test_a_full_state_folder_is_one_line_and_no_stray_file(tmp_path: Path) -> No
         assert sorted(p.name for p in state.iterdir()) == ["filler"]
     finally:
         sh("umount", str(state), check=False)
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []

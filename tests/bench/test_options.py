@@ -32,9 +32,9 @@ from advisor.system.argv import pairs_only
 from advisor.system.versions import lts_configs
 from tests.conftest import REPO, require
 from tests.engine.helpers import GiB, TiB, device, environment
+from tests.engine.strategies import answers
 
 GOLDEN = REPO / "tests" / "golden"
-KiB = 1 << 10
 
 MKFS_REFUSED = [
     ("-l logdev=/dev/loop7,size=64m", "names another device"),
@@ -199,21 +199,6 @@ def test_every_rule_example_passes() -> None:
 
 sizes = st.one_of(st.integers(1, 64).map(lambda n: n * GiB),
                   st.sampled_from([300 * GiB, 4 * TiB, 17 * TiB, 100 * TiB]))
-answers = st.fixed_dictionaries({}, optional={
-    "largest_directory_entries": st.integers(0, 50_000_000),
-    "access": st.sampled_from(["read-heavy", "write-heavy", "mixed"]),
-    "fsyncs_per_second": st.floats(0, 10_000),
-    "concurrent_writers": st.integers(1, 512),
-    "xattr_bytes_per_file": st.integers(0, 4000),
-    "growth_factor": st.floats(1, 500),
-    "atime_needed": st.booleans(),
-    "nfs_32bit_clients": st.booleans(),
-    "must_mount_on_kernel": st.sampled_from(["3.12", "4.19", "5.4", "5.15", "6.1"]),
-    "storage": st.fixed_dictionaries({}, optional={"nonvolatile_write_cache": st.booleans()})
-    | st.builds(lambda su, n: {"raid_stripe_unit": su, "raid_data_disks": n},
-                st.sampled_from([16 * KiB, 64 * KiB, 256 * KiB, 1024 * KiB]),
-                st.integers(1, 24)),
-})
 BOOK = load_rulebook()
 
 

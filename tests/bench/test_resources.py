@@ -27,7 +27,7 @@ from advisor.bench import cleanup, journal, resources
 from advisor.errors import DeviceProblem
 from advisor.system import runner
 from tests.bench.test_guard import attached
-from tests.conftest import REPO, mounted, require_root_tools, sh
+from tests.conftest import REPO, force_clean, leftovers, mounted, require_root_tools, sh
 
 GIB = 1 << 30
 SMALL = 320 << 20  # above mkfs.xfs's 300 MiB minimum
@@ -47,24 +47,6 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir(mode=0o700)
     monkeypatch.setenv(journal.STATE_DIR_ENV, str(folder))
     return folder
-
-
-def leftovers(marker: str) -> list[str]:
-    """Loop devices and mounts whose paths hold `marker` (this test's tmp folder)."""
-    loops = [line for line in sh("losetup", "-a").stdout.splitlines() if marker in line]
-    mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
-              if marker in line]
-    return loops + mounts
-
-
-def force_clean(marker: str) -> None:
-    """Belt and braces after a failed test: only what carries this test's marker."""
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        if marker in line:
-            sh("umount", "-l", line.split()[4].replace("\\040", " "), check=False)
-    for line in sh("losetup", "-a").stdout.splitlines():
-        if marker in line:
-            sh("losetup", "-d", line.split(":")[0], check=False)
 
 
 def is_attached(device: str) -> bool:
@@ -167,7 +149,7 @@ def test_untrusted_state_folder_is_refused_and_nothing_touched(
     assert f"refusing the state folder {folder}" in error["message"]
     assert (bait / "precious.txt").read_text() == "keep\n"
     assert not (tmp_path / "work").exists()  # nothing made either
-    assert leftovers(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
 
 
 def test_state_file_owned_by_another_user_is_ignored_and_said(tmp_path: Path, state: Path,
@@ -253,8 +235,8 @@ def test_odd_loop_dir_is_cleaned_up(tmp_path: Path, state: Path, root_tools: Non
         with resources.Resources() as res:
             work, device, _ = _make_everything(res, loop_dir)
             assert work == os.path.realpath(work)  # canonical from the start
-            assert leftovers(str(tmp_path.resolve())) != []
-        assert leftovers(str(tmp_path.resolve())) == []
+            assert leftovers(tmp_path.resolve()) != []
+        assert leftovers(tmp_path.resolve()) == []
         # By backing file, not by name: another run's test may have attached the same number.
         assert not os.path.exists(work) and not _backed_by(device, str(tmp_path.resolve()))
         assert list(state.iterdir()) == []
@@ -295,11 +277,11 @@ def test_odd_loop_dir_is_recovered_after_sigkill(tmp_path: Path, state: Path, ro
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         holder.kill()
         holder.wait(timeout=30)
-        assert leftovers(str(tmp_path.resolve())) != []
+        assert leftovers(tmp_path.resolve()) != []
         found = cleanup.recover_leftovers()
         text = " ".join(found.done)
         assert "unmounted" in text and "detached" in text and "removed" in text, found
-        assert leftovers(str(tmp_path.resolve())) == []
+        assert leftovers(tmp_path.resolve()) == []
         assert list(state.iterdir()) == []
         work = tmp_path / ("real" if kind == "symlink" else loop_dir)
         assert list(work.iterdir()) == []
@@ -332,11 +314,11 @@ def test_busy_mount_is_kept_in_the_state_and_said_to_remain(tmp_path: Path, stat
         holder.kill()
         holder.wait()
         deadline = time.monotonic() + 20  # the kernel lets go of the loop once unused
-        while leftovers(str(tmp_path)) and time.monotonic() < deadline:
+        while leftovers(tmp_path) and time.monotonic() < deadline:
             time.sleep(0.2)
         cleanup.recover_leftovers()
         assert list(state.iterdir()) == []
-        assert leftovers(str(tmp_path)) == []
+        assert leftovers(tmp_path) == []
     finally:
         if holder is not None and holder.poll() is None:
             holder.kill()
@@ -428,7 +410,7 @@ def _assert_clean_exit(tmp_path: Path, proc: subprocess.Popen[str]) -> None:
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert json.loads(err.strip().splitlines()[-1])["error"]["message"].startswith("interrupted")
-    assert leftovers(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
     assert not (tmp_path / "work").exists()  # made for the run, removed with it
     assert list((tmp_path / "state").iterdir()) == [], err
 
@@ -612,7 +594,7 @@ def test_killed_device_run_is_recovered_and_user_data_written_since_is_kept(
             _wait_for_our_mount(tmp_path, first)
             os.killpg(first.pid, signal.SIGKILL)
             first.wait(timeout=30)
-        assert any(dev in line for line in leftovers(str(tmp_path)))  # its mount is left
+        assert any(dev in line for line in leftovers(tmp_path))  # its mount is left
         with mounted(dev, tmp_path / "user") as mnt:
             (mnt / "payroll.txt").write_text("precious\n")
         uuid = read_xfs_uuid(dev)
@@ -625,7 +607,7 @@ def test_killed_device_run_is_recovered_and_user_data_written_since_is_kept(
         assert read_xfs_uuid(dev) == uuid
         with mounted(dev, tmp_path / "user", "ro") as mnt:
             assert (mnt / "payroll.txt").read_text() == "precious\n"
-        assert [line for line in leftovers(str(tmp_path)) if not line.startswith(dev)] == []
+        assert [line for line in leftovers(tmp_path) if not line.startswith(dev)] == []
         assert not any((tmp_path / "work").glob("*"))  # nothing of the runs is left in it
         assert list((tmp_path / "state").iterdir()) == []
 

@@ -12,18 +12,12 @@ from advisor.bench.plan import Plan
 from advisor.bench.run import execute
 from advisor.models.bench import SideConfig
 from advisor.models.workload import Workload
-from tests.conftest import require_root_tools, sh
+from tests.conftest import leftovers, require_root_tools
 
 
 class _Enough(Exception):
     """Raised by the callback once both sides were seen: ends the run early (and tests that an
     exception from the callback is cleaned up like any failure)."""
-
-
-def _ours(marker: str) -> list[str]:
-    loops = [line for line in sh("losetup", "-a").stdout.splitlines() if marker in line]
-    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if marker in line]
-    return loops + mounts
 
 
 def test_on_sample_gets_every_metric_for_each_side(tmp_path: Path,
@@ -55,4 +49,4 @@ def test_on_sample_gets_every_metric_for_each_side(tmp_path: Path,
     for _, _, values in seen:
         assert list(values) == [m.name for m in METRICS]
         assert all(v > 0 for v in values.values())
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []

@@ -6,27 +6,22 @@ These are the expensive tests of the suite: each run is kept to the minimum the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, require_root_tools, sh
+from tests.conftest import REPO, force_clean, leftovers, require_root_tools, sh
 
 TOOLS = ("losetup", "mkfs.xfs", "fio", "xfs_info", "mount")
-
-
-def _ours(marker: str) -> list[str]:
-    """Loop devices and mounts whose paths contain marker (this test's tmp folder)."""
-    loops = [line for line in sh("losetup", "-a").stdout.splitlines() if marker in line]
-    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if marker in line]
-    return loops + mounts
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -91,7 +86,7 @@ def test_calibration_run_reports_no_difference(tmp_path: Path, root_tools: None)
     stored = json.loads((tmp_path / "calibration.json").read_text())
     (cal,) = stored.values()
     assert set(cal["metrics"]) == {m["name"] for m in report["metrics"]}
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
 
 
 def _last_document(stderr: str) -> dict[str, Any]:
@@ -120,7 +115,7 @@ def test_a_run_never_drops_the_hosts_caches(tmp_path: Path, root_tools: None) ->
     assert (report["rounds"], report["stopping"]["reason"]) in ((4, "max rounds"),
                                                                 (2, "budget")), report["stopping"]
     assert not log.exists(), log.read_text()
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
 
 
 def _naming(xfs_info: str) -> str:
@@ -178,7 +173,7 @@ def test_planted_change_runs_as_planned_and_is_judged_by_its_primary_metric(
     assert "bsize=4096" in _naming(report["a"]["xfs_info"])
     assert report["environment"]["loop_backing_file"]
     assert "not a real device" in report["environment"]["note"]
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
 
 
 def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> None:
@@ -186,7 +181,7 @@ def test_failing_mkfs_on_side_b_cleans_up(tmp_path: Path, root_tools: None) -> N
     assert proc.returncode == 4, proc.stderr
     err = _last_document(proc.stderr)["error"]
     assert "mkfs.xfs for side B" in err["message"]
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
     assert not (tmp_path / "work").exists()  # made for the run, removed with it
     assert list((tmp_path / "state").glob("run-*.json")) == []
 
@@ -195,7 +190,7 @@ def test_failing_mount_option_cleans_up(tmp_path: Path, root_tools: None) -> Non
     proc = _validate(tmp_path, "--mount-options", "logbsize=3k", "--budget", "10")
     assert proc.returncode == 4, proc.stderr
     assert "mount" in _last_document(proc.stderr)["error"]["message"]
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
 
 
 def _wait_for_mount(marker: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
@@ -209,48 +204,49 @@ def _wait_for_mount(marker: str, proc: subprocess.Popen[str], timeout: float = 6
     pytest.fail("validate never mounted its scratch filesystem")
 
 
-def test_sigterm_mid_run_leaves_nothing(tmp_path: Path, root_tools: None) -> None:
+@contextlib.contextmanager
+def _mid_calibration(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A calibration run, given once it has mounted its scratch filesystem; killed on the way
+    out if it still runs."""
     proc = subprocess.Popen(_argv(tmp_path, "--calibrate", "--budget", "60"), cwd=REPO,
                             env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         _wait_for_mount(str(tmp_path), proc)
-        time.sleep(1.0)  # inside fio
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sigterm_mid_run_leaves_nothing(tmp_path: Path, root_tools: None) -> None:
+    with _mid_calibration(tmp_path) as proc:
+        time.sleep(1.0)  # inside fio
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert _ours(str(tmp_path)) == []
+    assert leftovers(tmp_path) == []
     assert not (tmp_path / "work").exists()  # made for the run, removed with it
 
 
 def test_sigkill_leftovers_are_recovered_by_the_next_run(tmp_path: Path, root_tools: None) -> None:
-    proc = subprocess.Popen(_argv(tmp_path, "--calibrate", "--budget", "60"), cwd=REPO,
-                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
     try:
-        _wait_for_mount(str(tmp_path), proc)
-        proc.kill()
-        proc.wait(timeout=30)
-        time.sleep(1.5)  # its fio child finishes its current phase on its own
-        assert _ours(str(tmp_path)) != []  # the dead run did leave things behind
-        # The next run (it fails fast on a bad option) first removes what the dead one left.
-        after = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
-        assert after.returncode == 4, after.stderr
-        assert "recovered: a dead run (pid" in after.stderr
-        assert _ours(str(tmp_path)) == []
-        assert list((tmp_path / "state").glob("run-*.json")) == []
-    finally:
-        if proc.poll() is None:
+        with _mid_calibration(tmp_path) as proc:
             proc.kill()
-        for line in _ours(str(tmp_path)):  # belt and braces: never leave a loop behind
-            if line.startswith("/dev/loop"):
-                sh("umount", "-l", line.split()[0].rstrip(":"), check=False)
-                sh("losetup", "-d", line.split(":")[0], check=False)
+            proc.wait(timeout=30)
+            time.sleep(1.5)  # its fio child finishes its current phase on its own
+            assert leftovers(tmp_path) != []  # the dead run did leave things behind
+            # The next run (it fails fast on a bad option) first removes what the dead one
+            # left.
+            after = _validate(tmp_path, "--mkfs-options", "-n size=3k", "--budget", "10")
+            assert after.returncode == 4, after.stderr
+            assert "recovered: a dead run (pid" in after.stderr
+            assert leftovers(tmp_path) == []
+            assert list((tmp_path / "state").glob("run-*.json")) == []
+    finally:
+        force_clean(str(tmp_path))  # belt and braces: never leave a loop behind
 
 
 def test_recovery_is_reported(tmp_path: Path, root_tools: None) -> None:

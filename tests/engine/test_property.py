@@ -16,6 +16,7 @@ from advisor.models.device import StripeGeometry
 from advisor.models.workload import Workload
 from advisor.system.argv import pairs_only
 from tests.engine.helpers import GiB, TiB, device, environment
+from tests.engine.strategies import answers
 
 BOOK: RuleBook = load_rulebook()
 KiB = 1 << 10
@@ -33,25 +34,6 @@ maybe = st.none  # shorthand: every answer may be missing
 
 def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(st.none(), strategy)
-
-
-answers = st.fixed_dictionaries({}, optional={
-    "largest_directory_entries": st.integers(0, 50_000_000),
-    "access": st.sampled_from(["read-heavy", "write-heavy", "mixed"]),
-    "fsyncs_per_second": st.floats(0, 10_000),
-    "concurrent_writers": st.integers(1, 512),
-    "xattr_bytes_per_file": st.integers(0, 4000),
-    "largest_xattr_value": st.integers(0, 1000),
-    "growth_factor": st.floats(1, 500),
-    "atime_needed": st.booleans(),
-    "nfs_32bit_clients": st.booleans(),
-    "must_mount_on_kernel": st.sampled_from(["3.12", "4.19", "5.4", "5.12", "6.1", "6.9"]),
-    "storage": st.fixed_dictionaries({}, optional={
-        "nonvolatile_write_cache": st.booleans(),
-    }) | st.builds(lambda su, n: {"raid_stripe_unit": su, "raid_data_disks": n},
-                   st.sampled_from([16 * KiB, 64 * KiB, 256 * KiB, 1024 * KiB]),
-                   st.integers(1, 24)),
-})
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

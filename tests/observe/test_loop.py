@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, require, require_root_tools
-from tests.observe.test_observe import WRITER, finish, have_perf, observing
+from tests.observe.test_observe import finish, fsync_writers, have_perf, observing
 
 
 @pytest.mark.root
@@ -23,19 +21,11 @@ def test_observed_answers_drive_validate(xfs: tuple[str, Path], tmp_path: Path) 
     require_root_tools("fio", "xfs_info")
     require(have_perf(), "needs perf with xfs tracepoints")
     _, mnt = xfs
-    until = time.time() + 30
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(mnt / f"w{i}"), "20",
-                                 str(until)]) for i in range(2)]
     answers = tmp_path / "answers.toml"
     answers.write_text("# mine\nlargest_directory_entries = 5000\nmedian_file_size = \"4KiB\"\n")
-    try:
-        time.sleep(0.5)
-        with observing("--for", "2s", "--write-workload", str(answers), str(mnt)) as proc:
-            code, _, err = finish(proc)
-    finally:
-        for w in writers:
-            w.send_signal(signal.SIGTERM)
-            w.wait()
+    with fsync_writers(mnt, 2, 20), \
+            observing("--for", "2s", "--write-workload", str(answers), str(mnt)) as proc:
+        code, _, err = finish(proc)
     assert code == 0, err
     text = answers.read_text()
     assert "concurrent_writers = 2  # measured by xfs-advisor observe" in text

@@ -104,6 +104,24 @@ while time.time() < until:
 """
 
 
+@contextlib.contextmanager
+def fsync_writers(mnt: Path, count: int,
+                  per_second: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`count` WRITER processes in mnt/w0, mnt/w1..., each at `per_second` fsyncs a second,
+    half a second under way when given; stopped on the way out (each stops on its own after
+    30 s)."""
+    until = time.time() + 30
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(mnt / f"w{i}"),
+                                 str(per_second), str(until)]) for i in range(count)]
+    try:
+        time.sleep(0.5)
+        yield writers
+    finally:
+        for w in writers:
+            w.send_signal(signal.SIGTERM)
+            w.wait()
+
+
 @pytest.mark.root
 def test_idle_filesystem_makes_no_finding_and_validates(xfs: tuple[str, Path]) -> None:
     _, mnt = xfs
@@ -130,19 +148,11 @@ def test_writers_at_a_known_fsync_rate(xfs: tuple[str, Path], tmp_path: Path) ->
     2 AGs they are more writers than AGs (ag-concurrency); on 4, not."""
     require(have_perf(), "needs perf with xfs tracepoints")
     _, mnt = xfs
-    until = time.time() + 30
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(mnt / f"w{i}"), "40",
-                                 str(until)]) for i in range(3)]
     workload = tmp_path / "answers.toml"
-    try:
-        time.sleep(0.5)
-        with observing("--json", "--for", "3s", "--write-workload", str(workload),
-                       str(mnt)) as proc:
-            code, doc, err = finish(proc)
-    finally:
-        for w in writers:
-            w.send_signal(signal.SIGTERM)
-            w.wait()
+    with fsync_writers(mnt, 3, 40) as writers, \
+            observing("--json", "--for", "3s", "--write-workload", str(workload),
+                      str(mnt)) as proc:
+        code, doc, err = finish(proc)
     assert code == 0, err
     (fs,) = doc["filesystems"]
     assert fs["concurrent_writers"] == 3

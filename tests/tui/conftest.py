@@ -1,15 +1,20 @@
 """One app factory for every TUI test: the production build_app() over a Session whose devices are
-the fixed host of tests/tui/inventory.py; no clock."""
+the fixed host of tests/tui/inventory.py; no clock. And the key sequences several tests press: a
+path typed into the prompt, a command chosen from the palette, a validation run cancelled."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
 
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
@@ -39,6 +44,38 @@ def make_app() -> AppFactory:
                          workload=workload or Workload(), start=start)
 
     return factory
+
+
+async def answer_prompt(app: AdvisorApp, pilot: Pilot[Any], key: str, path: str) -> None:
+    """Press `key` (ctrl+s, ctrl+o, s...), type `path` into the path prompt it opens, and press
+    Enter."""
+    await pilot.press(key)
+    await pilot.pause()
+    app.screen.query_one("#prompt-path", Input).value = path
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def from_palette(pilot: Pilot[Any], words: str) -> None:
+    """Open the command palette, type `words` and run the first command they find."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*words)
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def cancel_run(app: AdvisorApp, pilot: Pilot[Any], within: float) -> None:
+    """Escape on the validation step while its run goes: the run ends within `within` seconds
+    and the step says it was cancelled."""
+    started = time.monotonic()
+    await pilot.press("escape")
+    while app.screen.running:  # type: ignore[attr-defined]
+        assert time.monotonic() - started < within, f"cancel took over {within:.0f} s"
+        await asyncio.sleep(0.1)
+    await pilot.pause()
+    assert "cancelled" in str(app.screen.query_one("#step").render())  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -7,7 +7,7 @@ from textual.widgets import DataTable, Static
 
 from advisor.models.device import natural_key
 from advisor.render.devices import badges, tree_rows
-from tests.tui.conftest import AppFactory
+from tests.tui.conftest import AppFactory, from_palette
 from tests.tui.inventory import build_inventory
 
 
@@ -105,12 +105,7 @@ async def test_help_opens_and_closes(make_app: AppFactory) -> None:
 async def test_command_palette_reaches_the_steps(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"Go to workload")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
-        await pilot.pause()
+        await from_palette(pilot, "Go to workload")
         assert app.current_mode == "workload"
 
 

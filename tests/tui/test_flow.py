@@ -18,7 +18,7 @@ from advisor.models.workload import Workload
 from advisor.tui.app import AdvisorApp
 from advisor.tui.form import check, questions, values_of
 from tests.conftest import require
-from tests.tui.conftest import AppFactory
+from tests.tui.conftest import AppFactory, answer_prompt
 
 
 def _text(app: AdvisorApp, selector: str) -> str:
@@ -74,29 +74,16 @@ async def test_workload_file_save_and_load(make_app: AppFactory, tmp_path: Path,
     app = make_app(device="nvme0n1", start="workload")
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press(*"2000000")
-        await pilot.press("ctrl+s")
-        await pilot.pause()
-        prompt = app.screen.query_one("#prompt-path", Input)
-        prompt.value = str(target)
-        await pilot.press("enter")
-        await pilot.pause()
+        await answer_prompt(app, pilot, "ctrl+s", str(target))
         assert load_workload(target) == Workload(largest_directory_entries=2000000)
         target.write_text('access = "write-heavy"\nmedian_file_size = "1MiB"\n')
-        await pilot.press("ctrl+o")
-        await pilot.pause()
-        app.screen.query_one("#prompt-path", Input).value = str(target)
-        await pilot.press("enter")
-        await pilot.pause()
+        await answer_prompt(app, pilot, "ctrl+o", str(target))
         assert app.state.workload == Workload(access="write-heavy", median_file_size=1 << 20)
         assert app.screen.query_one("#q-median-file-size", Input).value == "1MiB"
         assert app.screen.query_one("#q-largest-directory-entries", Input).value == ""
         bad = tmp_path / "bad.toml"
         bad.write_text("colour = 3\n")
-        await pilot.press("ctrl+o")
-        await pilot.pause()
-        app.screen.query_one("#prompt-path", Input).value = str(bad)
-        await pilot.press("enter")
-        await pilot.pause()
+        await answer_prompt(app, pilot, "ctrl+o", str(bad))
         assert app.state.workload.access == "write-heavy"  # a bad file changes nothing
 
 
@@ -115,11 +102,7 @@ async def test_saving_never_writes_into_a_fifo_or_blocks(make_app: AppFactory, t
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press(*"2000000")
         for target in (fifo, link):
-            await pilot.press("ctrl+s")
-            await pilot.pause()
-            app.screen.query_one("#prompt-path", Input).value = str(target)
-            await pilot.press("enter")
-            await pilot.pause()
+            await answer_prompt(app, pilot, "ctrl+s", str(target))
             await pilot.press("y")
             await pilot.pause()
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
@@ -182,11 +165,7 @@ async def test_preselected_device_and_workload_open_on_the_proposal(make_app: Ap
         proposal = app.state.proposal
         assert proposal is not None
         assert "noatime" in proposal.fstab
-        await pilot.press("s")
-        await pilot.pause()
-        app.screen.query_one("#prompt-path", Input).value = str(tmp_path / "p.sh")
-        await pilot.press("enter")
-        await pilot.pause()
+        await answer_prompt(app, pilot, "s", str(tmp_path / "p.sh"))
         saved = (tmp_path / "p.sh").read_text()
         assert proposal.mkfs_command in saved and proposal.fstab in saved
 
@@ -208,10 +187,7 @@ async def test_directory_scan_fills_what_it_measures(make_app: AppFactory, tmp_p
         (data / f"f{i}").write_bytes(b"x" * 8192)
     app = make_app(device="nvme0n1", workload=Workload(access="read-heavy"), start="workload")
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("ctrl+f")
-        await pilot.pause()
-        app.screen.query_one("#prompt-path", Input).value = str(tmp_path / "data")
-        await pilot.press("enter")
+        await answer_prompt(app, pilot, "ctrl+f", str(tmp_path / "data"))
         await app.screen.workers.wait_for_complete()
         await pilot.pause()
         workload = app.state.workload

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -24,9 +25,15 @@ def _names(app: AdvisorApp) -> set[str]:
     return names
 
 
-async def _wait(app: AdvisorApp, present: bool, name: str) -> None:
+def _known(app: AdvisorApp) -> set[str]:
+    return {d.name for d in app.state.inventory.devices}
+
+
+async def _wait(app: AdvisorApp, present: bool, name: str,
+                where: Callable[[AdvisorApp], set[str]] = _names) -> None:
+    """Until `name` is in (or gone from) `where`: the list on screen, or the kept inventory."""
     deadline = time.monotonic() + 15
-    while (name in _names(app)) != present:
+    while (name in where(app)) != present:
         assert time.monotonic() < deadline, f"{name} {'never came' if present else 'stayed'}"
         await asyncio.sleep(0.1)
 
@@ -43,17 +50,6 @@ async def test_loop_device_comes_and_goes(tmp_path: Path) -> None:
         await _wait(app, False, name)
 
 
-def _known(app: AdvisorApp) -> set[str]:
-    return {d.name for d in app.state.inventory.devices}
-
-
-async def _wait_known(app: AdvisorApp, present: bool, name: str) -> None:
-    deadline = time.monotonic() + 15
-    while (name in _known(app)) != present:
-        assert time.monotonic() < deadline, f"{name} {'never came' if present else 'stayed'}"
-        await asyncio.sleep(0.1)
-
-
 async def test_the_list_catches_up_after_hotplug_on_another_step(tmp_path: Path) -> None:
     """Attached while the questions are shown: listed when F2 brings the list back; detached
     while they are shown: gone from it."""
@@ -64,13 +60,13 @@ async def test_the_list_catches_up_after_hotplug_on_another_step(tmp_path: Path)
         await pilot.press("f3")
         with loop_device(tmp_path / "hot.img", 64 << 20) as dev:
             name = dev.removeprefix("/dev/")
-            await _wait_known(app, True, name)
+            await _wait(app, True, name, _known)
             await pilot.press("f2")
             await pilot.pause()
             assert name in _names(app)
             await pilot.press("f3")
             await pilot.pause()
-        await _wait_known(app, False, name)
+        await _wait(app, False, name, _known)
         await pilot.press("f2")
         await pilot.pause()
         assert name not in _names(app)

@@ -20,7 +20,7 @@ from advisor.session import Session
 from advisor.tui.app import AdvisorApp
 from advisor.tui.dialogs import Confirm
 from advisor.tui.help import GENERAL, STEP_HELP
-from tests.tui.conftest import AppFactory
+from tests.tui.conftest import AppFactory, from_palette
 from tests.tui.inventory import build_inventory
 
 STEP_KEYS = ["F2", "F3", "F4", "F5"]
@@ -132,12 +132,7 @@ async def test_palette_copies_and_the_notice_does_not_overclaim(
     app = make_app(device="vg0-data", start="proposal")
     async with app.run_test(size=(100, 30)) as pilot:
         await app.workers.wait_for_complete()
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"Copy the mkfs")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
-        await pilot.pause()
+        await from_palette(pilot, "Copy the mkfs")
         assert app.clipboard == frozen_proposal.mkfs_command
         notices = [n.message for n in app._notifications]
     assert notices[-1] == "mkfs command sent to the terminal's clipboard"

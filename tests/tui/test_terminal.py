@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.test_resources import force_clean
-from tests.conftest import REPO, require, require_root_tools, require_tmux
+from tests.conftest import REPO, force_clean, leftovers, require, require_root_tools, require_tmux
 
 XFS_ADVISOR = REPO / ".venv" / "bin" / "xfs-advisor"
 
@@ -119,14 +118,6 @@ def test_no_color_gives_a_grey_screen(tmux: Callable[..., str], shared_dumps: di
     tmux("send-keys", "-t", "advisor", "q")
 
 
-def _ours_left(folder: Path) -> list[str]:
-    left = [ln for ln in subprocess.run(["losetup", "-a"], capture_output=True, text=True,
-                                        check=False).stdout.splitlines() if str(folder) in ln]
-    left += [ln for ln in Path("/proc/self/mountinfo").read_text().splitlines()
-             if str(folder) in ln]
-    return left
-
-
 def _live_tui(tmp_path: Path) -> str:
     """The shell command of the live TUI with its state, loop folder and calibration in
     `tmp_path` (the loop folder is tmp_path/loop)."""
@@ -151,7 +142,7 @@ def _start_a_loop_run(tmux: Callable[..., str], tmp_path: Path, after: str) -> P
     # The test filesystem mounted (a mountinfo line: "... - xfs /dev/loopN ..."): past the
     # dry runs that decide side B, which a losetup line alone (its folder is named xfs-advisor-)
     # did not wait for.
-    _wait_for(lambda: "\n".join(_ours_left(loop_dir)),
+    _wait_for(lambda: "\n".join(leftovers(loop_dir)),
               lambda s: " - xfs /dev/loop" in s, "the run's loop device and mount", 60)
     return loop_dir
 
@@ -163,10 +154,10 @@ def test_a_closed_terminal_mid_run_leaves_nothing(tmux: Callable[..., str],
     loop_dir = _start_a_loop_run(tmux, tmp_path, "true")
     tmux("kill-server")  # SIGHUP to everything in the pane
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (_ours_left(loop_dir) or list(loop_dir.iterdir())
+    while time.monotonic() < deadline and (leftovers(loop_dir) or list(loop_dir.iterdir())
                                            or list((tmp_path / "state").glob("run-*.json"))):
         time.sleep(0.2)
-    assert _ours_left(loop_dir) == []
+    assert leftovers(loop_dir) == []
     assert list(loop_dir.iterdir()) == []
     assert not list((tmp_path / "state").glob("run-*.json"))
 
@@ -183,7 +174,7 @@ def test_a_killed_run_is_recovered_and_said(tmux: Callable[..., str], tmp_path: 
         assert len(first) == 1, first
         os.kill(int(first[0]), signal.SIGKILL)
         _wait_for(screen, lambda s: "STATE" in s, "the second TUI's device list")
-        assert _ours_left(loop_dir), "the killed run left nothing: the test proves nothing"
+        assert leftovers(loop_dir), "the killed run left nothing: the test proves nothing"
         tmux("send-keys", "-t", "advisor", "F5")
         _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
         tmux("send-keys", "-t", "advisor", "C-r")
@@ -191,9 +182,9 @@ def test_a_killed_run_is_recovered_and_said(tmux: Callable[..., str], tmp_path: 
         assert "dead run" in shown
         tmux("send-keys", "-t", "advisor", "Escape")
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (_ours_left(loop_dir) or list(loop_dir.iterdir())):
+        while time.monotonic() < deadline and (leftovers(loop_dir) or list(loop_dir.iterdir())):
             time.sleep(0.2)
-        assert _ours_left(loop_dir) == []
+        assert leftovers(loop_dir) == []
         assert list(loop_dir.iterdir()) == []
     finally:
         force_clean(str(loop_dir))
@@ -205,12 +196,12 @@ def test_q_mid_run_asks_then_cleans_up(tmux: Callable[..., str], tmp_path: Path)
     screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
     tmux("send-keys", "-t", "advisor", "q")
     _wait_for(screen, lambda s: "A validation is running. Quit?" in s, "the question")
-    assert _ours_left(loop_dir), "asking must not stop the run"
+    assert leftovers(loop_dir), "asking must not stop the run"
     tmux("send-keys", "-t", "advisor", "y")
     _wait_for(screen, lambda s: "cleaning up the validation run" in s, "the clean-up notice")
     _wait_for(lambda: marker.read_text() if marker.exists() else "", lambda s: s.strip() == "0",
               "xfs-advisor to end with exit code 0", 60)
-    assert _ours_left(loop_dir) == []
+    assert leftovers(loop_dir) == []
     assert list(loop_dir.iterdir()) == []
 
 

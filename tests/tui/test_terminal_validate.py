@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.test_resources import force_clean
-from tests.conftest import loop_device, require_root_tools, sh
-from tests.tui.test_terminal import _live_tui, _ours_left, _wait_for, tmux
+from tests.conftest import force_clean, leftovers, loop_device, require_root_tools, sh
+from tests.tui.test_terminal import _live_tui, _wait_for, tmux
 
 __all__ = ["tmux"]  # the fixture, used by name
 
@@ -48,7 +47,7 @@ def test_run_state_and_footer_at_80x24(tmux: Callable[..., str], tmp_path: Path)
         tmux("send-keys", "-t", "advisor", "q")
         _wait_for(lambda: marker.read_text() if marker.exists() else "",
                   lambda s: s.strip() == "0", "xfs-advisor to quit with exit code 0", 60)
-        assert _ours_left(loop_dir) == []
+        assert leftovers(loop_dir) == []
     finally:
         force_clean(str(loop_dir))
 

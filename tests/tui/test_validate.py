@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
 import time
 from pathlib import Path
 
@@ -16,8 +15,8 @@ from advisor.models.bench import ValidationReport
 from advisor.models.device import Inventory
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
-from tests.conftest import require_root_tools
-from tests.tui.conftest import AppFactory
+from tests.conftest import leftovers, require_root_tools
+from tests.tui.conftest import AppFactory, answer_prompt, cancel_run
 
 
 def _text(app: object, selector: str) -> str:
@@ -89,12 +88,6 @@ async def test_guard_refuses_and_confirmation_is_typed(make_app: AppFactory,
         assert "mounted on /mnt" in _text(app, "#guard")
 
 
-def _ours(tmp_path: Path) -> list[str]:
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    mounts = Path("/proc/mounts").read_text()
-    return [line for line in (loops + mounts).splitlines() if str(tmp_path) in line]
-
-
 async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     require_root_tools("losetup", "mkfs.xfs", "fio", "mount")
@@ -111,19 +104,13 @@ async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_pat
         await pilot.press("ctrl+r")
         deadline = time.monotonic() + 60
         # Midway: the first side is made and mounted, fio is running.
-        while "side" not in _text(app, "#step") or not _ours(tmp_path):
+        while "side" not in _text(app, "#step") or not leftovers(tmp_path):
             assert time.monotonic() < deadline, _text(app, "#step")
             await asyncio.sleep(0.1)
-        assert any("xfs" in line for line in _ours(tmp_path)), _ours(tmp_path)
+        assert any("xfs" in line for line in leftovers(tmp_path)), leftovers(tmp_path)
         await asyncio.sleep(1.0)
-        started = time.monotonic()
-        await pilot.press("escape")
-        while app.screen.running:  # type: ignore[attr-defined]
-            assert time.monotonic() - started < 60, "cancel took over a minute"
-            await asyncio.sleep(0.1)
-        await pilot.pause()
-        assert "cancelled" in _text(app, "#step")
-    assert _ours(tmp_path) == []
+        await cancel_run(app, pilot, within=60)
+    assert leftovers(tmp_path) == []
 
 
 async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
@@ -171,11 +158,7 @@ async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,
         assert not app.screen.running  # type: ignore[attr-defined]
         # ctrl+s saves it: Markdown (and JSON for a .json name); an existing file is kept.
         for name in ("report.md", "report.json", "report.md"):
-            await pilot.press("ctrl+s")
-            await pilot.pause()
-            app.screen.query_one("#prompt-path", Input).value = str(tmp_path / name)
-            await pilot.press("enter")
-            await pilot.pause()
+            await answer_prompt(app, pilot, "ctrl+s", str(tmp_path / name))
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.startswith("# xfs-advisor: A/B validation\n")
     assert "| file creates (files/s) | 100.0 | 80.3 | 0.800 | [0.750, 0.850] | ±5% | worse |" \

@@ -4,7 +4,6 @@ measured, and a cancel after the first sample still leaves nothing mounted or at
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from pathlib import Path
 
@@ -12,14 +11,8 @@ import pytest
 
 from advisor.models.workload import Workload
 from advisor.tui.validate import MetricPlot
-from tests.conftest import require_root_tools
-from tests.tui.conftest import AppFactory
-
-
-def _ours(tmp_path: Path) -> list[str]:
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    mounts = Path("/proc/mounts").read_text()
-    return [line for line in (loops + mounts).splitlines() if str(tmp_path) in line]
+from tests.conftest import leftovers, require_root_tools
+from tests.tui.conftest import AppFactory, cancel_run
 
 
 def _plots(app: object) -> dict[str, MetricPlot]:
@@ -55,14 +48,8 @@ async def test_plots_fill_in_while_the_run_goes(make_app: AppFactory, tmp_path: 
         assert len(creates.values["A"]) >= 1 and creates.values["A"][0] > 0  # ABBA: A first
         assert set(_plots(app)) == {"creates_per_s", "creates_per_cpu_s", "dirops_per_cpu_s",
                                     "deletes_per_s", "refill_creates_per_s", "stats_per_s"}
-        started = time.monotonic()
-        await pilot.press("escape")
-        while app.screen.running:  # type: ignore[attr-defined]
-            assert time.monotonic() - started < 30, "cancel took over 30 s"
-            await asyncio.sleep(0.1)
-        await pilot.pause()
-        assert "cancelled" in str(app.screen.query_one("#step").render())
-    assert _ours(tmp_path) == []
+        await cancel_run(app, pilot, within=30)
+    assert leftovers(tmp_path) == []
 
 
 async def test_a_loop_bound_after_the_list_was_drawn_is_refused_before_formatting(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from advisor.engine.allocation import hint_bytes, hint_too_large
-from advisor.engine.context import Change, Context, Outcome
+from advisor.engine.allocation import hint_bytes, hint_outcome
+from advisor.engine.context import Context, Outcome
 from advisor.engine.registry import decider
 from advisor.models.base import Model
 from advisor.models.units import ByteSize, format_size
@@ -50,12 +50,7 @@ def cow_extent_size_hint(ctx: Context, params: CowExtentSizeHintParams) -> Outco
                 "a newer kernel that must mount it (must_mount_on_kernel), or do without "
                 "clones")])
     hint = hint_bytes(ctx, params.hint)
-    too_large = hint_too_large(ctx, hint)
-    if too_large:
-        return Outcome(keep_reason=too_large)
-    blocks = hint // ctx.geometry.block_size
-    return Outcome(change=Change(
-        f"cowextsize={blocks}", ["-d", f"cowextsize={blocks}"],
+    return hint_outcome(ctx, "cowextsize", hint, lambda blocks: (
         f"reflink clones written in place (reflink_clones): each write into a shared block "
         f"copies it, into copy-on-write extents of the hint's size; a {format_size(hint)} hint "
         f"({blocks} blocks, the kernel's own is 32) keeps clones rewritten in runs, several at "

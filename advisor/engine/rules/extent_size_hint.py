@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from advisor.engine.allocation import hint_bytes, hint_too_large
-from advisor.engine.context import Change, Context, Outcome
+from advisor.engine.allocation import hint_bytes, hint_outcome
+from advisor.engine.context import Context, Outcome
 from advisor.engine.registry import decider
 from advisor.engine.rules.dax_alignment import not_dax
 from advisor.models.base import Model
@@ -56,14 +56,10 @@ def extent_size_hint(ctx: Context, params: ExtentSizeHintParams) -> Outcome:
                 else f"{format_size(w.median_file_size)}, under {least}")
         return Outcome(keep_reason=f"sparse files are filled at random, but their median size is "
                        f"{size}: a filesystem-wide hint is for large images; {later}")
-    too_large = hint_too_large(ctx, hint)
-    if too_large:
-        return Outcome(keep_reason=too_large)
-    blocks = hint // ctx.geometry.block_size
-    return Outcome(change=Change(
-        f"extszinherit={blocks}", ["-d", f"extszinherit={blocks}"],
+    median = w.median_file_size
+    return hint_outcome(ctx, "extszinherit", hint, lambda blocks: (
         f"sparse files filled by writes scattered over them (write_pattern = random, median "
-        f"{format_size(w.median_file_size)}: VM images): every file inherits a "
+        f"{format_size(median)}: VM images): every file inherits a "
         f"{format_size(hint)} extent size hint ({blocks} blocks of "
         f"{ctx.geometry.block_size}) from the root directory, so writes scattered over a sparse "
         "file allocate aligned extents of that size instead of one small extent per write, "
@@ -73,15 +69,10 @@ def extent_size_hint(ctx: Context, params: ExtentSizeHintParams) -> Outcome:
 def _dax(ctx: Context, dax_hint: int) -> Outcome:
     """Every file on persistent memory gets a huge-page extent size hint."""
     hint = hint_bytes(ctx, dax_hint)
-    too_large = hint_too_large(ctx, hint)
-    if too_large:
-        return Outcome(keep_reason=too_large)
-    blocks = hint // ctx.geometry.block_size
-    return Outcome(change=Change(
-        f"extszinherit={blocks}", ["-d", f"extszinherit={blocks}"],
+    return hint_outcome(ctx, "extszinherit", hint, lambda blocks: (
         f"{ctx.device.name} is DAX-capable (queue/dax = 1): every file inherits a "
         f"{format_size(hint)} extent size hint ({blocks} blocks), so each allocation is a "
         f"{format_size(hint)} extent on a {format_size(hint)} boundary, whatever the write "
         "size, and a mapped file faults in huge pages; the stripe unit alone aligns only "
         "allocations at the end of a file. xfsprogs' own mkfs/dax_x86_64.conf sets the same: "
-        "su=2m,sw=1,extszinherit=512", values={"extszinherit": blocks}))
+        "su=2m,sw=1,extszinherit=512"))

@@ -236,7 +236,10 @@ def test_footer_at_80x24_shows_help_quit_and_every_step_key(
     _keys(tmux, "Down", "Enter")  # nvme0n1p1, free: straight to the questions
     _wait_for(screen, footer_shows("F1 Help", "^q Quit", *steps, "esc Leave field"),
               "the form's footer, a field focused")
-    _keys(tmux, "Escape", "?")
+    # Escape first, alone: sent together, a terminal reads escape and ? as one key, Alt+?.
+    _keys(tmux, "Escape")
+    _wait_for(screen, footer_shows("? Help", "q Quit"), "the footer, the field left")
+    _keys(tmux, "?")
     _wait_for(screen, lambda s: "escape, ?, F1 or q closes" in s, "the help, opened by ?")
     _keys(tmux, "Escape", "q")
 

@@ -303,7 +303,7 @@ def primaries(plan: Plan) -> list[Primary]:
     """Per option of B that A lacks (su and sw as one): the counter its rule's claim names,
     else FALLBACK_PRIMARY; one `B = A` entry when nothing differs. Decided before any pair, from
     the plan alone."""
-    from advisor.bench.differences import options
+    from advisor.models.differences import options
 
     found = []
     for o in options(plan.a, plan.b):

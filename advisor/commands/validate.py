@@ -301,7 +301,7 @@ def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None
     if as_json:
         out(report.model_dump_json(indent=2) + "\n", as_json=True)
     else:
-        from advisor.bench.report import render_text
+        from advisor.render.validation import render_text
 
         out(render_text(report, saved=str(saved) if saved else None) + "\n")
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
@@ -351,7 +351,8 @@ def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
     budget = args.budget
     say = _sayer(as_json)
     # Every refusal (the report's numbers held to the flags' bounds) before anything is made.
-    session.continuation_plan(earlier, more, loop_dir=_loop_dir(args), source=source)
+    session.continuation_plan(earlier, more, budget_seconds=budget, loop_dir=_loop_dir(args),
+                              source=source)
     report = session.more_rounds(earlier, more, budget_seconds=budget, loop_dir=_loop_dir(args),
                                  progress=_progress_printer(as_json), say=say, source=source)
     return _print(report, as_json, say, args)

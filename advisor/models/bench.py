@@ -5,6 +5,9 @@ and the calibration (noise floor) that later runs' margins rest on.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
@@ -23,6 +26,57 @@ MAX_STORED_SD = 10.0
 MAX_PAIRS = 200
 #: Most pairs a calibration can have been measured with (validate runs at most MAX_PAIRS).
 MAX_STORED_ROUNDS = 10_000
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure the benchmark measures on each side of each pair."""
+
+    name: str
+    title: str
+    unit: str
+    higher_is_better: bool
+    job: str
+    """fio job name prefix whose jobs this metric sums."""
+    kind: str
+    """`iops`, `iops_per_cpu` (iops over the job's CPU share), `dirops_per_cpu` (the operations
+    of the directory phases over their CPU seconds) or `bw`."""
+
+
+#: The benchmark's metrics: what each is called, its title and unit for people, and which fio
+#: jobs it sums (advisor.bench.jobs reads them from fio's output; the TUI's live plots name them
+#: before the report).
+METRICS: tuple[Metric, ...] = (
+    Metric("creates_per_s", "creates into a growing directory", "files/s", True,
+           "create", "iops"),
+    # The same creates per second of CPU the creating thread used: a create-heavy phase is
+    # CPU-bound, and this stays meaningful when other processes compete for the CPU.
+    Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
+           "iops_per_cpu"),
+    # Every directory change (creates, deletes, creates into the holes) per CPU-second of fio's
+    # threads: the CPU cost per modification the guide weighs against larger directory blocks,
+    # over all three phases (64 KiB blocks: refill creates cost about twice the CPU).
+    Metric("dirops_per_cpu_s", "dir changes per CPU-second", "ops/cpu-s", True,
+           "create", "dirops_per_cpu"),
+    Metric("deletes_per_s", "deletes, every tenth file", "files/s", True, "delete", "iops"),
+    # The steady state of a spool or cache: new files fill the holes deletes left.
+    Metric("refill_creates_per_s", "creates into the holes left", "files/s", True, "refill",
+           "iops"),
+    Metric("stats_per_s", "cold stats of those new files", "files/s", True, "stat", "iops"),
+    Metric("fsync_writes_per_s", "4 KiB writes, fsync after each", "writes/s", True,
+           "syncwrite", "iops"),
+    Metric("seq_write_mib_s", "sequential 1 MiB direct writes", "MiB/s", True, "seqwrite", "bw"),
+    Metric("seq_read_mib_s", "sequential 1 MiB direct reads", "MiB/s", True, "seqread", "bw"),
+)
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    """The per-side figure that agrees with the paired ratio: geo(B) / geo(A) is the geometric
+    mean of the pairs' B/A (an arithmetic mean or median per side can disagree with it); NaN
+    without samples or with one that is not positive."""
+    if not values or any(v <= 0 for v in values):
+        return math.nan
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 class SideConfig(Model):

@@ -8,11 +8,11 @@ import json
 import jsonschema
 
 from advisor.bench.plan import Plan
-from advisor.bench.report import render_text, table, workload_line
 from advisor.bench.verdicts import judge
 from advisor.commands.schema import schema_text
 from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
+from advisor.render.validation import render_text, table, workload_line
 
 
 def _report(workload: Workload, slower: float, faster_stats: float = 1.0) -> ValidationReport:
@@ -101,7 +101,7 @@ def test_the_continue_command_names_only_a_report_that_was_saved() -> None:
     """`validate --continue` needs the JSON report: the text names the file written, and with
     none (the TUI's Markdown, a report that could not be saved) the line is left out rather
     than point at a REPORT.json nobody has."""
-    from advisor.bench.report import render_markdown
+    from advisor.render.validation import render_markdown
 
     report = _open_report()
     saved = render_text(report, with_plot=False, saved="/var/lib/xfs advisor/run.json")

@@ -12,8 +12,9 @@ from rich.text import Text
 from textual.containers import Grid
 from textual.widgets import DataTable, Static
 
-from advisor.models.bench import MAX_PAIRS
+from advisor.models.bench import MAX_PAIRS, METRICS
 from advisor.models.units import human_size
+from advisor.render.validation import attribution_lines, render_markdown, what_ran
 from advisor.tui.step import StepScreen
 from advisor.tui.validate.plot import MetricPlot
 
@@ -57,7 +58,7 @@ class ReportView(StepScreen):
     def _plot_sample(self, side: str, values: dict[str, float]) -> None:
         """Live plots: one per metric, made when its first value arrives, one point per side and
         round. The report replaces them with its own once the run is judged."""
-        known = self.advisor.state.session.metric_titles()
+        known = {m.name: (m.title, m.unit) for m in METRICS}
         for name, value in values.items():
             plot = self._plots.get(name)
             if plot is None:
@@ -84,12 +85,10 @@ class ReportView(StepScreen):
 
         report = self.report
 
-        session = self.advisor.state.session
-
         def text(target: Path) -> str:
             if target.suffix == ".json":
                 return report.model_dump_json(indent=2) + "\n"
-            return session.report_markdown(report)
+            return render_markdown(report)
 
         save_file(self.app, "Save the report to (.md, or .json for the --json document):",
                   "validation-report.md", "validation report", text, by_name=True)
@@ -99,14 +98,14 @@ class ReportView(StepScreen):
         self.report = report
         # As `xfs-advisor validate` says it: what was proposed, what ran, every difference, and
         # where the margins came from (a stored calibration decides them).
-        lines = self.advisor.state.session.report_lines(report)
+        lines = what_ran(report)
         if report.calibration is not None:
             lines.append(report.calibration.summary)
         self.query_one("#sides", Static).update(Text("\n".join(lines)))
         env = report.environment
         where = f"Ran on {env.device} ({human_size(env.device_size_bytes)}" + (
             f", a loop device over {env.loop_backing_file})" if env.loop_backing_file else ")")
-        after = [self._attribution_offer(), *self.advisor.state.session.attribution_lines(report)]
+        after = [self._attribution_offer(), *attribution_lines(report)]
         self.query_one("#verdict", Static).update(Text("\n".join(
             [f"Verdict: {report.verdict}. {report.summary}", where, *[a for a in after if a]])))
         table = self.query_one("#metrics", DataTable)

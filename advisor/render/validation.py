@@ -1,5 +1,6 @@
-"""The readable form of a validation report: a table, a plot of A against B per metric, and what
-the verdict means. Plain text (plotext prints to a string; no Textual here)."""
+"""The readable form of a validation report, for `xfs-advisor validate` and the TUI alike: what
+ran, a table, a plot of A against B per metric, what the verdict means and what attribution
+found, as plain text or Markdown (the plot drawn in plain characters; no Textual here)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import math
 import shlex
 from collections.abc import Sequence
 
-from advisor.bench.stats import geometric_mean
-from advisor.models.bench import MAX_PAIRS, MetricResult, ValidationReport
+from advisor.models.bench import MAX_PAIRS, MetricResult, ValidationReport, geometric_mean
+from advisor.models.differences import options
 from advisor.models.units import human_size
 
 
@@ -226,8 +227,6 @@ def attribution_lines(report: ValidationReport) -> list[str]:
 def unclaimed(report: ValidationReport) -> list[str]:
     """B's options (those A lacks) that no mechanism check speaks for: the report says so rather
     than leave them out."""
-    from advisor.bench.differences import options
-
     if report.calibrate:
         return []
     checked = [c.option for c in report.mechanism_checks]

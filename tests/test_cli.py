@@ -76,3 +76,18 @@ def test_help_says_what_a_size_unit_means() -> None:
     proc = advisor("--help")
     text = " ".join(proc.stdout.split())
     assert "16KiB or 16k = 16,384 bytes" in text and "16KB = 16,000 bytes" in text
+
+
+def test_validate_help_gives_the_most_pairs_a_run_may_have() -> None:
+    """--max-rounds' default in the help is the bound the run keeps to, not a copy of it."""
+    from advisor.bench.plan import Plan
+    from advisor.models.bench import SideConfig
+    from advisor.models.limits import MAX_PAIRS
+    from advisor.models.workload import Workload
+
+    proc = advisor("validate", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert f"most pairs the run may have (default {MAX_PAIRS}: the budget decides)" in " ".join(
+        proc.stdout.split())
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload())
+    assert plan.most_pairs == MAX_PAIRS

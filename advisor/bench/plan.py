@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from advisor.bench import counters, jobs
 from advisor.errors import BadInput
 from advisor.models.bench import (
-    MAX_PAIRS,
     CalibrationUse,
     NotApplied,
     SideConfig,
     ValidationReport,
 )
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
 from advisor.models.workload import Workload

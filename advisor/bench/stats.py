@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from statistics import NormalDist, median
 from typing import Literal
 
-from advisor.models.bench import MAX_PAIRS
+from advisor.models.limits import MAX_PAIRS
 
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 

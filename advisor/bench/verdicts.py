@@ -14,7 +14,6 @@ from advisor.bench.calibration import CalibrationStore
 from advisor.bench.plan import TEARDOWN_SECONDS, Plan, Primary, abba_order, primaries
 from advisor.bench.summary import ci_text, headline_verdict, pairs_time, verdict_line
 from advisor.models.bench import (
-    MAX_PAIRS,
     METRICS,
     AgeReport,
     BenchEnvironment,
@@ -26,6 +25,7 @@ from advisor.models.bench import (
     ValidationReport,
     geometric_mean,
 )
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
 from advisor.render.validation import allows
 

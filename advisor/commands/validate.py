@@ -15,6 +15,7 @@ from typing import Any
 from advisor import SCHEMA_VERSION
 from advisor.answers import add_workload_flags
 from advisor.errors import BadInput
+from advisor.models.limits import MAX_PAIRS
 
 EXIT_WORSE = 5
 
@@ -49,7 +50,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "budget. --rounds N --max-rounds N is a fixed design of N pairs. Odd numbers "
                    "are rounded up to whole ABBA blocks")
     p.add_argument("--max-rounds", metavar="N", type=int, default=None,
-                   help="most pairs the run may have (default 200: the budget decides)")
+                   help=f"most pairs the run may have (default {MAX_PAIRS}: the budget decides)")
     p.add_argument("--continue", dest="continue_from", metavar="REPORT", default=None,
                    help="add pairs to the loop-device run whose --json report is REPORT (same "
                    "sides, workload and margins; its pairs are kept and the intervals go on): "
@@ -380,7 +381,6 @@ def _check_args(args: argparse.Namespace) -> int:
     from advisor.bench import plan as bench
     from advisor.bench.calibration import CalibrationStore
     from advisor.bench.run import check_host
-    from advisor.models.bench import MAX_PAIRS
     from advisor.models.units import human_size, parse_size
 
     if getattr(args, "sysroot", None):

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from advisor.models.base import Model
+from advisor.models.limits import MAX_PAIRS
 
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
@@ -21,9 +22,6 @@ Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 MAX_STORED_FLOOR = 10.0
 #: Largest standard deviation of a pair's log-ratio a calibration file may hold (e^10 per pair).
 MAX_STORED_SD = 10.0
-#: Most pairs a run may have: beyond this no verdict changes (a metric that needs more is "more
-#: than MAX_PAIRS pairs"), and the plan, the samples and the time would grow without purpose.
-MAX_PAIRS = 200
 #: Most pairs a calibration can have been measured with (validate runs at most MAX_PAIRS).
 MAX_STORED_ROUNDS = 10_000
 
@@ -180,10 +178,11 @@ class MetricResult(Model):
     verdict: Verdict
     """better / worse (the interval excludes B/A = 1), equivalent (wholly inside +-margin) or
     inconclusive."""
-    rounds_to_resolve: int | None = None
-    """For an inconclusive metric: pairs in all that would likely resolve it, from the spread
-    the interval itself uses (never less than the median absolute deviation's) and an effect
-    taken pessimistically from the mean and the median (null: more than 200)."""
+    rounds_to_resolve: int | None = Field(None, description=(
+        "For an inconclusive metric: pairs in all that would likely resolve it, from the spread\n"
+        "the interval itself uses (never less than the median absolute deviation's) and an "
+        "effect\ntaken pessimistically from the mean and the median (null: more than "
+        f"{MAX_PAIRS})."))
     primary_for: list[str] = Field(default_factory=list)
     """The options of B this figure is the pre-declared primary metric of (their mechanism, from
     the rule; CPU time per directory operation for an option no rule claims a counter for),

@@ -8,8 +8,9 @@ import math
 import shlex
 from collections.abc import Sequence
 
-from advisor.models.bench import MAX_PAIRS, MetricResult, ValidationReport, geometric_mean
+from advisor.models.bench import MetricResult, ValidationReport, geometric_mean
 from advisor.models.differences import options
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
 
 

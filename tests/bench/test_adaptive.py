@@ -16,7 +16,8 @@ import pytest
 from advisor.bench.plan import Plan, continuation, primaries, suggested_more
 from advisor.bench.verdicts import judge, reason_to_stop
 from advisor.errors import BadInput
-from advisor.models.bench import MAX_PAIRS, BenchEnvironment, SideConfig, Timing, ValidationReport
+from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.workload import Workload
 from advisor.render.validation import render_text
 from tests.conftest import REPO, require_root_tools, sh

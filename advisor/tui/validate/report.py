@@ -12,7 +12,8 @@ from rich.text import Text
 from textual.containers import Grid
 from textual.widgets import DataTable, Static
 
-from advisor.models.bench import MAX_PAIRS, METRICS
+from advisor.models.bench import METRICS
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
 from advisor.render.validation import attribution_lines, render_markdown, what_ran
 from advisor.tui.step import StepScreen

@@ -199,6 +199,12 @@ class MetricResult(Model):
     """True when `calibrated_floor` was above the largest margin (50%) and `margin` was capped
     there: the set-up was too noisy to trust its floor; calibrate again on a quieter machine."""
 
+    def geo(self, side: Literal["A", "B"]) -> float:
+        """The side's geometric mean: the report's, or computed from the samples (an older
+        report lacks it; NaN without samples)."""
+        value = self.geo_mean_a if side == "A" else self.geo_mean_b
+        return value if value is not None else geometric_mean(self.a if side == "A" else self.b)
+
 
 StopReason = Literal["resolved", "budget", "max rounds", "cancelled"]
 

@@ -8,7 +8,7 @@ import math
 import shlex
 from collections.abc import Sequence
 
-from advisor.models.bench import MetricResult, ValidationReport, geometric_mean
+from advisor.models.bench import MetricResult, ValidationReport
 from advisor.models.differences import options
 from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
@@ -105,14 +105,6 @@ def workload_line(shape: dict[str, object]) -> str:
     return "; ".join(parts)
 
 
-def _geo(m: MetricResult, side: str) -> float:
-    """The side's geometric mean (older reports lack it: computed from the samples)."""
-    value = m.geo_mean_a if side == "A" else m.geo_mean_b
-    if value is not None:
-        return value
-    return geometric_mean(m.a if side == "A" else m.b)
-
-
 def table(report: ValidationReport) -> str:
     """One row per metric. The per-side columns are geometric means, so that B/A is exactly
     their ratio (a median or arithmetic mean per side can contradict the paired ratio)."""
@@ -122,8 +114,8 @@ def table(report: ValidationReport) -> str:
     for m in report.metrics:
         title = f"{m.title} ({m.unit})"
         lines.append(
-            f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} "
-            f"{_num(_geo(m, 'B')):>11} {m.ratio:>6.3f} "
+            f"{title[:42]:<42} {_num(m.geo('A')):>11} "
+            f"{_num(m.geo('B')):>11} {m.ratio:>6.3f} "
             f"{f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15} {f'+-{m.margin * 100:.0f}%':>7}  "
             f"{_verdict_note(m)}")
     return "\n".join(lines)
@@ -145,7 +137,7 @@ def mechanism_table(report: ValidationReport) -> str:
     for m in report.mechanisms:
         title = f"{m.title} ({m.unit})"
         first = f" (primary for {', '.join(m.primary_for)})" if m.primary_for else ""
-        lines.append(f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} {_num(_geo(m, 'B')):>11} "
+        lines.append(f"{title[:42]:<42} {_num(m.geo('A')):>11} {_num(m.geo('B')):>11} "
                      f"{m.ratio:>6.3f} {f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15}  "
                      f"{_WORK[m.verdict]}{first}")
     return "\n".join(lines)
@@ -315,15 +307,15 @@ def render_markdown(report: ValidationReport) -> str:
     out += ["", "| metric | A (geo. mean) | B (geo. mean) | B/A | 95% CI | margin | verdict |",
             "|---|---:|---:|---:|---|---:|---|"]
     for m in report.metrics:
-        out.append(f"| {m.title} ({m.unit}) | {_num(_geo(m, 'A'))} | {_num(_geo(m, 'B'))} | "
+        out.append(f"| {m.title} ({m.unit}) | {_num(m.geo('A'))} | {_num(m.geo('B'))} | "
                    f"{m.ratio:.3f} | [{m.ci[0]:.3f}, {m.ci[1]:.3f}] | "
                    f"±{m.margin * 100:.0f}% | {_verdict_note(m)} |")
     if report.mechanisms:
         out += ["", "| work per operation (counters) | A | B | B/A | 95% CI | B did |",
                 "|---|---:|---:|---:|---|---|"]
         for m in report.mechanisms:
-            out.append(f"| {m.title} ({m.unit}) | {_num(_geo(m, 'A'))} | "
-                       f"{_num(_geo(m, 'B'))} | {m.ratio:.3f} | "
+            out.append(f"| {m.title} ({m.unit}) | {_num(m.geo('A'))} | "
+                       f"{_num(m.geo('B'))} | {m.ratio:.3f} | "
                        f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}] | {_WORK[m.verdict]} |")
         out += ["", *[f"- {c.option}: rule {c.rule} says {c.expect} {c.counter}: mechanism "
                       f"{c.seen}" for c in report.mechanism_checks],

@@ -4,9 +4,8 @@ margin, what would settle an inconclusive metric, a plot of A and B per round; c
 from __future__ import annotations
 
 import math
-import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
 from textual.containers import Grid
@@ -113,7 +112,7 @@ class ReportView(StepScreen):
         table.clear()
         for m in report.metrics:
             table.add_row(
-                m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
+                m.title, _mean(m, "A"), _mean(m, "B"), f"{m.ratio:.3f}",
                 interval_text(m.ci[0], m.ci[1]),
                 Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m),
                 height=None)
@@ -190,9 +189,9 @@ _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cy
                   "inconclusive": "yellow"}
 
 
-def _mean(values: list[float], geo: float | None = None) -> str:
+def _mean(m: MetricResult, side: Literal["A", "B"]) -> str:
     """A side's geometric mean (so that B/A is their ratio), from the report or the samples."""
-    if not values:
+    if not (m.a if side == "A" else m.b):
         return "-"
-    g = geo if geo is not None else statistics.geometric_mean(values)
+    g = m.geo(side)
     return f"{g:,.0f}" if g >= 100 else f"{g:.3g}"

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from advisor.bench import counters, jobs, stats
 from advisor.bench.calibration import CalibrationStore
 from advisor.bench.plan import TEARDOWN_SECONDS, Plan, Primary, abba_order, primaries
-from advisor.bench.summary import ci_text, headline_verdict, pairs_time, verdict_line
 from advisor.models.bench import (
     METRICS,
     AgeReport,
@@ -28,6 +27,7 @@ from advisor.models.bench import (
 from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
 from advisor.render.validation import allows
+from advisor.render.verdict import ci_text, headline_verdict, pairs_time, verdict_line
 
 #: Error of the verdicts: each primary metric at ALPHA on its own; the secondary metrics at
 #: ALPHA / (their number) each, the timing metrics and the counters as two families.

@@ -12,6 +12,7 @@ from advisor.models.bench import MetricResult, ValidationReport
 from advisor.models.differences import options
 from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
+from advisor.render.verdict import ci_text
 
 
 def _num(x: float) -> str:
@@ -33,11 +34,6 @@ def _verdict_note(m: MetricResult) -> str:
         return f"{m.verdict}{when}{first}"
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else f">{MAX_PAIRS} pairs"
     return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve){first}"
-
-
-def _hi(x: float) -> str:
-    """An interval's upper end; one it does not have yet (too few pairs) as `inf`."""
-    return "inf" if x > 1e6 else f"{x:.3f}"
 
 
 def load_line(report: ValidationReport) -> str | None:
@@ -116,7 +112,7 @@ def table(report: ValidationReport) -> str:
         lines.append(
             f"{title[:42]:<42} {_num(m.geo('A')):>11} "
             f"{_num(m.geo('B')):>11} {m.ratio:>6.3f} "
-            f"{f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15} {f'+-{m.margin * 100:.0f}%':>7}  "
+            f"{ci_text(m.ci):>15} {f'+-{m.margin * 100:.0f}%':>7}  "
             f"{_verdict_note(m)}")
     return "\n".join(lines)
 
@@ -138,7 +134,7 @@ def mechanism_table(report: ValidationReport) -> str:
         title = f"{m.title} ({m.unit})"
         first = f" (primary for {', '.join(m.primary_for)})" if m.primary_for else ""
         lines.append(f"{title[:42]:<42} {_num(m.geo('A')):>11} {_num(m.geo('B')):>11} "
-                     f"{m.ratio:>6.3f} {f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15}  "
+                     f"{m.ratio:>6.3f} {ci_text(m.ci):>15}  "
                      f"{_WORK[m.verdict]}{first}")
     return "\n".join(lines)
 
@@ -258,7 +254,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True,
         out += [mechanism_table(report)]
         out += [f"  not shown: {line}" for line in report.mechanisms_not_shown]
         for c in report.mechanism_checks:
-            interval = f" (B/A {c.ratio:.3f}, [{c.ci[0]:.3f}, {_hi(c.ci[1])}])" \
+            interval = f" (B/A {c.ratio:.3f}, {ci_text(c.ci)})" \
                 if c.ratio is not None and c.ci else ""
             out.append(f"  {c.option}: rule {c.rule} says {c.expect} {c.counter}: "
                        f"mechanism {c.seen}{interval}")

@@ -314,9 +314,9 @@ class Session:
         """A (defaults) against B on the scratch device `target`, or on a loop device (target
         None). B: the given side, else the proposal, for a loop device made once it exists
         (pass loop_side() to run_validation), as `xfs-advisor validate` does."""
-        from advisor.bench.plan import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE, DEFAULT_PAIRS
         from advisor.bench.plan import Plan as BenchPlan
         from advisor.models.bench import SideConfig
+        from advisor.models.limits import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE, DEFAULT_PAIRS
 
         size = device_bytes or DEFAULT_LOOP_SIZE
         if target is not None and target.size_bytes.value:

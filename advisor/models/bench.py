@@ -178,6 +178,7 @@ class MetricResult(Model):
     verdict: Verdict
     """better / worse (the interval excludes B/A = 1), equivalent (wholly inside +-margin) or
     inconclusive."""
+    # A description built rather than a docstring: it gives MAX_PAIRS' value, written once.
     rounds_to_resolve: int | None = Field(None, description=(
         "For an inconclusive metric: pairs in all that would likely resolve it, from the spread\n"
         "the interval itself uses (never less than the median absolute deviation's) and an "

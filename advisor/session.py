@@ -253,7 +253,9 @@ class Session:
     @staticmethod
     def proposal_side(proposal: Proposal) -> SideConfig:
         """Side B of the A/B run: the proposal's mkfs and mount options (without -K: every run
-        makes its filesystem with -K)."""
+        makes its filesystem with -K). Here because B is what this session's runs make, from
+        `validate`, the TUI's plans and loop_side alike; static because it reads only the
+        proposal."""
         from advisor.models.bench import SideConfig
         from advisor.system.argv import pairs_only
 
@@ -312,9 +314,9 @@ class Session:
         """A (defaults) against B on the scratch device `target`, or on a loop device (target
         None). B: the given side, else the proposal, for a loop device made once it exists
         (pass loop_side() to run_validation), as `xfs-advisor validate` does."""
-        from advisor.bench.plan import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE, DEFAULT_PAIRS
         from advisor.bench.plan import Plan as BenchPlan
         from advisor.models.bench import SideConfig
+        from advisor.models.limits import DEFAULT_BUDGET, DEFAULT_LOOP_SIZE, DEFAULT_PAIRS
 
         size = device_bytes or DEFAULT_LOOP_SIZE
         if target is not None and target.size_bytes.value:
@@ -383,55 +385,32 @@ class Session:
             finished.set()
             cancel.set()  # lets the watcher end
 
-    # ---- what a validation says (the TUI shows and saves it as the CLI does) ----
-    # The static methods here hand the TUI what lives in advisor.bench and advisor.system,
-    # which it may reach only through the session (tests/test_import_contract.py).
-
-    @staticmethod
-    def metric_titles() -> dict[str, tuple[str, str]]:
-        """Each benchmark metric's title and unit, by name (for live plots before the report)."""
-        from advisor.bench.jobs import METRICS
-
-        return {m.name: (m.title, m.unit) for m in METRICS}
-
-    @staticmethod
-    def report_lines(report: ValidationReport) -> list[str]:
-        """A report's first lines, as `xfs-advisor validate` prints them: what was proposed, for
-        which device, what ran as B and every difference between the two."""
-        from advisor.bench.report import what_ran
-
-        return what_ran(report)
-
-    @staticmethod
-    def report_markdown(report: ValidationReport) -> str:
-        """A report as Markdown (the TUI's "save report")."""
-        from advisor.bench.report import render_markdown
-
-        return render_markdown(report)
+    # ---- after a verdict: files, attribution, more pairs ----
+    # What a report says (its lines, its Markdown, what attribution found) and the metrics'
+    # titles are words and data: advisor.render.validation and advisor.models.bench, which both
+    # front ends import. What stays here reads or writes the host, or plans a run.
 
     @staticmethod
     def write_file(target: Path, text: str, what: str) -> Path:
         """A file the person named, written whole (regular files only, atomically, mode and
-        owner kept: advisor.system.files); the path written."""
+        owner kept: advisor.system.files); the path written. Here because the TUI writes files
+        (a report, a proposal, answers, a recording) only through the session; static because
+        the file is the person's, written on this machine whatever host the session reads (a
+        capture too)."""
         from advisor.system.files import write_text_atomically
 
         return write_text_atomically(target, text, what)
-
-    @staticmethod
-    def attribution_lines(report: ValidationReport) -> list[str]:
-        """What an attribution found, one line per metric or counter (none without one)."""
-        from advisor.bench.report import attribution_lines
-
-        return attribution_lines(report)
 
     @staticmethod
     def attribution_choice(plan: Plan, report: ValidationReport, *,
                            held: bool = False) -> AttributionChoice:
         """What attribute() would run after the verdict on `plan`, and about how long, or why
         it would not. `held`: a scratch device stays held between the runs (validate
-        --attribute right after the combined run); without it a scratch device is refused."""
+        --attribute right after the combined run); without it a scratch device is refused.
+        Here because it plans the runs attribute() makes (advisor.bench.attribute's estimate);
+        static because it needs only the plan and the report."""
         from advisor.bench import attribute as attribution
-        from advisor.bench import differences
+        from advisor.models import differences
 
         chosen = differences.options(plan.a, plan.b)
         why = attribution.skip_reason(report, chosen)
@@ -449,7 +428,7 @@ class Session:
     def attribution_offer(cls, plan: Plan, report: ValidationReport) -> str:
         """After a verdict on `plan`, as the TUI offers it: what attribute() would run and about
         how long ("ctrl+b: ..."), why it is not offered ("Attribution: not offered: ..."), or ""
-        when the report already holds one."""
+        when the report already holds one. Beside attribution_choice, whose plan it offers."""
         if report.attribution is not None:
             return ""
         choice = cls.attribution_choice(plan, report)
@@ -470,8 +449,8 @@ class Session:
         made (by UUID, read while held) and nothing else. `progress(done, total, what)` counts
         over all the option runs; `cancel` stops them like run_validation's."""
         from advisor.bench import attribute as attribution
-        from advisor.bench import differences
         from advisor.bench.cleanup import Recovery
+        from advisor.models import differences
         from advisor.system.loopdev import dev_name
         from advisor.system.superblock import read_xfs_uuid
 
@@ -533,23 +512,23 @@ class Session:
         ones, at least one block) or when `budget_seconds` (default: the report's) runs out.
         The report is input (a file from anywhere): every number the run would act on is held
         to the bounds the flags have, before anything is made (BadInput naming `source`)."""
-        from advisor.bench.plan import continuation
-
-        self.require_live("validation")
-        plan = continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir,
-                            source=source)
+        plan = self.continuation_plan(report, pairs, budget_seconds=budget_seconds,
+                                      loop_dir=loop_dir, source=source)
         return self.run_validation(plan, progress=progress, cancel=cancel, finish=finish,
                                    on_sample=on_sample, say=say)
 
-    @staticmethod
-    def continuation_plan(report: ValidationReport, pairs: int | None = None, *,
-                          loop_dir: str | None = None, source: str = "the report") -> Plan:
-        """The plan more_rounds would run for `report` (BadInput for a calibration or a
-        scratch-device run, which cannot be continued, and for numbers out of the flags'
-        bounds or a backing file the loop folder cannot hold)."""
+    def continuation_plan(self, report: ValidationReport, pairs: int | None = None, *,
+                          budget_seconds: float | None = None, loop_dir: str | None = None,
+                          source: str = "the report") -> Plan:
+        """The plan more_rounds runs for `report`, so that a front end can refuse before it
+        starts anything: BadInput on a captured tree, for a calibration or a scratch-device
+        run (which cannot be continued), and for numbers out of the flags' bounds or a backing
+        file the loop folder cannot hold."""
         from advisor.bench.plan import continuation
 
-        return continuation(report, pairs, loop_dir=loop_dir, source=source)
+        self.require_live("validation")
+        return continuation(report, pairs, budget_seconds=budget_seconds, loop_dir=loop_dir,
+                            source=source)
 
     # ---- audit ----
 
@@ -565,7 +544,9 @@ class Session:
     @staticmethod
     def live_reading(live: LiveObservation) -> tuple[str, dict[str, float]]:
         """One refresh of a live view: read the counters now; what they show, and the key
-        rates of the last interval (per second, by label) for its plot."""
+        rates of the last interval (per second, by label) for its plot. Here because it reads
+        the host (the TUI reaches advisor.observe only through the session); static because
+        the live view, not the session, holds what it reads."""
         from advisor.observe.live import key_rates, live_text
 
         window, total = live.step()
@@ -574,7 +555,7 @@ class Session:
     @staticmethod
     def live_recording_text(live: LiveObservation) -> str:
         """Stop a live view's recording: the counters read now, as `observe --record FILE`
-        writes them (for `observe --replay FILE`)."""
+        writes them (for `observe --replay FILE`). Here and static as live_reading."""
         from advisor.observe.observation import recording_text
 
         return recording_text(live.stop_recording())

@@ -32,25 +32,34 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _install(handler: Callable[[int, FrameType | None], None]) -> dict[int, object]:
-    """Install `handler` for every ending signal the process has not chosen to ignore (nohup's
-    SIGHUP stays ignored). Returns the previous handlers."""
-    previous: dict[int, object] = {}
-    for signum in STOPPING_SIGNALS:
-        current = signal.getsignal(signum)
-        if current is signal.SIG_IGN:
-            continue
-        previous[signum] = current
-        signal.signal(signum, handler)
+def install_handlers(handler: Callable[[int, FrameType | None], None], *,
+                     python_only: bool = False) -> dict[int, Any]:
+    """Install `handler` for every stopping signal the process has not chosen to ignore (nohup's
+    SIGHUP stays ignored); with `python_only`, only for those a Python handler has now (SIG_DFL
+    stays the kernel's). Returns the previous handlers, for restore_handlers. The one place
+    handlers are installed: a signal landing half-way, on a handler not yet replaced that
+    raises, puts back those already replaced before the exception goes on (they would
+    otherwise stay installed for good)."""
+    previous: dict[int, Any] = {}
+    try:
+        for signum in STOPPING_SIGNALS:
+            current = signal.getsignal(signum)
+            if current is signal.SIG_IGN or (python_only and not callable(current)):
+                continue
+            previous[signum] = current  # noted first: put back even if the next line is cut
+            signal.signal(signum, handler)
+    except BaseException:
+        restore_handlers(previous)
+        raise
     return previous
 
 
 def restore_handlers(previous: dict[int, Any]) -> None:
-    """Put `previous` handlers back, every one of them, even when a signal lands half-way on a
-    handler already put back that raises (Terminated, KeyboardInterrupt): the first such
-    exception is raised once all are back. (Blocking the signals meanwhile would not do: a
-    signal sent to the process is taken by any thread that does not block it, and Python runs
-    its handler in the main thread all the same.)"""
+    """Put `previous` handlers back (install_handlers' result), every one of them, even when a
+    signal lands half-way on a handler already put back that raises (Terminated,
+    KeyboardInterrupt): the first such exception is raised once all are back. (Blocking the
+    signals meanwhile would not do: a signal sent to the process is taken by any thread that
+    does not block it, and Python runs its handler in the main thread all the same.)"""
     remaining = list(previous.items())
     pending: BaseException | None = None
     while remaining:
@@ -77,7 +86,7 @@ def terminate_as_interrupt() -> Iterator[None]:
     if not _main_thread():  # a worker: the caller handles termination
         yield
         return
-    previous = _install(handler)
+    previous = install_handlers(handler)
     try:
         yield
     finally:
@@ -94,13 +103,13 @@ def signals_held() -> Iterator[None]:
         yield
         return
 
-    def hold(signum: int, frame: FrameType | None) -> None:
-        if _held is not None:
-            _held.append(signum)
-
     caught: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    previous = install_handlers(hold)  # cut by a signal: nothing held, nothing left installed
     _held = caught
-    previous = _install(hold)
     try:
         yield
     finally:

@@ -16,8 +16,8 @@ effects:
   mount, cold stats and the data phases), scored on its own throughput of the same figure,
   two-sided at 0.05; for the no-effect cases "correct" needs equivalence within +-5% shown (two
   one-sided Welch tests);
-- trimmed mean: seed 002's method on the same runs (5 per side, drop the highest and lowest,
-  compare the means of the middle three, call a difference beyond 5%).
+- trimmed mean: a common method of hand benchmarks, on the same runs (5 per side, drop the
+  highest and lowest, compare the means of the middle three, call a difference beyond 5%).
 
 Cases: `-n size=64k` on a 50,000-entry create-heavy directory (truth: fewer allocations per
 directory operation, creates into holes slower), `logbsize=256k` against the default on an
@@ -368,7 +368,8 @@ def scored(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, An
 
 
 def goals(rows: list[dict[str, Any]]) -> list[str]:
-    """The issue's goals, each PASS or FAIL on what ran (and how many runs that is)."""
+    """The goals the module's docstring names, each PASS or FAIL on what ran (and how many runs
+    that is)."""
     tool_rows = [r for r in rows if r["method"] == "tool"]
     planted = [r for r in tool_rows if CASES[r["case"]]["truth"] != "none"]
     null = [r for r in tool_rows if CASES[r["case"]]["truth"] == "none"]

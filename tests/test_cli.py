@@ -76,3 +76,33 @@ def test_help_says_what_a_size_unit_means() -> None:
     proc = advisor("--help")
     text = " ".join(proc.stdout.split())
     assert "16KiB or 16k = 16,384 bytes" in text and "16KB = 16,000 bytes" in text
+
+
+def test_validate_help_gives_the_bounds_and_defaults_a_run_keeps_to() -> None:
+    """The numbers validate's help gives (--rounds, --max-rounds, --budget, --loop-size) are the
+    ones a plan made without those flags has, not copies of them."""
+    from advisor.bench.plan import Plan
+    from advisor.models.bench import SideConfig
+    from advisor.models.limits import (
+        DEFAULT_BUDGET,
+        DEFAULT_LOOP_SIZE,
+        DEFAULT_PAIRS,
+        MAX_PAIRS,
+        MIN_PAIRS,
+    )
+    from advisor.models.workload import Workload
+
+    proc = advisor("validate", "--help")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    for said in (f"most pairs the run may have (default {MAX_PAIRS}: the budget decides)",
+                 f"(at least {MIN_PAIRS}; default {DEFAULT_PAIRS})",
+                 f"set-up and clean-up included (default {DEFAULT_BUDGET:.0f})",
+                 f"backing file (default {DEFAULT_LOOP_SIZE >> 30}GiB)"):
+        assert said in text, said
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload())
+    assert (plan.most_pairs, plan.pairs, plan.budget_seconds, plan.device_bytes) == (
+        MAX_PAIRS, DEFAULT_PAIRS, DEFAULT_BUDGET, DEFAULT_LOOP_SIZE)
+    with pytest.raises(ValueError, match=f"{MIN_PAIRS} to {MAX_PAIRS} pairs"):
+        Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
+             pairs=MIN_PAIRS - 1)

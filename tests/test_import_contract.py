@@ -85,13 +85,14 @@ def test_the_contract_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
 
 
 #: What the TUI may not reach past the Session: the benchmark, the host's tools and files, the
-#: device reader, the engine, the audit and the profiler. It may use the models (data), the
-#: renderers (words shared with the command line), advisor.answers (the command line's flags)
-#: and advisor.errors. Imports under `if TYPE_CHECKING:` are names for annotations only (the
-#: validation plan's type lives in advisor.bench.plan): they never run, so they are not counted.
+#: device reader, the engine, the audit, the profiler, the live observer and the fleet report.
+#: It may use the models (data), the renderers (words shared with the command line),
+#: advisor.answers (the command line's flags) and advisor.errors. Imports under
+#: `if TYPE_CHECKING:` are names for annotations only (the validation plan's type lives in
+#: advisor.bench.plan): they never run, so they are not counted.
 TUI_FORBIDDEN = ("subprocess", "sh", "advisor.bench", "advisor.system", "advisor.inspect",
                  "advisor.engine", "advisor.advice", "advisor.audit", "advisor.profile",
-                 "advisor.commands")
+                 "advisor.observe", "advisor.fleet", "advisor.commands")
 def _runtime_imports(path: Path) -> set[str]:
     """_imports without what an `if TYPE_CHECKING:` block imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from advisor.bench.differences import Option, options, side_for
 from advisor.bench.plan import Plan
 from advisor.models.bench import (
     Attribution,
@@ -30,6 +29,7 @@ from advisor.models.bench import (
     OptionRun,
     ValidationReport,
 )
+from advisor.models.differences import Option, options, side_for
 
 DESIGN = ("one option at a time: A against A plus that option alone, one A/B run per option, "
           "each with the combined run's pairs and budget")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from advisor.models.bench import NotApplied, SideConfig
-from advisor.system.argv import join_atoms, option_atoms
+from advisor.models.differences import join_atoms, option_atoms
 
 #: `check(mkfs_options)`: None when mkfs.xfs accepts them for the scratch device, else its error.
 Check = Callable[[list[str]], str | None]

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 
 from advisor.bench import counters
 from advisor.errors import ToolProblem
+from advisor.models.bench import METRICS, Metric
 from advisor.models.workload import Workload
 from advisor.render import inert
 
@@ -61,43 +62,6 @@ MAX_WRITERS = 16
 LARGE_DIRECTORY_FLOOR = 30_000
 SEQUENTIAL_FROM = 1 << 20
 READ_FILE_BYTES = 16 << 20
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    title: str
-    unit: str
-    higher_is_better: bool
-    job: str
-    """fio job name prefix whose jobs this metric sums."""
-    kind: str
-    """`iops`, `iops_per_cpu` (iops over the job's CPU share), `dirops_per_cpu` (the operations
-    of the directory phases over their CPU seconds) or `bw`."""
-
-
-METRICS: tuple[Metric, ...] = (
-    Metric("creates_per_s", "creates into a growing directory", "files/s", True,
-           "create", "iops"),
-    # The same creates per second of CPU the creating thread used: a create-heavy phase is
-    # CPU-bound, and this stays meaningful when other processes compete for the CPU.
-    Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
-           "iops_per_cpu"),
-    # Every directory change (creates, deletes, creates into the holes) per CPU-second of fio's
-    # threads: the CPU cost per modification the guide weighs against larger directory blocks,
-    # over all three phases (64 KiB blocks: refill creates cost about twice the CPU).
-    Metric("dirops_per_cpu_s", "dir changes per CPU-second", "ops/cpu-s", True,
-           "create", "dirops_per_cpu"),
-    Metric("deletes_per_s", "deletes, every tenth file", "files/s", True, "delete", "iops"),
-    # The steady state of a spool or cache: new files fill the holes deletes left.
-    Metric("refill_creates_per_s", "creates into the holes left", "files/s", True, "refill",
-           "iops"),
-    Metric("stats_per_s", "cold stats of those new files", "files/s", True, "stat", "iops"),
-    Metric("fsync_writes_per_s", "4 KiB writes, fsync after each", "writes/s", True,
-           "syncwrite", "iops"),
-    Metric("seq_write_mib_s", "sequential 1 MiB direct writes", "MiB/s", True, "seqwrite", "bw"),
-    Metric("seq_read_mib_s", "sequential 1 MiB direct reads", "MiB/s", True, "seqread", "bw"),
-)
 
 
 @dataclass(frozen=True)

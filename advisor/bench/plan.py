@@ -14,31 +14,26 @@ from dataclasses import dataclass, field
 from advisor.bench import counters, jobs
 from advisor.errors import BadInput
 from advisor.models.bench import (
-    MAX_PAIRS,
     CalibrationUse,
     NotApplied,
     SideConfig,
     ValidationReport,
+)
+from advisor.models.limits import (
+    DEFAULT_BUDGET,
+    DEFAULT_LOOP_SIZE,
+    DEFAULT_PAIRS,
+    MAX_PAIRS,
+    MIN_PAIRS,
 )
 from advisor.models.rule import MechanismClaim
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
 from advisor.system import argv
 
-#: Fewest pairs before the first look (two ABBA blocks): the confidence sequences are valid at
-#: any number of pairs; a primary count with 1-3% noise and a several-fold change is decided at
-#: 3 or 4 pairs (a figure B does none of, by an exact rank test, at 4).
-MIN_PAIRS = 4
 #: Longest wall-time budget, seconds (a day): the workload is scaled to it.
 MAX_BUDGET = 86400.0
-DEFAULT_PAIRS = 4
-DEFAULT_LOOP_SIZE = 4 << 30
 MIN_DEVICE_BYTES = 1 << 30
-#: Default wall-time budget of a run, seconds, set-up and clean-up included: a cap (no ABBA block
-#: is started that would likely overrun it), not the run's length: the adaptive rounds stop as
-#: soon as every primary metric (each changed option's mechanism) is decided. The workload is
-#: scaled so that the minimum pairs take about half of it.
-DEFAULT_BUDGET = 80.0
 #: Seconds kept back at the end of the budget for the last umount, the loop device's detach and
 #: the judging.
 TEARDOWN_SECONDS = 3.0
@@ -303,7 +298,7 @@ def primaries(plan: Plan) -> list[Primary]:
     """Per option of B that A lacks (su and sw as one): the counter its rule's claim names,
     else FALLBACK_PRIMARY; one `B = A` entry when nothing differs. Decided before any pair, from
     the plan alone."""
-    from advisor.bench.differences import options
+    from advisor.models.differences import options
 
     found = []
     for o in options(plan.a, plan.b):

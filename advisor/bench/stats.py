@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from statistics import NormalDist, median
 from typing import Literal
 
-from advisor.models.bench import MAX_PAIRS
+from advisor.models.limits import MAX_PAIRS
 
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
@@ -419,11 +419,3 @@ def noise_floor(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
     s = paired_log_ratios(a, b)
     lo, hi = s.interval(confidence)
     return math.expm1(max(abs(lo), abs(hi)))
-
-
-def geometric_mean(values: Sequence[float]) -> float:
-    """The per-side figure that agrees with the paired ratio: geo(B) / geo(A) is the geometric
-    mean of the pairs' B/A (an arithmetic mean or median per side can disagree with it)."""
-    if not values or any(v <= 0 for v in values):
-        return math.nan
-    return math.exp(sum(math.log(v) for v in values) / len(values))

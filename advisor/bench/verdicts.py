@@ -12,10 +12,8 @@ from collections.abc import Callable
 from advisor.bench import counters, jobs, stats
 from advisor.bench.calibration import CalibrationStore
 from advisor.bench.plan import TEARDOWN_SECONDS, Plan, Primary, abba_order, primaries
-from advisor.bench.report import allows
-from advisor.bench.summary import ci_text, headline_verdict, pairs_time, verdict_line
 from advisor.models.bench import (
-    MAX_PAIRS,
+    METRICS,
     AgeReport,
     BenchEnvironment,
     CalibrationUse,
@@ -24,8 +22,12 @@ from advisor.models.bench import (
     StopReason,
     Timing,
     ValidationReport,
+    geometric_mean,
 )
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
+from advisor.render.validation import allows
+from advisor.render.verdict import ci_text, headline_verdict, pairs_time, verdict_line
 
 #: Error of the verdicts: each primary metric at ALPHA on its own; the secondary metrics at
 #: ALPHA / (their number) each, the timing metrics and the counters as two families.
@@ -76,7 +78,7 @@ def _open(samples: dict[str, dict[str, list[float]]],
             if judged[name].verdict == "inconclusive":
                 still.append(name)
         elif name in samples and len(samples[name]["A"]) >= 2:
-            metric = next(m for m in jobs.METRICS if m.name == name)
+            metric = next(m for m in METRICS if m.name == name)
             v = stats.judge_one(samples[name]["A"], samples[name]["B"], metric.higher_is_better,
                                 stats.DEFAULT_MARGIN, alpha=ALPHA, g=stats.PRIMARY_PRIOR)
             if v.verdict == "inconclusive":
@@ -264,8 +266,8 @@ def _result(name: str, title: str, unit: str, higher_is_better: bool, a: list[fl
     return MetricResult(
         name=name, title=title, unit=unit, higher_is_better=higher_is_better,
         a=[round(x, 3) for x in a], b=[round(x, 3) for x in b],
-        ratio=round(v.summary.ratio, 4), geo_mean_a=round(stats.geometric_mean(a), 3),
-        geo_mean_b=round(stats.geometric_mean(b), 3),
+        ratio=round(v.summary.ratio, 4), geo_mean_a=round(geometric_mean(a), 3),
+        geo_mean_b=round(geometric_mean(b), 3),
         ci=[round(v.ci_ratio[0], 4), round(v.ci_ratio[1], 4)],
         margin=round(math.expm1(v.margin), 4),
         noise=round(v.summary.sd, 4) if math.isfinite(v.summary.sd) else 0.0,

@@ -15,6 +15,13 @@ from typing import Any
 from advisor import SCHEMA_VERSION
 from advisor.answers import add_workload_flags
 from advisor.errors import BadInput
+from advisor.models.limits import (
+    DEFAULT_BUDGET,
+    DEFAULT_LOOP_SIZE,
+    DEFAULT_PAIRS,
+    MAX_PAIRS,
+    MIN_PAIRS,
+)
 
 EXIT_WORSE = 5
 
@@ -32,7 +39,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="a scratch device to format (checked by the guard, then confirmed)")
     p.add_argument("--workload", metavar="FILE", default=s, help="workload answers (TOML or JSON)")
     p.add_argument("--loop-size", metavar="SIZE", default=None,
-                   help="size of the loop device's backing file (default 4GiB)")
+                   help="size of the loop device's backing file (default "
+                   f"{DEFAULT_LOOP_SIZE >> 30}GiB)")
     p.add_argument("--loop-dir", metavar="DIR", default=None,
                    help="folder for the temporary backing file and mountpoint "
                    "(default: $TMPDIR or /var/tmp)")
@@ -42,23 +50,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help='side B mount options, e.g. "logbsize=256k,noatime"')
     p.add_argument("--calibrate", action="store_true",
                    help="A/A run (B = A): measure the noise floor and store it")
-    p.add_argument("--rounds", metavar="N", type=int, default=4,
-                   help="pairs of rounds before the first look at the verdicts (at least 4; "
-                   "default 4); then ABBA blocks (two pairs) are added until every changed "
-                   "option's primary metric (its mechanism) is decided, --max-rounds or the "
-                   "budget. --rounds N --max-rounds N is a fixed design of N pairs. Odd numbers "
-                   "are rounded up to whole ABBA blocks")
+    p.add_argument("--rounds", metavar="N", type=int, default=DEFAULT_PAIRS,
+                   help="pairs of rounds before the first look at the verdicts (at least "
+                   f"{MIN_PAIRS}; default {DEFAULT_PAIRS}); then ABBA blocks (two pairs) are "
+                   "added until every changed option's primary metric (its mechanism) is "
+                   "decided, --max-rounds or the budget. --rounds N --max-rounds N is a fixed "
+                   "design of N pairs. Odd numbers are rounded up to whole ABBA blocks")
     p.add_argument("--max-rounds", metavar="N", type=int, default=None,
-                   help="most pairs the run may have (default 200: the budget decides)")
+                   help=f"most pairs the run may have (default {MAX_PAIRS}: the budget decides)")
     p.add_argument("--continue", dest="continue_from", metavar="REPORT", default=None,
                    help="add pairs to the loop-device run whose --json report is REPORT (same "
                    "sides, workload and margins; its pairs are kept and the intervals go on): "
                    "up to --max-rounds pairs in all, default what the report says would "
                    "likely resolve its open metrics")
     p.add_argument("--budget", metavar="SECONDS", type=float, default=None,
-                   help="wall-time budget, set-up and clean-up included (default 80): the "
-                   "workload is scaled so that --rounds pairs take about half of it, and no ABBA "
-                   "block is started that would likely overrun it")
+                   help="wall-time budget, set-up and clean-up included (default "
+                   f"{DEFAULT_BUDGET:.0f}): the workload is scaled so that --rounds pairs take "
+                   "about half of it, and no ABBA block is started that would likely overrun it")
     p.add_argument("--age", action="store_true",
                    help="fragment free space the same seeded way on both sides before measuring")
     p.add_argument("--no-direct-io", dest="direct_io", action="store_false",
@@ -169,7 +177,7 @@ def _confirm(device: str, plan_lines: list[str], *, yes: bool, as_json: bool) ->
 
 def run(args: argparse.Namespace) -> int:
     from advisor.answers import load_workload, workload_from_args
-    from advisor.bench.plan import DEFAULT_BUDGET, Plan
+    from advisor.bench.plan import Plan
     from advisor.models.bench import SideConfig
     from advisor.session import Session
 
@@ -301,7 +309,7 @@ def _print(report: Any, as_json: bool, say: Any, args: argparse.Namespace | None
     if as_json:
         out(report.model_dump_json(indent=2) + "\n", as_json=True)
     else:
-        from advisor.bench.report import render_text
+        from advisor.render.validation import render_text
 
         out(render_text(report, saved=str(saved) if saved else None) + "\n")
     return EXIT_WORSE if report.verdict == "worse" and not report.calibrate else 0
@@ -351,15 +359,14 @@ def _continue(args: argparse.Namespace, session: Any, as_json: bool) -> int:
     budget = args.budget
     say = _sayer(as_json)
     # Every refusal (the report's numbers held to the flags' bounds) before anything is made.
-    session.continuation_plan(earlier, more, loop_dir=_loop_dir(args), source=source)
+    session.continuation_plan(earlier, more, budget_seconds=budget, loop_dir=_loop_dir(args),
+                              source=source)
     report = session.more_rounds(earlier, more, budget_seconds=budget, loop_dir=_loop_dir(args),
                                  progress=_progress_printer(as_json), say=say, source=source)
     return _print(report, as_json, say, args)
 
 
 
-#: The loop device's size unless --loop-size says otherwise (or --for needs a larger one).
-DEFAULT_LOOP_SIZE = "4GiB"
 
 
 def _not_applied_lines(plan: Any) -> list[str]:
@@ -379,14 +386,13 @@ def _check_args(args: argparse.Namespace) -> int:
     from advisor.bench import plan as bench
     from advisor.bench.calibration import CalibrationStore
     from advisor.bench.run import check_host
-    from advisor.models.bench import MAX_PAIRS
     from advisor.models.units import human_size, parse_size
 
     if getattr(args, "sysroot", None):
         raise BadInput("validate formats and measures devices of this machine: --sysroot "
                        "cannot apply (drop it)")
-    if not bench.MIN_PAIRS <= args.rounds <= MAX_PAIRS:
-        raise BadInput(f"--rounds must be {bench.MIN_PAIRS} to {MAX_PAIRS} (pairs before "
+    if not MIN_PAIRS <= args.rounds <= MAX_PAIRS:
+        raise BadInput(f"--rounds must be {MIN_PAIRS} to {MAX_PAIRS} (pairs before "
                        "the first look)")
     if args.max_rounds is not None and not args.rounds <= args.max_rounds <= MAX_PAIRS:
         raise BadInput(f"--max-rounds must be --rounds ({args.rounds}) to {MAX_PAIRS}")
@@ -404,11 +410,12 @@ def _check_args(args: argparse.Namespace) -> int:
     loop_dir = _loop_dir(args)
     _check_name("--loop-dir (or TMPDIR)", loop_dir)
     try:
-        loop_size = parse_size(args.loop_size or DEFAULT_LOOP_SIZE)
+        loop_size = parse_size(args.loop_size) if args.loop_size else DEFAULT_LOOP_SIZE
     except ValueError as err:
         raise BadInput(f"--loop-size: {err}") from None
     if loop_size < bench.MIN_DEVICE_BYTES:
-        raise BadInput("--loop-size must be at least 1GiB (mkfs.xfs and the workload need room)")
+        raise BadInput(f"--loop-size must be at least {bench.MIN_DEVICE_BYTES >> 30}GiB (mkfs.xfs "
+                       "and the workload need room)")
     CalibrationStore(_path(args.calibration_file)).check(writing=args.calibrate)
     check_host(need_loop=device is None)
     existing = bench.writable_folder("--loop-dir (or TMPDIR)", loop_dir)

@@ -198,20 +198,22 @@ QUEUE: tuple[tuple[str, str, type[Fact[Any]], Callable[[str], Any]], ...] = (
 )
 
 
+#: What a whole device and a partition are both asked.
+_EVERY_ENTRY: list[Spec] = [
+    ("maj_min", "dev", FactStr, parsers.parse_maj_min, False),
+    ("size_bytes", "size", FactInt, parsers.parse_sectors, False),
+    ("read_only", "ro", FactBool, parsers.parse_flag, False),
+    ("alignment_offset", "alignment_offset", FactInt, parsers.parse_int, False),
+]
 #: What every /sys/block entry is asked.
 COMMON: list[Spec] = [
-    ("maj_min", "dev", FactStr, parsers.parse_maj_min, False),
-    ("size_bytes", "size", FactInt, parsers.parse_sectors, False),
-    ("read_only", "ro", FactBool, parsers.parse_flag, False),
+    *_EVERY_ENTRY,
     ("removable", "removable", FactBool, parsers.parse_flag, False),
-    ("alignment_offset", "alignment_offset", FactInt, parsers.parse_int, False),
     *((attr, f"queue/{fname}", cls, parse, False) for attr, fname, cls, parse in QUEUE),
 ]
+#: What a partition is asked (its queue is its disk's).
 PARTITION: list[Spec] = [
-    ("maj_min", "dev", FactStr, parsers.parse_maj_min, False),
-    ("size_bytes", "size", FactInt, parsers.parse_sectors, False),
-    ("read_only", "ro", FactBool, parsers.parse_flag, False),
-    ("alignment_offset", "alignment_offset", FactInt, parsers.parse_int, False),
+    *_EVERY_ENTRY,
     ("partition_start", "start", FactInt, parsers.parse_sectors, False),
 ]
 DM: list[Spec] = [

@@ -5,11 +5,15 @@ and the calibration (noise floor) that later runs' margins rest on.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
 
 from advisor.models.base import Model
+from advisor.models.limits import MAX_PAIRS
 
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
@@ -18,11 +22,59 @@ Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 MAX_STORED_FLOOR = 10.0
 #: Largest standard deviation of a pair's log-ratio a calibration file may hold (e^10 per pair).
 MAX_STORED_SD = 10.0
-#: Most pairs a run may have: beyond this no verdict changes (a metric that needs more is "more
-#: than MAX_PAIRS pairs"), and the plan, the samples and the time would grow without purpose.
-MAX_PAIRS = 200
 #: Most pairs a calibration can have been measured with (validate runs at most MAX_PAIRS).
 MAX_STORED_ROUNDS = 10_000
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure the benchmark measures on each side of each pair."""
+
+    name: str
+    title: str
+    unit: str
+    higher_is_better: bool
+    job: str
+    """fio job name prefix whose jobs this metric sums."""
+    kind: str
+    """`iops`, `iops_per_cpu` (iops over the job's CPU share), `dirops_per_cpu` (the operations
+    of the directory phases over their CPU seconds) or `bw`."""
+
+
+#: The benchmark's metrics: what each is called, its title and unit for people, and which fio
+#: jobs it sums (advisor.bench.jobs reads them from fio's output; the TUI's live plots name them
+#: before the report).
+METRICS: tuple[Metric, ...] = (
+    Metric("creates_per_s", "creates into a growing directory", "files/s", True,
+           "create", "iops"),
+    # The same creates per second of CPU the creating thread used: a create-heavy phase is
+    # CPU-bound, and this stays meaningful when other processes compete for the CPU.
+    Metric("creates_per_cpu_s", "file creates per CPU-second", "files/cpu-s", True, "create",
+           "iops_per_cpu"),
+    # Every directory change (creates, deletes, creates into the holes) per CPU-second of fio's
+    # threads: the CPU cost per modification the guide weighs against larger directory blocks,
+    # over all three phases (64 KiB blocks: refill creates cost about twice the CPU).
+    Metric("dirops_per_cpu_s", "dir changes per CPU-second", "ops/cpu-s", True,
+           "create", "dirops_per_cpu"),
+    Metric("deletes_per_s", "deletes, every tenth file", "files/s", True, "delete", "iops"),
+    # The steady state of a spool or cache: new files fill the holes deletes left.
+    Metric("refill_creates_per_s", "creates into the holes left", "files/s", True, "refill",
+           "iops"),
+    Metric("stats_per_s", "cold stats of those new files", "files/s", True, "stat", "iops"),
+    Metric("fsync_writes_per_s", "4 KiB writes, fsync after each", "writes/s", True,
+           "syncwrite", "iops"),
+    Metric("seq_write_mib_s", "sequential 1 MiB direct writes", "MiB/s", True, "seqwrite", "bw"),
+    Metric("seq_read_mib_s", "sequential 1 MiB direct reads", "MiB/s", True, "seqread", "bw"),
+)
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    """The per-side figure that agrees with the paired ratio: geo(B) / geo(A) is the geometric
+    mean of the pairs' B/A (an arithmetic mean or median per side can disagree with it); NaN
+    without samples or with one that is not positive."""
+    if not values or any(v <= 0 for v in values):
+        return math.nan
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 class SideConfig(Model):
@@ -126,10 +178,12 @@ class MetricResult(Model):
     verdict: Verdict
     """better / worse (the interval excludes B/A = 1), equivalent (wholly inside +-margin) or
     inconclusive."""
-    rounds_to_resolve: int | None = None
-    """For an inconclusive metric: pairs in all that would likely resolve it, from the spread
-    the interval itself uses (never less than the median absolute deviation's) and an effect
-    taken pessimistically from the mean and the median (null: more than 200)."""
+    # A description built rather than a docstring: it gives MAX_PAIRS' value, written once.
+    rounds_to_resolve: int | None = Field(None, description=(
+        "For an inconclusive metric: pairs in all that would likely resolve it, from the spread\n"
+        "the interval itself uses (never less than the median absolute deviation's) and an "
+        "effect\ntaken pessimistically from the mean and the median (null: more than "
+        f"{MAX_PAIRS})."))
     primary_for: list[str] = Field(default_factory=list)
     """The options of B this figure is the pre-declared primary metric of (their mechanism, from
     the rule; CPU time per directory operation for an option no rule claims a counter for),
@@ -145,6 +199,12 @@ class MetricResult(Model):
     margin_capped: bool = False
     """True when `calibrated_floor` was above the largest margin (50%) and `margin` was capped
     there: the set-up was too noisy to trust its floor; calibrate again on a quieter machine."""
+
+    def geo(self, side: Literal["A", "B"]) -> float:
+        """The side's geometric mean: the report's, or computed from the samples (an older
+        report lacks it; NaN without samples)."""
+        value = self.geo_mean_a if side == "A" else self.geo_mean_b
+        return value if value is not None else geometric_mean(self.a if side == "A" else self.b)
 
 
 StopReason = Literal["resolved", "budget", "max rounds", "cancelled"]

@@ -1,1 +1,2 @@
-"""Turning decisions into text: the mkfs.xfs command, the fstab line, explanations for people."""
+"""Turning decisions into text: the mkfs.xfs command, the fstab line, explanations for people,
+validation reports. Pure: models in, words out."""

@@ -66,36 +66,6 @@ def pairs_only(options: Sequence[str]) -> list[str]:
     return [o for o in options if o not in BARE_FLAGS]
 
 
-#: Sub-options mkfs.xfs takes only together (a stripe unit needs its width): tried as one.
-COUPLED = ({"su", "sw"}, {"sunit", "swidth"})
-
-
-def option_atoms(options: list[str]) -> list[tuple[str, str]]:
-    """`-d agsize=80g,su=64k,sw=4 -l size=64m` -> [(-d, agsize=80g), (-d, su=64k,sw=4),
-    (-l, size=64m)]: one per sub-option, coupled ones (COUPLED) together."""
-    atoms = []
-    for flag, arg in zip(options[::2], options[1::2], strict=True):
-        parts = arg.split(",")
-        keys = [p.split("=", 1)[0] for p in parts]
-        done: set[int] = set()
-        for i in range(len(parts)):
-            if i in done:
-                continue
-            group = next((g for g in COUPLED if keys[i] in g), set())
-            together = [j for j in range(i, len(parts)) if keys[j] in group] or [i]
-            done.update(together)
-            atoms.append((flag, ",".join(parts[j] for j in together)))
-    return atoms
-
-
-def join_atoms(atoms: list[tuple[str, str]]) -> list[str]:
-    """The inverse of option_atoms: sub-options of one flag together again, in their first order."""
-    merged: dict[str, list[str]] = {}
-    for flag, part in atoms:
-        merged.setdefault(flag, []).append(part)
-    return [x for flag, parts in merged.items() for x in (flag, ",".join(parts))]
-
-
 def mkfs_version() -> list[str]:
     return ["mkfs.xfs", "-V"]
 

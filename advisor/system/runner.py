@@ -9,7 +9,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import sh
 
 from advisor.errors import ToolProblem
-from advisor.signals import STOPPING_SIGNALS, restore_handlers
+from advisor.signals import install_handlers, restore_handlers
 
 DEFAULT_TIMEOUT = 60.0
 #: How long a command killed because the advisor is ending is waited for (it is SIGKILLed; only
@@ -83,12 +83,8 @@ def signals_deferred() -> Iterator[None]:
     def note(signum: int, frame: FrameType | None) -> None:
         caught.append((signum, frame))
 
-    previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
-    for signum in STOPPING_SIGNALS:  # their handlers raise (KeyboardInterrupt, Terminated)
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            previous[signum] = handler
-            signal.signal(signum, note)
+    # The stopping signals' Python handlers raise (KeyboardInterrupt, Terminated).
+    previous = install_handlers(note, python_only=True)
     try:
         yield
     finally:

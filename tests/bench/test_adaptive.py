@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from advisor.bench.plan import Plan, continuation, primaries, suggested_more
-from advisor.bench.report import render_text
 from advisor.bench.verdicts import judge, reason_to_stop
 from advisor.errors import BadInput
-from advisor.models.bench import MAX_PAIRS, BenchEnvironment, SideConfig, Timing, ValidationReport
+from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.workload import Workload
+from advisor.render.validation import render_text
 from tests.conftest import REPO, require_root_tools, sh
 
 SMALL = Workload(largest_directory_entries=5000, concurrent_writers=1, fsyncs_per_second=0,

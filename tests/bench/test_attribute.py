@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from advisor.bench import attribute as attribution
-from advisor.bench import differences
 from advisor.bench.hold import DeviceHold
 from advisor.bench.plan import Plan
-from advisor.bench.report import render_markdown, render_text, unclaimed
 from advisor.errors import DeviceProblem
+from advisor.models import differences
 from advisor.models.bench import MechanismCheck, SideConfig, ValidationReport
 from advisor.models.workload import Workload
+from advisor.render.validation import render_markdown, render_text, unclaimed
 from advisor.session import Session
 from tests.bench.test_report import _report
 from tests.conftest import require_root_tools

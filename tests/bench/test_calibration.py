@@ -17,7 +17,6 @@ import pytest
 
 from advisor.bench.calibration import MAX_MARGIN, CalibrationStore, margin_for
 from advisor.bench.plan import Plan
-from advisor.bench.report import render_text
 from advisor.bench.stats import DEFAULT_MARGIN
 from advisor.bench.verdicts import device_key, judge
 from advisor.errors import BadInput
@@ -29,6 +28,7 @@ from advisor.models.bench import (
     ValidationReport,
 )
 from advisor.models.workload import Workload
+from advisor.render.validation import render_text
 from tests.conftest import REPO
 
 ENV = BenchEnvironment(device="/dev/loop7", device_size_bytes=4 << 30,

@@ -9,9 +9,10 @@ import math
 import random
 from pathlib import Path
 
-from advisor.bench import counters, stats, summary, verdicts
+from advisor.bench import counters, stats, verdicts
 from advisor.models.bench import MetricResult, SideConfig
 from advisor.models.rule import MechanismClaim
+from advisor.render import verdict as summary
 
 ALLOCS = "extent_allocs_per_1k_dirops"
 #: -n size='s claim, as rules/mkfs/dir-block-size.toml makes it.

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from advisor.bench.fit import fit
 from advisor.bench.plan import Plan
-from advisor.bench.report import render_text, what_ran
 from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.workload import Workload
+from advisor.render.validation import render_text, what_ran
 from advisor.session import Session
 from tests.bench.test_calibration import _judged
 from tests.bench.test_guard import GIB, attached, checksum

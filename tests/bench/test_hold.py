@@ -216,7 +216,7 @@ def test_data_written_during_the_prompt_is_found_after_it(tmp_path: Path,
 
 def test_a_device_rebound_during_the_prompt_is_not_formatted(tmp_path: Path,
                                                              root_tools: None) -> None:
-    """The issue's attack: detach the checked loop device and attach it over a file holding ext4
+    """The attack: detach the checked loop device and attach it over a file holding ext4
     while the prompt waits. Held open, the kernel only defers the detach and refuses the new
     binding; the run sees the detach request and stops."""
     other = tmp_path / "other.img"

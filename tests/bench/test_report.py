@@ -8,11 +8,11 @@ import json
 import jsonschema
 
 from advisor.bench.plan import Plan
-from advisor.bench.report import render_text, table, workload_line
 from advisor.bench.verdicts import judge
 from advisor.commands.schema import schema_text
 from advisor.models.bench import BenchEnvironment, SideConfig, Timing, ValidationReport
 from advisor.models.workload import Workload
+from advisor.render.validation import render_text, table, workload_line
 
 
 def _report(workload: Workload, slower: float, faster_stats: float = 1.0) -> ValidationReport:
@@ -101,7 +101,7 @@ def test_the_continue_command_names_only_a_report_that_was_saved() -> None:
     """`validate --continue` needs the JSON report: the text names the file written, and with
     none (the TUI's Markdown, a report that could not be saved) the line is left out rather
     than point at a REPORT.json nobody has."""
-    from advisor.bench.report import render_markdown
+    from advisor.render.validation import render_markdown
 
     report = _open_report()
     saved = render_text(report, with_plot=False, saved="/var/lib/xfs advisor/run.json")
@@ -110,3 +110,19 @@ def test_the_continue_command_names_only_a_report_that_was_saved() -> None:
     for text in (render_text(report, with_plot=False), render_markdown(report)):
         assert "Still open:" in text  # the open metric is said all the same
         assert "--continue" not in text and "REPORT.json" not in text
+
+
+def test_a_report_without_geometric_means_shows_the_ones_its_samples_give() -> None:
+    """Older reports lack geo_mean_a/b: the text and the Markdown compute them from the samples,
+    to what the run itself would have stored (rounded to 3 places)."""
+    from advisor.render.validation import render_markdown
+
+    report = _report(Workload(), slower=0.7)
+    older = report.model_copy(deep=True)
+    for m in older.metrics:
+        m.geo_mean_a = m.geo_mean_b = None
+    assert table(older) == table(report)
+    assert render_markdown(older) == render_markdown(report)
+    m = older.metrics[0]
+    assert round(m.geo("A"), 3) == report.metrics[0].geo_mean_a
+    assert m.geo("B") != m.geo("A")

@@ -483,6 +483,36 @@ def test_a_signal_while_held_handlers_are_put_back_is_raised_after(
             time.sleep(0.1)
 
 
+def test_a_signal_while_handlers_are_installed_puts_back_those_already_replaced(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal landing while signals_held installs its handler (SIGINT's replaced, SIGTERM's
+    not yet, and that one raises) ends the install: SIGINT's handler is put back before the
+    signal goes on, nothing is left holding, and the next signals_held holds again."""
+    _in_the_main_thread()
+    real = signal.signal
+    sent: list[int] = []
+
+    def install_then_signal(signum: int, handler: Any) -> Any:
+        previous = real(signum, handler)
+        if not sent:
+            sent.append(signum)
+            os.kill(os.getpid(), signal.SIGTERM)  # its handler, not yet replaced, raises
+        return previous
+
+    with signals.terminate_as_interrupt():
+        outer = {s: signal.getsignal(s) for s in signals.STOPPING_SIGNALS}
+        monkeypatch.setattr(signal, "signal", install_then_signal)
+        with pytest.raises(signals.Terminated, match="SIGTERM"), signals.signals_held():
+            pytest.fail("the block ran without its handlers")
+        monkeypatch.setattr(signal, "signal", real)
+        assert sent == [signal.SIGINT]
+        assert {s: signal.getsignal(s) for s in signals.STOPPING_SIGNALS} == outer
+        assert signals._held is None
+        with pytest.raises(signals.Terminated, match="SIGHUP"), signals.signals_held():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.1)
+
+
 def test_a_command_killed_by_an_ending_signal_is_reaped_before_the_signal_goes_on(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C (or SIGTERM) while a command runs kills it and waits for it to be gone, so that

@@ -4,8 +4,8 @@ figures are written here, nothing is measured."""
 
 from __future__ import annotations
 
-from advisor.bench import summary
 from advisor.models.bench import MechanismCheck, MetricResult
+from advisor.render import verdict as summary
 
 
 def _metric(name: str, verdict: str, ci: tuple[float, float], *, primary: list[str] | None = None,

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from advisor.bench.report import measured_line
 from advisor.commands.observe import duration
 from advisor.errors import BadInput
 from advisor.observe.counters import deltas, parse_block_stat, parse_xfs_stats
@@ -20,6 +19,7 @@ from advisor.observe.tracepoints import (
     per_thread,
 )
 from advisor.profile.workload_file import measured_in
+from advisor.render.validation import measured_line
 
 #: /sys/fs/xfs/loop0/stats/stats of a kernel 6.18 filesystem, trimmed.
 STATS = """extent_alloc 10 20 3 4

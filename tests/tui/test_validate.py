@@ -237,8 +237,8 @@ async def test_attribution_is_offered_after_a_verdict_and_shown(make_app: AppFac
     """After a verdict on a B of two options the screen offers ctrl+b with the estimate; with
     one option it says why not; an attribution, once there, is shown under the verdict."""
     from advisor.bench import attribute as attribution
-    from advisor.bench import differences
     from advisor.bench.plan import Plan
+    from advisor.models import differences
     from advisor.models.bench import SideConfig, ValidationReport
     from advisor.models.workload import Workload
 

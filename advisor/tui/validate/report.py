@@ -4,16 +4,17 @@ margin, what would settle an inconclusive metric, a plot of A and B per round; c
 from __future__ import annotations
 
 import math
-import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
 from textual.containers import Grid
 from textual.widgets import DataTable, Static
 
-from advisor.models.bench import MAX_PAIRS
+from advisor.models.bench import METRICS
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
+from advisor.render.validation import attribution_lines, render_markdown, what_ran
 from advisor.tui.step import StepScreen
 from advisor.tui.validate.plot import MetricPlot
 
@@ -57,7 +58,7 @@ class ReportView(StepScreen):
     def _plot_sample(self, side: str, values: dict[str, float]) -> None:
         """Live plots: one per metric, made when its first value arrives, one point per side and
         round. The report replaces them with its own once the run is judged."""
-        known = self.advisor.state.session.metric_titles()
+        known = {m.name: (m.title, m.unit) for m in METRICS}
         for name, value in values.items():
             plot = self._plots.get(name)
             if plot is None:
@@ -84,12 +85,10 @@ class ReportView(StepScreen):
 
         report = self.report
 
-        session = self.advisor.state.session
-
         def text(target: Path) -> str:
             if target.suffix == ".json":
                 return report.model_dump_json(indent=2) + "\n"
-            return session.report_markdown(report)
+            return render_markdown(report)
 
         save_file(self.app, "Save the report to (.md, or .json for the --json document):",
                   "validation-report.md", "validation report", text, by_name=True)
@@ -99,21 +98,21 @@ class ReportView(StepScreen):
         self.report = report
         # As `xfs-advisor validate` says it: what was proposed, what ran, every difference, and
         # where the margins came from (a stored calibration decides them).
-        lines = self.advisor.state.session.report_lines(report)
+        lines = what_ran(report)
         if report.calibration is not None:
             lines.append(report.calibration.summary)
         self.query_one("#sides", Static).update(Text("\n".join(lines)))
         env = report.environment
         where = f"Ran on {env.device} ({human_size(env.device_size_bytes)}" + (
             f", a loop device over {env.loop_backing_file})" if env.loop_backing_file else ")")
-        after = [self._attribution_offer(), *self.advisor.state.session.attribution_lines(report)]
+        after = [self._attribution_offer(), *attribution_lines(report)]
         self.query_one("#verdict", Static).update(Text("\n".join(
             [f"Verdict: {report.verdict}. {report.summary}", where, *[a for a in after if a]])))
         table = self.query_one("#metrics", DataTable)
         table.clear()
         for m in report.metrics:
             table.add_row(
-                m.title, _mean(m.a, m.geo_mean_a), _mean(m.b, m.geo_mean_b), f"{m.ratio:.3f}",
+                m.title, _mean(m, "A"), _mean(m, "B"), f"{m.ratio:.3f}",
                 interval_text(m.ci[0], m.ci[1]),
                 Text(m.verdict, style=_VERDICT_STYLE.get(m.verdict, "")), margin_text(m),
                 height=None)
@@ -190,9 +189,9 @@ _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "equivalent": "cy
                   "inconclusive": "yellow"}
 
 
-def _mean(values: list[float], geo: float | None = None) -> str:
+def _mean(m: MetricResult, side: Literal["A", "B"]) -> str:
     """A side's geometric mean (so that B/A is their ratio), from the report or the samples."""
-    if not values:
+    if not (m.a if side == "A" else m.b):
         return "-"
-    g = geo if geo is not None else statistics.geometric_mean(values)
+    g = m.geo(side)
     return f"{g:,.0f}" if g >= 100 else f"{g:.3g}"

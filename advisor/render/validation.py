@@ -1,5 +1,6 @@
-"""The readable form of a validation report: a table, a plot of A against B per metric, and what
-the verdict means. Plain text (plotext prints to a string; no Textual here)."""
+"""The readable form of a validation report, for `xfs-advisor validate` and the TUI alike: what
+ran, a table, a plot of A against B per metric, what the verdict means and what attribution
+found, as plain text or Markdown (the plot drawn in plain characters; no Textual here)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import math
 import shlex
 from collections.abc import Sequence
 
-from advisor.bench.stats import geometric_mean
-from advisor.models.bench import MAX_PAIRS, MetricResult, ValidationReport
+from advisor.models.bench import MetricResult, ValidationReport
+from advisor.models.differences import options
+from advisor.models.limits import MAX_PAIRS
 from advisor.models.units import human_size
+from advisor.render.verdict import ci_text
 
 
 def _num(x: float) -> str:
@@ -31,11 +34,6 @@ def _verdict_note(m: MetricResult) -> str:
         return f"{m.verdict}{when}{first}"
     more = f"~{m.rounds_to_resolve} pairs" if m.rounds_to_resolve else f">{MAX_PAIRS} pairs"
     return f"inconclusive (noise {m.noise * 100:.0f}%/pair; {more} would resolve){first}"
-
-
-def _hi(x: float) -> str:
-    """An interval's upper end; one it does not have yet (too few pairs) as `inf`."""
-    return "inf" if x > 1e6 else f"{x:.3f}"
 
 
 def load_line(report: ValidationReport) -> str | None:
@@ -103,14 +101,6 @@ def workload_line(shape: dict[str, object]) -> str:
     return "; ".join(parts)
 
 
-def _geo(m: MetricResult, side: str) -> float:
-    """The side's geometric mean (older reports lack it: computed from the samples)."""
-    value = m.geo_mean_a if side == "A" else m.geo_mean_b
-    if value is not None:
-        return value
-    return geometric_mean(m.a if side == "A" else m.b)
-
-
 def table(report: ValidationReport) -> str:
     """One row per metric. The per-side columns are geometric means, so that B/A is exactly
     their ratio (a median or arithmetic mean per side can contradict the paired ratio)."""
@@ -120,9 +110,9 @@ def table(report: ValidationReport) -> str:
     for m in report.metrics:
         title = f"{m.title} ({m.unit})"
         lines.append(
-            f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} "
-            f"{_num(_geo(m, 'B')):>11} {m.ratio:>6.3f} "
-            f"{f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15} {f'+-{m.margin * 100:.0f}%':>7}  "
+            f"{title[:42]:<42} {_num(m.geo('A')):>11} "
+            f"{_num(m.geo('B')):>11} {m.ratio:>6.3f} "
+            f"{ci_text(m.ci):>15} {f'+-{m.margin * 100:.0f}%':>7}  "
             f"{_verdict_note(m)}")
     return "\n".join(lines)
 
@@ -143,8 +133,8 @@ def mechanism_table(report: ValidationReport) -> str:
     for m in report.mechanisms:
         title = f"{m.title} ({m.unit})"
         first = f" (primary for {', '.join(m.primary_for)})" if m.primary_for else ""
-        lines.append(f"{title[:42]:<42} {_num(_geo(m, 'A')):>11} {_num(_geo(m, 'B')):>11} "
-                     f"{m.ratio:>6.3f} {f'[{m.ci[0]:.3f}, {_hi(m.ci[1])}]':>15}  "
+        lines.append(f"{title[:42]:<42} {_num(m.geo('A')):>11} {_num(m.geo('B')):>11} "
+                     f"{m.ratio:>6.3f} {ci_text(m.ci):>15}  "
                      f"{_WORK[m.verdict]}{first}")
     return "\n".join(lines)
 
@@ -226,8 +216,6 @@ def attribution_lines(report: ValidationReport) -> list[str]:
 def unclaimed(report: ValidationReport) -> list[str]:
     """B's options (those A lacks) that no mechanism check speaks for: the report says so rather
     than leave them out."""
-    from advisor.bench.differences import options
-
     if report.calibrate:
         return []
     checked = [c.option for c in report.mechanism_checks]
@@ -266,7 +254,7 @@ def render_text(report: ValidationReport, *, with_plot: bool = True,
         out += [mechanism_table(report)]
         out += [f"  not shown: {line}" for line in report.mechanisms_not_shown]
         for c in report.mechanism_checks:
-            interval = f" (B/A {c.ratio:.3f}, [{c.ci[0]:.3f}, {_hi(c.ci[1])}])" \
+            interval = f" (B/A {c.ratio:.3f}, {ci_text(c.ci)})" \
                 if c.ratio is not None and c.ci else ""
             out.append(f"  {c.option}: rule {c.rule} says {c.expect} {c.counter}: "
                        f"mechanism {c.seen}{interval}")
@@ -315,15 +303,15 @@ def render_markdown(report: ValidationReport) -> str:
     out += ["", "| metric | A (geo. mean) | B (geo. mean) | B/A | 95% CI | margin | verdict |",
             "|---|---:|---:|---:|---|---:|---|"]
     for m in report.metrics:
-        out.append(f"| {m.title} ({m.unit}) | {_num(_geo(m, 'A'))} | {_num(_geo(m, 'B'))} | "
+        out.append(f"| {m.title} ({m.unit}) | {_num(m.geo('A'))} | {_num(m.geo('B'))} | "
                    f"{m.ratio:.3f} | [{m.ci[0]:.3f}, {m.ci[1]:.3f}] | "
                    f"±{m.margin * 100:.0f}% | {_verdict_note(m)} |")
     if report.mechanisms:
         out += ["", "| work per operation (counters) | A | B | B/A | 95% CI | B did |",
                 "|---|---:|---:|---:|---|---|"]
         for m in report.mechanisms:
-            out.append(f"| {m.title} ({m.unit}) | {_num(_geo(m, 'A'))} | "
-                       f"{_num(_geo(m, 'B'))} | {m.ratio:.3f} | "
+            out.append(f"| {m.title} ({m.unit}) | {_num(m.geo('A'))} | "
+                       f"{_num(m.geo('B'))} | {m.ratio:.3f} | "
                        f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}] | {_WORK[m.verdict]} |")
         out += ["", *[f"- {c.option}: rule {c.rule} says {c.expect} {c.counter}: mechanism "
                       f"{c.seen}" for c in report.mechanism_checks],

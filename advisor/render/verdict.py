@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from advisor.models.bench import MAX_PAIRS, MechanismCheck, MetricResult, Verdict
+from advisor.models.bench import MechanismCheck, MetricResult, Verdict
+from advisor.models.limits import MAX_PAIRS
 
 
 def ci_text(ci: list[float]) -> str:

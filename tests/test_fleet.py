@@ -690,3 +690,29 @@ def test_a_proposal_with_a_warning_reaches_by_proposal_with_it(tmp_path: Path) -
             f"    warning (device-partitions): {theirs['message']}\n    parted:sdb\n") \
         in out.getvalue(), out.getvalue()
     assert "sdb1" in theirs["message"]
+
+
+@pytest.mark.parametrize("text", [
+    '{"proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}}',
+    '{"schema_version": 1, "proposal": {"mkfs_command": "mkfs.xfs -d su=64k /dev/sdb", "x": 1}}',
+    '{"proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}, "extra": [NaN, Infinity, 1e999]}',
+    '{"proposal": {"mkfs_command": "a"}, "proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}}',
+    '{"proposal": {"mkfs_command": 5}}', '{"proposal": {"mkfs_command": null}}',
+    '{"proposal": {}}', '{"proposal": []}', '[{"proposal": 1}]', '"text"', "{not json", "",
+    '{"proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}} trailing',
+])
+def test_same_as_host_is_what_the_whole_document_says(tmp_path: Path, text: str) -> None:
+    """Only the host's mkfs command is read from its proposal (not the whole document): the
+    answer is the one of reading it all, for odd documents too."""
+    from advisor.fleet import _same_as_host
+    from advisor.models.fleet import FleetProposal
+
+    (tmp_path / "proposals").mkdir()
+    (tmp_path / "proposals" / "sdb.out").write_text(text)
+    made = FleetProposal(mkfs_command="mkfs.xfs /dev/sdb", mount_options=[], fstab="",
+                         reasons=[], warnings=[])
+    try:
+        whole: bool | None = json.loads(text)["proposal"]["mkfs_command"] == made.mkfs_command
+    except (ValueError, KeyError, TypeError):
+        whole = None
+    assert _same_as_host(tmp_path, "/dev/sdb", made) is (whole if text else None)

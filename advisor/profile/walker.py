@@ -311,12 +311,11 @@ class Walker:
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the forked process; its figures are what is tested)
             self._walk_other_half(claim, counted, results_out, results_in)
-        self.shared = True
-        os.close(results_in)
         half: _Half | None = None
         interrupted = False
         try:
-            self._others = counted
+            os.close(results_in)
+            self.shared, self._others = True, counted
             try:
                 stack: list[str] = []
                 self._scan(stack, stack.pop, claim=claim)
@@ -332,6 +331,7 @@ class Walker:
             if half is None:
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            counted.close()
         if half is None:
             return True  # its half is lost: a partial report of this one's
         self._merge(half)

@@ -12,9 +12,10 @@ a tenth of them: the role's store.py once per host (as the role did) against one
 Each figure is printed beside the one of the previous run (kept in --figures FILE). With
 --baseline DIR (another checkout, e.g. `git worktree add /tmp/fleet-base main`), each report runs
 from DIR's advisor package too, right after this tree's, on the same results: the two figures of
-the same moment side by side. Besides the wall time, the CPU time of the report and everything it
-waited for (its workers, mkfs.xfs): on a loaded machine the wall time follows the CPU share the
-scheduler gives, and the CPU time is what a change moves. Not a test: figures to read.
+the same moment side by side, and whether the two reports are the same. Besides the wall time,
+the CPU time of the report and everything it waited for (its workers, mkfs.xfs): on a loaded
+machine the wall time follows the CPU share the scheduler gives, and the CPU time is what a
+change moves. Not a test: figures to read.
 
     .venv/bin/python scripts/bench_fleet.py [--hosts 1000] [--keep DIR] [--figures FILE]
                                             [--baseline DIR] [--report-only]
@@ -113,32 +114,36 @@ def _tool(tree: Path | None) -> tuple[list[str], dict[str, str], Path]:
 
 
 def _measure(results: Path, jobs: int,
-             tree: Path | None = None) -> tuple[float, float, int, dict[str, int]]:
+             tree: Path | None = None) -> tuple[float, float, int, dict[str, int], str]:
     """Wall time, CPU time (user + system of the report, its workers and what they ran), peak
-    RSS in KiB of the largest process, the report's counts."""
+    RSS in KiB of the largest process, the report's counts, and a digest of the report (less
+    the rules folders, which name the checkout)."""
     # The measuring process is a child subreaper: the report's forkserver (and the workers it
     # forked) are its children once the report exits, and are waited for, so that the CPU time
     # of the children counts them.
-    code = ("import ctypes, os, resource, subprocess, sys, time, json\n"
+    code = ("import ctypes, hashlib, os, resource, subprocess, sys, time, json\n"
             "ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER\n"
             "t = time.perf_counter()\n"
             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
             "wall = time.perf_counter() - t\n"
             "assert p.returncode == 0, p.stderr\n"
-            "counts = json.loads(p.stdout)['counts']\n"
+            "doc = json.loads(p.stdout)\n"
+            "counts = doc['counts']\n"
+            "doc.pop('rules_dirs')  # each checkout's own rules folder\n"
+            "digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()\n"
             "while True:\n"
             "    try:\n"
             "        os.wait()\n"
             "    except ChildProcessError:\n"
             "        break\n"
             "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-            "print(json.dumps([wall, r.ru_utime + r.ru_stime, r.ru_maxrss, counts]))\n")
+            "print(json.dumps([wall, r.ru_utime + r.ru_stime, r.ru_maxrss, counts, digest]))\n")
     argv, env, cwd = _tool(tree)
     out = subprocess.run([sys.executable, "-c", code, *argv, "fleet", "--json", "--jobs",
                           str(jobs), str(results.resolve())], check=True, capture_output=True,
                          text=True, env=env, cwd=cwd)
-    wall, cpu, rss, counts = json.loads(out.stdout)
-    return wall, cpu, rss, counts
+    wall, cpu, rss, counts, digest = json.loads(out.stdout)
+    return wall, cpu, rss, counts, digest
 
 
 def _timed(argv: list[str], stdin: str | None = None,
@@ -244,7 +249,7 @@ def main() -> int:
                                     copy_function=os.link)
             for jobs in sorted({cpus, 1}, reverse=True):
                 load = _load()
-                wall, cpu, rss, counts = _measure(results, jobs)
+                wall, cpu, rss, counts, ours = _measure(results, jobs)
                 print(f"{n:6d} hosts, {jobs} worker(s): {wall:6.1f} s "
                       f"{_beside(f'report_{n}_{jobs}_s', wall, previous, now)}, "
                       f"CPU {cpu:5.1f} s {_beside(f'cpu_{n}_{jobs}_s', cpu, previous, now)}, "
@@ -253,10 +258,11 @@ def main() -> int:
                       f"{load}, after {_load()}; {counts}")
                 if baseline is not None:
                     load = _load()
-                    wall, cpu, rss, counts = _measure(results, jobs, baseline)
+                    wall, cpu, rss, counts, theirs = _measure(results, jobs, baseline)
                     print(f"{'':6s}  baseline {baseline}: {wall:6.1f} s, CPU {cpu:5.1f} s, "
                           f"{n / wall:6.1f} hosts/s, peak RSS {rss / 1024:6.1f} MiB; load "
-                          f"before {load}, after {_load()}; {counts}")
+                          f"before {load}, after {_load()}; {counts}; the same report: "
+                          f"{'yes' if theirs == ours else 'NO'}")
         if args.report_only:
             Path(args.figures).write_text(json.dumps(now, indent=1) + "\n")
             return 0

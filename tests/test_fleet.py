@@ -287,6 +287,71 @@ def test_a_shared_proposal_is_the_one_each_host_gets_alone(tmp_path: Path,
         fleet_module._init_worker(None, Session)
 
 
+def test_a_proposal_another_worker_is_making_is_waited_for(tmp_path: Path,
+                                                          raid_host: Path) -> None:
+    """Two workers needing the same proposal at once: one makes it, the other waits for it
+    (not two mkfs.xfs dry runs); when the one making it fails, the other makes it itself."""
+    import threading
+    import time
+
+    from advisor import fleet as fleet_module
+    from advisor.models.fleet import FleetProposal
+    from advisor.models.workload import Workload
+    from advisor.session import Session
+
+    made: list[str] = []
+    failing = threading.Event()
+
+    class Slow(Session):
+        def propose(self, *args: Any, **kwargs: Any) -> Any:
+            made.append(threading.current_thread().name)
+            time.sleep(0.3)  # long enough for the other to find the mark
+            if failing.is_set():
+                failing.clear()
+                raise RuntimeError("this worker fails")
+            return super().propose(*args, **kwargs)
+
+    session = Slow(str(raid_host / "capture"))
+    device = session.device("sdb")
+    shared = tmp_path / "shared"
+    found: dict[str, object] = {}
+
+    def advise(name: str) -> None:
+        try:
+            found[name] = fleet_module._propose(session, device, Workload())
+        except RuntimeError as err:
+            found[name] = str(err)
+
+    for fail in (False, True):
+        made.clear()
+        found.clear()
+        shared.mkdir()
+        fleet_module._init_worker(None, Session, shared=str(shared))
+        try:
+            if fail:
+                failing.set()
+            first = threading.Thread(target=advise, args=("first",), name="first")
+            first.start()
+            while not any(p.name.endswith(".making") for p in shared.iterdir()):
+                time.sleep(0.01)
+            second = threading.Thread(target=advise, args=("second",), name="second")
+            second.start()
+            first.join()
+            second.join()
+        finally:
+            fleet_module._init_worker(None, Session)
+        waited = found["second"]
+        assert isinstance(waited, FleetProposal) and "/dev/sdb" in waited.mkfs_command
+        if not fail:
+            assert made == ["first"]
+            assert found["first"] == waited
+        else:
+            assert made == ["first", "second"]
+            assert found["first"] == "this worker fails"
+        assert not any(p.name.endswith(".making") for p in shared.iterdir())
+        shutil.rmtree(shared)
+
+
 def test_table_and_markdown_name_every_host(tmp_path: Path, raid_host: Path) -> None:
     from tests.fleet_hosts import replicate, store
 
@@ -690,3 +755,29 @@ def test_a_proposal_with_a_warning_reaches_by_proposal_with_it(tmp_path: Path) -
             f"    warning (device-partitions): {theirs['message']}\n    parted:sdb\n") \
         in out.getvalue(), out.getvalue()
     assert "sdb1" in theirs["message"]
+
+
+@pytest.mark.parametrize("text", [
+    '{"proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}}',
+    '{"schema_version": 1, "proposal": {"mkfs_command": "mkfs.xfs -d su=64k /dev/sdb", "x": 1}}',
+    '{"proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}, "extra": [NaN, Infinity, 1e999]}',
+    '{"proposal": {"mkfs_command": "a"}, "proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}}',
+    '{"proposal": {"mkfs_command": 5}}', '{"proposal": {"mkfs_command": null}}',
+    '{"proposal": {}}', '{"proposal": []}', '[{"proposal": 1}]', '"text"', "{not json", "",
+    '{"proposal": {"mkfs_command": "mkfs.xfs /dev/sdb"}} trailing',
+])
+def test_same_as_host_is_what_the_whole_document_says(tmp_path: Path, text: str) -> None:
+    """Only the host's mkfs command is read from its proposal (not the whole document): the
+    answer is the one of reading it all, for odd documents too."""
+    from advisor.fleet import _same_as_host
+    from advisor.models.fleet import FleetProposal
+
+    (tmp_path / "proposals").mkdir()
+    (tmp_path / "proposals" / "sdb.out").write_text(text)
+    made = FleetProposal(mkfs_command="mkfs.xfs /dev/sdb", mount_options=[], fstab="",
+                         reasons=[], warnings=[])
+    try:
+        whole: bool | None = json.loads(text)["proposal"]["mkfs_command"] == made.mkfs_command
+    except (ValueError, KeyError, TypeError):
+        whole = None
+    assert _same_as_host(tmp_path, "/dev/sdb", made) is (whole if text else None)

@@ -7,7 +7,7 @@ import heapq
 import math
 import random
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from advisor.models.profile import Bucket, Distribution
 
@@ -43,6 +43,27 @@ class Log2Histogram:
             self.maximums[b] = value
         self.counts[b] += 1
         self.totals[b] += value
+
+    def merge(self, other: Log2Histogram) -> None:
+        """Add `other`'s values: the histogram of both streams, exactly."""
+        for b in range(BUCKETS):
+            n = other.counts[b]
+            if not n:
+                continue
+            if self.counts[b] == 0:
+                self.minimums[b], self.maximums[b] = other.minimums[b], other.maximums[b]
+            else:
+                self.minimums[b] = min(self.minimums[b], other.minimums[b])
+                self.maximums[b] = max(self.maximums[b], other.maximums[b])
+            self.counts[b] += n
+            self.totals[b] += other.totals[b]
+
+    def remove_copy(self, value: int) -> None:
+        """Take out one of two counts of `value`: the extremes stay right because the other
+        count is still there."""
+        b = value.bit_length()
+        self.counts[b] -= 1
+        self.totals[b] -= value
 
     @property
     def count(self) -> int:
@@ -105,31 +126,52 @@ def exact_distribution(values: Sequence[int]) -> Distribution:
 T = TypeVar("T")
 
 
-class Largest(Generic[T]):
-    """The `limit` items with the largest keys seen so far (a min-heap of that size)."""
+class Ordered(Protocol):
+    def __lt__(self, other: Any, /) -> bool: ...
+
+
+K = TypeVar("K", bound=Ordered)
+
+
+class _Backwards(Generic[K]):
+    """An item that compares the other way round: of two equal keys in the min-heap below, the
+    larger item is the one dropped first."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: K) -> None:
+        self.item = item
+
+    def __lt__(self, other: _Backwards[K]) -> bool:
+        return other.item < self.item
+
+
+class Largest(Generic[K]):
+    """The `limit` items with the largest keys seen so far (a min-heap of that size). Equal keys
+    are ordered by their items (the smaller first), so the result does not depend on the order
+    the items were offered in: two halves of a stream, each kept apart and then merged, give
+    what the whole stream gives."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._heap: list[tuple[int, int, T]] = []
-        self._order = 0  # ties keep the first seen and never compare the items themselves
+        self._heap: list[tuple[int, _Backwards[K]]] = []
 
     def would_take(self, key: int) -> bool:
-        """Cheap test before building an item: would `key` enter?"""
-        return self.limit > 0 and (len(self._heap) < self.limit or key > self._heap[0][0])
+        """Cheap test before building an item: could `key` enter?"""
+        return self.limit > 0 and (len(self._heap) < self.limit or key >= self._heap[0][0])
 
-    def offer(self, key: int, item: T) -> None:
+    def offer(self, key: int, item: K) -> None:
         if not self.would_take(key):
             return
-        self._order -= 1
-        entry = (key, self._order, item)
+        entry = (key, _Backwards(item))
         if len(self._heap) < self.limit:
             heapq.heappush(self._heap, entry)
-        else:
+        elif self._heap[0] < entry:
             heapq.heapreplace(self._heap, entry)
 
-    def items(self) -> list[tuple[int, T]]:
-        """Largest first."""
-        return [(k, item) for k, _, item in sorted(self._heap, reverse=True)]
+    def items(self) -> list[tuple[int, K]]:
+        """Largest first; equal keys by item."""
+        return sorted(((k, w.item) for k, w in self._heap), key=lambda e: (-e[0], e[1]))
 
 
 class Reservoir(Generic[T]):
@@ -175,3 +217,20 @@ class Reservoir(Generic[T]):
             return
         skip = math.floor(math.log(u) / math.log1p(-self._weight))
         self.next_index = index + skip + 1
+
+
+def merge_samples(first: list[T], first_population: int, second: list[T], second_population: int,
+                  limit: int, rng: random.Random) -> list[T]:
+    """A uniform sample of at most `limit` items of two streams, from a uniform sample of each
+    (of min(limit, its population) items). How many come from each stream is drawn the way a
+    sample of the two streams together would draw them; below the limit, every item."""
+    if first_population + second_population <= limit:
+        return first + second
+    from_first, left_first, left_second = 0, first_population, second_population
+    for _ in range(limit):
+        if rng.randrange(left_first + left_second) < left_first:
+            from_first += 1
+            left_first -= 1
+        else:
+            left_second -= 1
+    return rng.sample(first, from_first) + rng.sample(second, limit - from_first)

@@ -9,16 +9,37 @@ whose other names have not been seen yet (forgotten once they all have).
 
 Extended attributes are read after the walk, from the reservoir: uniform over the files and
 directories, exact when the tree has no more of them than the sample size.
+
+With two CPUs the walk is shared with one forked process (a Python listing and stat of each entry
+costs more CPU time than du's, and most of it is the kernel's: two processes are what brings it
+near du's wall time). The tree is read breadth-first from the root until SPLIT_DIRECTORIES
+directories wait to be read; each process then claims them a group at a time from a queue (a
+pipe holding their numbers) and walks each claimed subtree depth-first. The worker sends its
+figures back and they are merged exactly: counts and bytes add up; the histograms add up bucket
+by bucket with their exact extremes (so the percentiles, the median file size and the largest
+directory are those of one process's walk); the largest directories are the largest of both
+halves' largest (equal sizes ordered by path, in both); an inode whose names fell in both halves
+was counted in each and is counted once. What is not the same as one process's walk: which
+paths the xattr sample holds when the tree has more files and directories than the sample (a
+uniform sample either way, drawn otherwise), and which problem examples come first.
 """
 
 from __future__ import annotations
 
 import errno
+import mmap
 import os
+import pickle
+import random
+import select
+import signal
 import stat
+import struct
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, MutableSequence
+from dataclasses import dataclass, field, fields
 
 from advisor.errors import BadInput
 from advisor.models.profile import (
@@ -30,13 +51,31 @@ from advisor.models.profile import (
     SpecialFiles,
     Xattrs,
 )
-from advisor.profile.stats import Largest, Log2Histogram, Reservoir, exact_distribution
+from advisor.profile.stats import (
+    Largest,
+    Log2Histogram,
+    Reservoir,
+    exact_distribution,
+    merge_samples,
+)
+from advisor.signals import STOPPING_SIGNALS
 
 DEFAULT_TOP_DIRECTORIES = 10
 DEFAULT_XATTR_SAMPLE = 10_000
 MAX_EXAMPLES = 20
 #: How often (in entries) the progress callback is called; it decides itself whether to print.
 PROGRESS_EVERY = 8192
+#: A shared walk starts once this many directories wait to be read: enough groups for two
+#: processes to keep each other busy until the end.
+SPLIT_DIRECTORIES = 64
+#: Most groups in the queue two processes claim directories from: 4 bytes each, written whole
+#: into the pipe before either reads, so at most a page (the smallest buffer a pipe has).
+MAX_CLAIMS = 1024
+#: What stops the forked process of a shared walk (SIGINT may be ignored in it, as in a
+#: process started in the background).
+STOP_HALF = signal.SIGUSR1
+_CLAIM = struct.Struct("=I")
+_COUNT = struct.Struct("=q")
 
 #: XFS keeps the namespace as a flag, not in the name.
 _NAMESPACES = ("user.", "trusted.", "security.", "system.")
@@ -44,6 +83,25 @@ _NAMESPACES = ("user.", "trusted.", "security.", "system.")
 _XFS_ACL_NAMES = {"system.posix_acl_access": "SGI_ACL_FILE",
                   "system.posix_acl_default": "SGI_ACL_DEFAULT"}
 _NOT_SUPPORTED = {errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+def _one_name_each(paths: list[str], twice: set[tuple[int, int]]) -> list[str]:
+    """`paths` less the second name of each inode in `twice` (counted by both halves of a shared
+    walk, so each may have sampled a name of it)."""
+    kept, seen = [], set()
+    for path in sorted(paths):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            kept.append(path)
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in twice:
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(path)
+    return kept
 
 
 def display_path(path: str) -> str:
@@ -118,6 +176,32 @@ class _Counts:
     examples: list[str] = field(default_factory=list)
 
 
+#: (device, inode) -> (names not seen yet, size, allocated bytes, links) of a file with several
+#: names: what an inode counted by both processes needs to be counted once.
+Pending = dict[tuple[int, int], tuple[int, int, int, int]]
+
+
+@dataclass
+class _Half:
+    """What the forked process of a shared walk measured, sent back to be merged."""
+
+    counts: _Counts
+    file_sizes: Log2Histogram
+    directory_sizes: Log2Histogram
+    largest: list[tuple[int, str]]
+    sample: list[str]
+    population: int
+    pending: Pending
+    partial: bool
+
+
+def _groups(waiting: list[str]) -> list[list[str]]:
+    """The directories waiting to be read, in at most MAX_CLAIMS groups, in the order they were
+    found (the shallowest, likely the largest subtrees, first)."""
+    size = -(-len(waiting) // MAX_CLAIMS)
+    return [waiting[i:i + size] for i in range(0, len(waiting), size)]
+
+
 @dataclass
 class Walker:
     """One scan. `walk()` returns the Profile; Ctrl-C during it returns what was seen, partial."""
@@ -132,6 +216,10 @@ class Walker:
     #: Called with an entry's path after it was listed and before it is examined. For tests: a
     #: file deleted here is one that vanished during the scan.
     before_examine: Callable[[str], None] | None = None
+    #: Processes that walk: 2 shares the tree with one forked process, 1 walks alone. None: 2
+    #: when this process may use two CPUs and no other thread runs in it (a fork copies the
+    #: locks other threads hold).
+    processes: int | None = None
 
     def __post_init__(self) -> None:
         self._counts = _Counts()
@@ -139,10 +227,18 @@ class Walker:
         self._directory_sizes = Log2Histogram()
         self._largest: Largest[str] = Largest(self.top_directories)
         self._sample: Reservoir[str] = Reservoir(self.xattr_sample, self.seed)
-        self._links_pending: dict[tuple[int, int], int] = {}
+        self._links_pending: Pending = {}
         self._started = 0.0
+        self._top, self._root_dev = "", 0
         #: Files and directories offered to the xattr sample so far.
         self._population = 0
+        self._next_progress = PROGRESS_EVERY
+        #: In the forked process of a shared walk: where it counts its entries for the progress.
+        self._published: mmap.mmap | None = None
+        #: In the walk's own process: where the forked one counts its entries.
+        self._others: mmap.mmap | None = None
+        #: Whether the last walk was shared with a forked process.
+        self.shared = False
 
     def _problem(self, what: str, path: str) -> None:
         if len(self._counts.examples) < MAX_EXAMPLES:
@@ -161,13 +257,206 @@ class Walker:
         self._started = time.monotonic()
         partial = False
         try:
-            self._walk(top, st)
+            partial = self._walk(top, st)
         except KeyboardInterrupt:
             partial = True
         xattrs, cut_short = self._read_xattrs()  # at most xattr_sample paths: quick
         return self._report(top, partial or cut_short, xattrs)
 
-    def _walk(self, top: str, top_stat: os.stat_result) -> None:
+    def _may_share(self) -> bool:
+        if not hasattr(os, "fork"):
+            return False
+        if self.processes is not None:
+            return self.processes > 1
+        return len(os.sched_getaffinity(0)) > 1 and threading.active_count() == 1
+
+    def _walk(self, top: str, top_stat: os.stat_result) -> bool:
+        """Walk the tree below `top`; whether the forked process of a shared walk was cut
+        short."""
+        c = self._counts
+        c.entries = c.directories = 1
+        c.allocated_bytes = top_stat.st_blocks * 512
+        self._top, self._root_dev = top, top_stat.st_dev
+        if self._sample.next_index == 0:
+            self._sample.take(top)
+        self._population = 1
+        if self.progress is not None:
+            self.progress(1, 0.0)
+        if not self._may_share():
+            stack = [top]
+            self._scan(stack, stack.pop)
+            return False
+        waiting: deque[str] = deque([top])
+        self._scan(waiting, waiting.popleft, until=SPLIT_DIRECTORIES)
+        if not waiting:
+            return False
+        return self._walk_shared(_groups(list(waiting)))
+
+    def _walk_shared(self, groups: list[list[str]]) -> bool:
+        """Walk `groups` of directories in this process and a forked one, each claiming the
+        next group from a pipe when done with the last; merge what the other measured. Whether
+        the other was cut short (Ctrl-C reaches both; a second one abandons its half)."""
+        claims_out, claims_in = os.pipe()
+        try:
+            os.write(claims_in, b"".join(_CLAIM.pack(i) for i in range(len(groups))))
+        finally:
+            os.close(claims_in)
+
+        def claim() -> list[str]:
+            number = os.read(claims_out, _CLAIM.size)  # one reader at a time takes a record
+            return groups[_CLAIM.unpack(number)[0]] if number else []
+
+        counted = mmap.mmap(-1, _COUNT.size)
+        results_out, results_in = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the forked process; its figures are what is tested)
+            self._walk_other_half(claim, counted, results_out, results_in)
+        half: _Half | None = None
+        interrupted = False
+        try:
+            os.close(results_in)
+            self.shared, self._others = True, counted
+            try:
+                stack: list[str] = []
+                self._scan(stack, stack.pop, claim=claim)
+            except KeyboardInterrupt:
+                interrupted = True
+                os.kill(pid, STOP_HALF)  # the forked process stops too, and sends its half
+            half, stopped = self._receive(results_out, pid)
+            interrupted = interrupted or stopped
+        finally:
+            self._others = None
+            os.close(results_out)
+            os.close(claims_out)
+            if half is None:
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            counted.close()
+        if half is None:
+            return True  # its half is lost: a partial report of this one's
+        self._merge(half)
+        return interrupted or half.partial
+
+    def _walk_other_half(self, claim: Callable[[], list[str]], counted: mmap.mmap,
+                         results_out: int, results_in: int) -> None:
+        """The forked process: walk what it claims, send its figures, and end (never return
+        into the caller's code, nor run its exit handlers)."""
+        code = 1
+        try:
+            os.close(results_out)
+            # Ctrl-C at a terminal reaches both processes; the walk's own process, stopped
+            # otherwise (SIGTERM, SIGINT to it alone), stops this one with STOP_HALF.
+            signal.signal(STOP_HALF, signal.default_int_handler)
+            self._restart(counted)
+            partial = False
+            try:
+                stack: list[str] = []
+                self._scan(stack, stack.pop, claim=claim)
+                signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
+            except KeyboardInterrupt:
+                partial = True
+            # Its figures are sent whole: a Ctrl-C now would lose them all.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
+            with os.fdopen(results_in, "wb") as f:
+                pickle.dump(_Half(self._counts, self._file_sizes, self._directory_sizes,
+                                  self._largest.items(), self._sample.items, self._population,
+                                  self._links_pending, partial), f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        finally:
+            os._exit(code)
+
+    def _restart(self, counted: mmap.mmap) -> None:
+        """Start the figures of the forked process afresh (what its parent measured stays
+        there)."""
+        self._counts = _Counts()
+        self._file_sizes = Log2Histogram()
+        self._directory_sizes = Log2Histogram()
+        self._largest = Largest(self.top_directories)
+        self._sample = Reservoir(self.xattr_sample, self.seed + 1)
+        self._links_pending = {}
+        self._population = 0
+        self._next_progress = PROGRESS_EVERY
+        self.progress = None
+        self._published = counted
+
+    def _receive(self, fd: int, pid: int) -> tuple[_Half | None, bool]:
+        """The forked process's half (None when it sent none whole), and whether Ctrl-C came
+        meanwhile; the progress goes on while it walks."""
+        chunks: list[bytes] = []
+        interrupted = False
+        while True:
+            try:
+                if not select.select([fd], [], [], 0.5)[0]:
+                    self._tell(self._counts.entries)
+                    continue
+                chunk = os.read(fd, 1 << 20)
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise
+                interrupted = True
+                os.kill(pid, STOP_HALF)
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+        try:
+            half = pickle.loads(b"".join(chunks))
+        except (pickle.UnpicklingError, EOFError, ValueError):
+            return None, interrupted
+        return (half if isinstance(half, _Half) else None), interrupted
+
+    def _merge(self, half: _Half) -> None:
+        """Add the other half's figures to this one's, exactly (see the module's docstring)."""
+        c, o = self._counts, half.counts
+        for f in fields(_Counts):
+            if f.name != "examples":
+                setattr(c, f.name, getattr(c, f.name) + getattr(o, f.name))
+        c.examples = (c.examples + o.examples)[:MAX_EXAMPLES]
+        self._file_sizes.merge(half.file_sizes)
+        self._directory_sizes.merge(half.directory_sizes)
+        for entries, path in half.largest:
+            self._largest.offer(entries, path)
+        pending, population = self._links_pending, self._population
+        twice: set[tuple[int, int]] = set()
+        for key, (left, size, blocks, links) in half.pending.items():
+            mine = pending.get(key)
+            if mine is None:
+                pending[key] = (left, size, blocks, links)
+                continue
+            # Counted in each half as a new inode: once is right, its other count a name.
+            twice.add(key)
+            c.hard_link_inodes -= 1
+            c.extra_names += 1
+            c.files -= 1
+            c.apparent_bytes -= size
+            c.allocated_bytes -= blocks
+            c.sparse_files -= blocks < size
+            self._file_sizes.remove_copy(size)
+            population -= 1
+            unseen = mine[0] + left - links
+            if unseen > 0:
+                pending[key] = (unseen, size, blocks, links)
+            else:
+                del pending[key]
+        sample = merge_samples(self._sample.items, self._population, half.sample,
+                               half.population, self.xattr_sample, random.Random(self.seed + 2))
+        self._sample.items = _one_name_each(sample, twice) if twice else sample
+        self._population = population + half.population
+
+    def _tell(self, seen: int) -> None:
+        """Progress: the forked process counts its entries where its parent reads them; the
+        parent tells the callback what both have seen."""
+        if self._published is not None:
+            _COUNT.pack_into(self._published, 0, seen)
+        elif self.progress is not None:
+            others = _COUNT.unpack_from(self._others)[0] if self._others is not None else 0
+            self.progress(seen + others, time.monotonic() - self._started)
+
+    def _scan(self, stack: MutableSequence[str], pop: Callable[[], str], *, until: int = 0,
+              claim: Callable[[], list[str]] | None = None) -> None:
+        """Read the directories of `stack` (taken by `pop`) and those found below them, until
+        none is left (then the next group `claim` gives, if any) or `until` of them wait."""
         # The hot loop keeps its counters in local variables (cheaper than attribute updates once
         # per entry) and stores them in the finally at the end, Ctrl-C included.
         c = self._counts
@@ -175,30 +464,33 @@ class Walker:
         counts, totals = self._file_sizes.counts, self._file_sizes.totals
         minimums, maximums = self._file_sizes.minimums, self._file_sizes.maximums
         directory_sizes, largest = self._directory_sizes, self._largest
-        progress, before_examine = self.progress, self.before_examine
-        started = self._started
-        root_dev, one_fs = top_stat.st_dev, self.one_file_system
+        before_examine = self.before_examine
+        tell = (self._tell if self.progress is not None or self._published is not None
+                else None)
+        top, root_dev, one_fs = self._top, self._root_dev, self.one_file_system
         s_ifreg, s_ifdir, s_iflnk = stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK
 
-        seen, files, directories, symlinks = 1, 0, 1, 0
-        apparent, allocated, sparse = 0, top_stat.st_blocks * 512, 0
-        population = 0
-        if sample.next_index == 0:
-            sample.take(top)
-        population = 1
-        next_progress = PROGRESS_EVERY
+        seen, files, directories, symlinks = c.entries, c.files, c.directories, c.symlinks
+        apparent, allocated, sparse = c.apparent_bytes, c.allocated_bytes, c.sparse_files
+        population = self._population
+        next_progress = self._next_progress
         # The root may be a symlink the user named; below it, a directory swapped for a symlink
         # after it was examined is refused by O_NOFOLLOW.
-        open_flags = os.O_RDONLY | os.O_DIRECTORY
-        stack = [top]
+        follow = os.O_RDONLY | os.O_DIRECTORY
+        no_follow = follow | os.O_NOFOLLOW
         try:
-            if progress is not None:
-                progress(seen, 0.0)
-            while stack:
-                path = stack.pop()
+            while True:
+                if not stack:
+                    more = claim() if claim is not None else None
+                    if not more:
+                        break
+                    stack.extend(more)
+                if until and len(stack) >= until:
+                    break
+                path = pop()
                 prefix = path if path.endswith("/") else path + "/"
                 try:
-                    fd = _open_directory(path, open_flags)
+                    fd = _open_directory(path, follow if path is top else no_follow)
                 except FileNotFoundError:
                     c.vanished += 1
                     self._problem("vanished", path)
@@ -207,8 +499,6 @@ class Walker:
                     c.unreadable_directories += 1
                     self._problem(f"unreadable ({err.strerror})", path)
                     continue
-                finally:
-                    open_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
                 entries = 0
                 try:
                     # Listing by descriptor makes entry.stat() an fstatat() relative to it: the
@@ -216,8 +506,8 @@ class Walker:
                     with os.scandir(fd) as listing:
                         for entry in listing:
                             entries += 1
-                            if progress is not None and not entries & 0xFFFF:
-                                progress(seen + entries, time.monotonic() - started)
+                            if tell is not None and not entries & 0xFFFF:
+                                tell(seen + entries)
                             if before_examine is not None:
                                 before_examine(prefix + entry.name)
                             try:
@@ -233,22 +523,24 @@ class Walker:
                                 continue
                             kind = st.st_mode & 0o170000
                             if kind == s_ifreg:
+                                size = st.st_size
+                                blocks = st.st_blocks * 512
                                 if st.st_nlink > 1:
                                     key = (st.st_dev, st.st_ino)
-                                    left = pending.get(key)
-                                    if left is None:
-                                        pending[key] = st.st_nlink - 1
+                                    known = pending.get(key)
+                                    if known is None:
+                                        pending[key] = (st.st_nlink - 1, size, blocks,
+                                                        st.st_nlink)
                                         c.hard_link_inodes += 1
                                     else:
                                         c.extra_names += 1
-                                        if left <= 1:
+                                        if known[0] <= 1:
                                             del pending[key]
                                         else:
-                                            pending[key] = left - 1
+                                            pending[key] = (known[0] - 1, known[1], known[2],
+                                                            known[3])
                                         continue
                                 files += 1
-                                size = st.st_size
-                                blocks = st.st_blocks * 512
                                 apparent += size
                                 allocated += blocks
                                 if blocks < size:
@@ -291,13 +583,14 @@ class Walker:
                     directory_sizes.add(entries)
                     if largest.would_take(entries):
                         largest.offer(entries, path)
-                if progress is not None and seen >= next_progress:
-                    progress(seen, time.monotonic() - started)
+                if tell is not None and seen >= next_progress:
+                    tell(seen)
                     next_progress = seen + PROGRESS_EVERY
         finally:
             c.entries, c.files, c.directories, c.symlinks = seen, files, directories, symlinks
             c.apparent_bytes, c.allocated_bytes, c.sparse_files = apparent, allocated, sparse
             self._population = population
+            self._next_progress = next_progress
 
     def _count_special(self, kind: int) -> None:
         c = self._counts
@@ -313,7 +606,7 @@ class Walker:
     def _read_xattrs(self) -> tuple[Xattrs, bool]:
         """Read the attributes of the sampled paths, and whether Ctrl-C cut that short (what was
         read is kept)."""
-        paths = self._sample.items
+        paths = sorted(self._sample.items)  # ties name the same path whatever the walk's order
         per_inode: list[int] = []
         counts: list[int] = []
         largest, largest_name, largest_path = 0, None, None

@@ -40,7 +40,14 @@ class SysRoot:
     def live(self) -> bool:
         """True when reading the running system (libblkid and udev can then be asked too).
         Resolved once: a scan asks a dozen times, and resolving a captured tree's path costs a
-        system call per component (the fleet report asks for every host)."""
+        system call per component (the fleet report asks for every host): a root that is not
+        the file / is, with one stat, not the live system; only one that is (/, a symlink to
+        it, or a bind mount of it, which is not) is resolved."""
+        try:
+            if not os.path.samestat(os.stat(self.root), _slash()):
+                return False
+        except OSError:
+            pass
         return self.root.resolve() == Path("/")
 
     def path(self, rel: str) -> Path:
@@ -99,6 +106,11 @@ class SysRoot:
     def exists(self, rel: str) -> bool:
         self._note(rel)
         return os.path.lexists(self._abs(rel))
+
+
+@functools.cache
+def _slash() -> os.stat_result:
+    return os.stat("/")
 
 
 #: O_NONBLOCK: a FIFO planted in a captured tree opens at once (and reads as empty) instead of

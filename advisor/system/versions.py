@@ -47,15 +47,29 @@ def parse_cpu_list(text: str) -> int | None:
     return count or None
 
 
+#: directory -> (its modification time, what lts_configs found there).
+_LTS_FOUND: dict[Path, tuple[int, dict[str, str]]] = {}
+
+
 def lts_configs(directory: Path = LTS_DIR) -> dict[str, str]:
-    """Kernel version -> lts_<version>.conf path, oldest kernel first."""
+    """Kernel version -> lts_<version>.conf path, oldest kernel first. Listed again only when
+    the folder changed (every host of a fleet report asks)."""
+    try:
+        changed = directory.stat().st_mtime_ns
+    except OSError:
+        return {}
+    known = _LTS_FOUND.get(directory)
+    if known is not None and known[0] == changed:
+        return dict(known[1])
     found: dict[tuple[int, int], tuple[str, str]] = {}
     for conf in directory.glob("lts_*.conf"):
         version = conf.stem.removeprefix("lts_")
         m = re.fullmatch(r"(\d+)\.(\d+)", version)
         if m:
             found[(int(m.group(1)), int(m.group(2)))] = (version, str(conf))
-    return dict(found[k] for k in sorted(found))
+    listed = dict(found[k] for k in sorted(found))
+    _LTS_FOUND[directory] = (changed, listed)
+    return dict(listed)
 
 
 #: The kernel's XFS build options the rules read (CONFIG_XFS_<name>).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from advisor.models.environment import Environment, parse_version
@@ -39,6 +40,19 @@ def test_lts_configs_sorted_by_kernel(tmp_path: Path) -> None:
         (tmp_path / f"lts_{v}.conf").write_text("[metadata]\n")
     (tmp_path / "dax_x86_64.conf").write_text("")
     assert list(lts_configs(tmp_path)) == ["4.19", "5.4", "5.10", "6.1"]
+
+
+def test_lts_configs_are_listed_again_when_the_folder_changes(tmp_path: Path) -> None:
+    (tmp_path / "lts_5.4.conf").write_text("[metadata]\n")
+    assert list(lts_configs(tmp_path)) == ["5.4"]
+    listed = lts_configs(tmp_path)
+    listed["9.9"] = "changed by the caller"
+    assert list(lts_configs(tmp_path)) == ["5.4"]  # each caller has its own copy
+    (tmp_path / "lts_6.6.conf").write_text("[metadata]\n")
+    changed = os.stat(tmp_path).st_mtime_ns
+    os.utime(tmp_path, ns=(changed, changed + 1))  # one clock tick may hold both changes
+    assert list(lts_configs(tmp_path)) == ["5.4", "6.6"]
+    assert lts_configs(tmp_path / "missing") == {}
 
 
 def test_live_environment() -> None:

@@ -39,3 +39,14 @@ def test_only_regular_files_are_read(tmp_path: Path) -> None:
     assert root.read_many("sys/block/sda", names) == ["2048", "", None, None, None, None, None]
     assert [root.read(f"sys/block/sda/{n}") for n in names] == [
         "2048", "", None, None, None, None, None]
+
+
+def test_only_the_root_itself_is_the_live_system(tmp_path: Path) -> None:
+    (tmp_path / "capture" / "sys" / "block").mkdir(parents=True)
+    (tmp_path / "to-slash").symlink_to("/")
+    (tmp_path / "to-capture").symlink_to(tmp_path / "capture")
+    assert SysRoot.open("/").live and SysRoot.open(None).live
+    assert SysRoot.open(str(tmp_path / "to-slash")).live
+    assert SysRoot.open(str(tmp_path / "to-slash" / "sys" / "..")).live
+    assert not SysRoot.open(str(tmp_path / "capture")).live
+    assert not SysRoot.open(str(tmp_path / "to-capture")).live

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from advisor.profile.stats import (
     Reservoir,
     bucket_bounds,
     exact_distribution,
+    merge_samples,
 )
 
 
@@ -130,3 +132,49 @@ def test_reservoir_holds_distinct_items_of_the_stream(n: int, limit: int, seed: 
     assert len(r.items) == min(n, limit)
     assert len(set(r.items)) == len(r.items)
     assert all(0 <= i < n for i in r.items)
+
+
+def test_two_halves_merged_are_the_whole() -> None:
+    rng = random.Random(7)
+    values = [rng.choice((0, 1, 3, 4096, rng.randrange(1 << 30))) for _ in range(5000)]
+    whole, first, second = Log2Histogram(), Log2Histogram(), Log2Histogram()
+    for i, v in enumerate(values):
+        whole.add(v)
+        (first if i % 3 else second).add(v)
+    first.merge(second)
+    assert first.distribution() == whole.distribution()
+    first.add(values[10])
+    first.remove_copy(values[10])
+    assert first.distribution() == whole.distribution()
+
+
+def test_largest_does_not_depend_on_the_order_items_come_in() -> None:
+    items = [(n % 5, f"d{n:03d}") for n in range(200)]
+    orders = [items, items[::-1], sorted(items, key=lambda e: e[1][::-1])]
+    found = []
+    for order in orders:
+        top: Largest[str] = Largest(7)
+        for key, item in order:
+            top.offer(key, item)
+        found.append(top.items())
+    assert found[0] == found[1] == found[2]
+    assert found[0][:2] == [(4, "d004"), (4, "d009")]
+    halves: list[Largest[str]] = [Largest(7), Largest(7)]
+    for i, (key, item) in enumerate(items):
+        halves[i % 2].offer(key, item)
+    for key, item in halves[1].items():
+        halves[0].offer(key, item)
+    assert halves[0].items() == found[0]
+
+
+def test_merged_samples_are_uniform() -> None:
+    hits = [0] * 30
+    for seed in range(3000):
+        rng = random.Random(seed)
+        first = rng.sample(range(10), 5)  # a uniform sample of 5 of the stream 0-9
+        second = rng.sample(range(10, 30), 5)  # and of 5 of the stream 10-29
+        for x in merge_samples(first, 10, second, 20, 5, rng):
+            hits[x] += 1
+    # Each of the 30 items is in a sample of 5 one time in 6: 500 of 3000.
+    assert all(400 < h < 600 for h in hits), hits
+    assert merge_samples([1, 2], 2, [3], 1, 5, random.Random(0)) == [1, 2, 3]

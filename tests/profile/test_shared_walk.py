@@ -1,0 +1,130 @@
+"""The walk shared with a forked process gives the figures of one process's walk, on a tree whose
+answers are known."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from advisor.profile.walker import SPLIT_DIRECTORIES, Walker
+
+TOPS, PER_TOP = 8, 40  # 2 tops are read before the walk is shared: 86 directories wait
+SIZES = (0, 1, 100, 4096, 5000, 70000)
+
+
+def make_tree(top: Path, outside: Path) -> dict[str, int]:
+    """TOPS directories of PER_TOP directories, each with files of SIZES (one sparse), a symlink
+    and a FIFO; one inode with a name in every leaf directory, one with a name in two leaves and
+    one outside the tree; extended attributes on some files. Returns the known answers."""
+    shared = outside / "shared"
+    shared.write_bytes(b"s" * 3000)
+    half_out = outside / "half-out"
+    half_out.write_bytes(b"h" * 12345)
+    leaves = 0
+    for t in range(TOPS):
+        for d in range(PER_TOP):
+            leaf = top / f"t{t}" / f"d{d:02d}"
+            leaf.mkdir(parents=True)
+            leaves += 1
+            for i, size in enumerate(SIZES):
+                (leaf / f"f{i}").write_bytes(bytes([65 + t]) * (size + t * d))
+            with open(leaf / "sparse", "wb") as f:
+                f.truncate(1 << 20)
+            os.symlink("f0", leaf / "link")
+            os.mkfifo(leaf / "fifo")
+            os.link(shared, leaf / "shared")
+            if d in (0, PER_TOP - 1) and t in (0, TOPS - 1):
+                os.link(half_out, leaf / "half-out")
+            if d % 7 == 0:
+                os.setxattr(leaf / "f1", "user.tag", b"x" * (10 + t + d))
+    os.link(shared, outside / "shared-2")  # the only name of `shared` outside: never seen
+    os.unlink(shared)
+    return {"leaves": leaves, "directories": 1 + TOPS + leaves,
+            # per leaf: the SIZES files and sparse, plus the shared inode and half-out once each
+            "files": leaves * (len(SIZES) + 1) + 2,
+            "extra_names": (leaves - 1) + (4 - 1)}
+
+
+def figures(walker: Walker, top: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(walker.walk(top).model_dump_json())
+    doc.pop("elapsed_seconds")
+    return doc
+
+
+def wait_for_the_other(parent: int, top: Path, marker: Path) -> Callable[[str], None]:
+    """A hook under which both processes surely read part of the tree: the first entry of a
+    leaf the walk's own process reads waits until the forked one has read one."""
+    waited = False
+
+    def hook(path: str) -> None:
+        nonlocal waited
+        if path.count("/") < str(top).count("/") + 3:
+            return  # the tops and the leaves themselves: most are read before the walk is shared
+        if os.getpid() != parent:
+            marker.touch()
+        elif not waited:
+            waited = True
+            until = time.monotonic() + 60
+            while not marker.exists() and time.monotonic() < until:
+                time.sleep(0.01)
+
+    return hook
+
+
+def test_the_shared_walk_gives_one_walks_figures(memory_tmp: Path) -> None:
+    top, outside = memory_tmp / "tree", memory_tmp / "outside"
+    top.mkdir()
+    outside.mkdir()
+    known = make_tree(top, outside)
+    assert known["leaves"] + 1 > SPLIT_DIRECTORIES  # the walk is shared
+    alone = Walker(processes=1)
+    one = figures(alone, top)
+    marker = memory_tmp / "the-other-read"
+    shared = Walker(processes=2, before_examine=wait_for_the_other(os.getpid(), top, marker))
+    both = figures(shared, top)
+    assert not alone.shared and shared.shared
+    assert marker.exists(), "the forked process read no leaf"
+
+    assert one["directories"] == known["directories"]
+    assert one["files"] == known["files"]
+    assert one["hard_links"] == {"inodes": 2, "extra_names": known["extra_names"]}
+    assert one["sparse_files"] == known["leaves"]
+    assert one["symlinks"] == one["special_files"]["fifos"] == known["leaves"]
+    assert one["xattrs"]["inodes_with_xattrs"] == TOPS * len(range(0, PER_TOP, 7))
+    assert one["answers"]["largest_directory_entries"] == PER_TOP
+    # Every figure, the distributions, the largest directories and the xattr sample included.
+    assert {k: v for k, v in both.items() if v != one[k]} == {}
+    assert both == one
+
+
+def test_ctrl_c_in_a_shared_walk_reports_both_halves_partial(memory_tmp: Path) -> None:
+    for t in range(300):
+        leaf = memory_tmp / f"d{t:03d}"
+        leaf.mkdir()
+        for i in range(50):
+            os.mknod(leaf / f"f{i}")
+    parent, calls = os.getpid(), 0
+
+    def interrupt_here_once(path: str) -> None:
+        nonlocal calls
+        if path.count("/") <= str(memory_tmp).count("/") + 1:
+            return
+        if os.getpid() != parent:
+            time.sleep(0.001)  # the forked process is still walking when Ctrl-C comes
+            return
+        calls += 1
+        if calls == 200:
+            raise KeyboardInterrupt
+
+    walker = Walker(processes=2, before_examine=interrupt_here_once)
+    started = time.monotonic()
+    p = walker.walk(memory_tmp)
+    assert walker.shared and p.partial
+    assert 1 + 300 + 200 <= p.entries < 1 + 300 + 300 * 50
+    # The entry each process was interrupted at was listed, not examined.
+    assert p.entries - 1 - 300 - 2 <= p.files <= p.entries - 1 - 300 - 1
+    assert time.monotonic() - started < 10  # 15 s of walking in the forked process: it stopped

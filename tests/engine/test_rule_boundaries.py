@@ -329,3 +329,15 @@ def test_a_one_block_log_stripe_unit_names_the_sector_only_above_512(
     assert p.check is not None
     assert (p.check.geometry.log_sunit_blocks, p.check.geometry.sector_size) == (lsu_blocks,
                                                                                   sector)
+
+
+def test_a_device_of_exactly_two_largest_possible_ags_is_not_told_to_be_that_size() -> None:
+    """Two AGs of the largest size mkfs.xfs makes (1 TiB less 4 KiB) fill this device exactly;
+    300 TiB would want larger ones. The warning blames the AG limit and does not suggest a
+    device of exactly this size (it already is one). mkfs.xfs -N makes the two AGs."""
+    largest = TiB - 4 * KiB
+    p = _proposal(device(2 * largest, rotational=False), eventual_size=300 * TiB)
+    assert p.check is not None
+    assert (p.check.geometry.agcount, p.check.geometry.agsize_bytes) == (2, largest)
+    [warning] = [w.message for w in p.warnings if "needs more than 256 AGs" in w.message]
+    assert "AGs cannot exceed" in warning and "a device of exactly" not in warning, warning

@@ -13,14 +13,13 @@ from advisor.engine.context import (
     KiB,
     MiB,
     Outcome,
-    TiB,
     mkfs_size,
     round_down,
     round_up,
 )
 from advisor.engine.registry import decider
 from advisor.models.base import Model
-from advisor.models.units import human_size
+from advisor.models.units import human_size, parse_size
 
 
 class AgGrowthParams(Model):
@@ -121,8 +120,7 @@ def _exact(n: int) -> str:
     """A size for reading, with its exact KiB when rounding makes it look whole (80 GiB less
     64 KiB reads as 80 GiB)."""
     rounded = human_size(n)
-    whole = next((f for f in (TiB, GiB, MiB) if n >= f), KiB)
-    return rounded if "." in rounded or n % whole == 0 else f"{rounded} ({n // KiB} KiB)"
+    return rounded if "." in rounded or parse_size(rounded) == n else f"{rounded} ({n // KiB} KiB)"
 
 
 def _too_many(size: int, eventual: int, agsize: int, needed: int, align: int,

@@ -1,8 +1,7 @@
 """Every external command goes through here: argv lists (never a shell string), a timeout, and
-stderr captured for the error message. Built on the standard library's subprocess, whose child is
-started by C code (vfork and exec: no Python runs in between): `sh` cost 20-45 ms of import
-(asyncio, importlib.metadata) and ~15 ms of Python forking per command, most of a proposal's
-start-up, for features the runner does not use."""
+stderr captured for the error message. Built on the standard library's subprocess: `sh` would
+cost 20-45 ms of import (asyncio, importlib.metadata) and a fork in Python per command, most of
+a proposal's start-up, for features the runner does not use."""
 
 from __future__ import annotations
 

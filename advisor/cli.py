@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Any
 
 from advisor import SCHEMA_VERSION
-from advisor.commands.parser import build_parser, load, requested_command
+from advisor.commands.parser import load, parse
 from advisor.errors import EXIT_BUG, EXIT_INTERRUPTED, AdvisorError, BadInput
 from advisor.render.inert import terminal
 from advisor.signals import ENDING_SIGNALS
@@ -99,8 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in argv  # until the parser says otherwise: its own errors need it too
     _raise_on_interrupt()
     try:
-        parser = build_parser(only=requested_command(argv))
-        args = parser.parse_args(argv)
+        parser, args = parse(argv)
         as_json = bool(getattr(args, "json", False))
         _refuse_empty_names(parser, args)
         return _dispatch(args, as_json)

@@ -166,7 +166,8 @@ class Session:
 
         mkfs = HostMkfs()
         if device.size_bytes.value and device.zoned.value != "host-managed":
-            mkfs.defaults_ahead(device)  # mkfs.xfs -N runs while the rule book is read
+            # mkfs.xfs -N runs while `mkfs.xfs -V` and the rule book are read
+            mkfs.defaults_ahead(device)
         return propose(device, workload, env=self.environment, rulebook=self.rulebook,
                        mkfs=mkfs, timings=timings)
 

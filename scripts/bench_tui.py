@@ -4,8 +4,10 @@
 1. Start to first paint and to the filled device list: `python -m advisor --sysroot DIR`
    started in a tmux pane, the pane read every 10 ms until the device screen is painted (its
    column headers; goal: under 300 ms quiet, under 1 s at load 4) and until the list is filled
-   (its "N devices" title). The scan runs after the first paint, so a large host's list fills
-   in later. With --baseline DIR, an earlier checkout is started the same way in the same run.
+   (its "N devices" title), with the process's CPU time at first paint (which the load does
+   not inflate). The scan runs after the first paint, so a large host's list fills in later.
+   With --baseline DIR, an earlier checkout is started the same way, its starts interleaved
+   with ours.
 2. Key press to updated proposal: in the workload form, one digit typed into "largest directory
    entries", until the new proposal is shown (the mkfs line under the form). Measured in-process
    with Textual's pilot, beside the engine's own time for the same proposal.
@@ -40,44 +42,66 @@ def unpack_default(into: Path) -> Path:
     return next(p for p in into.rglob("sys") if p.is_dir()).parent
 
 
-def time_to_device_list(sysroot: Path, runs: int, folder: Path, tree: Path = REPO
-                        ) -> tuple[list[float], list[float]]:
-    """Seconds from start to the first painted device screen (its column headers), and to the
-    filled device list (its "N devices (...)" title), for `runs` starts of the advisor imported
-    from `tree` (this checkout, or a --baseline one)."""
-    socket = str(folder / f"tmux-{'base' if tree != REPO else 'ours'}.sock")
-    painted, filled = [], []
+def _cpu_ms(pid: str) -> float:
+    """CPU time (user + system) a process has used so far, in ms (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def time_to_device_list(sysroot: Path, runs: int, folder: Path, trees: list[Path]
+                        ) -> dict[Path, tuple[list[float], list[float], list[float]]]:
+    """For each of `trees` (this checkout, and a --baseline one), `runs` starts of the advisor
+    imported from it, interleaved (the load moves them alike): seconds from start to the first
+    painted device screen (its column headers), the process's CPU seconds at that moment (what
+    the machine's load does not inflate; read within a poll of the paint), and seconds to the
+    filled device list (its "N devices (...)" title)."""
+    socket = str(folder / "tmux.sock")
+    found = {tree: ([], [], []) for tree in trees}
     try:
         # The tmux server itself is started first, so its start-up is not counted.
         subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", "keep", "sleep", "600"],
                        check=True)
         for i in range(runs):
-            session = f"s{i}"
-            started = time.perf_counter()
-            subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", session, "-x", "120",
-                            "-y", "40", "-c", str(tree), "env", "-u", "COLUMNS", "-u", "LINES",
-                            "TERM=xterm-256color", f"PYTHONPATH={tree}", sys.executable, "-m",
-                            "advisor", "--sysroot", str(sysroot)],
-                           check=True)
-            first: float | None = None
-            while True:
-                screen = subprocess.run(["tmux", "-S", socket, "capture-pane", "-p", "-t", session],
-                                        capture_output=True, text=True, check=False).stdout
-                now = time.perf_counter() - started
-                if first is None and "STATE" in screen:
-                    first = now
-                if "STATE" in screen and "devices (" in screen:
-                    painted.append(first if first is not None else now)
-                    filled.append(now)
-                    break
-                if now > 60:
-                    raise SystemExit(f"no device list after 60 s:\n{screen}")
-                time.sleep(0.01)
-            subprocess.run(["tmux", "-S", socket, "send-keys", "-t", session, "q"], check=False)
-            time.sleep(0.3)
+            for j, tree in enumerate(trees):
+                painted, cpu, filled = found[tree]
+                session = f"s{i}-{j}"
+                started = time.perf_counter()
+                subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", session, "-x",
+                                "120", "-y", "40", "-c", str(tree), "env", "-u", "COLUMNS", "-u",
+                                "LINES", "TERM=xterm-256color", f"PYTHONPATH={tree}",
+                                sys.executable, "-m", "advisor", "--sysroot", str(sysroot)],
+                               check=True)
+                pid = subprocess.run(["tmux", "-S", socket, "display", "-p", "-t", session,
+                                      "#{pane_pid}"], capture_output=True, text=True,
+                                     check=True).stdout.strip()
+                first: float | None = None
+                while True:
+                    screen = subprocess.run(["tmux", "-S", socket, "capture-pane", "-p", "-t",
+                                             session], capture_output=True, text=True,
+                                            check=False).stdout
+                    now = time.perf_counter() - started
+                    if first is None and "STATE" in screen:
+                        first = now
+                        cpu.append(_cpu_ms(pid) / 1000)
+                    if "STATE" in screen and "devices (" in screen:
+                        painted.append(first if first is not None else now)
+                        if first is None:
+                            cpu.append(_cpu_ms(pid) / 1000)
+                        filled.append(now)
+                        break
+                    if now > 60:
+                        raise SystemExit(f"no device list after 60 s:\n{screen}")
+                    time.sleep(0.01)
+                subprocess.run(["tmux", "-S", socket, "send-keys", "-t", session, "q"],
+                               check=False)
+                time.sleep(0.3)
     finally:
         subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, check=False)
-    return painted, filled
+    return found
 
 
 BREAKDOWN = """
@@ -151,6 +175,8 @@ async def time_key_to_proposal(sysroot: Path, runs: int) -> tuple[list[float], l
             started = time.perf_counter()
             await pilot.press(digit)  # returns only once the app is idle again
             while not shown_at:
+                if time.perf_counter() - started > 30:  # typed digits beyond what it takes
+                    raise SystemExit(f"no new proposal 30 s after key {i + 1}: fewer --runs")
                 await asyncio.sleep(0.002)
             key_times.append(shown_at[0] - started)
             t = time.perf_counter()
@@ -184,16 +210,21 @@ def main() -> int:
         sysroot = args.sysroot or unpack_default(Path(tmp))
         print(f"sysroot {sysroot}, {os.cpu_count()} CPUs, load average "
               f"{os.getloadavg()[0]:.2f} (5 min: {os.getloadavg()[1]:.2f})")
-        painted, filled = time_to_device_list(sysroot, args.runs, Path(tmp))
+        trees = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
+        found = time_to_device_list(sysroot, args.runs, Path(tmp), trees)
+        painted, cpu, filled = found[REPO]
         show("start to first paint (the device screen)", painted, 0.3)
+        show("  CPU time of the advisor at first paint", cpu)
         show("start to the filled device list", filled)
         if args.baseline:
             base = args.baseline.resolve()
-            base_painted, base_filled = time_to_device_list(sysroot, args.runs, Path(tmp), base)
+            base_painted, base_cpu, base_filled = found[base]
             show(f"baseline {base}: start to first paint", base_painted)
+            show("  baseline: CPU time at first paint", base_cpu)
             show("baseline: start to the filled device list", base_filled)
             print(f"first paint: {statistics.median(painted) / statistics.median(base_painted):.2f}"
-                  "x the baseline's (medians)")
+                  f"x the baseline's (medians), CPU at first paint "
+                  f"{statistics.median(cpu) / statistics.median(base_cpu):.2f}x")
         print(f"load average after the starts: {os.getloadavg()[0]:.2f}")
         print("  " + startup_breakdown(sysroot).strip().replace("\n", "\n  "))
         keys, engine = asyncio.run(time_key_to_proposal(sysroot, args.runs * 2))

@@ -177,3 +177,22 @@ def test_profile_without_a_workload_file_imports_no_toml_writer(tmp_path: Path) 
     bad = [m for m in modules if _forbidden(m, ("tomlkit", "advisor.profile.workload_file",
                                                 "textual", "advisor.engine", "sh"))]
     assert not bad, f"profile --json imported {bad}"
+
+
+#: What a proposal without a subcommand (`xfs-advisor --json --device D`, the command people
+#: script) has no use for: the other subcommands' modules, and the import costs the runner once
+#: paid (sh: asyncio and the package metadata reader, 20-45 ms of CPU each start).
+PROPOSAL_NEVER_IMPORTS = ("textual", "advisor.tui", "advisor.bench", "advisor.audit",
+                          "advisor.profile", "sh", "asyncio", "importlib.metadata", "statistics")
+
+
+def test_a_proposal_imports_no_other_subcommand(tmp_path: Path) -> None:
+    from tests.inspect.sysfs_builder import Dev, write_tree
+
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    modules = _devices_imports(["--json", "--sysroot", str(root), "--device", "sda"])
+    assert "advisor.engine.decide" in modules  # the check sees a proposal being made
+    commands = {m for m in modules if m.startswith("advisor.commands.")}
+    assert commands == {"advisor.commands.parser", "advisor.commands.propose"}
+    bad = [m for m in modules if _forbidden(m, PROPOSAL_NEVER_IMPORTS)]
+    assert not bad, f"a proposal imported {bad}"

@@ -64,3 +64,54 @@ def test_an_explicit_description_wins() -> None:
     one, two = Sample(needed="x"), Sample(needed="y")
     one.items.append(1)
     assert (one.items, two.items) == ([1], []) and fields["items"].description
+
+
+def test_a_class_whose_lines_go_on_at_the_margin_is_still_read(tmp_path: object) -> None:
+    """Only a class's own lines are parsed; where they cannot be told from the indentation (a
+    string or a bracket going on at the margin, a name used twice), the whole file is, and the
+    descriptions are the same as pydantic's own."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    source = '''from pydantic import Field
+from advisor.models.base import Model
+
+
+class AtTheMargin(Model):
+    first: int = 1
+    """First,
+on two lines."""
+    second: list[int] = Field(
+default_factory=list)
+    """Second."""
+
+
+class Twice(Model):
+    x: int = 0
+    """The outer one."""
+
+    class Twice(Model):
+        y: int = 0
+        """The inner one."""
+
+
+class Plain(Model):
+    z: int = 0
+    """Plain."""
+'''
+    path = Path(str(tmp_path)) / "margin_models.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("margin_models", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["margin_models"] = module
+    try:
+        spec.loader.exec_module(module)
+        for cls in (module.AtTheMargin, module.Twice, module.Twice.Twice, module.Plain):
+            expected = extract_docstrings_from_cls(cls, use_inspect=True)
+            assert expected, cls.__qualname__
+            assert {n: f.description for n, f in cls.model_fields.items()
+                    if n in expected} == expected, cls.__qualname__
+    finally:
+        del sys.modules["margin_models"]

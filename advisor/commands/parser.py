@@ -91,9 +91,11 @@ def requested_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, subcommands: bool = True
+                 ) -> argparse.ArgumentParser:
     """The whole parser, or (with `only`) just the one subcommand being run: importing every
-    command module and the workload model costs more than the rest of `devices --json`."""
+    command module and the workload model costs more than the rest of `devices --json`. Without
+    `subcommands`: the options of a run without one (a proposal, the interactive advisor)."""
     parser = Parser(
         prog="xfs-advisor",
         description="Propose mkfs.xfs and mount options for a device and a workload, "
@@ -105,7 +107,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = common_options(suppress=True)
-    for name in (only,) if only else COMMANDS:
+    for name in (only,) if only else COMMANDS if subcommands else ():
         load(name).register(sub, common)
     for command in sub.choices.values():
         # Every subcommand's --help ends with the exit codes, unless it has words of its own there.
@@ -117,3 +119,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         load("propose").add_options(parser)
         load("propose").add_output_options(parser)
     return parser
+
+
+def _asks_for_help(argv: Sequence[str]) -> bool:
+    """-h, --help, or an abbreviation argparse would take for it (--he)."""
+    for token in argv:
+        if token == "--":
+            return False
+        if token.startswith(("-h", "--h")):
+            return True
+    return False
+
+
+def parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The command line parsed, by the smallest parser that knows it: its subcommand's alone;
+    without a subcommand (a proposal, the interactive advisor: their start-up is what people
+    feel), no subcommand module at all, unless help is asked for (it lists them). A command line
+    that parser refuses is parsed again by the whole one, whose error names the subcommands."""
+    only = requested_command(argv)
+    if only is None and not _asks_for_help(argv):
+        parser = build_parser(subcommands=False)
+        try:
+            return parser, parser.parse_args(argv)
+        except BadInput:
+            pass
+    parser = build_parser(only=only)
+    return parser, parser.parse_args(argv)

@@ -134,9 +134,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise BadInput("which device? give --device DEV (or --device-file FILE)")
     inspected = time.perf_counter()
-    env = session.environment
     phases: dict[str, float] = {}
+    # The environment is read inside: after the dry run of the defaults is started, so that
+    # `mkfs.xfs -V` runs beside it.
     proposal = session.propose(device, workload, timings=phases)
+    env = session.environment
     done = time.perf_counter()
     timings = {"imports": imported - started, "inspection": inspected - imported,
                "environment": done - inspected - sum(phases.values()), **phases,

@@ -4,9 +4,9 @@ unknown fields are an error (a typo in a workload or rule file must not pass sil
 The docstrings are read by `Documented` rather than pydantic's `use_attribute_docstrings`, which
 finds each class's source by walking the interpreter's frames and asking `inspect.getmodule` of
 each (a scan of every loaded module, per frame, per class), then parses the class again: a sixth
-of the start-up of every command. Here each module's source is parsed once, for all its classes,
-and the descriptions become ordinary `Field(description=...)` before pydantic collects the
-fields, so schemas, help texts and the TUI read exactly what they read before
+of the start-up of every command. Here each module's source is read once, only each class's own
+lines are parsed, and the descriptions become ordinary `Field(description=...)` before pydantic
+collects the fields, so schemas, help texts and the TUI read exactly what they read before
 (tests/test_model_docs.py compares them with pydantic's own extraction)."""
 
 from __future__ import annotations
@@ -14,17 +14,31 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import re
 import sys
+import textwrap
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 
+def _docs_of(node: ast.ClassDef) -> dict[str, str]:
+    """{attribute: docstring} of one class: a string statement right after an annotated
+    assignment documents it, as pydantic reads it."""
+    docs: dict[str, str] = {}
+    for first, then in zip(node.body, node.body[1:], strict=False):
+        if isinstance(first, ast.AnnAssign) and isinstance(first.target, ast.Name) \
+                and isinstance(then, ast.Expr) \
+                and isinstance(then.value, ast.Constant) \
+                and isinstance(then.value.value, str):
+            docs[first.target.id] = inspect.cleandoc(then.value.value)
+    return docs
+
+
 @functools.cache
 def _module_docstrings(filename: str) -> dict[str, dict[str, str]]:
-    """Class qualname -> {attribute: docstring} for every class in a source file: a string
-    statement right after an annotated assignment documents it, as pydantic reads it."""
+    """Class qualname -> {attribute: docstring} for every class in a source file."""
     try:
         with open(filename, encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename)
@@ -35,20 +49,60 @@ def _module_docstrings(filename: str) -> dict[str, dict[str, str]]:
     def walk(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
             if isinstance(node, ast.ClassDef):
-                docs: dict[str, str] = {}
-                for first, then in zip(node.body, node.body[1:], strict=False):
-                    if isinstance(first, ast.AnnAssign) and isinstance(first.target, ast.Name) \
-                            and isinstance(then, ast.Expr) \
-                            and isinstance(then.value, ast.Constant) \
-                            and isinstance(then.value.value, str):
-                        docs[first.target.id] = inspect.cleandoc(then.value.value)
-                found[prefix + node.name] = docs
+                found[prefix + node.name] = _docs_of(node)
                 walk(node.body, f"{prefix}{node.name}.")
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 walk(node.body, f"{prefix}{node.name}.<locals>.")
 
     walk(tree.body, "")
     return found
+
+
+_CLASS_LINE = re.compile(r"^( *)class (\w+)\b", re.MULTILINE)
+
+
+@functools.cache
+def _class_lines(filename: str) -> tuple[list[str], dict[str, list[int]]] | None:
+    """A source file's lines, and where each `class NAME` line is (by name)."""
+    try:
+        with open(filename, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, ValueError):
+        return None
+    lines = text.split("\n")
+    starts: dict[str, list[int]] = {}
+    for match in _CLASS_LINE.finditer(text):
+        starts.setdefault(match.group(2), []).append(text.count("\n", 0, match.start()))
+    return lines, starts
+
+
+def _class_docstrings(filename: str, qualname: str) -> dict[str, str]:
+    """{attribute: docstring} of one class. Only the class's own lines are parsed when they can
+    be told (the file's one `class NAME` line and the lines under it, up to the first statement
+    indented no deeper): a rule module is mostly functions, and parsing it whole for its
+    parameters' class was most of its import. Cut anywhere else (inside a bracket or a string
+    that goes on at the margin), the lines do not parse, and the whole file is parsed."""
+    found = _class_lines(filename) if "<locals>" not in qualname else None
+    if found is not None:
+        lines, starts = found
+        where = starts.get(qualname.rpartition(".")[2], [])
+        if len(where) == 1:
+            first = where[0]
+            indent = len(lines[first]) - len(lines[first].lstrip(" "))
+            end = first + 1
+            while end < len(lines):
+                text = lines[end].lstrip(" ")
+                if text and not text.startswith(("#", ")", "]")) \
+                        and len(lines[end]) - len(text) <= indent:
+                    break
+                end += 1
+            try:
+                tree = ast.parse(textwrap.dedent("\n".join(lines[first:end])))
+            except (SyntaxError, ValueError):
+                tree = None
+            if tree is not None and len(tree.body) == 1 and isinstance(tree.body[0], ast.ClassDef):
+                return _docs_of(tree.body[0])
+    return _module_docstrings(filename).get(qualname, {})
 
 
 class Documented:
@@ -61,7 +115,7 @@ class Documented:
         # made in some module) would otherwise parse its maker's whole source for nothing.
         module = sys.modules.get(cls.__module__) if annotations else None
         filename = getattr(module, "__file__", None)
-        docs = _module_docstrings(filename).get(cls.__qualname__, {}) if filename else {}
+        docs = _class_docstrings(filename, cls.__qualname__) if filename else {}
         for name, doc in docs.items():
             if name not in annotations or name.startswith("_") or \
                     str(annotations[name]).startswith(("ClassVar", "typing.ClassVar")):

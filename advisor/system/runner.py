@@ -1,5 +1,7 @@
 """Every external command goes through here: argv lists (never a shell string), a timeout, and
-stderr captured for the error message. Built on `sh`."""
+stderr captured for the error message. Built on the standard library's subprocess: `sh` would
+cost 20-45 ms of import (asyncio, importlib.metadata) and a fork in Python per command, most of
+a proposal's start-up, for features the runner does not use."""
 
 from __future__ import annotations
 
@@ -7,14 +9,13 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
-
-import sh
 
 from advisor.errors import ToolProblem
 from advisor.signals import install_handlers, restore_handlers
@@ -68,13 +69,13 @@ def _text(output: str | bytes) -> str:
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
     """Within the block (in the main thread), a signal with a Python handler is noted, and its
-    handler called once the block is done. sh forks in Python, and the interpreter runs
-    Python callbacks around a fork (logging's _acquireLock/_releaseLock): an exception a
-    handler raises inside one is printed as "Exception ignored in: <function _releaseLock>"
-    and dropped, so a Ctrl-C there was lost (the run went on and exited 0) and could leave
-    logging's lock held. Deferred, it is raised right after the fork, where `finally` and
-    main() see it. Signals without a Python handler (SIG_DFL, SIG_IGN) are the kernel's
-    business and stay as they are."""
+    handler called once the block is done. A command is started in one block: an interrupt
+    raised halfway through (between the fork and the moment the process is known to the runner,
+    or, were a fork ever made in Python, inside the interpreter's at-fork callbacks, where it is
+    printed as "Exception ignored" and dropped) would lose the process or the interrupt.
+    Deferred, it is raised right after the start, where `finally` and main() see it. Signals
+    without a Python handler (SIG_DFL, SIG_IGN) are the kernel's business and stay as they
+    are."""
     if threading.current_thread() is not threading.main_thread():
         yield  # handlers run only in the main thread: nothing to defer in a worker
         return
@@ -129,25 +130,80 @@ def command_env() -> dict[str, str]:
     return env
 
 
-def _spawn(cmd: sh.Command, argv: list[str], input: str | None, cwd: str | None,
-           own_group: bool) -> Any:
-    """Start the command in the background (sh forks and execs it), in command_env()."""
-    return cmd(
-        *argv[1:],
-        _bg=True,
-        _env=command_env(),
-        # A command ended by a signal (SIGKILL from the timer, or the terminal's SIGINT or
-        # SIGHUP, which reaches the whole process group) is a failed result, not an
-        # exception: clean-up retries it.
-        _ok_code=[*range(256), *(-int(s) for s in signal.valid_signals() if 0 < s < 65)],
-        _in=input,
-        _cwd=cwd,
-        _new_group=own_group,
-        _return_cmd=True,
-        _tty_out=False,
-        _encoding="utf-8",
-        _decode_errors="replace",
-    )
+class Process:
+    """A started command, its output collected by a thread as it runs (a command that fills a
+    pipe is never blocked by a reader that waits for its exit first)."""
+
+    def __init__(self, argv: list[str], input: str | None, cwd: str | None,
+                 own_group: bool) -> None:
+        popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=command_env(),
+            cwd=cwd,
+            # Its own group is made by the child itself, in Python (which makes subprocess fork
+            # rather than vfork): until then the child still has the advisor's signal handlers,
+            # so a Ctrl-C sent to the whole group in that instant is noted, not fatal. With
+            # process_group=0 the child resets them to the defaults first, and clean-up's
+            # `losetup` died of the second of a stream of Ctrl-Cs (2 runs in 4).
+            preexec_fn=os.setpgrp if own_group else None,
+        )
+        self.pid = popen.pid
+        self._popen: subprocess.Popen[bytes] | None = popen
+        self._returncode: int | None = None
+        self._output: tuple[bytes, bytes] = (b"", b"")
+        self._done = threading.Event()
+        threading.Thread(target=self._collect, args=(popen, input), daemon=True,
+                         name=f"output of {os.path.basename(argv[0])}").start()
+
+    def _collect(self, popen: subprocess.Popen[bytes], input: str | None) -> None:
+        try:
+            self._output = popen.communicate(None if input is None else input.encode())
+        finally:
+            self._returncode = popen.returncode
+            # The Popen is let go here, so that its finalizer (Python code) runs in this thread:
+            # in the main one, a Ctrl-C landing inside it would be printed and dropped.
+            self._popen = None
+            self._done.set()
+
+    def is_alive(self) -> bool:
+        return not self._done.is_set()
+
+    def kill(self) -> None:
+        """SIGKILL, unless it has been reaped (the reader reaps it). By its pid, as
+        Popen.kill() does, without taking a reference to the Popen: taken here, the last one
+        could be dropped in the caller's thread, the killed process's reader being done."""
+        if not self._done.is_set():
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until the command has exited and its output is read; TimeoutError after `timeout`
+        seconds. Interruptible: Ctrl-C (and an ending signal) is raised here at once."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"pid {self.pid} still running after {timeout}s")
+
+    @property
+    def exit_code(self) -> int:
+        """The exit status, or minus the signal that ended it (once wait() has returned)."""
+        return -1 if self._returncode is None else self._returncode
+
+    @property
+    def stdout(self) -> str:
+        return _text(self._output[0])
+
+    @property
+    def stderr(self) -> str:
+        return _text(self._output[1])
+
+
+def _spawn(exe: str, argv: list[str], input: str | None, cwd: str | None,
+           own_group: bool) -> Process:
+    """Start the command in the background, in command_env(). A command ended by a signal
+    (SIGKILL from the timer, or the terminal's SIGINT or SIGHUP, which reaches the whole
+    process group) is a failed result, not an exception: clean-up retries it."""
+    return Process([exe, *argv[1:]], input, cwd, own_group)
 
 
 def run(
@@ -170,50 +226,48 @@ def run(
         package = DEBIAN_PACKAGES.get(os.path.basename(argv[0]))
         raise ToolProblem(f"{argv[0]} not found: install it"
                           + (f" (Debian: apt-get install {package})" if package else ""))
-    cmd = sh.Command(exe)
+    # A timer kills the command at the timeout, and wait() returns as soon as it exits.
     try:
-        # sh's own timeouts poll in 0.1 s steps, adding ~100 ms to every command: a timer kills
-        # the command instead, and wait() returns as soon as it exits.
         with signals_deferred():
-            proc = _spawn(cmd, argv, input, cwd, own_group)
-        timed_out = threading.Event()
+            proc = _spawn(exe, argv, input, cwd, own_group)
+    except OSError as err:  # found by which() but not runnable (permissions, a bad binary)
+        raise ToolProblem(f"{argv[0]}: cannot run {exe}: {err.strerror or err}") from None
+    timed_out = threading.Event()
 
-        def kill() -> None:
-            timed_out.set()
+    def kill() -> None:
+        timed_out.set()
+        with contextlib.suppress(ProcessLookupError, OSError):
+            proc.kill()
+
+    if not own_group:
+        _running[id(proc)] = proc
+        if _stopping.is_set():  # the advisor is ending: stop_children may have missed it
             with contextlib.suppress(ProcessLookupError, OSError):
                 proc.kill()
 
+    timer = threading.Timer(timeout, kill) if timeout else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    try:
+        proc.wait()
+    except BaseException:
+        # Interrupted while waiting (an ending signal raised in this thread): the command
+        # is not left running on its own, unless it is clean-up, kept out of reach on
+        # purpose (own_group).
         if not own_group:
-            _running[id(proc)] = proc
-            if _stopping.is_set():  # the advisor is ending: stop_children may have missed it
-                with contextlib.suppress(ProcessLookupError, OSError):
-                    proc.kill()
-
-        timer = threading.Timer(timeout, kill) if timeout else None
+            kill()
+            # Reaped before the signal goes on: a command still exiting holds what it had
+            # open (a loop device that clean-up is about to detach is busy until then).
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=KILLED_WAIT)
+        raise
+    finally:
+        _running.pop(id(proc), None)
         if timer:
-            timer.daemon = True
-            timer.start()
-        try:
-            proc.wait()
-        except BaseException:
-            # Interrupted while waiting (an ending signal raised in this thread): the command
-            # is not left running on its own, unless it is clean-up, kept out of reach on
-            # purpose (own_group).
-            if not own_group:
-                kill()
-                # Reaped before the signal goes on: a command still exiting holds what it had
-                # open (a loop device that clean-up is about to detach is busy until then).
-                with contextlib.suppress(Exception):
-                    proc.wait(timeout=KILLED_WAIT)
-            raise
-        finally:
-            _running.pop(id(proc), None)
-            if timer:
-                timer.cancel()
-        if timed_out.is_set():
-            raise sh.TimeoutException(None, " ".join(argv))
-    except sh.TimeoutException as exc:
-        raise ToolProblem(f"{' '.join(argv)} timed out after {timeout:g}s") from exc
+            timer.cancel()
+    if timed_out.is_set():
+        raise ToolProblem(f"{' '.join(argv)} timed out after {timeout:g}s")
     result = Result(
         argv=tuple(argv),
         returncode=int(proc.exit_code),
@@ -236,7 +290,7 @@ class Background:
             raise ToolProblem(f"{argv[0]} not found")
         self.argv = argv
         with signals_deferred():
-            self._proc = _spawn(sh.Command(exe), argv, None, None, True)
+            self._proc = _spawn(exe, argv, None, None, True)
 
     @property
     def pid(self) -> int:

@@ -179,10 +179,14 @@ class AdvisorApp(App[int]):
         for name in STEPS:
             self.add_mode(name, _screen_factory(name))
         self.switch_mode(self._start)
-        if self._first_inventory is not None:
-            self._read_devices_first()
-        if self._follow_hotplug:
+        if self._follow_hotplug:  # before any scan: no event falls between the two
             self._start_hotplug()
+        if self._first_inventory is not None:
+            self.state.reading_devices = True  # the first frame says so
+            # Started once the first frame is drawn: a thread started now would hold the
+            # interpreter half the time while the screen is laid out (the scan's imports and
+            # reads), and the first paint waited for it.
+            self.call_after_refresh(self._read_devices_first)
 
     # ---- the first scan, after the first paint ----
 

@@ -123,7 +123,8 @@ def test_perf_record_samples_one_hit_in_the_period_only_without_the_period_field
 
 
 def test_observe_hides_the_sysroot_it_refuses(capsys: pytest.CaptureFixture[str]) -> None:
-    from advisor.cli import build_parser, main
+    from advisor.cli import main
+    from advisor.commands.parser import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

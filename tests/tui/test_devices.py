@@ -158,6 +158,38 @@ async def test_the_list_paints_before_the_scan_ends_and_fills_in_after() -> None
         assert any(b.text in drawn for b in badges(tree_rows(fixed)[0].device)), drawn
 
 
+async def test_the_first_scan_starts_once_the_screen_is_drawn() -> None:
+    """The scan's thread would share the interpreter with the first layout and paint: it is
+    started after the first refresh, when the list has been laid out (and drawn)."""
+    from advisor.session import Session
+    from advisor.tui.app import build_app
+
+    session = Session(inventory=build_inventory())
+    fixed = session.inventory()
+    seen: list[tuple[int, int]] = []
+
+    def scan(**_kwargs: object) -> object:
+        try:
+            region = app.screen.query_one("#device-table", DataTable).region
+            seen.append((region.width, region.height))
+        except Exception:  # no screen or no list yet
+            seen.append((0, 0))
+        return fixed
+
+    session.inventory = scan  # type: ignore[assignment,method-assign]
+    app = build_app(session, scan_after_paint=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(200):
+            if not app.state.reading_devices:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert len(seen) == 1
+        width, height = seen[0]
+        assert width > 0 and height > 0, "the scan started before the list was laid out"
+        assert app.screen.query_one("#device-table", DataTable).row_count
+
+
 async def test_a_failed_first_scan_is_said_on_screen() -> None:
     from advisor.errors import DeviceProblem
     from advisor.session import Session

@@ -52,6 +52,12 @@ def _wait_for(capture: Callable[[], str], wanted: Callable[[str], bool], what: s
     raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
 
 
+def _list_filled(screen: str) -> bool:
+    """The device list drawn and filled in (its "N devices (...)" title): the first scan starts
+    once the empty list is drawn, so its column headers alone say it is not read yet."""
+    return "STATE" in screen and re.search(r"\d+ devices? \(", screen) is not None
+
+
 def test_devices_to_proposal_in_tmux_matches_json(tmux: Callable[..., str],
                                                   shared_dumps: dict[str, Path],
                                                   tmp_path: Path) -> None:
@@ -108,7 +114,7 @@ def test_no_color_gives_a_grey_screen(tmux: Callable[..., str], shared_dumps: di
     tmux("new-session", "-d", "-s", "advisor", "-x", "100", "-y", "30", "env", "-u", "COLUMNS",
          "-u", "LINES", "-u", "NO_COLOR", *env, "TERM=xterm-256color", "COLORTERM=truecolor",
          str(XFS_ADVISOR), "--sysroot", str(sysroot))
-    _wait_for(lambda: tmux("capture-pane", "-p", "-t", "advisor"), lambda s: "STATE" in s,
+    _wait_for(lambda: tmux("capture-pane", "-p", "-t", "advisor"), _list_filled,
               "the device list")
     time.sleep(0.5)
     colours = _colours(tmux("capture-pane", "-p", "-e", "-t", "advisor"))
@@ -135,7 +141,7 @@ def _start_a_loop_run(tmux: Callable[..., str], tmp_path: Path, after: str) -> P
     tmux("new-session", "-d", "-s", "advisor", "-x", "160", "-y", "45",
          f"{_live_tui(tmp_path)}; {after}")
     screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
-    _wait_for(screen, lambda s: "STATE" in s, "the device list")
+    _wait_for(screen, _list_filled, "the device list")
     tmux("send-keys", "-t", "advisor", "F5")
     _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
     tmux("send-keys", "-t", "advisor", "C-r")
@@ -173,7 +179,7 @@ def test_a_killed_run_is_recovered_and_said(tmux: Callable[..., str], tmp_path: 
                                check=True).stdout.split()
         assert len(first) == 1, first
         os.kill(int(first[0]), signal.SIGKILL)
-        _wait_for(screen, lambda s: "STATE" in s, "the second TUI's device list")
+        _wait_for(screen, _list_filled, "the second TUI's device list")
         assert leftovers(loop_dir), "the killed run left nothing: the test proves nothing"
         tmux("send-keys", "-t", "advisor", "F5")
         _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
@@ -213,7 +219,7 @@ def _start(tmux: Callable[..., str], sysroot: Path, size: tuple[int, int], *env:
          "env", "-u", "COLUMNS", "-u", "LINES", "-u", "NO_COLOR", "TERM=xterm-256color",
          "COLORTERM=truecolor", *env, str(XFS_ADVISOR), "--sysroot", str(sysroot))
     screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
-    _wait_for(screen, lambda s: "STATE" in s, "the device list")
+    _wait_for(screen, _list_filled, "the device list")
     return screen
 
 
@@ -417,7 +423,7 @@ def test_a_refused_target_says_why_and_cannot_start(tmux: Callable[..., str],
         tmux("new-session", "-d", "-s", "advisor", "-x", "160", "-y", "45",
              _live_tui(tmp_path))
         screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
-        _wait_for(screen, lambda s: "STATE" in s, "the device list")
+        _wait_for(screen, _list_filled, "the device list")
         _keys(tmux, "F5")
         _wait_for(screen, lambda s: "Command plan" in s, "the validation screen")
         _keys(tmux, "Tab")

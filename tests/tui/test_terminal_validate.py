@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import force_clean, leftovers, loop_device, require_root_tools, sh
-from tests.tui.test_terminal import _live_tui, _wait_for, tmux
+from tests.tui.test_terminal import _list_filled, _live_tui, _wait_for, tmux
 
 __all__ = ["tmux"]  # the fixture, used by name
 
@@ -29,7 +29,7 @@ def test_run_state_and_footer_at_80x24(tmux: Callable[..., str], tmp_path: Path)
     screen = lambda: tmux("capture-pane", "-p", "-t", "advisor")  # noqa: E731
     footer = lambda: screen().rstrip("\n").splitlines()[-1]  # noqa: E731
     try:
-        _wait_for(screen, lambda s: "STATE" in s, "the device list", 60)
+        _wait_for(screen, _list_filled, "the device list", 60)
         tmux("send-keys", "-t", "advisor", "F5")
         _wait_for(screen, lambda s: "Command plan" in s, "the validation screen", 60)
         idle = _wait_for(footer, lambda s: "^r Run" in s, "ctrl+r in the footer")
@@ -80,7 +80,7 @@ def _validate_on(tmux: Callable[..., str], tmp_path: Path, name: str) -> Callabl
     tmux("new-session", "-d", "-s", "advisor", "-x", "80", "-y", "24",
          f"{_live_tui(tmp_path)}; sleep 60")
     screen = lambda: _flat(tmux("capture-pane", "-p", "-t", "advisor"))  # noqa: E731
-    _wait_for(screen, lambda s: "STATE" in s, "the device list", 60)
+    _wait_for(screen, _list_filled, "the device list", 60)
     tmux("send-keys", "-t", "advisor", "F5")
     _wait_for(screen, lambda s: "Command plan" in s, "the validation screen", 60)
     _choose_target(tmux, name)

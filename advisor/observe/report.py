@@ -54,6 +54,11 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
     if fs.allocations_per_ag and any(fs.allocations_per_ag):
         lines.append("  extents allocated per AG: " + ", ".join(
             f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
+    if fs.ag_header_locks:
+        waited = fs.ag_header_locks_waited or 0
+        lines.append(f"  AG header (AGF, AGI) locks: {fs.ag_header_locks:,}, of which "
+                     f"{waited:,} ({100 * waited / fs.ag_header_locks:.1f}%) found the header "
+                     "held and waited (for how long is not timed)")
     if fs.forms is not None and (fs.forms.largest_directory_form
                                  or fs.forms.attribute_sets_inline or fs.forms.attribute_spills):
         f = fs.forms

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from advisor.errors import ToolProblem
+from advisor.models.proposal import MkfsGeometry
 from advisor.system import argv
 from advisor.system.runner import Background, Result, run, which
 
@@ -59,6 +60,15 @@ EVENTS: dict[str, str] = {
 #: evaluates on every allocation).
 AG_EVENT = "xfs:xfs_alloc_vextent_finish"
 MAX_AGS_COUNTED = 32
+#: A thread about to take a buffer's lock, whether it waits or not (xfs_buf_lock: the lock's
+#: semaphore count, 1 free, 0 held, is its `lockval`). Counted twice over the AGs' headers
+#: (the AGF, free space, and the AGI, inodes: the locks creates, removes and extent
+#: allocations take in each AG), up to MAX_AGS_COUNTED AGs: every lock, and those that found
+#: the header held by another and so waited for it. How long each waited is not timed:
+#: xfs_buf_lock_done fires alike after a wait and without one, so timing the waits takes a
+#: record of every AG header lock (about one per transaction), the cost that made the
+#: transaction record sampled.
+LOCK_EVENT = "xfs:xfs_buf_lock"
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
 #: tree), with the inode, the name's and the value's length: recorded, every hit, over the
@@ -173,13 +183,33 @@ def parse_log_space_waits(text: str) -> tuple[list[float], int]:
     return waits, len(asleep)
 
 
-def parse_per_ag(text: str) -> list[int]:
-    """The AG_EVENT counts of `perf stat -x,` output, in the order perf printed them (the order
-    they were asked in: AG 0, 1, ...); empty when any of them could not be counted."""
+def ag_header_daddrs(g: MkfsGeometry) -> list[int]:
+    """The disk addresses (512-byte units) of each AG's AGF and AGI: the AG's first block, then
+    its second and third sectors (XFS_AGF_DADDR, XFS_AGI_DADDR)."""
+    sector = g.sector_size // 512
+    per_ag = g.agsize_blocks * (g.block_size // 512)
+    return [n * per_ag + k * sector for n in range(g.agcount) for k in (1, 2)]
+
+
+def ag_header_filters(device: str, g: MkfsGeometry | None) -> list[tuple[str, str]]:
+    """LOCK_EVENT twice, on the AG headers' addresses: every lock, and those that found the
+    header held (none past MAX_AGS_COUNTED AGs: each address is a comparison the kernel makes
+    on every buffer lock)."""
+    if g is None or g.agcount > MAX_AGS_COUNTED:
+        return []
+    headers = " || ".join(f"bno == {daddr}" for daddr in ag_header_daddrs(g))
+    return [(LOCK_EVENT, f"{device} && ({headers})"),
+            (LOCK_EVENT, f"{device} && lockval == 0 && ({headers})")]
+
+
+def parse_per_ag(text: str, event: str = AG_EVENT) -> list[int]:
+    """The counts of `event` (AG_EVENT: one per AG) in `perf stat -x,` output, in the order
+    perf printed them (the order they were asked in: AG 0, 1, ...); empty when any of them
+    could not be counted."""
     counts: list[int] = []
     for line in text.splitlines():
         fields = line.split(",")
-        if len(fields) >= 3 and fields[2] == AG_EVENT:
+        if len(fields) >= 3 and fields[2] == event:
             if not fields[0].isdigit():
                 return []
             counts.append(int(fields[0]))
@@ -254,8 +284,10 @@ class Counting:
     attributes: dict[int, tuple[int, int]] = field(default_factory=dict)
     waits: list[float] = field(default_factory=list)
     waits_unfinished: int = 0
-    agcount: int | None = None
+    geometry: MkfsGeometry | None = None
     per_ag: list[int] = field(default_factory=list)
+    ag_header_locks: tuple[int, int] | None = None
+    """(AG header locks taken, those that found the header held), when counted."""
     writer_seconds: float = WRITER_SECONDS
     period: int = WRITER_PERIOD
     _procs: list[Background] = field(default_factory=list)
@@ -286,13 +318,20 @@ class Counting:
             argv.perf_record((*ATTRIBUTE_EVENTS, *WAIT_EVENTS), flt, self._attribute_data,
                              self.writer_seconds))))
         self.wait_counting()
-        self._procs.insert(0, Background(_dies_with_us(
-            argv.perf_stat(list(EVENTS), flt, self.seconds, self._per_ag_filters(flt)))))
+        self._procs.insert(0, Background(_dies_with_us(self.stat_command())))
+
+    def stat_command(self) -> list[str]:
+        """The `perf stat` this counting runs: EVENTS, AG_EVENT per AG, LOCK_EVENT on the AG
+        headers."""
+        flt = device_filter(self.maj_min)
+        return argv.perf_stat(list(EVENTS), flt, self.seconds,
+                              [*self._per_ag_filters(flt), *ag_header_filters(flt, self.geometry)])
 
     def _per_ag_filters(self, device: str) -> list[tuple[str, str]]:
-        if not self.agcount or self.agcount > MAX_AGS_COUNTED:
+        g = self.geometry
+        if g is None or g.agcount > MAX_AGS_COUNTED:
             return []
-        return [(AG_EVENT, f"{device} && agno == {n}") for n in range(self.agcount)]
+        return [(AG_EVENT, f"{device} && agno == {n}") for n in range(g.agcount)]
 
     def wait_counting(self, timeout: float = 30.0) -> bool:
         """Return once every perf process counts: perf forks its workload first, opens the
@@ -321,6 +360,8 @@ class Counting:
                                       f"{result.first_error_line()}")
             self.totals = parse_totals(self._results[0].stderr)
             self.per_ag = parse_per_ag(self._results[0].stderr)
+            locks = parse_per_ag(self._results[0].stderr, LOCK_EVENT)
+            self.ag_header_locks = (locks[0], locks[1]) if len(locks) == 2 else None
             script = run(argv.perf_script_threads(self._data), check=True,
                          timeout=60 + self.seconds)
             self.samples = parse_samples(script.stdout)

@@ -694,3 +694,28 @@ def test_allocations_counted_per_ag(xfs: tuple[str, Path]) -> None:
     assert len(per_ag) == 4
     assert sum(per_ag) == rate(fs, "extent_allocations")["evidence"]["delta"] >= 200
     assert sum(1 for n in per_ag if n) >= 2, per_ag
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("xfs", [("-d", "agcount=2")], indirect=True, ids=["2-AGs"])
+def test_ag_header_locks_found_held_by_many_writers(xfs: tuple[str, Path]) -> None:
+    """8 writers creating and removing files on 2 AGs: the locks on the AGs' headers (AGF,
+    AGI) are counted in the kernel, at least one per inode allocated or freed in the window
+    (each takes its AG's AGI), and some found the header held by another writer; the
+    ag-concurrency finding gives both, and says the time they waited is not measured."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    code, doc, err = observe_while(mnt, CHURN, str(mnt / "churn"), "8", "3", seconds="3s")
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    locks, waited = fs["ag_header_locks"], fs["ag_header_locks_waited"]
+    creates = rate(fs, "creates")["evidence"]["delta"]
+    assert creates > 1000, creates
+    assert locks >= creates and 0 < waited < locks, (locks, waited, creates)
+    (finding,) = [f for f in fs["findings"] if f["rule"] == "ag-concurrency"]
+    assert (f"; {waited:,} of {locks:,} locks on the AG headers (AGF, AGI) found the header "
+            "held by another thread") in finding["message"], finding
+    assert "not measured: how long creates, removes and attribute sets waited" \
+        in finding["message"], finding
+    assert ("xfs:xfs_buf_lock on the AG headers, lockval == 0", waited) in [
+        (e["counter"], e["delta"]) for e in finding["evidence"]]

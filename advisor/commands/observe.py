@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from advisor.console import notice
+    from advisor.console import notice, out
     from advisor.observe.observation import Observer, document_from, recording_text, resolve
     from advisor.observe.report import render_text
     from advisor.system.files import write_text_atomically
@@ -145,10 +145,12 @@ def run(args: argparse.Namespace) -> int:
         if args.record:
             write_text_atomically(args.record, recording_text(recording), "recording")
     doc = document_from(recording)
+    # Command names, mount points and a replayed file's text are untrusted: out() shows every
+    # control, escape or bidi character escaped, in the page and in the JSON alike.
     if args.json:
-        print(json.dumps(doc.model_dump(mode="json"), indent=2))
+        out(json.dumps(doc.model_dump(mode="json"), indent=2) + "\n", as_json=True)
     else:
-        sys.stdout.write(render_text(doc))
+        out(render_text(doc))
     sys.stdout.flush()
     if args.record:
         notice(f"recorded the readings to {args.record}", args.json)

@@ -20,11 +20,13 @@ threads at start and fails outright on a busy host when one exits meanwhile.)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from advisor.errors import ToolProblem
@@ -169,18 +171,9 @@ def parse_log_space_waits(text: str) -> tuple[list[float], int]:
     """(the seconds each wait for log space took, the waits still asleep when the record
     ended) from `perf script --fields tid,time,event,trace` of WAIT_EVENTS: each sleep paired
     with its thread's next wake (a wake with no sleep before it began before the record)."""
-    asleep: dict[int, float] = {}
-    waits: list[float] = []
-    for line in text.splitlines():
-        m = _EVENT_LINE.match(line)
-        if m is None or m.group(3) not in WAIT_EVENTS:
-            continue
-        tid, at = int(m.group(1)), float(m.group(2))
-        if m.group(3) == WAIT_EVENTS[0]:
-            asleep[tid] = at
-        elif tid in asleep:
-            waits.append(max(at - asleep.pop(tid), 0.0))
-    return waits, len(asleep)
+    matched = (_EVENT_LINE.match(line) for line in text.splitlines())
+    return _paired_waits((m.group(3), int(m.group(1)), float(m.group(2)))
+                         for m in matched if m is not None)
 
 
 def ag_header_daddrs(g: MkfsGeometry) -> list[int]:
@@ -200,6 +193,87 @@ def ag_header_filters(device: str, g: MkfsGeometry | None) -> list[tuple[str, st
     headers = " || ".join(f"bno == {daddr}" for daddr in ag_header_daddrs(g))
     return [(LOCK_EVENT, f"{device} && ({headers})"),
             (LOCK_EVENT, f"{device} && lockval == 0 && ({headers})")]
+
+
+#: perf's Python hook (`perf script --script FILE`): each record as one JSON line, its numbers
+#: and its command name JSON-escaped. perf script's text prints an attribute's name and a
+#: command name as they are: one holding a line break would start a line of its own that
+#: passes for a record (a log space wait, an attribute set, a writer). These lines cannot.
+RECORDS_SCRIPT = """\
+import json
+
+
+def trace_unhandled(event_name, context, event_fields_dict, perf_sample_dict):
+    sample = perf_sample_dict["sample"]
+    comm = perf_sample_dict.get("comm", "")
+    if isinstance(comm, bytes):
+        comm = comm.decode("utf-8", "replace")
+    record = {"event": event_name, "tid": sample["tid"], "time": sample["time"],
+              "comm": str(comm)}
+    for key in ("ino", "namelen", "valuelen"):
+        if key in event_fields_dict:
+            record[key] = event_fields_dict[key]
+    print(json.dumps(record))
+"""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One recorded tracepoint hit, as RECORDS_SCRIPT prints it."""
+
+    event: str
+    tid: int
+    time: float
+    command: str
+    fields: dict[str, int]
+
+
+def parse_records(text: str) -> list[Record]:
+    """The records of RECORDS_SCRIPT's output (perf names events `xfs__xfs_x`: read as
+    `xfs:xfs_x`); a line that is not one whole record is skipped."""
+    found: list[Record] = []
+    for line in text.splitlines():
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(raw, dict):
+            continue
+        event, tid, at, command = (raw.get(k) for k in ("event", "tid", "time", "comm"))
+        if not (isinstance(event, str) and isinstance(tid, int) and isinstance(at, int)
+                and isinstance(command, str)):
+            continue
+        fields = {k: v for k in ("ino", "namelen", "valuelen")
+                  if isinstance(v := raw.get(k), int)}
+        found.append(Record(event.replace("__", ":", 1), tid, at / 1e9, command, fields))
+    return found
+
+
+def attribute_adds(records: list[Record]) -> dict[int, tuple[int, int]]:
+    """inode -> (name and value bytes added, largest value), as parse_attribute_adds."""
+    files: dict[int, tuple[int, int]] = {}
+    for r in records:
+        if r.event in ATTRIBUTE_EVENTS and len(r.fields) == 3:
+            total, largest = files.get(r.fields["ino"], (0, 0))
+            files[r.fields["ino"]] = (total + r.fields["namelen"] + r.fields["valuelen"],
+                                      max(largest, r.fields["valuelen"]))
+    return files
+
+
+def log_space_waits(records: list[Record]) -> tuple[list[float], int]:
+    """The waits for log space of the records, as parse_log_space_waits."""
+    return _paired_waits((r.event, r.tid, r.time) for r in records)
+
+
+def _paired_waits(events: Iterable[tuple[str, int, float]]) -> tuple[list[float], int]:
+    asleep: dict[int, float] = {}
+    waits: list[float] = []
+    for event, tid, at in events:
+        if event == WAIT_EVENTS[0]:
+            asleep[tid] = at
+        elif event == WAIT_EVENTS[1] and tid in asleep:
+            waits.append(max(at - asleep.pop(tid), 0.0))
+    return waits, len(asleep)
 
 
 def parse_per_ag(text: str, event: str = AG_EVENT) -> list[int]:
@@ -362,6 +436,21 @@ class Counting:
             self.per_ag = parse_per_ag(self._results[0].stderr)
             locks = parse_per_ag(self._results[0].stderr, LOCK_EVENT)
             self.ag_header_locks = (locks[0], locks[1]) if len(locks) == 2 else None
+            hook = os.path.join(self._folder or "", "records.py")
+            with open(hook, "w", encoding="utf-8") as f:
+                f.write(RECORDS_SCRIPT)
+            writers = run(argv.perf_script_with(self._data, hook), check=False,
+                          timeout=60 + self.seconds)
+            if writers.ok:  # perf runs Python: every record's text comes JSON-escaped
+                self.samples = [Sample(r.command, r.tid, r.time)
+                                for r in parse_records(writers.stdout) if r.event == WRITER_EVENT]
+                script = run(argv.perf_script_with(self._attribute_data, hook), check=True,
+                             timeout=60 + self.seconds)
+                records = parse_records(script.stdout)
+                self.attributes = attribute_adds(records)
+                self.waits, self.waits_unfinished = log_space_waits(records)
+                return
+            # perf built without Python: its text, where a name could pass for a record
             script = run(argv.perf_script_threads(self._data), check=True,
                          timeout=60 + self.seconds)
             self.samples = parse_samples(script.stdout)

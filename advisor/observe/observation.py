@@ -202,12 +202,14 @@ def _still_mounted(root: SysRoot, target: Target) -> bool:
 
 
 class Observer:
-    """Watches targets for `seconds`, tracepoints included when `tracing` (and perf can)."""
+    """Watches targets for `seconds`, tracepoints included when `tracing` (and perf can), the AG
+    header locks too when `ag_locks`."""
 
     def __init__(self, targets: list[Target], seconds: float, *, tracing: bool,
                  root: SysRoot | None = None,
-                 started: Callable[[], None] | None = None) -> None:
+                 started: Callable[[], None] | None = None, ag_locks: bool = False) -> None:
         self.targets = targets
+        self.ag_locks = ag_locks
         self.started = started
         self.seconds = seconds
         self.root = root or SysRoot()
@@ -225,7 +227,8 @@ class Observer:
             if self.tracing.method == "perf-stat":
                 for target in self.targets:
                     counting = tp.Counting(target.maj_min, self.seconds,
-                                           geometry=mkfs_geometry(infos[target.maj_min]))
+                                           geometry=mkfs_geometry(infos[target.maj_min]),
+                                           ag_locks=self.ag_locks)
                     self.countings.append(counting)
                     counting.start()
                 for counting in self.countings:  # the counters are read as perf starts

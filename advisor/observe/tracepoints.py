@@ -66,10 +66,13 @@ MAX_AGS_COUNTED = 32
 #: semaphore count, 1 free, 0 held, is its `lockval`). Counted twice over the AGs' headers
 #: (the AGF, free space, and the AGI, inodes: the locks creates, removes and extent
 #: allocations take in each AG), up to MAX_AGS_COUNTED AGs: every lock, and those that found
-#: the header held by another and so waited for it. How long each waited is not timed:
-#: xfs_buf_lock_done fires alike after a wait and without one, so timing the waits takes a
-#: record of every AG header lock (about one per transaction), the cost that made the
-#: transaction record sampled.
+#: the header held by another and so waited for it. Only when asked (`--ag-locks`): the
+#: tracepoint fires on every buffer lock (about 20 per file created and removed), filtered
+#: in the kernel, and counting it cost a metadata-heavy job 4.7% more CPU per file (95%
+#: interval 1.1% to 8.3%, scripts/bench_observe.py --modes stat-ag-locks). How long each
+#: waited is not timed: xfs_buf_lock_done fires alike after a wait and without one, so
+#: timing the waits takes a record of every AG header lock (about one per transaction), the
+#: cost that made the transaction record sampled.
 LOCK_EVENT = "xfs:xfs_buf_lock"
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
@@ -359,6 +362,8 @@ class Counting:
     waits: list[float] = field(default_factory=list)
     waits_unfinished: int = 0
     geometry: MkfsGeometry | None = None
+    ag_locks: bool = False
+    """Count LOCK_EVENT on the AG headers too (`--ag-locks`: it fires on every buffer lock)."""
     per_ag: list[int] = field(default_factory=list)
     ag_header_locks: tuple[int, int] | None = None
     """(AG header locks taken, those that found the header held), when counted."""
@@ -396,10 +401,11 @@ class Counting:
 
     def stat_command(self) -> list[str]:
         """The `perf stat` this counting runs: EVENTS, AG_EVENT per AG, LOCK_EVENT on the AG
-        headers."""
+        headers when asked."""
         flt = device_filter(self.maj_min)
+        locks = ag_header_filters(flt, self.geometry) if self.ag_locks else []
         return argv.perf_stat(list(EVENTS), flt, self.seconds,
-                              [*self._per_ag_filters(flt), *ag_header_filters(flt, self.geometry)])
+                              [*self._per_ag_filters(flt), *locks])
 
     def _per_ag_filters(self, device: str) -> list[tuple[str, str]]:
         g = self.geometry

@@ -699,13 +699,15 @@ def test_allocations_counted_per_ag(xfs: tuple[str, Path]) -> None:
 @pytest.mark.root
 @pytest.mark.parametrize("xfs", [("-d", "agcount=2")], indirect=True, ids=["2-AGs"])
 def test_ag_header_locks_found_held_by_many_writers(xfs: tuple[str, Path]) -> None:
-    """8 writers creating and removing files on 2 AGs: the locks on the AGs' headers (AGF,
-    AGI) are counted in the kernel, at least one per inode allocated or freed in the window
-    (each takes its AG's AGI), and some found the header held by another writer; the
-    ag-concurrency finding gives both, and says the time they waited is not measured."""
+    """8 writers creating and removing files on 2 AGs, observed with --ag-locks: the locks on
+    the AGs' headers (AGF, AGI) are counted in the kernel, at least one per file created in
+    the window (each takes its AG's AGI), and some found the header held by another writer;
+    the ag-concurrency finding gives both, and says the time they waited is not measured.
+    Without --ag-locks they are not counted, and the finding says how to count them."""
     require(have_perf(), "needs perf with xfs tracepoints")
     _, mnt = xfs
-    code, doc, err = observe_while(mnt, CHURN, str(mnt / "churn"), "8", "3", seconds="3s")
+    code, doc, err = observe_while(mnt, CHURN, str(mnt / "churn"), "8", "3", seconds="3s",
+                                   extra=("--ag-locks",))
     assert code == 0, err
     (fs,) = doc["filesystems"]
     locks, waited = fs["ag_header_locks"], fs["ag_header_locks_waited"]
@@ -719,6 +721,20 @@ def test_ag_header_locks_found_held_by_many_writers(xfs: tuple[str, Path]) -> No
         in finding["message"], finding
     assert ("xfs:xfs_buf_lock on the AG headers, lockval == 0", waited) in [
         (e["counter"], e["delta"]) for e in finding["evidence"]]
+    # Not asked for, not counted (it costs the writers CPU): the finding says how to.
+    code, doc, err = observe_while(mnt, CHURN, str(mnt / "again"), "8", "2", seconds="2s")
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    assert fs["ag_header_locks"] is None and fs["ag_header_locks_waited"] is None
+    (finding,) = [f for f in fs["findings"] if f["rule"] == "ag-concurrency"]
+    assert "--ag-locks counts the locks that found an AG header held" in finding["message"]
+
+
+def test_ag_locks_only_where_tracepoints_are_counted() -> None:
+    for args in (["--replay", "x.json", "--ag-locks"], ["--counters-only", "--ag-locks"]):
+        proc = subprocess.run([*ADVISOR, "observe", *args], capture_output=True, text=True,
+                              cwd=REPO, timeout=60)
+        assert proc.returncode == 2 and "--ag-locks" in proc.stderr, proc.stderr
 
 
 #: Names a process or an attribute can be given, built to forge output or parsed records: a

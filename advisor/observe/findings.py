@@ -216,7 +216,8 @@ def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     free space busy or were retried in another, and the locks on the AGs' headers (AGF, AGI)
     that found the header held by another thread. How long those waited is not measured
     (xfs_buf_lock_done fires alike after a wait and without one: timing the waits would take a
-    record of every AG header lock, about one per transaction), and is said not to be."""
+    record of every AG header lock, about one for every two transactions), and is said
+    not to be."""
     writers = fs.concurrent_writers or 0
     creates = _delta(fs, "creates") + _delta(fs, "removes") + _delta(fs, "xattr_sets")
     if writers <= g.agcount or not creates:
@@ -244,9 +245,10 @@ def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
         f"{writers} threads changed metadata in the same second (the median over the seconds) "
         f"on {g.agcount} allocation groups{measured}; not measured: how long creates, removes "
         "and attribute sets waited for the AGs' locks, which more writers than AGs share "
-        "(timing each wait takes a record of every AG header lock, as costly as recording "
-        "every transaction" + ("" if locks is not None else "; --ag-locks counts the locks "
-                               "that found an AG header held, for about 5% more CPU") +
+        "(timing each wait would take a record of every AG header lock, about one for every "
+        "two transactions, the kind of record observe samples to stay cheap"
+        + ("" if locks is not None else "; --ag-locks counts the locks that found an AG "
+           "header held, for about 5% more CPU") +
         ") (ag-concurrency: agcount is set by mkfs)"),
         evidence=evidence)
 

@@ -34,12 +34,13 @@ from advisor.models.proposal import MkfsGeometry
 from advisor.system import argv
 from advisor.system.runner import Background, Result, run, which
 
-#: Tracepoint -> what one count means. All have a `dev` field to filter on. Transactions are
-#: not among them: the statistics count them (trans), and each counted event costs the writer.
+#: Tracepoint -> what one count means. All have a `dev` field to filter on. Only what a rate,
+#: a finding or the report uses is counted: each counted event costs the writer a little on
+#: every hit. Transactions and waits for log space are not among them: the statistics count
+#: them (trans, push_ail.sleep_logspace).
 EVENTS: dict[str, str] = {
     "xfs:xfs_file_fsync": "fsync/fdatasync calls on files",
     "xfs:xfs_dir_fsync": "fsync calls on directories",
-    "xfs:xfs_log_grant_sleep": "sleeps waiting for log space",
     "xfs:xfs_attr_sf_add": "attributes added inline (in the inode)",
     "xfs:xfs_attr_sf_to_leaf": "attribute forks moved out of the inode",
     "xfs:xfs_attr_leaf_add": "attributes added to a leaf block",

@@ -242,7 +242,8 @@ class ObserveScreen(ModalScreen[None]):
                 else f"internal error: {type(error).__name__}: {error}", style="bold red"))
 
     async def action_dismiss(self, result: None = None) -> None:
-        if self.recording and not self._pending:
+        # Only a running worker can read the counters that end a recording.
+        if self.recording and not self._pending and any(w.is_running for w in self.workers):
             self.app.push_screen(CloseWhileRecording(), self._close_answered)
             return
         self._close_view()

@@ -17,7 +17,9 @@ worst case.
 Each block runs the job unobserved twice and once under each mode, in an order shuffled
 anew for each block (seeded: --seed), so that a drift of the host's load hits all alike, at
 a raised priority (--nice, the same for the jobs and the observers: perf and observe pay
-their cost at the job's priority):
+their cost at the job's priority), each run a second after the last one's removed files were
+handed to the kernel's background inode workers (unsettled, an unobserved run started at once
+and paid for the last run's frees, an observed one did not: observed runs came out faster):
 - observe: `observe --for 1h` as a person runs it (the job starts once observe says it is
   observing; observe is then ended with SIGINT, the way a person stops it);
 - counters: the same with `--counters-only`;
@@ -63,6 +65,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FS_BYTES = 1 << 30
 GOAL = 0.02
+#: Seconds between two runs (settle()).
+SETTLE = 1.0
 
 JOB = """[global]
 directory={mnt}
@@ -143,6 +147,16 @@ def scratch_xfs(parent: Path) -> Iterator[Path]:
 
 MODES = ("observe", "counters", "perf-stat", "stat-events", "stat-per-ag", "stat-ag-locks",
          "record-writers", "record-attributes", "record-every-transaction")
+
+
+def settle(mnt: Path) -> None:
+    """Let the last run's work finish before the next starts: its removed files are freed by
+    the kernel's background inode workers after it ends, and a run that starts meanwhile (an
+    unobserved one at once, an observed one after observe's start) would pay for them. statfs
+    has XFS start that work at once (xfs_inodegc_push); SETTLE seconds let it finish, the same
+    before every run."""
+    os.statvfs(mnt)
+    time.sleep(SETTLE)
 
 
 def run_job(jobfile: Path) -> tuple[float, float]:
@@ -229,7 +243,8 @@ def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, flo
             wall, cpu = run_job(jobfile)
         finally:
             own = _stop(proc)
-            proc.stderr.close()
+            if proc.stderr is not None:
+                proc.stderr.close()
         return wall, cpu, own
     data = mnt.parent / "observer.data"
     proc = subprocess.Popen(_perf_command(mode, mnt, data), stdout=subprocess.DEVNULL,
@@ -290,6 +305,7 @@ def main() -> int:
                 block = list(runs)
                 order.shuffle(block)
                 for which in block:
+                    settle(mnt)
                     if which.startswith("unobserved"):
                         wall, used = run_job(jobfile)
                     else:

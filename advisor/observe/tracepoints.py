@@ -95,19 +95,20 @@ WRITER_SECONDS = 10.0
 #: second is still seen in that second.
 WRITER_PERIOD = 10
 
-#: What watching costs, measured with scripts/bench_observe.py (its README section gives the
+#: What watching costs, measured with scripts/bench_observe.py (docs/observe.md gives the
 #: figures of each run): said by every report, so that nobody takes it for free.
 COST_TRACEPOINTS = (
-    "measured on a shared 2-core host at load 12-14 (scripts/bench_observe.py): the watched "
-    "fio jobs' CPU time per file moved +4.7% (creating, fsyncing, deleting files) and +0.5% "
-    "(no fsync), within that host's noise (unobserved runs differed by 1.8% and 8.8%): the "
-    "goal of under 2% is not shown there (with the attribute record too: +5.1% against a "
-    "noise of 4.0%); observe itself uses about 0.6-0.9 s of CPU per observation (perf's and "
-    "Python's start)")
+    "measured on a shared 2-core host at load 3-7 (scripts/bench_observe.py, 50 blocks of fio "
+    "jobs creating, fsyncing and deleting files, bound by CPU): the watched jobs' throughput "
+    "moved -3.3% (95% interval -7.9% to +1.3%; unobserved against unobserved -1.4%) while "
+    "their CPU per file rose 2.6% (0.5% to 4.8%): the goal of under 2% is not shown there, "
+    "the CPU cost is at its edge; observe itself uses about 0.9 s of CPU per observation "
+    "(perf's and Python's start), before and after the window")
 COST_COUNTERS = (
-    "measured on a shared 2-core host at load 12 (scripts/bench_observe.py): the watched fio "
-    "jobs' CPU time per file moved -0.1% (noise 1.8%): nothing to measure but two file reads; "
-    "observe itself uses about 0.3 s of CPU per observation (Python's start, xfs_info)")
+    "measured on a shared 2-core host at load 10 (scripts/bench_observe.py, 20 blocks): the "
+    "watched fio jobs paid +0.9% CPU per file (95% interval -2.5% to +4.3%): nothing to "
+    "measure but two file reads; observe itself uses about 0.3 s of CPU per observation "
+    "(Python's start, xfs_info)")
 
 #: What the findings lose without tracepoints.
 NEEDS_TRACEPOINTS = (

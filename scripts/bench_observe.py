@@ -1,32 +1,45 @@
 #!/usr/bin/env python3
 """The cost of `xfs-advisor observe` to the workload it watches: a metadata-heavy fio job run
-unobserved and observed, alternating, on one loop-device XFS, in the same run.
+unobserved and observed in interleaved blocks on one loop-device XFS, in the same run, with a
+95% interval on the throughput lost.
 
-    .venv/bin/python scripts/bench_observe.py [--rounds 5] [--files 2000] [--jobs 4]
-        [--parent /tmp] [--modes observe,counters,perf-stat,perf-record,perf-record-sampled]
-        [--no-fsync]
+    .venv/bin/python scripts/bench_observe.py [--blocks 30] [--files 1500] [--jobs 4]
+        [--parent /dev/shm] [--modes observe] [--no-fsync] [--seed 1] [--nice -10]
 
-The job: JOBS processes, each creating FILES 4 KiB files (create, write, fsync on close) and
-then deleting them: creates, log forces and removes, the events observe counts (with
---no-fsync, no log forces: the job is then bound by CPU, not by the device, each file costs
-less, and the tracepoints' share of it is larger, so that figure is an upper bound for
-metadata work; runs are short and many rounds fit). Each round runs
-the job twice unobserved and once under each mode:
+The job: JOBS processes, each creating FILES 4 KiB files (create, write, fsync on close) in
+one directory and then deleting them: creates, transactions, log forces, extent allocations
+and removes, the events observe counts (with --no-fsync, no log forces: the job is then
+bound by CPU, each file costs less and the tracepoints' share of it is larger: an upper
+bound for metadata work). The job is kept shorter than observe's recorded window (its first
+10 seconds), so every observed run pays for all of observe's perf processes at once: the
+worst case.
+
+Each block runs the job unobserved twice and once under each mode, in an order shuffled
+anew for each block (seeded: --seed), so that a drift of the host's load hits all alike, at
+a raised priority (--nice, the same for the jobs and the observers: perf and observe pay
+their cost at the job's priority), each run a second after the last one's removed files were
+handed to the kernel's background inode workers (unsettled, an unobserved run started at once
+and paid for the last run's frees, an observed one did not: observed runs came out faster):
 - observe: `observe --for 1h` as a person runs it (the job starts once observe says it is
   observing; observe is then ended with SIGINT, the way a person stops it);
 - counters: the same with `--counters-only`;
-- perf-stat: only observe's `perf stat` (its tracepoints counted in the kernel);
-- perf-record: only the writer stream, `perf record` of xfs:xfs_trans_alloc, every hit;
-- perf-record-sampled: the same, one hit in observe's sample period (`--no-period --count N`).
+- perf-stat: only observe's `perf stat` (its tracepoints counted in the kernel, per-AG
+  copies and AG header locks included), as observe builds it; its three parts alone:
+  stat-events (the EVENTS table), stat-per-ag (xfs_alloc_vextent_finish once per AG),
+  stat-ag-locks (xfs_buf_lock on the AG headers, twice);
+- record-writers: only observe's sampled `perf record` of xfs:xfs_trans_alloc;
+- record-attributes: only observe's `perf record` of the attribute sets and log space waits;
+- record-every-transaction: `perf record` of every xfs:xfs_trans_alloc (what observe avoids).
 The perf commands are the ones observe builds (advisor.system.argv), ended with SIGINT.
 
-The report gives, per mode, the job's CPU time per file (user + system, from wait4: where a
-tracepoint's cost is paid, in the writers' own system time) against the unobserved runs', the
-observer's own CPU time per file (observe or perf, with its children), files per second and
-the overhead of each round (1 - observed / unobserved), and, as the noise floor measured in the
-same run, the difference between the two unobserved runs. On a busy host throughput is lost in
-that noise; CPU time is the steadier measure, and job + observer CPU is what the host pays.
-Rounds rotate which run goes first, so that a drift of the host's load hits all alike.
+Per mode, each block gives the throughput lost, 1 - (files/s observed) / (files/s of the
+block's two unobserved runs, averaged); the report gives the mean over the blocks and its 95%
+interval (Student's t), and the goal (under 2%) is met when the interval's upper bound is
+under 2%, not met when its lower bound is above, undecided otherwise. The noise line is the
+same for the block's two unobserved runs against each other (its interval should hold 0).
+It also gives the job's CPU time per file and the observer's own CPU (observe or perf, with
+its children): where a tracepoint's cost is paid (in the writers' own system time) and what
+the host pays in all.
 
 Processes are timed here directly, not through advisor.system.runner: the script measures
 processes, it is not part of the advisor. The loop device, mount and files are removed at the
@@ -37,7 +50,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -49,6 +64,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FS_BYTES = 1 << 30
+GOAL = 0.02
+#: Seconds between two runs (settle()).
+SETTLE = 1.0
 
 JOB = """[global]
 directory={mnt}
@@ -67,6 +85,43 @@ group_reporting=1
 
 [meta]
 """
+
+#: Student's t, two-sided 95%, by degrees of freedom (beyond the table: the normal's 1.96).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120,
+        17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069,
+        24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042,
+        40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% quantile of Student's t (a conservative step between table rows)."""
+    for row in sorted(_T95):
+        if df <= row:
+            return _T95[row]
+    return 1.96
+
+
+def interval(values: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and its 95% interval."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, -math.inf, math.inf
+    half = t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def _shown(figures: tuple[float, float, float]) -> str:
+    mean, low, high = figures
+    return f"{mean:+.2%} [{low:+.2%}, {high:+.2%}]"
+
+
+def verdict(low: float, high: float) -> str:
+    if high < GOAL:
+        return f"goal met (upper bound {high:+.2%} < {GOAL:.0%})"
+    if low > GOAL:
+        return f"goal not met (lower bound {low:+.2%} > {GOAL:.0%})"
+    return f"undecided (the interval holds {GOAL:.0%}: more blocks)"
 
 
 @contextlib.contextmanager
@@ -90,14 +145,34 @@ def scratch_xfs(parent: Path) -> Iterator[Path]:
             subprocess.run(["losetup", "-d", dev], check=False)
 
 
-MODES = ("observe", "counters", "perf-stat", "perf-record", "perf-record-sampled")
+MODES = ("observe", "counters", "perf-stat", "stat-events", "stat-per-ag", "stat-ag-locks",
+         "record-writers", "record-attributes", "record-every-transaction")
+
+
+def settle(mnt: Path) -> None:
+    """Let the last run's work finish before the next starts: its removed files are freed by
+    the kernel's background inode workers after it ends, and a run that starts meanwhile (an
+    unobserved one at once, an observed one after observe's start) would pay for them. statfs
+    has XFS start that work at once (xfs_inodegc_push); SETTLE seconds let it finish, the same
+    before every run."""
+    os.statvfs(mnt)
+    time.sleep(SETTLE)
 
 
 def run_job(jobfile: Path) -> tuple[float, float]:
     """Run the job: (wall seconds, CPU seconds of its processes and their children)."""
     started = time.perf_counter()
     proc = subprocess.Popen(["fio", "--output=/dev/null", str(jobfile)])
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # Ctrl-C: fio ends its jobs on SIGTERM, none left holding the mount
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"fio failed with status {proc.returncode}")
@@ -117,16 +192,30 @@ def _stop(proc: subprocess.Popen[str], group: bool = False) -> float:
 
 
 def _perf_command(mode: str, mnt: Path, data: Path) -> list[str]:
+    """The perf command observe itself runs for this piece (its own argv builders)."""
     sys.path.insert(0, str(REPO))
+    from advisor.observe import observation
     from advisor.observe import tracepoints as tp
     from advisor.system import argv
+    from advisor.system.sysroot import SysRoot
 
-    st = os.stat(mnt)
-    flt = tp.device_filter(f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    (target,) = observation.resolve([str(mnt)], SysRoot())
+    counting = tp.Counting(target.maj_min, 3600,
+                           geometry=observation.mkfs_geometry(observation.xfs_info_text(target)))
+    flt = tp.device_filter(target.maj_min)
     if mode == "perf-stat":
+        return counting.stat_command()
+    if mode == "stat-events":
         return argv.perf_stat(list(tp.EVENTS), flt, 3600)
-    period = tp.WRITER_PERIOD if mode == "perf-record-sampled" else 1
-    return argv.perf_record(tp.WRITER_EVENT, flt, str(data), 3600, period)
+    if mode == "stat-per-ag":
+        return argv.perf_stat([], flt, 3600, counting._per_ag_filters(flt))
+    if mode == "stat-ag-locks":
+        return argv.perf_stat([], flt, 3600, tp.ag_header_filters(flt, counting.geometry))
+    if mode == "record-writers":
+        return argv.perf_record(tp.WRITER_EVENT, flt, str(data), 3600, tp.WRITER_PERIOD)
+    if mode == "record-attributes":
+        return argv.perf_record((*tp.ATTRIBUTE_EVENTS, *tp.WAIT_EVENTS), flt, str(data), 3600)
+    return argv.perf_record(tp.WRITER_EVENT, flt, str(data), 3600)
 
 
 def _counting(pid: int) -> bool:
@@ -154,9 +243,10 @@ def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, flo
             wall, cpu = run_job(jobfile)
         finally:
             own = _stop(proc)
-            proc.stderr.close()
+            if proc.stderr is not None:
+                proc.stderr.close()
         return wall, cpu, own
-    data = mnt.parent / "writers.data"
+    data = mnt.parent / "observer.data"
     proc = subprocess.Popen(_perf_command(mode, mnt, data), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
@@ -174,12 +264,19 @@ def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--files", type=int, default=2000, help="files per job")
+    parser.add_argument("--blocks", type=int, default=30)
+    parser.add_argument("--files", type=int, default=1500, help="files per job")
     parser.add_argument("--jobs", type=int, default=4)
-    parser.add_argument("--parent", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--seed", type=int, default=1, help="of the order within blocks")
+    parser.add_argument("--parent", type=Path, default=Path("/dev/shm") if Path(
+        "/dev/shm").is_dir() else Path(tempfile.gettempdir()), help="where the loop device's "
+        "file goes (default /dev/shm: in memory, the job is bound by CPU, not by a disk other "
+        "load shares, and the tracepoints' share of it is the largest)")
     parser.add_argument("--no-fsync", action="store_true",
                         help="no fsync on close: a job bound by CPU (an upper bound)")
+    parser.add_argument("--nice", type=int, default=-10,
+                        help="the niceness this script, the jobs and the observers run at "
+                        "(all alike): other load on a shared host then disturbs them less")
     parser.add_argument("--modes", default="observe",
                         help="comma-separated, among " + ", ".join(MODES))
     args = parser.parse_args()
@@ -188,51 +285,76 @@ def main() -> int:
         raise SystemExit(f"--modes: choose among {', '.join(MODES)}")
     if os.geteuid() != 0:
         raise SystemExit("needs root (loop devices, mount, perf)")
+    os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even started in the background
     files = args.files * args.jobs
-    runs = ["plain", *modes, "again"]
+    runs = ["unobserved", "unobserved-2", *modes]
     speed: dict[str, list[float]] = {r: [] for r in runs}
     cpu: dict[str, list[float]] = {r: [] for r in runs}
     own: dict[str, list[float]] = {m: [] for m in modes}
-    own_seconds: dict[str, list[float]] = {m: [] for m in modes}
+    walls: list[float] = []
+    order = random.Random(args.seed)
+    loads = []
     with scratch_xfs(args.parent) as mnt:
         jobfile = mnt.parent / "meta.fio"
         jobfile.write_text(JOB.format(mnt=mnt, files=args.files, jobs=args.jobs,
                                       fsync=0 if args.no_fsync else 1))
         run_job(jobfile)  # warm-up: the first run allocates inode chunks the others reuse
-        for i in range(args.rounds):
-            shift = i % len(runs)
-            for which in runs[shift:] + runs[:shift]:
-                if which in ("plain", "again"):
-                    wall, used = run_job(jobfile)
-                else:
-                    wall, used, mine = observed_job(jobfile, mnt, which)
-                    own[which].append(1e6 * mine / files)
-                    own_seconds[which].append(mine)
-                speed[which].append(files / wall)
-                cpu[which].append(1e6 * used / files)
-            print(f"round {i + 1} (load {os.getloadavg()[0]:.1f}): CPU per file "
-                  + ", ".join(f"{r} {cpu[r][-1]:.0f}" for r in runs) + " us; files/s "
-                  + ", ".join(f"{r} {speed[r][-1]:,.0f}" for r in runs), flush=True)
-    base = statistics.median(cpu["plain"] + cpu["again"])
-    noise_cpu = statistics.median(cpu["again"]) / statistics.median(cpu["plain"]) - 1
-    noise = [1 - a / p for p, a in zip(speed["plain"], speed["again"], strict=True)]
-    print(f"{args.jobs} jobs x {args.files} files{' without fsync' if args.no_fsync else ''}, "
-          f"{args.rounds} rounds, load average "
-          f"{os.getloadavg()[0]:.1f} at the end (`uptime`); goal: under 2%")
-    print(f"  unobserved: the job's CPU time per file median {base:.0f} us; unobserved against "
-          f"unobserved {noise_cpu:+.1%}; files/s median "
-          f"{statistics.median(speed['plain'] + speed['again']):,.0f} (noise median "
-          f"{statistics.median(noise):+.1%}, {min(noise):+.1%} to {max(noise):+.1%})")
+        try:
+            for i in range(args.blocks):
+                block = list(runs)
+                order.shuffle(block)
+                for which in block:
+                    settle(mnt)
+                    if which.startswith("unobserved"):
+                        wall, used = run_job(jobfile)
+                    else:
+                        wall, used, mine = observed_job(jobfile, mnt, which)
+                        own[which].append(1e6 * mine / files)
+                    walls.append(wall)
+                    speed[which].append(files / wall)
+                    cpu[which].append(1e6 * used / files)
+                loads.append(os.getloadavg()[0])
+                base = (speed["unobserved"][-1] + speed["unobserved-2"][-1]) / 2
+                print(f"block {i + 1} (load {loads[-1]:.1f}): files/s "
+                      + ", ".join(f"{r} {speed[r][-1]:,.0f}" for r in block)
+                      + "; lost " + ", ".join(f"{m} {1 - speed[m][-1] / base:+.1%}"
+                                              for m in modes), flush=True)
+        except KeyboardInterrupt:  # Ctrl-C: the report of the blocks done
+            print(f"interrupted: the report of the {len(loads)} blocks done", flush=True)
+            for table in (speed, cpu, own):
+                for values in table.values():
+                    del values[len(loads):]
+            if len(loads) < 2:
+                return 130
+    blocks = len(loads)
+    base_speed = [(p + q) / 2 for p, q in zip(speed["unobserved"], speed["unobserved-2"],
+                                               strict=True)]
+    base_cpu = statistics.median(cpu["unobserved"] + cpu["unobserved-2"])
+    print(f"\n{args.jobs} jobs x {args.files} files"
+          f"{' without fsync' if args.no_fsync else ' with fsync'}, {blocks} blocks "
+          f"(seed {args.seed}, nice {args.nice}), runs of {statistics.median(walls):.1f} s "
+          f"(median), load average {min(loads):.1f} to {max(loads):.1f}; unobserved "
+          f"{statistics.median(base_speed):,.0f} files/s, {base_cpu:.0f} us of CPU per file")
+    print("throughput lost, mean over the blocks [95% interval]; goal: under 2%")
+    print("and the job's CPU time per file against the block's unobserved runs (where a "
+          "tracepoint's cost is paid), mean [95% interval]")
+    base_cpus = [(p + q) / 2 for p, q in zip(cpu["unobserved"], cpu["unobserved-2"],
+                                              strict=True)]
+    noise = [1 - q / p for p, q in zip(speed["unobserved"], speed["unobserved-2"],
+                                       strict=True)]
+    noise_cpu = [q / p - 1 for p, q in zip(cpu["unobserved"], cpu["unobserved-2"],
+                                           strict=True)]
+    print(f"  noise (unobserved against unobserved): {_shown(interval(noise))}; CPU per file "
+          f"{_shown(interval(noise_cpu))}")
     for m in modes:
-        job = statistics.median(cpu[m])
+        lost = [1 - s / b for s, b in zip(speed[m], base_speed, strict=True)]
+        mean, low, high = interval(lost)
+        more_cpu = [c / b - 1 for c, b in zip(cpu[m], base_cpus, strict=True)]
         mine = statistics.median(own[m])
-        overheads = [1 - 2 * w / (p + a)
-                     for p, a, w in zip(speed["plain"], speed["again"], speed[m], strict=True)]
-        print(f"  {m}: the job's CPU per file {job:.0f} us ({job / base - 1:+.1%}); the "
-              f"observer's own CPU {statistics.median(own_seconds[m]):.2f} s per run "
-              f"({mine:.1f} us per file, {mine / base:+.1%} of the job's); together "
-              f"{(job + mine) / base - 1:+.1%}; files/s overhead median "
-              f"{statistics.median(overheads):+.1%}")
+        print(f"  {m}: {_shown((mean, low, high))}: {verdict(low, high)}; CPU per file "
+              f"{_shown(interval(more_cpu))}; the observer's own CPU (its start and end "
+              f"included) {mine / base_cpu:.0%} of the job's")
     return 0
 
 

@@ -194,6 +194,12 @@ class ObservedFilesystem(Model):
     log_space_waits: LogSpaceWaits | None = None
     """The waits for log space timed (null without tracepoints, or in recordings made before
     they were timed)."""
+    ag_header_locks: int | None = None
+    """Locks taken on the AGs' headers (AGF and AGI buffers: xfs:xfs_buf_lock counted on their
+    addresses; null when not counted: over 32 AGs, without tracepoints, older recordings)."""
+    ag_header_locks_waited: int | None = None
+    """Those of `ag_header_locks` that found the header held by another thread (the buffer's
+    lock count 0), so waited for it; how long is not timed."""
     findings: list[Finding] = Field(default_factory=list)
     """What the figures say about the geometry."""
 
@@ -305,6 +311,9 @@ class RecordedFilesystem(Model):
     they ended (null: not recorded)."""
     log_space_waits_unfinished: int = Field(default=0, ge=0)
     """Threads still asleep for log space when that time ended."""
+    ag_header_locks: list[int] | None = Field(default=None, min_length=2, max_length=2)
+    """[locks taken on the AGs' headers, those that found the header held] over the whole
+    interval (null: not counted)."""
 
 
 class Recording(Model):

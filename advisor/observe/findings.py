@@ -11,7 +11,7 @@ from collections.abc import Callable
 from advisor.engine.rules.inode_size import InodeParams, inline_capacity
 from advisor.models.observe import Evidence, Finding, Geometry, ObservedFilesystem
 from advisor.models.units import format_size, human_size
-from advisor.observe.tracepoints import ATTRIBUTE_EVENTS, WAIT_EVENTS
+from advisor.observe.tracepoints import ATTRIBUTE_EVENTS, LOCK_EVENT, WAIT_EVENTS
 
 #: The kernel's log buffer size when the mount sets no logbsize (32 KiB; xfs(5)).
 DEFAULT_LOGBSIZE = 32 * 1024
@@ -26,6 +26,13 @@ FRAGMENTATION_MIN_WRITTEN = 4 << 20
 #: gets a few large extents (one 8 MiB file, fsync'd once: 2 allocations); four writers
 #: appending 4 KiB and fdatasync in turn get 11 per MiB (measured on a loop-device XFS).
 FRAGMENTED_EXTENTS_PER_MIB = 1.0
+#: The share of the timed window that waits for log space must take, added up over the
+#: threads (1%: 0.1 s of waiting in 10 s, a hundredth of a thread waiting at any moment), for
+#: the log-size finding: one short wait makes none, writers held up by the log do.
+LOG_WAIT_SHARE = 0.01
+#: Where the waits were not timed (counters only, or after the timed window), the waits per
+#: second from which the log is found short: one wait in a ten-second observation is not.
+UNTIMED_LOG_WAITS_PER_SECOND = 1.0
 
 
 def _ev(fs: ObservedFilesystem, *names: str) -> list[Evidence]:
@@ -60,15 +67,32 @@ def _waits_timed(fs: ObservedFilesystem) -> str:
     still = (f", {timed.unfinished:,} still waiting as it ended" if timed.unfinished else "")
     if not timed.waits:
         return f"; none ended in the first {timed.over_seconds:g} s, when waits are timed{still}"
+    share = timed.seconds / timed.over_seconds
     return (f"; in the first {timed.over_seconds:g} s {timed.waits:,} waits took "
-            f"{_duration(timed.seconds)} in all, the longest {_duration(timed.longest)}{still}")
+            f"{_duration(timed.seconds)} in all ({share:.1%} of that time: {share:,.2f} threads "
+            f"waiting at any moment on average), the longest {_duration(timed.longest)}{still}")
+
+
+def log_waits_matter(fs: ObservedFilesystem) -> bool:
+    """The waits for log space held writers up: timed, they took at least LOG_WAIT_SHARE of
+    the timed window; where they were not timed (no tracepoints, or an observation longer than
+    the timed window), there were at least UNTIMED_LOG_WAITS_PER_SECOND over the interval."""
+    waits = _delta(fs, "log_space_waits")
+    if not waits:
+        return False
+    timed = fs.log_space_waits
+    if timed is not None and timed.seconds >= LOG_WAIT_SHARE * timed.over_seconds:
+        return True
+    timed_all = timed is not None and timed.over_seconds >= 0.99 * fs.seconds
+    return not timed_all and waits / fs.seconds >= UNTIMED_LOG_WAITS_PER_SECOND
 
 
 def log_space(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
-    """Writers slept for log space: the log is full of changes not yet written back. The count
-    is the statistics' (each sleep), the time the record of each sleep and wake."""
+    """Writers slept for log space long enough to matter (log_waits_matter): the log is full
+    of changes not yet written back. The count is the statistics' (each sleep), the time the
+    record of each sleep and wake."""
     waits = _delta(fs, "log_space_waits")
-    if not waits:
+    if not log_waits_matter(fs):
         return None
     who = (f"{fs.concurrent_writers} concurrent metadata writers" if fs.concurrent_writers
            else "this metadata load")
@@ -189,27 +213,44 @@ def directory_form(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
 def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     """More threads changed metadata than there are allocation groups. What the tracepoints
     measure of their contention is said as measured: the extent allocations that found an AG's
-    free space busy or were retried in another. The time creates and removes waited for an
-    AG's inode or free-space lock is not measured (no tracepoint times a lock wait: timing the
-    AG headers' buffer locks would take a record of every buffer lock), and is said not to be."""
+    free space busy or were retried in another, and the locks on the AGs' headers (AGF, AGI)
+    that found the header held by another thread. How long those waited is not measured
+    (xfs_buf_lock_done fires alike after a wait and without one: timing the waits would take a
+    record of every AG header lock, about one for every two transactions), and is said
+    not to be."""
     writers = fs.concurrent_writers or 0
     creates = _delta(fs, "creates") + _delta(fs, "removes") + _delta(fs, "xattr_sets")
     if writers <= g.agcount or not creates:
         return None
     busy, retried = _delta(fs, "ag_busy_skips"), _delta(fs, "allocation_retries")
     measured = ""
+    evidence = _ev(fs, "transactions", "creates", "removes", "xattr_sets", "ag_busy_skips",
+                   "allocation_retries")
     if any(r.name == "ag_busy_skips" for r in fs.rates):
         per_ag = ("" if fs.allocations_per_ag is None else ", extents per AG " + ", ".join(
             f"{n:,}" for n in fs.allocations_per_ag))
         measured = (f"; measured: extent allocations found an AG busy {_times(busy)} and were "
                     f"retried in another {_times(retried)}{per_ag}")
+    locks, waited = fs.ag_header_locks, fs.ag_header_locks_waited
+    if locks is not None and waited is not None:
+        share = f" ({100 * waited / locks:.1f}%)" if locks else ""
+        measured += (f"; {waited:,} of {locks:,} locks on the AG headers (AGF, AGI) found the "
+                     f"header held by another thread{share} and waited for it")
+        seconds = fs.rates[0].evidence.seconds if fs.rates else fs.seconds
+        evidence += [Evidence(source="tracepoint", counter=f"{LOCK_EVENT} on the AG headers",
+                              delta=locks, seconds=seconds),
+                     Evidence(source="tracepoint", counter=f"{LOCK_EVENT} on the AG headers, "
+                              "lockval == 0", delta=waited, seconds=seconds)]
     return Finding(rule="ag-concurrency", message=(
         f"{writers} threads changed metadata in the same second (the median over the seconds) "
         f"on {g.agcount} allocation groups{measured}; not measured: how long creates, removes "
         "and attribute sets waited for the AGs' locks, which more writers than AGs share "
-        "(ag-concurrency: agcount is set by mkfs)"),
-        evidence=_ev(fs, "transactions", "creates", "removes", "xattr_sets", "ag_busy_skips",
-                     "allocation_retries"))
+        "(timing each wait would take a record of every AG header lock, about one for every "
+        "two transactions, the kind of record observe samples to stay cheap"
+        + ("" if locks is not None else "; --ag-locks counts the locks that found an AG "
+           "header held, for about 5% more CPU") +
+        ") (ag-concurrency: agcount is set by mkfs)"),
+        evidence=evidence)
 
 
 def log_stripe_padding(fs: ObservedFilesystem, g: Geometry) -> Finding | None:

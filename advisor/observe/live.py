@@ -118,5 +118,6 @@ def live_text(window: ObserveDocument, total: ObserveDocument, steps: int) -> st
     if not moving:
         lines.append("  (idle: no counter moved)")
     lines += ["", f"findings over the {whole.seconds:.0f} s since the view opened:"]
-    lines += [f"  [{f.rule}] {f.message}" for f in whole.findings] or ["  none"]
+    lines += [f"  [{printable(f.rule)}] {printable(f.message)}" for f in whole.findings] or [
+        "  none"]
     return "\n".join(lines) + "\n"

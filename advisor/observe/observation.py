@@ -35,6 +35,7 @@ from advisor.models.observe import (
     Tracing,
     Writer,
 )
+from advisor.models.proposal import MkfsGeometry
 from advisor.observe import counters as ctr
 from advisor.observe import tracepoints as tp
 from advisor.observe.findings import findings_for
@@ -169,6 +170,14 @@ def geometry_from(xfs_info: str | None, mount_options: str) -> Geometry | None:
         logbsize=int(logbsize.group(1)) * 1024 if logbsize else None)
 
 
+def mkfs_geometry(xfs_info: str | None) -> MkfsGeometry | None:
+    """xfs_info's geometry in full (AG size and sector size included), None when unreadable."""
+    try:
+        return parse_mkfs_output(xfs_info) if xfs_info else None
+    except AdvisorError:
+        return None
+
+
 def _super_options(entry: MountEntry) -> str:
     """The filesystem's own options in a mountinfo line (after the source)."""
     fields = entry.raw.split()
@@ -193,12 +202,14 @@ def _still_mounted(root: SysRoot, target: Target) -> bool:
 
 
 class Observer:
-    """Watches targets for `seconds`, tracepoints included when `tracing` (and perf can)."""
+    """Watches targets for `seconds`, tracepoints included when `tracing` (and perf can), the AG
+    header locks too when `ag_locks`."""
 
     def __init__(self, targets: list[Target], seconds: float, *, tracing: bool,
                  root: SysRoot | None = None,
-                 started: Callable[[], None] | None = None) -> None:
+                 started: Callable[[], None] | None = None, ag_locks: bool = False) -> None:
         self.targets = targets
+        self.ag_locks = ag_locks
         self.started = started
         self.seconds = seconds
         self.root = root or SysRoot()
@@ -215,9 +226,9 @@ class Observer:
         try:
             if self.tracing.method == "perf-stat":
                 for target in self.targets:
-                    g = geometry_from(infos[target.maj_min], "")
                     counting = tp.Counting(target.maj_min, self.seconds,
-                                           agcount=g.agcount if g else None)
+                                           geometry=mkfs_geometry(infos[target.maj_min]),
+                                           ag_locks=self.ag_locks)
                     self.countings.append(counting)
                     counting.start()
                 for counting in self.countings:  # the counters are read as perf starts
@@ -265,6 +276,8 @@ class Observer:
                     (largest for _, largest in mine.attributes.values()), default=None),
                 log_space_waits=None if mine is None else mine.waits,
                 log_space_waits_unfinished=0 if mine is None else mine.waits_unfinished,
+                ag_header_locks=None if mine is None or mine.ag_header_locks is None
+                else list(mine.ag_header_locks),
                 writers_per_second=active))
         return Recording(seconds=self.seconds, tracing=self.tracing, filesystems=recorded)
 
@@ -374,6 +387,7 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                       else sum(1 for w in writers if not w.kernel_thread)
                       if recorded.writers_per_second is None else 0)
     geometry = geometry_from(recorded.xfs_info, recorded.mount_options)
+    locks = recorded.ag_header_locks
     if recorded.tracepoints is not None:
         forms = _forms(traced, recorded, geometry)
     fs = ObservedFilesystem(mountpoint=recorded.mountpoint, device=recorded.device,
@@ -384,7 +398,9 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                             writer_seconds=recorded.writer_seconds,
                             allocations_per_ag=recorded.allocations_per_ag,
                             writer_period=recorded.writer_period,
-                            log_space_waits=_log_space_waits(recorded))
+                            log_space_waits=_log_space_waits(recorded),
+                            ag_header_locks=locks[0] if locks else None,
+                            ag_header_locks_waited=locks[1] if locks else None)
     fs.findings = findings_for(fs)
     return fs
 

@@ -10,6 +10,14 @@ from advisor.profile.report import printable
 
 #: Writers listed by name (the rest are counted).
 TOP_WRITERS = 8
+#: Characters of a command name shown (the kernel keeps 15; a replayed file may hold more).
+COMMAND_SHOWN = 32
+
+
+def _command(name: str) -> str:
+    """A command name for the page: escaped, and cut (with `...`) past COMMAND_SHOWN."""
+    cut = name[:COMMAND_SHOWN] + ("..." if len(name) > COMMAND_SHOWN else "")
+    return printable(cut)
 
 
 def _rate(value: float) -> str:
@@ -43,7 +51,7 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
     if fs.concurrent_writers is not None:
         users = [w for w in fs.writers if not w.kernel_thread]
         sampled = fs.writer_period > 1
-        shown = ", ".join(f"{printable(w.command)}[{w.tid}] {'~' if sampled else ''}"
+        shown = ", ".join(f"{_command(w.command)}[{w.tid}] {'~' if sampled else ''}"
                           f"{w.transactions:,}" for w in users[:TOP_WRITERS])
         more = f" and {len(users) - TOP_WRITERS} more" if len(users) > TOP_WRITERS else ""
         over = f" in the first {fs.writer_seconds:g} s" if fs.writer_seconds else ""
@@ -54,6 +62,11 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
     if fs.allocations_per_ag and any(fs.allocations_per_ag):
         lines.append("  extents allocated per AG: " + ", ".join(
             f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
+    if fs.ag_header_locks:
+        waited = fs.ag_header_locks_waited or 0
+        lines.append(f"  AG header (AGF, AGI) locks: {fs.ag_header_locks:,}, of which "
+                     f"{waited:,} ({100 * waited / fs.ag_header_locks:.1f}%) found the header "
+                     "held and waited (for how long is not timed)")
     if fs.forms is not None and (fs.forms.largest_directory_form
                                  or fs.forms.attribute_sets_inline or fs.forms.attribute_spills):
         f = fs.forms
@@ -78,7 +91,7 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
     if fs.findings:
         lines.append("  findings:")
         for finding in fs.findings:
-            lines.append(f"    [{finding.rule}] {finding.message}")
+            lines.append(f"    [{printable(finding.rule)}] {printable(finding.message)}")
     else:
         lines.append("  findings: none")
     return lines
@@ -90,7 +103,7 @@ def render_text(doc: ObserveDocument) -> str:
     if doc.tracing.method == "none":
         lines.append(f"tracepoints: not counted ({printable(doc.tracing.reason or '')}); "
                      "without them it cannot tell:")
-        lines += [f"  - {item}" for item in doc.tracing.findings_not_made]
+        lines += [f"  - {printable(item)}" for item in doc.tracing.findings_not_made]
     else:
         lines.append("tracepoints: counted in the kernel by perf stat")
     if doc.cost:

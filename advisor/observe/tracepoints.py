@@ -20,23 +20,27 @@ threads at start and fails outright on a busy host when one exits meanwhile.)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from advisor.errors import ToolProblem
+from advisor.models.proposal import MkfsGeometry
 from advisor.system import argv
 from advisor.system.runner import Background, Result, run, which
 
-#: Tracepoint -> what one count means. All have a `dev` field to filter on. Transactions are
-#: not among them: the statistics count them (trans), and each counted event costs the writer.
+#: Tracepoint -> what one count means. All have a `dev` field to filter on. Only what a rate,
+#: a finding or the report uses is counted: each counted event costs the writer a little on
+#: every hit. Transactions and waits for log space are not among them: the statistics count
+#: them (trans, push_ail.sleep_logspace).
 EVENTS: dict[str, str] = {
     "xfs:xfs_file_fsync": "fsync/fdatasync calls on files",
     "xfs:xfs_dir_fsync": "fsync calls on directories",
-    "xfs:xfs_log_grant_sleep": "sleeps waiting for log space",
     "xfs:xfs_attr_sf_add": "attributes added inline (in the inode)",
     "xfs:xfs_attr_sf_to_leaf": "attribute forks moved out of the inode",
     "xfs:xfs_attr_leaf_add": "attributes added to a leaf block",
@@ -59,6 +63,18 @@ EVENTS: dict[str, str] = {
 #: evaluates on every allocation).
 AG_EVENT = "xfs:xfs_alloc_vextent_finish"
 MAX_AGS_COUNTED = 32
+#: A thread about to take a buffer's lock, whether it waits or not (xfs_buf_lock: the lock's
+#: semaphore count, 1 free, 0 held, is its `lockval`). Counted twice over the AGs' headers
+#: (the AGF, free space, and the AGI, inodes: the locks creates, removes and extent
+#: allocations take in each AG), up to MAX_AGS_COUNTED AGs: every lock, and those that found
+#: the header held by another and so waited for it. Only when asked (`--ag-locks`): the
+#: tracepoint fires on every buffer lock (about 20 per file created and removed), filtered
+#: in the kernel, and counting it cost a metadata-heavy job 4.7% more CPU per file (95%
+#: interval 1.1% to 8.3%, scripts/bench_observe.py --modes stat-ag-locks). How long each
+#: waited is not timed: xfs_buf_lock_done fires alike after a wait and without one, so
+#: timing the waits takes a record of every AG header lock (about one for every two
+#: transactions), the cost that made the transaction record sampled.
+LOCK_EVENT = "xfs:xfs_buf_lock"
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
 #: tree), with the inode, the name's and the value's length: recorded, every hit, over the
@@ -79,19 +95,20 @@ WRITER_SECONDS = 10.0
 #: second is still seen in that second.
 WRITER_PERIOD = 10
 
-#: What watching costs, measured with scripts/bench_observe.py (its README section gives the
+#: What watching costs, measured with scripts/bench_observe.py (docs/observe.md gives the
 #: figures of each run): said by every report, so that nobody takes it for free.
 COST_TRACEPOINTS = (
-    "measured on a shared 2-core host at load 12-14 (scripts/bench_observe.py): the watched "
-    "fio jobs' CPU time per file moved +4.7% (creating, fsyncing, deleting files) and +0.5% "
-    "(no fsync), within that host's noise (unobserved runs differed by 1.8% and 8.8%): the "
-    "goal of under 2% is not shown there (with the attribute record too: +5.1% against a "
-    "noise of 4.0%); observe itself uses about 0.6-0.9 s of CPU per observation (perf's and "
-    "Python's start)")
+    "measured on a shared 2-core host at load 3-7 (scripts/bench_observe.py, 50 blocks of fio "
+    "jobs creating, fsyncing and deleting files, bound by CPU): the watched jobs' throughput "
+    "moved -3.3% (95% interval -7.9% to +1.3%; unobserved against unobserved -1.4%) while "
+    "their CPU per file rose 2.6% (0.5% to 4.8%): the goal of under 2% is not shown there, "
+    "the CPU cost is at its edge; observe itself uses about 0.9 s of CPU per observation "
+    "(perf's and Python's start), before and after the window")
 COST_COUNTERS = (
-    "measured on a shared 2-core host at load 12 (scripts/bench_observe.py): the watched fio "
-    "jobs' CPU time per file moved -0.1% (noise 1.8%): nothing to measure but two file reads; "
-    "observe itself uses about 0.3 s of CPU per observation (Python's start, xfs_info)")
+    "measured on a shared 2-core host at load 10 (scripts/bench_observe.py, 20 blocks): the "
+    "watched fio jobs paid +0.9% CPU per file (95% interval -2.5% to +4.3%): nothing to "
+    "measure but two file reads; observe itself uses about 0.3 s of CPU per observation "
+    "(Python's start, xfs_info)")
 
 #: What the findings lose without tracepoints.
 NEEDS_TRACEPOINTS = (
@@ -159,27 +176,119 @@ def parse_log_space_waits(text: str) -> tuple[list[float], int]:
     """(the seconds each wait for log space took, the waits still asleep when the record
     ended) from `perf script --fields tid,time,event,trace` of WAIT_EVENTS: each sleep paired
     with its thread's next wake (a wake with no sleep before it began before the record)."""
+    matched = (_EVENT_LINE.match(line) for line in text.splitlines())
+    return _paired_waits((m.group(3), int(m.group(1)), float(m.group(2)))
+                         for m in matched if m is not None)
+
+
+def ag_header_daddrs(g: MkfsGeometry) -> list[int]:
+    """The disk addresses (512-byte units) of each AG's AGF and AGI: the AG's first block, then
+    its second and third sectors (XFS_AGF_DADDR, XFS_AGI_DADDR)."""
+    sector = g.sector_size // 512
+    per_ag = g.agsize_blocks * (g.block_size // 512)
+    return [n * per_ag + k * sector for n in range(g.agcount) for k in (1, 2)]
+
+
+def ag_header_filters(device: str, g: MkfsGeometry | None) -> list[tuple[str, str]]:
+    """LOCK_EVENT twice, on the AG headers' addresses: every lock, and those that found the
+    header held (none past MAX_AGS_COUNTED AGs: each address is a comparison the kernel makes
+    on every buffer lock)."""
+    if g is None or g.agcount > MAX_AGS_COUNTED:
+        return []
+    headers = " || ".join(f"bno == {daddr}" for daddr in ag_header_daddrs(g))
+    return [(LOCK_EVENT, f"{device} && ({headers})"),
+            (LOCK_EVENT, f"{device} && lockval == 0 && ({headers})")]
+
+
+#: perf's Python hook (`perf script --script FILE`): each record as one JSON line, its numbers
+#: and its command name JSON-escaped. perf script's text prints an attribute's name and a
+#: command name as they are: one holding a line break would start a line of its own that
+#: passes for a record (a log space wait, an attribute set, a writer). These lines cannot.
+RECORDS_SCRIPT = """\
+import json
+
+
+def trace_unhandled(event_name, context, event_fields_dict, perf_sample_dict):
+    sample = perf_sample_dict["sample"]
+    comm = perf_sample_dict.get("comm", "")
+    if isinstance(comm, bytes):
+        comm = comm.decode("utf-8", "replace")
+    record = {"event": event_name, "tid": sample["tid"], "time": sample["time"],
+              "comm": str(comm)}
+    for key in ("ino", "namelen", "valuelen"):
+        if key in event_fields_dict:
+            record[key] = event_fields_dict[key]
+    print(json.dumps(record))
+"""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One recorded tracepoint hit, as RECORDS_SCRIPT prints it."""
+
+    event: str
+    tid: int
+    time: float
+    command: str
+    fields: dict[str, int]
+
+
+def parse_records(text: str) -> list[Record]:
+    """The records of RECORDS_SCRIPT's output (perf names events `xfs__xfs_x`: read as
+    `xfs:xfs_x`); a line that is not one whole record is skipped."""
+    found: list[Record] = []
+    for line in text.splitlines():
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(raw, dict):
+            continue
+        event, tid, at, command = (raw.get(k) for k in ("event", "tid", "time", "comm"))
+        if not (isinstance(event, str) and isinstance(tid, int) and isinstance(at, int)
+                and isinstance(command, str)):
+            continue
+        fields = {k: v for k in ("ino", "namelen", "valuelen")
+                  if isinstance(v := raw.get(k), int)}
+        found.append(Record(event.replace("__", ":", 1), tid, at / 1e9, command, fields))
+    return found
+
+
+def attribute_adds(records: list[Record]) -> dict[int, tuple[int, int]]:
+    """inode -> (name and value bytes added, largest value), as parse_attribute_adds."""
+    files: dict[int, tuple[int, int]] = {}
+    for r in records:
+        if r.event in ATTRIBUTE_EVENTS and len(r.fields) == 3:
+            total, largest = files.get(r.fields["ino"], (0, 0))
+            files[r.fields["ino"]] = (total + r.fields["namelen"] + r.fields["valuelen"],
+                                      max(largest, r.fields["valuelen"]))
+    return files
+
+
+def log_space_waits(records: list[Record]) -> tuple[list[float], int]:
+    """The waits for log space of the records, as parse_log_space_waits."""
+    return _paired_waits((r.event, r.tid, r.time) for r in records)
+
+
+def _paired_waits(events: Iterable[tuple[str, int, float]]) -> tuple[list[float], int]:
     asleep: dict[int, float] = {}
     waits: list[float] = []
-    for line in text.splitlines():
-        m = _EVENT_LINE.match(line)
-        if m is None or m.group(3) not in WAIT_EVENTS:
-            continue
-        tid, at = int(m.group(1)), float(m.group(2))
-        if m.group(3) == WAIT_EVENTS[0]:
+    for event, tid, at in events:
+        if event == WAIT_EVENTS[0]:
             asleep[tid] = at
-        elif tid in asleep:
+        elif event == WAIT_EVENTS[1] and tid in asleep:
             waits.append(max(at - asleep.pop(tid), 0.0))
     return waits, len(asleep)
 
 
-def parse_per_ag(text: str) -> list[int]:
-    """The AG_EVENT counts of `perf stat -x,` output, in the order perf printed them (the order
-    they were asked in: AG 0, 1, ...); empty when any of them could not be counted."""
+def parse_per_ag(text: str, event: str = AG_EVENT) -> list[int]:
+    """The counts of `event` (AG_EVENT: one per AG) in `perf stat -x,` output, in the order
+    perf printed them (the order they were asked in: AG 0, 1, ...); empty when any of them
+    could not be counted."""
     counts: list[int] = []
     for line in text.splitlines():
         fields = line.split(",")
-        if len(fields) >= 3 and fields[2] == AG_EVENT:
+        if len(fields) >= 3 and fields[2] == event:
             if not fields[0].isdigit():
                 return []
             counts.append(int(fields[0]))
@@ -254,8 +363,12 @@ class Counting:
     attributes: dict[int, tuple[int, int]] = field(default_factory=dict)
     waits: list[float] = field(default_factory=list)
     waits_unfinished: int = 0
-    agcount: int | None = None
+    geometry: MkfsGeometry | None = None
+    ag_locks: bool = False
+    """Count LOCK_EVENT on the AG headers too (`--ag-locks`: it fires on every buffer lock)."""
     per_ag: list[int] = field(default_factory=list)
+    ag_header_locks: tuple[int, int] | None = None
+    """(AG header locks taken, those that found the header held), when counted."""
     writer_seconds: float = WRITER_SECONDS
     period: int = WRITER_PERIOD
     _procs: list[Background] = field(default_factory=list)
@@ -286,13 +399,21 @@ class Counting:
             argv.perf_record((*ATTRIBUTE_EVENTS, *WAIT_EVENTS), flt, self._attribute_data,
                              self.writer_seconds))))
         self.wait_counting()
-        self._procs.insert(0, Background(_dies_with_us(
-            argv.perf_stat(list(EVENTS), flt, self.seconds, self._per_ag_filters(flt)))))
+        self._procs.insert(0, Background(_dies_with_us(self.stat_command())))
+
+    def stat_command(self) -> list[str]:
+        """The `perf stat` this counting runs: EVENTS, AG_EVENT per AG, LOCK_EVENT on the AG
+        headers when asked."""
+        flt = device_filter(self.maj_min)
+        locks = ag_header_filters(flt, self.geometry) if self.ag_locks else []
+        return argv.perf_stat(list(EVENTS), flt, self.seconds,
+                              [*self._per_ag_filters(flt), *locks])
 
     def _per_ag_filters(self, device: str) -> list[tuple[str, str]]:
-        if not self.agcount or self.agcount > MAX_AGS_COUNTED:
+        g = self.geometry
+        if g is None or g.agcount > MAX_AGS_COUNTED:
             return []
-        return [(AG_EVENT, f"{device} && agno == {n}") for n in range(self.agcount)]
+        return [(AG_EVENT, f"{device} && agno == {n}") for n in range(g.agcount)]
 
     def wait_counting(self, timeout: float = 30.0) -> bool:
         """Return once every perf process counts: perf forks its workload first, opens the
@@ -321,6 +442,23 @@ class Counting:
                                       f"{result.first_error_line()}")
             self.totals = parse_totals(self._results[0].stderr)
             self.per_ag = parse_per_ag(self._results[0].stderr)
+            locks = parse_per_ag(self._results[0].stderr, LOCK_EVENT)
+            self.ag_header_locks = (locks[0], locks[1]) if len(locks) == 2 else None
+            hook = os.path.join(self._folder or "", "records.py")
+            with open(hook, "w", encoding="utf-8") as f:
+                f.write(RECORDS_SCRIPT)
+            writers = run(argv.perf_script_with(self._data, hook), check=False,
+                          timeout=60 + self.seconds)
+            if writers.ok:  # perf runs Python: every record's text comes JSON-escaped
+                self.samples = [Sample(r.command, r.tid, r.time)
+                                for r in parse_records(writers.stdout) if r.event == WRITER_EVENT]
+                script = run(argv.perf_script_with(self._attribute_data, hook), check=True,
+                             timeout=60 + self.seconds)
+                records = parse_records(script.stdout)
+                self.attributes = attribute_adds(records)
+                self.waits, self.waits_unfinished = log_space_waits(records)
+                return
+            # perf built without Python: its text, where a name could pass for a record
             script = run(argv.perf_script_threads(self._data), check=True,
                          timeout=60 + self.seconds)
             self.samples = parse_samples(script.stdout)

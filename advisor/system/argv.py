@@ -151,6 +151,11 @@ def perf_script_trace(data: str) -> list[str]:
     return ["perf", "script", "--input", data, "--fields", "tid,time,event,trace"]
 
 
+def perf_script_with(data: str, script: str) -> list[str]:
+    """Each sample of a perf.data file handed to a Python script perf runs (`--script`)."""
+    return ["perf", "script", "--input", data, "--script", script]
+
+
 def perf_script_threads(data: str) -> list[str]:
     """The command name, thread id and time of each sample in a perf.data file."""
     return ["perf", "script", "--input", data, "--fields", "comm,tid,time"]

@@ -2,7 +2,8 @@
 of the last second, refreshed every second, a plot of the key rates over the last minutes, and
 the findings as they appear over the time the view has been open. `r` starts recording and,
 pressed again, stops and asks where to save the recording (`xfs-advisor observe --replay FILE`
-reports it). Read-only, counters only (through the session); a worker reads them and posts what
+reports it); closing the view while recording asks first: save it, discard it or keep watching.
+Read-only, counters only (through the session); a worker reads them and posts what
 it read, the screen alone touches its widgets."""
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Label, Static
+from textual.widgets import Button, Label, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 from textual_plotext import PlotextPlot
 
@@ -57,6 +59,38 @@ class RecordingStopped(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+#: What closing the view while recording can do with the recording.
+CloseChoice = Literal["save", "discard", "keep"]
+
+
+class CloseWhileRecording(ModalScreen[CloseChoice]):
+    """Closing the live view while it records: `s` saves the recording (then closes), `d`
+    discards it (and closes), `k` or escape keeps watching. Enter on the focused button keeps
+    watching: nothing is lost by a stray key."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "choose('save')", "Save"), Binding("d", "choose('discard')", "Discard"),
+        Binding("k,escape", "choose('keep')", "Keep watching")]
+    AUTO_FOCUS = "#close-keep"
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt-box"):
+            yield Label("The view is recording. Save the recording before closing?",
+                        id="close-question")
+            yield Button("Save it, then close (s)", id="close-save", variant="primary")
+            yield Button("Discard it and close (d)", id="close-discard", variant="warning")
+            yield Button("Keep watching (k)", id="close-keep")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        choice: CloseChoice = ("save" if event.button.id == "close-save" else "discard"
+                               if event.button.id == "close-discard" else "keep")
+        self.dismiss(choice)
+
+    def action_choose(self, choice: CloseChoice) -> None:
+        self.dismiss(choice)
 
 
 class RatesPlot(PlotextPlot):
@@ -135,6 +169,8 @@ class ObserveScreen(ModalScreen[None]):
         """What `r` asked of the worker: it reads the counters, the screen does not."""
         self._pending = False
         """`r` was pressed and the worker has not answered yet."""
+        self._close_once_saved = False
+        """Closing was asked while recording, to save first: the view closes once saved."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="observe-box"):
@@ -193,9 +229,10 @@ class ObserveScreen(ModalScreen[None]):
         status.update(IDLE_STATUS)
         status.remove_class("recording")
         name = f"observe-{terminal(self.device.name)}.json"
+        closing, self._close_once_saved = self._close_once_saved, False
         save_file(self.app, f"Save the recording to (relative to {Path.cwd()}; `xfs-advisor "
                   "observe --replay FILE` reports it):", name, "observe recording",
-                  lambda: message.text)
+                  lambda: message.text, saved=(lambda _: self._close_view()) if closing else None)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
@@ -205,8 +242,24 @@ class ObserveScreen(ModalScreen[None]):
                 else f"internal error: {type(error).__name__}: {error}", style="bold red"))
 
     async def action_dismiss(self, result: None = None) -> None:
+        # Only a running worker can read the counters that end a recording.
+        if self.recording and not self._pending and any(w.is_running for w in self.workers):
+            self.app.push_screen(CloseWhileRecording(), self._close_answered)
+            return
+        self._close_view()
+
+    def _close_answered(self, choice: CloseChoice | None) -> None:
+        """The answer to closing while recording."""
+        if choice == "discard":
+            self.app.notify("the recording was discarded")
+            self._close_view()
+        elif choice == "save" and self.recording and not self._pending:
+            # The worker reads the counters that end the recording; the save prompt follows
+            # (on_recording_stopped), and the view closes once the file is written.
+            self._close_once_saved = self._pending = True
+            self._asked.put("stop")
+
+    def _close_view(self) -> None:
         self.workers.cancel_all()
-        if self.recording:
-            self.app.notify("the recording was not saved (r stops a recording and saves it)",
-                            severity="warning")
-        self.dismiss(result)
+        if self.is_attached and self.app.screen is self:
+            self.dismiss(None)

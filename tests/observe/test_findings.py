@@ -46,13 +46,45 @@ def test_log_space_waits_give_the_time_measured() -> None:
                                        over_seconds=2.0)
     (finding,) = findings_for(fs)
     assert ("writers waited for log space 2,400 times (1,200.0/s); in the first 2 s 2,300 waits "
-            "took 4.25 s in all, the longest 42.1 ms, 3 still waiting as it ended: the 64 MiB "
+            "took 4.25 s in all (212.5% of that time: 2.12 threads waiting at any moment on "
+            "average), the longest 42.1 ms, 3 still waiting as it ended: the 64 MiB "
             "log ran out of room for 16 concurrent metadata writers") in finding.message
     assert [(e.counter, e.delta) for e in finding.evidence][-1] == (
         "xfs:xfs_log_grant_sleep to xfs:xfs_log_grant_wake", 2300)
-    fs.log_space_waits = LogSpaceWaits(waits=0, seconds=0, longest=0, over_seconds=10.0)
+    fs.log_space_waits = LogSpaceWaits(waits=0, seconds=0, longest=0, over_seconds=1.0)
     (finding,) = findings_for(fs)
-    assert "; none ended in the first 10 s, when waits are timed:" in finding.message
+    assert "; none ended in the first 1 s, when waits are timed:" in finding.message
+
+
+def test_one_short_log_space_wait_makes_no_finding() -> None:
+    """The log-size finding rests on the time the waits took, as a share of the timed window:
+    a single 5 ms wait in 10 s (0.05%) makes none, waits adding up to 1% of it make one; at
+    0.99% none. Untimed (counters only), one wait in 10 s makes none, one a second makes one."""
+    from advisor.models.observe import LogSpaceWaits
+    from advisor.observe.findings import LOG_WAIT_SHARE, UNTIMED_LOG_WAITS_PER_SECOND
+
+    def timed(count: int, seconds: float) -> list[str]:
+        fs = figures(writers=4, log_space_waits=count, log_reservations=90000)
+        fs = fs.model_copy(update={"seconds": 10.0, "log_space_waits": LogSpaceWaits(
+            waits=count, seconds=seconds, longest=seconds / count, over_seconds=10.0)})
+        return [f.rule for f in findings_for(fs)]
+
+    assert timed(1, 0.005) == []
+    assert timed(40, LOG_WAIT_SHARE * 10.0 * 0.99) == []
+    assert timed(40, LOG_WAIT_SHARE * 10.0) == ["log-size"]
+    assert timed(1, 0.5) == ["log-size"]  # one long wait is one that matters
+
+    def untimed(count: int) -> list[str]:
+        fs = figures(writers=4, log_space_waits=count, log_reservations=90000)
+        return [f.rule for f in findings_for(fs.model_copy(update={"seconds": 10.0}))]
+
+    assert untimed(1) == []
+    assert untimed(int(UNTIMED_LOG_WAITS_PER_SECOND * 10) - 1) == []
+    assert untimed(int(UNTIMED_LOG_WAITS_PER_SECOND * 10)) == ["log-size"]
+    message = findings_for(figures(writers=4, log_space_waits=40, log_reservations=9).model_copy(
+        update={"seconds": 10.0, "log_space_waits": LogSpaceWaits(
+            waits=40, seconds=0.1, longest=0.01, over_seconds=10.0)}))[0].message
+    assert "40 waits took 100.0 ms in all (1.0% of that time: 0.01 threads waiting" in message
 
 
 def test_waits_paired_by_thread() -> None:

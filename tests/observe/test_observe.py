@@ -704,3 +704,107 @@ def test_allocations_counted_per_ag(xfs: tuple[str, Path]) -> None:
     assert len(per_ag) == 4
     assert sum(per_ag) == rate(fs, "extent_allocations")["evidence"]["delta"] >= 200
     assert sum(1 for n in per_ag if n) >= 2, per_ag
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("xfs", [("-d", "agcount=2")], indirect=True, ids=["2-AGs"])
+def test_ag_header_locks_found_held_by_many_writers(xfs: tuple[str, Path]) -> None:
+    """8 writers creating and removing files on 2 AGs, observed with --ag-locks: the locks on
+    the AGs' headers (AGF, AGI) are counted in the kernel, at least one per file created in
+    the window (each takes its AG's AGI), and some found the header held by another writer;
+    the ag-concurrency finding gives both, and says the time they waited is not measured.
+    Without --ag-locks they are not counted, and the finding says how to count them."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    code, doc, err = observe_while(mnt, CHURN, str(mnt / "churn"), "8", "3", seconds="3s",
+                                   extra=("--ag-locks",))
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    locks, waited = fs["ag_header_locks"], fs["ag_header_locks_waited"]
+    creates = rate(fs, "creates")["evidence"]["delta"]
+    assert creates > 1000, creates
+    assert locks >= creates and 0 < waited < locks, (locks, waited, creates)
+    (finding,) = [f for f in fs["findings"] if f["rule"] == "ag-concurrency"]
+    assert (f"; {waited:,} of {locks:,} locks on the AG headers (AGF, AGI) found the header "
+            "held by another thread") in finding["message"], finding
+    assert "not measured: how long creates, removes and attribute sets waited" \
+        in finding["message"], finding
+    assert ("xfs:xfs_buf_lock on the AG headers, lockval == 0", waited) in [
+        (e["counter"], e["delta"]) for e in finding["evidence"]]
+    # Not asked for, not counted (it costs the writers CPU): the finding says how to.
+    code, doc, err = observe_while(mnt, CHURN, str(mnt / "again"), "8", "2", seconds="2s")
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    assert fs["ag_header_locks"] is None and fs["ag_header_locks_waited"] is None
+    (finding,) = [f for f in fs["findings"] if f["rule"] == "ag-concurrency"]
+    assert "--ag-locks counts the locks that found an AG header held" in finding["message"]
+
+
+def test_ag_locks_only_where_tracepoints_are_counted() -> None:
+    for args in (["--replay", "x.json", "--ag-locks"], ["--counters-only", "--ag-locks"]):
+        proc = subprocess.run([*ADVISOR, "observe", *args], capture_output=True, text=True,
+                              cwd=REPO, timeout=60)
+        assert proc.returncode == 2 and "--ag-locks" in proc.stderr, proc.stderr
+
+
+#: Names a process or an attribute can be given, built to forge output or parsed records: a
+#: line break and a report line after it, terminal escape sequences (clear, retitle), a bidi
+#: override (the kernel keeps 15 bytes of a command name).
+HOSTILE_COMMANDS = ("x\nlog-size: fo", "\x1b[2J\x1b]0;t\x07", "\u202eevil")
+#: An attribute name whose lines pass, in perf script's text, for an 8-second wait for log
+#: space and a 60000-byte attribute value.
+FORGING_ATTRIBUTE = ("user.a\n  1 1.000000: xfs:xfs_log_grant_sleep: dev 7:0\n"
+                     "  1 9.000000: xfs:xfs_log_grant_wake: dev 7:0\n  1 1.000000: "
+                     "xfs:xfs_attr_sf_add: dev 7:0 ino 0x1 name z namelen 1 valuelen 60000 "
+                     "hashval 0x0\nb")
+
+HOSTILE = """
+import os, sys
+folder, name, attribute = sys.argv[1], sys.argv[2].encode(), sys.argv[3]
+os.makedirs(folder)
+with open("/proc/self/comm", "wb") as f:
+    f.write(name)
+for i in range(300):
+    open(f"{folder}/f{i}", "w").close()
+os.setxattr(f"{folder}/f0", attribute, b"abc")
+"""
+
+
+@pytest.mark.root
+def test_hostile_names_forge_no_line_no_record(xfs: tuple[str, Path], tmp_path: Path) -> None:
+    """Writers named to forge a report line or drive the terminal, and an attribute name whose
+    text passes for perf records: the records are read as perf's Python hook prints them (one
+    JSON line each), so no wait and no attribute is forged; the names are kept exactly in the
+    data and shown escaped in the page and the JSON (no raw line break, escape or bidi
+    character reaches the terminal)."""
+    require(have_perf(), "needs perf with xfs tracepoints")
+    _, mnt = xfs
+    recording = tmp_path / "seen.json"
+    with observing("--json", "--for", "4s", "--record", str(recording), str(mnt)) as proc:
+        for n, name in enumerate(HOSTILE_COMMANDS):
+            subprocess.run([sys.executable, "-c", HOSTILE, str(mnt / f"h{n}"), name,
+                            FORGING_ATTRIBUTE], check=True)
+        code, doc, err = finish(proc)
+    assert code == 0, err
+    (fs,) = doc["filesystems"]
+    commands = {w["command"] for w in fs["writers"]}
+    assert set(HOSTILE_COMMANDS) <= commands, commands
+    assert fs["log_space_waits"]["waits"] == 0, fs["log_space_waits"]
+    assert "log-size" not in rules(fs)
+    assert fs["forms"]["largest_attribute_value"] == 3
+    name_bytes = len(FORGING_ATTRIBUTE.removeprefix("user.").encode())
+    assert fs["forms"]["attribute_bytes_per_file"] == name_bytes + 3
+    pages = {"json": subprocess.run([*ADVISOR, "observe", "--json", "--replay", str(recording)],
+                                    capture_output=True, text=True, cwd=REPO, timeout=60),
+             "text": subprocess.run([*ADVISOR, "observe", "--replay", str(recording)],
+                                    capture_output=True, text=True, cwd=REPO, timeout=60)}
+    for kind, page in pages.items():
+        assert page.returncode == 0, page.stderr
+        assert not any(c in page.stdout for c in "\x1b\x07\u202e"), (kind, page.stdout)
+        assert not any(line.lstrip().startswith("log-size: fo")
+                       for line in page.stdout.splitlines()), (kind, page.stdout)
+    assert "x\\nlog-size: fo[" in pages["text"].stdout, pages["text"].stdout
+    assert "\\e[2J\\e]0;t\\x07[" in pages["text"].stdout and "\\u202eevil[" \
+        in pages["text"].stdout
+    replayed = json.loads(pages["json"].stdout)["filesystems"][0]["writers"]
+    assert set(HOSTILE_COMMANDS) <= {w["command"] for w in replayed}

@@ -200,3 +200,88 @@ def test_snapshot_of_the_view_after_three_readings(snap_compare: SnapCompare,
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=open_and_read)
+
+
+class CannedRecordingLive(CannedLive):
+    """CannedLive that records too: start_recording and stop_recording as LiveObservation has
+    them, the recording made of the canned readings (the first and the last)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recording = False
+
+    def start_recording(self) -> None:
+        self.recording = True
+
+    def stop_recording(self) -> Any:
+        from advisor.models.observe import RecordedFilesystem, Recording, Tracing
+
+        self.recording = False
+        fs = RecordedFilesystem(mountpoint="/srv/data", device="dm-3", maj_min="253:3",
+                                before=self.readings[0], after=self.readings[-1])
+        return Recording(seconds=3, filesystems=[fs], tracing=Tracing(method="none"))
+
+
+async def test_closing_while_recording_asks_save_discard_or_keep_watching(
+        make_app: AppFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Escape while `r` records asks what to do with the recording: `k` keeps watching (still
+    recording), `d` discards it and closes the view, `s` stops it, asks where to save it, and
+    closes the view once it is saved (the file is the recording, for observe --replay)."""
+    import advisor.tui.observe as view
+
+    monkeypatch.setattr(view, "REFRESH", 3600.0)
+    live = CannedRecordingLive()
+    monkeypatch.setattr(Session, "live_observation", lambda self, device: live)
+    app = make_app(device="vg0-data", start="devices")
+
+    async def until(done: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not done():
+            assert time.monotonic() < deadline, what
+            await asyncio.sleep(0.05)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        device = app.state.inventory.get("vg0-data")
+        assert device is not None
+
+        async def open_and_record() -> ObserveScreen:
+            screen = ObserveScreen(app.state.session, device)
+            await app.push_screen(screen)
+            await until(lambda: any(w.is_running for w in screen.workers), "the worker")
+            await pilot.press("r")
+            await until(lambda: screen.recording, "the recording to start")
+            return screen
+
+        screen = await open_and_record()
+        await pilot.press("escape")
+        await until(lambda: isinstance(app.screen, view.CloseWhileRecording), "the question")
+        question = str(app.screen.query_one("#close-question", Label).render())
+        assert "recording" in question and "Save" in question, question
+        await pilot.press("k")
+        await until(lambda: app.screen is screen, "back to the view")
+        assert screen.recording and live.recording
+        assert any(w.is_running for w in screen.workers)
+
+        await pilot.press("escape")
+        await until(lambda: isinstance(app.screen, view.CloseWhileRecording), "the question")
+        await pilot.press("d")
+        await until(lambda: not isinstance(app.screen, (ObserveScreen,
+                                                        view.CloseWhileRecording)), "closed")
+        await until(lambda: not any(w.is_running for w in screen.workers), "the worker's end")
+        assert "the recording was discarded" in [n.message for n in app._notifications]
+
+        screen = await open_and_record()
+        await pilot.press("escape")
+        await until(lambda: isinstance(app.screen, view.CloseWhileRecording), "the question")
+        await pilot.press("s")
+        await until(lambda: isinstance(app.screen, PathPrompt), "the save prompt")
+        assert not live.recording  # stopped: the counters that end it were read
+        saved = tmp_path / "kept.json"
+        app.screen.query_one("#prompt-path", Input).value = str(saved)
+        await pilot.press("enter")
+        await until(saved.exists, "the recording to be saved")
+        await until(lambda: not isinstance(app.screen, ObserveScreen), "closed once saved")
+        await until(lambda: not any(w.is_running for w in screen.workers), "the worker's end")
+    recording = json.loads(saved.read_text())
+    assert recording["format"] == "xfs-advisor observe recording"
+    assert recording["filesystems"][0]["after"]["xfs"]["dir.create"] == 3600

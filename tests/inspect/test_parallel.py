@@ -237,3 +237,65 @@ def test_a_killed_scan_leaves_no_child_reading(sig: str) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# ---- map_ordered: the devices made and encoded on two CPUs, in order ----
+
+ITEMS = list(range(3 * parallel.ORDERED_CHUNK + 17))  # pieces for both, and a short last one
+
+
+def _pid_encoder(fail: Callable[[int], None] | None = None) -> Callable[[int], bytes]:
+    parent = os.getpid()
+
+    def encode(item: int) -> bytes:
+        if os.getpid() != parent and fail is not None:
+            fail(item)
+        return f"{item}:{os.getpid()}".encode()
+    return encode
+
+
+def test_ordered_encoding_shares_the_work_and_keeps_the_order(forks: list[int]) -> None:
+    _two_cpus()
+    out = list(parallel.map_ordered(ITEMS, _pid_encoder(), SysRoot(Path("/"))))
+    assert [int(b.split(b":")[0]) for b in out] == ITEMS
+    pids = [int(b.split(b":")[1]) for b in out]
+    chunk = parallel.ORDERED_CHUNK
+    # Every other piece is the child's, the others this process's.
+    assert set(pids[chunk:2 * chunk]) == {forks[0]} and set(pids[:chunk]) == {os.getpid()}
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+
+
+def test_a_failing_encoder_in_the_child_leaves_its_pieces_to_this_process(
+        forks: list[int]) -> None:
+    _two_cpus()
+
+    def boom(item: int) -> None:
+        raise RuntimeError("child broke")
+
+    out = list(parallel.map_ordered(ITEMS, _pid_encoder(fail=boom), SysRoot(Path("/"))))
+    assert out == [f"{i}:{os.getpid()}".encode() for i in ITEMS]
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+
+
+def test_stopping_early_kills_and_reaps_the_encoding_child(forks: list[int]) -> None:
+    _two_cpus()
+    out = parallel.map_ordered(ITEMS, _pid_encoder(), SysRoot(Path("/")))
+    assert next(out) == f"0:{os.getpid()}".encode()
+    out.close()  # the reader went away (a closed pipe, Ctrl-C)
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_devices_json_on_two_cpus_is_the_inventory_s_own_json(
+        san: Path, forks: list[int], capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """`devices --json` of a host large enough to fork (reading, then encoding): byte for byte
+    what the inventory's own serializer writes."""
+    from advisor.cli import main
+
+    _two_cpus()
+    assert main(["--sysroot", str(san), "devices", "--json"]) == 0
+    written = capsysbinary.readouterr().out
+    assert len(forks) == 2 and not any(Path(f"/proc/{pid}").exists() for pid in forks)
+    inv = inspect_devices(SysRoot.open(san))
+    assert written == inv.__pydantic_serializer__.to_json(inv, indent=2) + b"\n"

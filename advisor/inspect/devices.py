@@ -12,7 +12,7 @@ and udev probes (advisor.inspect.probes).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from advisor import SCHEMA_VERSION
@@ -82,39 +82,11 @@ def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | 
             gc.enable()
 
 
-def iter_encoded(root: SysRoot, encode: Callable[[Device], bytes], *, probe: bool = True,
-                 fields: frozenset[str] | None = None, users: bool = False) -> Iterator[bytes]:
-    """encode(device) for iter_devices' devices, in the same order. The devices are made and
-    encoded on two CPUs for a large host (parallel.map_ordered: a forked child does every other
-    piece, from the scan as it stands once every device is read and stacked), and are let go
-    piece by piece. `encode` must only compute (it may run in the child)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        order, make = _scan(root, probe=probe, needed=fields_needed(fields), probes_used=[],
-                            users=users)
-        yield from parallel.map_ordered(order, lambda f: encode(make(f)), root)
-    finally:
-        if paused:
-            gc.enable()
-
-
 def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
              probes_used: list[Probes], entries: list[str] | None = None,
              users: bool = False) -> Iterator[Device]:
     """`entries`: the /sys/block entries to read (None: every one); `users`: look for processes
     holding each device open (as root on the live system)."""
-    order, make = _scan(root, probe=probe, needed=needed, probes_used=probes_used,
-                        entries=entries, users=users)
-    for f in order:
-        yield make(f)
-
-
-def _scan(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
-          probes_used: list[Probes], entries: list[str] | None = None, users: bool = False
-          ) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Device]]:
-    """Every device's fields read and stacked, parents before children, and how one of them
-    becomes its Device (which reads nothing more: only computes)."""
     hosts: dict[str, str] = {}
     fields = parallel.read_all(root, root.listdir("sys/block") if entries is None else entries,
                                lambda name: read_device(root, name, needed, hosts),
@@ -124,11 +96,8 @@ def _scan(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
     want_usage = needed is None or "usage" in needed
     tables = usage_tables(root, fields, users) if want_usage else UsageTables()
     probes_used.append(probes)
-    order = topological(fields)
-    for f in order:  # what each inherits from below: its parents are done first
+    for f in topological(fields):
         pass_up(root, f, by_name, needed)
-
-    def make(f: dict[str, Any]) -> Device:
         # The device's own Facts, made now and let go once it is written: the Readings in `f`
         # are what the devices above it read.
         device = {k: v.fact() if type(v) is Reading else v for k, v in f.items()}
@@ -138,9 +107,7 @@ def _scan(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
         # time of a `--fields` scan of a SAN host).
         device["usage"] = tables.usage(f, probes) if want_usage else no_usage()
         _probed(device, probes, needed)
-        return make_device(device)
-
-    return order, make
+        yield make_device(device)
 
 
 def _probes(root: SysRoot, fields: list[dict[str, Any]], probe: bool,

@@ -23,7 +23,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from advisor.errors import DeviceProblem
 from advisor.inspect.specs import Reading
@@ -35,7 +35,6 @@ from advisor.system.sysroot import SysRoot
 MIN_ENTRIES = 512
 
 ReadOne = Callable[[str], list[dict[str, Any]]]
-T = TypeVar("T")
 
 
 def usable_cpus() -> int:
@@ -46,11 +45,7 @@ def usable_cpus() -> int:
 
 
 def worth_forking(root: SysRoot, names: list[str]) -> bool:
-    return _may_fork(root, len(names))
-
-
-def _may_fork(root: SysRoot, count: int) -> bool:
-    return (count >= MIN_ENTRIES and usable_cpus() >= 2 and root.recorded is None
+    return (len(names) >= MIN_ENTRIES and usable_cpus() >= 2 and root.recorded is None
             and threading.active_count() == 1 and hasattr(os, "fork"))
 
 
@@ -101,84 +96,6 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
         os.close(queue_r)
         if not reaped:
             _kill(pid)
-
-
-#: Items per piece of map_ordered: a piece's output waits whole in this process or the pipe.
-ORDERED_CHUNK = 256
-
-
-def map_ordered(items: list[T], encode: Callable[[T], bytes], root: SysRoot) -> Iterator[bytes]:
-    """encode(item) for each item, in order, on two CPUs when worth_forking: a forked child
-    encodes every other piece of ORDERED_CHUNK items and sends each through a pipe as it is
-    done, while this process encodes the others; the output comes out piece by piece, so no
-    more than a few pieces are ever held (the JSON of a host with 100,000 devices is 570 MB).
-    `encode` must be pure computation on what this process holds (the child shares it as it
-    was at the fork). A child that fails or sends garbage leaves its pieces to this process;
-    the output never depends on the child."""
-    if not _may_fork(root, len(items)):
-        for item in items:
-            yield encode(item)
-        return
-    pieces = [items[i:i + ORDERED_CHUNK] for i in range(0, len(items), ORDERED_CHUNK)]
-    out_r, out_w = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        _ordered_child(out_w, out_r, pieces, encode, parent)
-    os.close(out_w)
-    reaped = False
-    pipe = os.fdopen(out_r, "rb")
-    alive = True
-    try:
-        for i, piece in enumerate(pieces):
-            got: list[bytes] | None = None
-            if i % 2 and alive:
-                got = _frame(pipe, len(piece))
-                alive = got is not None
-            yield from got if got is not None else (encode(item) for item in piece)
-        pipe.close()
-        if alive:  # it sent every piece: it is exiting
-            os.waitpid(pid, 0)
-            reaped = True
-    finally:
-        pipe.close()
-        if not reaped:
-            _kill(pid)
-
-
-def _frame(pipe: Any, count: int) -> list[bytes] | None:
-    """The child's next piece: `count` encodings, or None when it sent no whole piece."""
-    try:
-        head = pipe.read(8)
-        if len(head) < 8:
-            return None
-        body = pipe.read(int.from_bytes(head, "little"))
-        got = marshal.loads(body)
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if type(got) is not list or len(got) != count or any(type(b) is not bytes for b in got):
-        return None
-    return got
-
-
-def _ordered_child(wfd: int, rfd: int, pieces: list[list[T]], encode: Callable[[T], bytes],
-                   parent: int) -> None:
-    """Never returns (os._exit, as _child). Encodes the odd pieces and writes each as a length
-    and its marshalled list; stops when the parent is gone or the pipe is closed."""
-    code = 1
-    try:
-        os.close(rfd)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        for piece in pieces[1::2]:
-            if os.getppid() != parent:
-                return
-            data = marshal.dumps([encode(item) for item in piece])
-            view = memoryview(len(data).to_bytes(8, "little") + data)
-            while view:
-                view = view[os.write(wfd, view):]
-        code = 0
-    finally:
-        os._exit(code)
 
 
 def _take(queue: int) -> Iterator[int]:

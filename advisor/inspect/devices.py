@@ -87,8 +87,9 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
              users: bool = False) -> Iterator[Device]:
     """`entries`: the /sys/block entries to read (None: every one); `users`: look for processes
     holding each device open (as root on the live system)."""
+    hosts: dict[str, str] = {}
     fields = parallel.read_all(root, root.listdir("sys/block") if entries is None else entries,
-                               lambda name: read_device(root, name, needed),
+                               lambda name: read_device(root, name, needed, hosts),
                                (FactInt, FactBool, FactStr), make_fact)
     by_name = prune_links(fields)
     probes = _probes(root, fields, probe, needed)

@@ -104,29 +104,13 @@ def stripe_of(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Stripe
 
 # ---- what sits below (thin provisioning, discards a dm layer drops) ----
 
-def _lbpme(root: SysRoot, name: str) -> Fact[str] | None:
-    """`lbpme` when a SCSI disk reports logical block provisioning (thin_provisioning = 1 under
-    device/scsi_disk/H:C:T:L, whose provisioning_mode says how it is told of freed blocks)."""
-    base = f"sys/block/{name}/device/scsi_disk"
-    for hctl in root.listdir(base):
-        rel = f"{base}/{hctl}/thin_provisioning"
-        raw = root.read(rel)
-        if raw is not None and raw.strip() == "1":
-            mode = (root.read(f"{base}/{hctl}/provisioning_mode") or "").strip()
-            return make_fact(FactStr, "lbpme", SYSFS, rel, raw.strip(),
-                             f"provisioning_mode = {mode}" if mode else None)
-    return None
-
-
 def thin_and_discards(root: SysRoot, dev: dict[str, Any],
                       by_name: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """`thin` and `discard_below` of a device; parents are done first (topological order)."""
     out: dict[str, Any] = {}
     parents = [by_name[p] for p in dev["parents"] if p in by_name]
-    if dev["kind"] == "disk":
-        lbpme = _lbpme(root, dev["name"])
-        if lbpme is not None:
-            out["thin"] = lbpme
+    if dev["kind"] == "disk" and "thin" in dev:  # logical block provisioning, read with it
+        out["thin"] = dev["thin"]
     pool = next((p for p in parents if (p.get("dm_uuid") or "").endswith("-tpool")), None)
     if pool is not None:
         out["thin"] = make_fact(FactStr, "dm-thin", "derived",

@@ -26,7 +26,7 @@ from advisor.inspect.specs import (
     wanted,
 )
 from advisor.models.device import DeviceKind, Fact, MdInfo
-from advisor.system.sysroot import SysRoot
+from advisor.system.sysroot import Folder, SysRoot
 
 #: RAM disks (major 1) are left out, as lsblk does by default: never a place for a filesystem.
 EXCLUDED_MAJORS = frozenset({"1"})
@@ -53,7 +53,8 @@ def _hint(value: str, source: str, path: str, raw: str | None, note: str) -> Rea
 
 
 def _storage_hint(root: SysRoot, name: str, kind: DeviceKind, link: str | None,
-                  transport: str | None, model: str | None) -> Reading[str]:
+                  transport: str | None, model: str | None, hosts: dict[str, str]
+                  ) -> Reading[str]:
     """What the device's own facts say the storage is, with what says so (null: nothing does;
     in particular rotational=1 alone says nothing)."""
     base = f"sys/block/{name}"
@@ -71,7 +72,7 @@ def _storage_hint(root: SysRoot, name: str, kind: DeviceKind, link: str | None,
     host = _scsi_host(link)
     if host is not None:
         where = f"{host[0]}/scsi_host/{host[1]}/proc_name"
-        driver = (root.read(where) or "").strip()
+        driver = _host_driver(root, where, hosts)
         if driver in RAID_HBA_DRIVERS:
             return _hint("hardware-raid", SYSFS, where, driver,
                          f"behind a RAID controller's driver ({RAID_HBA_DRIVERS[driver]})")
@@ -84,6 +85,14 @@ def _storage_hint(root: SysRoot, name: str, kind: DeviceKind, link: str | None,
     if transport == "nvme":
         return _hint("ssd", SYSFS, base, link, "an NVMe device")
     return reading(FactStr, None, SYSFS, base, None, "nothing in sysfs says what the storage is")
+
+
+def _host_driver(root: SysRoot, where: str, hosts: dict[str, str]) -> str:
+    """The SCSI host's driver (its proc_name, "" when missing), read once per host a scan."""
+    driver = hosts.get(where)
+    if driver is None:
+        driver = hosts[where] = (root.read(where) or "").strip()
+    return driver
 
 
 def _scsi_host(link: str | None) -> tuple[str, str] | None:
@@ -111,23 +120,34 @@ def _vanished(root: SysRoot, rel: str, name: str) -> DeviceProblem:
                          f"({root.path(rel)} is gone); run the command again")
 
 
-def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None
-                ) -> list[dict[str, Any]]:
+def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None,
+                hosts: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The facts of one /sys/block entry and its partitions, as Device field dicts (without the
     tree, stripe and usage, which need every device). Empty when the device is skipped.
-    `needed`: the fields to read (fields_needed; None: all); the others keep their defaults."""
+    `needed`: the fields to read (fields_needed; None: all); the others keep their defaults.
+    `hosts`: the SCSI hosts' drivers read so far in this scan (a SAN host has thousands of disks
+    behind a few hosts), filled as they are read."""
     base = f"sys/block/{name}"
-    rd = Reader(root)
     kind = kind_of(name)
     transport: str | None = None
     link: str | None = None
     if kind in ("disk", "rom"):
         link = root.readlink(base)
         transport = parsers.transport_from_link(link) if link else None
+    with root.folder(base) as folder:
+        return _read_entry(root, folder, name, kind, transport, link, needed,
+                           {} if hosts is None else hosts)
+
+
+def _read_entry(root: SysRoot, folder: Folder, name: str, kind: DeviceKind,
+                transport: str | None, link: str | None, needed: frozenset[str] | None,
+                hosts: dict[str, str]) -> list[dict[str, Any]]:
+    base = folder.rel
+    rd = Reader(root)
     want_mq = needed is None or not needed.isdisjoint(("hw_queues", "hw_queue_tags"))
     want_md = kind == "md" and (needed is None or "md" in needed)
-    mq = root.listdir(f"{base}/mq") if want_mq else []
-    facts = rd.batch(base, _specs(kind, transport, mq, want_md, needed))
+    mq = folder.listdir("mq") if want_mq else []
+    facts = rd.batch(base, _specs(kind, transport, mq, want_md, needed), folder)
 
     maj_min, size = facts.pop("maj_min"), facts["size_bytes"]
     if maj_min.value is None and size.value is None and not root.exists(base):
@@ -153,10 +173,28 @@ def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None
     fields.update(facts)
     if needed is None or "storage_hint" in needed:
         fields["storage_hint"] = _storage_hint(
-            root, name, kind, link, transport, fields["model"].value if "model" in fields else None)
-    partitions = _links(root, base, fields, needed)
+            root, name, kind, link, transport, fields["model"].value if "model" in fields else None,
+            hosts)
+    if kind == "disk" and (needed is None or not needed.isdisjoint(("thin", "discard_below"))):
+        fields.update(_lbpme(folder))
+    partitions = _links(root, folder, fields, needed)
     fields["notes"] = rd.notes
     return [fields, *partitions]
+
+
+def _lbpme(folder: Folder) -> dict[str, Fact[str]]:
+    """`thin`: `lbpme` when a SCSI disk reports logical block provisioning (thin_provisioning
+    = 1 under device/scsi_disk/H:C:T:L, whose provisioning_mode says how it is told of freed
+    blocks); nothing otherwise. Read with the disk's own facts, from its open folder."""
+    for hctl in folder.listdir("device/scsi_disk"):
+        at = f"device/scsi_disk/{hctl}"
+        raw, = folder.read_many([f"{at}/thin_provisioning"])
+        if raw is not None and raw.strip() == "1":
+            mode = (folder.read_many([f"{at}/provisioning_mode"])[0] or "").strip()
+            return {"thin": make_fact(FactStr, "lbpme", SYSFS,
+                                      f"{folder.rel}/{at}/thin_provisioning", raw.strip(),
+                                      f"provisioning_mode = {mode}" if mode else None)}
+    return {}
 
 
 def _specs(kind: DeviceKind, transport: str | None, mq: list[str], want_md: bool,
@@ -187,21 +225,21 @@ def _dm_fields(base: str, facts: dict[str, Reading[Any]], fields: dict[str, Any]
     fields["dm_kind"] = parsers.dm_kind_from_uuid(dm_uuid) if dm_uuid else "other"
 
 
-def _links(root: SysRoot, base: str, fields: dict[str, Any], needed: frozenset[str] | None
-           ) -> list[dict[str, Any]]:
+def _links(root: SysRoot, folder: Folder, fields: dict[str, Any],
+           needed: frozenset[str] | None) -> list[dict[str, Any]]:
     """The device's partitions (read), and its parents, holders and children (named, into
     `fields`): the links the stacking pass follows."""
     name, kind = fields["name"], fields["kind"]
     # Hardware disks are built on nothing, and dm devices have no kernel partitions (kpartx makes
     # more dm devices): skipping those listings saves a syscall per path on a SAN host.
     hardware = kind in ("disk", "rom") and fields["transport"] is not None
-    fields["parents"] = [] if hardware else root.listdir(f"{base}/slaves")
-    holders = root.listdir(f"{base}/holders")
+    fields["parents"] = [] if hardware else folder.listdir("slaves")
+    holders = folder.listdir("holders")
     fields["holders"] = holders
-    partitions = [_read_partition(root, name, entry, fields, needed)
-                  for entry in ([] if kind == "dm" else root.listdir(base))
+    partitions = [_read_partition(root, folder, entry, fields, needed)
+                  for entry in ([] if kind == "dm" else folder.listdir())
                   if entry.startswith(name) and entry != name
-                  and root.exists(f"{base}/{entry}/partition")]
+                  and folder.exists(f"{entry}/partition")]
     fields["children"] = [p["name"] for p in partitions] + holders
     return partitions
 
@@ -223,11 +261,13 @@ def _md_info(base: str, level: Reading[str], chunk: Reading[int], disks: Reading
                   layout=layout.fact(), data_disks=data)
 
 
-def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, Any],
+def _read_partition(root: SysRoot, disk: Folder, name: str, disk_fields: dict[str, Any],
                     needed: frozenset[str] | None = None) -> dict[str, Any]:
-    base = f"sys/block/{disk}/{name}"
     rd = Reader(root)
-    facts = rd.batch(base, wanted(PARTITION, needed))
+    with disk.folder(name) as folder:
+        base = folder.rel
+        facts = rd.batch(base, wanted(PARTITION, needed), folder)
+        holders = folder.listdir("holders")
     fields: dict[str, Any] = {
         "name": name, "display_name": name, "path": f"/dev/{name}", "kind": "part",
         "maj_min": facts.pop("maj_min").value, "transport": disk_fields.get("transport"),
@@ -239,7 +279,6 @@ def _read_partition(root: SysRoot, disk: str, name: str, disk_fields: dict[str, 
                  "hw_queue_tags", "queue_depth"):
         if attr in disk_fields:
             fields[attr] = disk_fields[attr]
-    holders = root.listdir(f"{base}/holders")
-    fields.update(parents=[disk], holders=holders, children=holders, notes=rd.notes)
+    fields.update(parents=[disk_fields["name"]], holders=holders, children=holders,
+                  notes=rd.notes)
     return fields
-

@@ -5,7 +5,7 @@ to a rule. A `--json` contract (`xfs-advisor schema observe`)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -207,6 +207,8 @@ class ObservedFilesystem(Model):
 class ObservedAnswers(WorkloadAnswers):
     """The workload answers measured, null when not measured (merged into a workload file by
     --write-workload, marked "measured by xfs-advisor observe")."""
+
+    lower_bounds: ClassVar[frozenset[str]] = frozenset({"largest_directory_entries"})
 
     fsyncs_per_second: float | None = None
     """fsync and fdatasync calls per second (tracepoints xfs_file_fsync + xfs_dir_fsync)."""

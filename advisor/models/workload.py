@@ -4,7 +4,7 @@ command-line flags; unknown keys are an error; every answer is optional (null = 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -252,8 +252,20 @@ class WorkloadAnswers(Model):
     """Answers measured on a host (observe, profile): the fields they share with Workload, null
     where not measured."""
 
+    #: Answers measured as a lower bound (observe sees the form a directory reached, not its
+    #: size): a larger answer already given stays.
+    lower_bounds: ClassVar[frozenset[str]] = frozenset()
+
+    def changes_to(self, workload: Workload) -> dict[str, Any]:
+        """The measured answers that replace `workload`'s own: every one measured, but a lower
+        bound only above the answer already given."""
+        given = workload.model_dump(exclude_none=True)
+        return {k: v for k, v in self.model_dump(exclude_none=True).items()
+                if k not in self.lower_bounds or k not in given or v > given[k]}
+
     def merged_into(self, workload: Workload) -> Workload:
-        """`workload` with these answers replacing its own, other answers kept as they are."""
+        """`workload` with these answers replacing its own (changes_to), other answers kept as
+        they are."""
         data = workload.model_dump(exclude_none=True)
-        data.update(self.model_dump(exclude_none=True))
+        data.update(self.changes_to(workload))
         return Workload.model_validate(data)

@@ -41,6 +41,8 @@ class Answers(Protocol):
 
     def model_dump(self, *, exclude_none: bool = ...) -> dict[str, object]: ...
 
+    def changes_to(self, workload: Workload) -> dict[str, object]: ...
+
     def merged_into(self, workload: Workload) -> Workload: ...
 
 
@@ -94,16 +96,17 @@ def edit_toml(text: str, answers: dict[str, object], tool: str = "profile",
 def write_measured_answers(path: str | os.PathLike[str], answers: MeasuredAnswers | Answers,
                            tool: str = "profile",
                            notes: dict[str, str] | None = None) -> tuple[Workload, bool]:
-    """Merge `answers` into the workload file at `path` (created when missing). Returns the
+    """Merge `answers` into the workload file at `path` (created when missing; a lower bound
+    never lowers an answer the file gives: Answers.changes_to). Returns the
     answers the file now holds and whether its comments and layout were kept. Only a regular
     file is written (a symlink: the regular file it names), in one atomic rename."""
     target = write_target(path, "workload file")
-    measured = answers.model_dump(exclude_none=True)
     if target.exists():
         existing = load_workload(target)
         text: str | None = read_text(target, "workload file")
     else:
         existing, text = Workload(), None
+    measured = answers.changes_to(existing)
     merged = answers.merged_into(existing)
     as_json = target.suffix.lower() == ".json" or (text or "").lstrip().startswith("{")
     kept = True

@@ -10,6 +10,7 @@ import pytest
 
 from advisor.commands.observe import duration
 from advisor.errors import BadInput
+from advisor.models.workload import Workload
 from advisor.observe.counters import deltas, parse_block_stat, parse_xfs_stats
 from advisor.observe.tracepoints import (
     active_per_second,
@@ -178,3 +179,23 @@ def test_allocations_per_ag_in_the_order_asked() -> None:
             f"2496,,{AG_EVENT},1,100.00,,\n")
     assert parse_per_ag(text) == [2450, 2496]
     assert parse_per_ag(text.replace("2496", "<not counted>")) == []
+
+
+def test_a_lower_bound_never_lowers_the_answer_a_file_gives(tmp_path: Path) -> None:
+    """observe saw a directory reach leaf form (at least 493 entries): a file that plans for
+    5,000 keeps 5,000 (and its own comment); one that plans for 100 is raised to 493."""
+    from advisor.models.observe import ObservedAnswers
+    from advisor.observe.observation import ANSWER_NOTES
+    from advisor.profile.workload_file import write_measured_answers
+
+    answers = ObservedAnswers(largest_directory_entries=493, fsyncs_per_second=40.0)
+    for planned, expected in ((5000, 5000), (100, 493)):
+        path = tmp_path / f"planned-{planned}.toml"
+        path.write_text(f"largest_directory_entries = {planned}  # the spool, planned\n")
+        workload, kept = write_measured_answers(path, answers, tool="observe",
+                                                notes=ANSWER_NOTES)
+        assert kept and workload.largest_directory_entries == expected
+        assert workload.fsyncs_per_second == 40.0
+        assert answers.merged_into(Workload(largest_directory_entries=planned)) == workload
+        assert (f"largest_directory_entries = {expected}  # the spool, planned\n"
+                in path.read_text())

@@ -18,6 +18,7 @@ on the child. Ctrl-C or any exception here kills and reaps the child before it p
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import marshal
 import os
 import signal
@@ -54,6 +55,14 @@ def worth_forking(root: SysRoot, names: list[str]) -> bool:
 CHUNK = 64
 
 
+def cut(names: list[str], capacity: int) -> list[list[str]]:
+    """`names` in pieces of CHUNK or more, few enough that every piece's 2-byte number fits in
+    a pipe of `capacity` bytes at once (written before the fork, with no reader yet: a pipe is
+    64 KiB, but one page once its user holds more pipe pages than fs.pipe-user-pages-soft)."""
+    chunk = max(CHUNK, -(-len(names) // (capacity // 2)))
+    return [names[i:i + chunk] for i in range(0, len(names), chunk)]
+
+
 def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
              fact_classes: tuple[type[Fact[Any]], ...],
              make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
@@ -67,9 +76,8 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
     does more of the pieces (all of them, if the child never runs)."""
     if not worth_forking(root, names):
         return [f for name in names for f in read_one(name)]
-    chunk = max(CHUNK, -(-len(names) // 30000))  # the numbers must fit in a pipe's 64 KiB
-    pieces = [names[i:i + chunk] for i in range(0, len(names), chunk)]
     queue_r, queue_w = os.pipe()
+    pieces = cut(names, fcntl.fcntl(queue_w, fcntl.F_GETPIPE_SZ))
     os.write(queue_w, b"".join(i.to_bytes(2, "little") for i in range(len(pieces))))
     os.close(queue_w)
     out_r, out_w = os.pipe()

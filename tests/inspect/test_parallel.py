@@ -237,3 +237,17 @@ def test_a_killed_scan_leaves_no_child_reading(sig: str) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("capacity", [4096, 8192, 65536])
+@pytest.mark.parametrize("count", [1, 64, 65, 100_000, 1_000_000])
+def test_every_piece_number_fits_in_the_pipe_before_the_fork(capacity: int, count: int) -> None:
+    """The numbers are written before the child exists to read them: more than the pipe holds
+    would block the scan for ever (a pipe is one page once its user holds too many). Every name
+    is in one piece, in order."""
+    names = [f"sd{i}" for i in range(count)]
+    pieces = parallel.cut(names, capacity)
+    assert 2 * len(pieces) <= capacity
+    assert [n for piece in pieces for n in piece] == names
+    assert all(len(piece) >= parallel.CHUNK for piece in pieces[:-1])
+

@@ -40,6 +40,7 @@ import time
 from collections import deque
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field, fields
+from types import FrameType
 
 from advisor.errors import BadInput
 from advisor.models.profile import (
@@ -58,7 +59,7 @@ from advisor.profile.stats import (
     exact_distribution,
     merge_samples,
 )
-from advisor.signals import STOPPING_SIGNALS
+from advisor.signals import STOPPING_SIGNALS, install_handlers
 
 DEFAULT_TOP_DIRECTORIES = 10
 DEFAULT_XATTR_SAMPLE = 10_000
@@ -342,20 +343,30 @@ class Walker:
         """The forked process: walk what it claims, send its figures, and end (never return
         into the caller's code, nor run its exit handlers)."""
         code = 1
+        walking = True
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            if walking:
+                raise KeyboardInterrupt
+
         try:
             os.close(results_out)
-            # Ctrl-C at a terminal reaches both processes; the walk's own process, stopped
-            # otherwise (SIGTERM, SIGINT to it alone), stops this one with STOP_HALF.
-            signal.signal(STOP_HALF, signal.default_int_handler)
+            # Ctrl-C at a terminal reaches both processes, and the walk's own process, stopped
+            # by it (or by SIGTERM, or SIGINT to it alone), stops this one with STOP_HALF as
+            # well: the second can come while the first is being handled. Each
+            # stops the walk; once it is over, none can cut the sending of its figures short.
+            install_handlers(stop, python_only=True)
+            signal.signal(STOP_HALF, stop)
             self._restart(counted)
             partial = False
             try:
                 stack: list[str] = []
                 self._scan(stack, stack.pop, claim=claim)
-                signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
             except KeyboardInterrupt:
+                walking = False  # before any call, where a pending handler would run
                 partial = True
-            # Its figures are sent whole: a Ctrl-C now would lose them all.
+            walking = False
+            # Its figures are sent whole (nor can a signal without a Python handler end it).
             signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
             with os.fdopen(results_in, "wb") as f:
                 pickle.dump(_Half(self._counts, self._file_sizes, self._directory_sizes,

@@ -26,6 +26,7 @@ uniform sample either way, drawn otherwise), and which problem examples come fir
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -196,6 +197,19 @@ class _Half:
     partial: bool
 
 
+def _end_with_parent(parent: int) -> None:
+    """Be killed when `parent` ends (PR_SET_PDEATHSIG), and end now if it already has: a
+    process killed outright (SIGKILL, the OOM killer) would leave this one walking the rest of
+    the tree alone, holding the output its caller reads until then."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _groups(waiting: list[str]) -> list[list[str]]:
     """The directories waiting to be read, in at most MAX_CLAIMS groups, in the order they were
     found (the shallowest, likely the largest subtrees, first)."""
@@ -309,9 +323,10 @@ class Walker:
 
         counted = mmap.mmap(-1, _COUNT.size)
         results_out, results_in = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the forked process; its figures are what is tested)
-            self._walk_other_half(claim, counted, results_out, results_in)
+            self._walk_other_half(claim, counted, results_out, results_in, parent)
         half: _Half | None = None
         interrupted = False
         try:
@@ -339,9 +354,9 @@ class Walker:
         return interrupted or half.partial
 
     def _walk_other_half(self, claim: Callable[[], list[str]], counted: mmap.mmap,
-                         results_out: int, results_in: int) -> None:
+                         results_out: int, results_in: int, parent: int) -> None:
         """The forked process: walk what it claims, send its figures, and end (never return
-        into the caller's code, nor run its exit handlers)."""
+        into the caller's code, nor run its exit handlers). It ends with `parent` too."""
         code = 1
         walking = True
 
@@ -350,6 +365,7 @@ class Walker:
                 raise KeyboardInterrupt
 
         try:
+            _end_with_parent(parent)
             os.close(results_out)
             # Ctrl-C at a terminal reaches both processes, and the walk's own process, stopped
             # by it (or by SIGTERM, or SIGINT to it alone), stops this one with STOP_HALF as

@@ -3,6 +3,7 @@ answers are known."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -197,3 +198,34 @@ def test_ctrl_c_reaching_both_processes_loses_none_of_the_forked_ones_figures(
     finally:
         marker.unlink(missing_ok=True)
     assert lost == []
+
+
+def test_the_forked_process_ends_when_the_walks_own_process_is_killed(memory_tmp: Path) -> None:
+    """SIGKILL (the OOM killer, `timeout -s KILL`) of the walk's own process ends the forked one
+    too: it would otherwise walk on alone, holding the output its parent's caller reads."""
+    for t in range(300):
+        leaf = memory_tmp / f"d{t:03d}"
+        leaf.mkdir()
+        for i in range(50):
+            os.mknod(leaf / f"f{i}")
+    marker = memory_tmp.parent / f"{memory_tmp.name}.forked"
+    proc = subprocess.Popen([sys.executable, "-c", _WALK_UNTIL_CTRL_C, str(memory_tmp),
+                             str(marker)], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        until = time.monotonic() + 20
+        while not marker.exists() and time.monotonic() < until:
+            time.sleep(0.005)
+        assert marker.exists()
+        proc.kill()
+        proc.wait()
+        # 15 s of walking left in the forked process: the pipe closes once it has ended.
+        began = time.monotonic()
+        assert proc.stdout is not None
+        proc.stdout.read()
+        assert time.monotonic() - began < 5
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        marker.unlink(missing_ok=True)

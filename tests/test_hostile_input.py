@@ -455,6 +455,67 @@ def test_a_command_a_worker_starts_while_the_advisor_ends_is_killed(
     assert result.returncode != 0
 
 
+def _running(pid: int) -> bool:
+    """`pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+#: A command that starts a process of its own which holds its output pipes (as fio's jobs do),
+#: and writes that process's pid to the file named by $1.
+_FORKING = 'sleep 30 & echo $! > "$1"; wait'
+
+
+def test_a_timed_out_command_ends_with_the_processes_it_started(tmp_path: Path) -> None:
+    """The timeout holds for a command whose own processes hold its output (fio's jobs): the
+    whole tree is killed, so run() returns at the timeout, not when the last of them ends, and
+    none is left running."""
+    from advisor.errors import ToolProblem
+    from advisor.system.runner import run
+
+    pidfile = tmp_path / "started"
+    began = time.monotonic()
+    with pytest.raises(ToolProblem, match="timed out"):
+        run(["sh", "-c", _FORKING, "sh", str(pidfile)], timeout=1)
+    assert time.monotonic() - began < 10
+    started = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _running(started) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _running(started)
+
+
+def test_an_interrupted_command_ends_with_the_processes_it_started(tmp_path: Path) -> None:
+    """Ctrl-C while a command runs: the processes it started go with it (a fio job left
+    running keeps the scratch mount busy for clean-up)."""
+    pidfile = tmp_path / "started"
+    script = ("import sys\nfrom advisor.system.runner import run\n"
+              f"run(['sh', '-c', {_FORKING!r}, 'sh', sys.argv[1]], timeout=60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(pidfile)], cwd=REPO,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert time.monotonic() < deadline, "the command did not start"
+            time.sleep(0.02)
+        started = int(pidfile.read_text())
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert "KeyboardInterrupt" in err
+        deadline = time.monotonic() + 5
+        while _running(started) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _running(started)
+    finally:
+        proc.kill()
+        proc.wait()
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for task in os.listdir(f"/proc/{pid}/task"):

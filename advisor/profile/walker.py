@@ -26,6 +26,7 @@ uniform sample either way, drawn otherwise), and which problem examples come fir
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -40,6 +41,7 @@ import time
 from collections import deque
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field, fields
+from types import FrameType
 
 from advisor.errors import BadInput
 from advisor.models.profile import (
@@ -58,7 +60,7 @@ from advisor.profile.stats import (
     exact_distribution,
     merge_samples,
 )
-from advisor.signals import STOPPING_SIGNALS
+from advisor.signals import STOPPING_SIGNALS, install_handlers
 
 DEFAULT_TOP_DIRECTORIES = 10
 DEFAULT_XATTR_SAMPLE = 10_000
@@ -195,6 +197,19 @@ class _Half:
     partial: bool
 
 
+def _end_with_parent(parent: int) -> None:
+    """Be killed when `parent` ends (PR_SET_PDEATHSIG), and end now if it already has: a
+    process killed outright (SIGKILL, the OOM killer) would leave this one walking the rest of
+    the tree alone, holding the output its caller reads until then."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _groups(waiting: list[str]) -> list[list[str]]:
     """The directories waiting to be read, in at most MAX_CLAIMS groups, in the order they were
     found (the shallowest, likely the largest subtrees, first)."""
@@ -308,9 +323,10 @@ class Walker:
 
         counted = mmap.mmap(-1, _COUNT.size)
         results_out, results_in = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the forked process; its figures are what is tested)
-            self._walk_other_half(claim, counted, results_out, results_in)
+            self._walk_other_half(claim, counted, results_out, results_in, parent)
         half: _Half | None = None
         interrupted = False
         try:
@@ -338,24 +354,35 @@ class Walker:
         return interrupted or half.partial
 
     def _walk_other_half(self, claim: Callable[[], list[str]], counted: mmap.mmap,
-                         results_out: int, results_in: int) -> None:
+                         results_out: int, results_in: int, parent: int) -> None:
         """The forked process: walk what it claims, send its figures, and end (never return
-        into the caller's code, nor run its exit handlers)."""
+        into the caller's code, nor run its exit handlers). It ends with `parent` too."""
         code = 1
+        walking = True
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            if walking:
+                raise KeyboardInterrupt
+
         try:
+            _end_with_parent(parent)
             os.close(results_out)
-            # Ctrl-C at a terminal reaches both processes; the walk's own process, stopped
-            # otherwise (SIGTERM, SIGINT to it alone), stops this one with STOP_HALF.
-            signal.signal(STOP_HALF, signal.default_int_handler)
+            # Ctrl-C at a terminal reaches both processes, and the walk's own process, stopped
+            # by it (or by SIGTERM, or SIGINT to it alone), stops this one with STOP_HALF as
+            # well: the second can come while the first is being handled. Each
+            # stops the walk; once it is over, none can cut the sending of its figures short.
+            install_handlers(stop, python_only=True)
+            signal.signal(STOP_HALF, stop)
             self._restart(counted)
             partial = False
             try:
                 stack: list[str] = []
                 self._scan(stack, stack.pop, claim=claim)
-                signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
             except KeyboardInterrupt:
+                walking = False  # before any call, where a pending handler would run
                 partial = True
-            # Its figures are sent whole: a Ctrl-C now would lose them all.
+            walking = False
+            # Its figures are sent whole (nor can a signal without a Python handler end it).
             signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
             with os.fdopen(results_in, "wb") as f:
                 pickle.dump(_Half(self._counts, self._file_sizes, self._directory_sizes,

@@ -172,11 +172,28 @@ class Process:
         return not self._done.is_set()
 
     def kill(self) -> None:
-        """SIGKILL, unless it has been reaped (the reader reaps it). By its pid, as
-        Popen.kill() does, without taking a reference to the Popen: taken here, the last one
-        could be dropped in the caller's thread, the killed process's reader being done."""
-        if not self._done.is_set():
-            os.kill(self.pid, signal.SIGKILL)
+        """SIGKILL to the command and every process below it, unless it has been reaped (the
+        reader reaps it). The processes it started go too (fio's jobs, xfs_info's xfs_db): one
+        left running would hold the output pipes, so the command would not be seen to end
+        (a timed-out fio ran on for its jobs' whole runtime), and keep its files open (a
+        scratch mount stays busy). Each is stopped before its children are listed, so none
+        starts another unseen. By its pid, as Popen.kill() does, without taking a reference to
+        the Popen: taken here, the last one could be dropped in the caller's thread, the killed
+        process's reader being done."""
+        if self._done.is_set():
+            return
+        os.kill(self.pid, signal.SIGSTOP)
+        tree = [self.pid]
+        try:
+            for pid in tree:  # grows as it goes: breadth-first
+                for child in _children(pid):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(child, signal.SIGSTOP)
+                        tree.append(child)
+        finally:  # interrupted or not, none is left stopped
+            for pid in tree:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the command has exited and its output is read; TimeoutError after `timeout`
@@ -196,6 +213,23 @@ class Process:
     @property
     def stderr(self) -> str:
         return _text(self._output[1])
+
+
+def _children(pid: int) -> list[int]:
+    """The processes `pid` started that are still its own (/proc/PID/task/*/children: each
+    child is listed under the thread that started it)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                found += [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def _spawn(exe: str, argv: list[str], input: str | None, cwd: str | None,

@@ -25,6 +25,7 @@ import pytest
 from advisor.cli import main
 from advisor.errors import AdvisorError
 from advisor.session import Session
+from advisor.system import runner
 from tests.bench.test_adaptive import _report
 from tests.conftest import REPO, require_root_tools
 from tests.inspect.sysfs_builder import Dev, write_tree
@@ -576,3 +577,33 @@ def test_recovery_sweeps_what_killed_dry_runs_and_state_writes_left(tmp_path: Pa
     assert f"unfinished state file {state}/run-{proc.pid}-0.json.tmp" in recovery.stdout
     assert sorted(p.name for p in temp.iterdir()) == sorted([live.name, theirs.name])
     assert sorted(p.name for p in state.iterdir()) == [f"run-{os.getpid()}-9.json.tmp"]
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_signal_held_while_a_command_starts_leaves_it_not_running(
+        monkeypatch: pytest.MonkeyPatch, background: bool) -> None:
+    """Ctrl-C landing while a command is being started is held until it is (signals_deferred),
+    then raised before the caller knows the command: the command is killed and reaped, not left
+    running after the advisor ends (a fio on the scratch mount; perf until its sleep ends). The
+    signal is sent from inside the start, after the real process exists: the race, made
+    certain."""
+    started: list[int] = []
+    real = runner._spawn
+
+    def spawn_then_interrupt(*args: Any) -> Any:
+        proc = real(*args)
+        started.append(proc.pid)
+        os.kill(os.getpid(), signal.SIGINT)
+        return proc
+
+    monkeypatch.setattr(runner, "_spawn", spawn_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        if background:
+            runner.Background(["sleep", "30"])
+        else:
+            runner.run(["sleep", "30"], timeout=60)
+    assert started
+    deadline = time.monotonic() + 5
+    while _running(started[0]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _running(started[0]), "the command runs on after the interrupt"

@@ -129,7 +129,7 @@ def test_the_tui_reaches_the_core_only_through_the_session() -> None:
 
 #: Modules `devices --json` has no use for: the TUI, the benchmark (fio jobs and their output),
 #: the statistics, the rule engine and its rule book, the workload profiler, and the package
-#: metadata reader (pydantic's plugin search and `sh` import it: ~17 ms of CPU each start).
+#: metadata reader (pydantic's plugin search imports it: ~17 ms of CPU each start).
 DEVICES_NEVER_IMPORTS = ("textual", "rich", "advisor.tui", "advisor.bench", "advisor.engine",
                          "advisor.audit", "advisor.profile", "advisor.models.bench",
                          "advisor.models.rule", "statistics", "sh", "importlib.metadata",

@@ -70,10 +70,11 @@ def _text(output: str | bytes) -> str:
 def signals_deferred() -> Iterator[None]:
     """Within the block (in the main thread), a signal with a Python handler is noted, and its
     handler called once the block is done. A command is started in one block: an interrupt
-    raised halfway through (between the fork and the moment the process is known to the runner,
-    or, were a fork ever made in Python, inside the interpreter's at-fork callbacks, where it is
-    printed as "Exception ignored" and dropped) would lose the process or the interrupt.
-    Deferred, it is raised right after the start, where `finally` and main() see it. Signals
+    raised halfway through (between the fork and the moment the process is known to the runner;
+    or, for a command in its own group, forked in Python, inside the interpreter's at-fork
+    callbacks, where it is printed as "Exception ignored" and dropped) would lose the process or
+    the interrupt. Deferred, it is raised right after the start (_start), where the command is
+    known, and `finally` and main() see it. Signals
     without a Python handler (SIG_DFL, SIG_IGN) are the kernel's business and stay as they
     are."""
     if threading.current_thread() is not threading.main_thread():
@@ -240,6 +241,26 @@ def _spawn(exe: str, argv: list[str], input: str | None, cwd: str | None,
     return Process([exe, *argv[1:]], input, cwd, own_group)
 
 
+def _start(exe: str, argv: list[str], input: str | None, cwd: str | None, own_group: bool, *,
+           keep: bool) -> Process:
+    """_spawn, with the ending signals deferred until the command is started (signals_deferred).
+    One held meanwhile is raised here, before the caller knows the command: it is killed, with
+    what it started, and reaped, not left running on its own; unless `keep` (clean-up's
+    commands, which must finish)."""
+    started: list[Process] = []
+    try:
+        with signals_deferred():
+            started.append(_spawn(exe, argv, input, cwd, own_group))
+    except BaseException:
+        if started and not keep:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                started[0].kill()
+            with contextlib.suppress(Exception):
+                started[0].wait(timeout=KILLED_WAIT)
+        raise
+    return started[0]
+
+
 def run(
     argv: list[str],
     *,
@@ -262,8 +283,7 @@ def run(
                           + (f" (Debian: apt-get install {package})" if package else ""))
     # A timer kills the command at the timeout, and wait() returns as soon as it exits.
     try:
-        with signals_deferred():
-            proc = _spawn(exe, argv, input, cwd, own_group)
+        proc = _start(exe, argv, input, cwd, own_group, keep=own_group)
     except OSError as err:  # found by which() but not runnable (permissions, a bad binary)
         raise ToolProblem(f"{argv[0]}: cannot run {exe}: {err.strerror or err}") from None
     timed_out = threading.Event()
@@ -323,8 +343,7 @@ class Background:
         if exe is None:
             raise ToolProblem(f"{argv[0]} not found")
         self.argv = argv
-        with signals_deferred():
-            self._proc = _spawn(exe, argv, None, None, True)
+        self._proc = _start(exe, argv, None, None, True, keep=False)
 
     @property
     def pid(self) -> int:

@@ -6,8 +6,9 @@ records, read as JSON lines, keep the name exactly (hypothesis)."""
 from __future__ import annotations
 
 import json
+import re
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from advisor.console import json_text
@@ -84,6 +85,10 @@ def test_any_writer_name_stays_in_its_line(names: list[str]) -> None:
 def test_records_keep_a_command_name_exactly(name: str) -> None:
     """perf's Python hook prints each record as one JSON line: any name, line breaks
     included, is one record's name, and no line of it passes for another record."""
+    # A name from the kernel is bytes: decoded, it never holds a high surrogate (undecodable
+    # bytes become \udc80-\udcff), and JSON reads a high one followed by a low one as the
+    # character the pair encodes. Such a name cannot come back as it went; no record has one.
+    assume(not re.search("[\ud800-\udbff][\udc00-\udfff]", name))
     line = json.dumps({"event": "xfs__xfs_trans_alloc", "tid": 7, "time": 1_500_000_000,
                        "comm": name})
     (record,) = parse_records(line + "\n")

@@ -18,7 +18,7 @@ from types import FrameType
 from typing import Any
 
 from advisor.errors import ToolProblem
-from advisor.signals import install_handlers, restore_handlers
+from advisor.signals import STOPPING_SIGNALS, install_handlers, restore_handlers
 
 DEFAULT_TIMEOUT = 60.0
 #: How long a command killed because the advisor is ending is waited for (it is SIGKILLed; only
@@ -136,21 +136,31 @@ class Process:
     pipe is never blocked by a reader that waits for its exit first)."""
 
     def __init__(self, argv: list[str], input: str | None, cwd: str | None,
-                 own_group: bool) -> None:
-        popen = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=command_env(),
-            cwd=cwd,
-            # Its own group is made by the child itself, in Python (which makes subprocess fork
-            # rather than vfork): until then the child still has the advisor's signal handlers,
-            # so a Ctrl-C sent to the whole group in that instant is noted, not fatal. With
-            # process_group=0 the child resets them to the defaults first, and clean-up's
-            # `losetup` died of the second of a stream of Ctrl-Cs (2 runs in 4).
-            preexec_fn=os.setpgrp if own_group else None,
-        )
+                 own_group: bool, shielded: bool = False) -> None:
+        # Its own group is made in the child before it runs the command (process_group=0, no
+        # Python in the child: safe beside other threads, unlike a preexec_fn). Until then the
+        # child is in the advisor's group, with default handlers: a Ctrl-C sent to the whole
+        # group in that instant would kill it. Clean-up's commands (`shielded`) must not die
+        # so (its `losetup` died of the second of a stream of Ctrl-Cs, 2 runs in 4): the ending
+        # signals are blocked in this thread while it starts, the child inherits the mask, and
+        # a Ctrl-C meant for the advisor waits until the start is done (or lands in another
+        # thread). The command keeps them blocked: it is out of the terminal's reach anyway,
+        # and a kill is SIGKILL. Not for a Background command: perf stat ends on SIGINT.
+        blocked = (signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING_SIGNALS) if shielded
+                   else None)
+        try:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=command_env(),
+                cwd=cwd,
+                process_group=0 if own_group else None,
+            )
+        finally:
+            if blocked is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         self.pid = popen.pid
         self._popen: subprocess.Popen[bytes] | None = popen
         self._returncode: int | None = None
@@ -234,11 +244,11 @@ def _children(pid: int) -> list[int]:
 
 
 def _spawn(exe: str, argv: list[str], input: str | None, cwd: str | None,
-           own_group: bool) -> Process:
+           own_group: bool, shielded: bool = False) -> Process:
     """Start the command in the background, in command_env(). A command ended by a signal
     (SIGKILL from the timer, or the terminal's SIGINT or SIGHUP, which reaches the whole
     process group) is a failed result, not an exception: clean-up retries it."""
-    return Process([exe, *argv[1:]], input, cwd, own_group)
+    return Process([exe, *argv[1:]], input, cwd, own_group, shielded)
 
 
 def _start(exe: str, argv: list[str], input: str | None, cwd: str | None, own_group: bool, *,
@@ -246,11 +256,11 @@ def _start(exe: str, argv: list[str], input: str | None, cwd: str | None, own_gr
     """_spawn, with the ending signals deferred until the command is started (signals_deferred).
     One held meanwhile is raised here, before the caller knows the command: it is killed, with
     what it started, and reaped, not left running on its own; unless `keep` (clean-up's
-    commands, which must finish)."""
+    commands, which must finish: started shielded from the ending signals, see Process)."""
     started: list[Process] = []
     try:
         with signals_deferred():
-            started.append(_spawn(exe, argv, input, cwd, own_group))
+            started.append(_spawn(exe, argv, input, cwd, own_group, keep))
     except BaseException:
         if started and not keep:
             with contextlib.suppress(ProcessLookupError, OSError):

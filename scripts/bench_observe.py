@@ -17,9 +17,19 @@ worst case.
 Each block runs the job unobserved twice and once under each mode, in an order shuffled
 anew for each block (seeded: --seed), so that a drift of the host's load hits all alike, at
 a raised priority (--nice, the same for the jobs and the observers: perf and observe pay
-their cost at the job's priority), each run a second after the last one's removed files were
-handed to the kernel's background inode workers (unsettled, an unobserved run started at once
-and paid for the last run's frees, an observed one did not: observed runs came out faster):
+their cost at the job's priority). Every run starts the same way: the filesystem unmounted
+and mounted again (the last run's removed files freed, its log written and its metadata
+written back, its inodes dropped from the cache: none of its background work left for the
+next run to pay for), then its statistics watched until they hold still for QUIET seconds;
+then an observed run starts its observer and waits until it counts; then every run, observed
+or not, waits PAUSE seconds, idle, and starts its job. (Settled only by a wait, an unobserved
+run started at once paid for the last run's frees, an observed one after observe's start did
+not: observed runs came out faster. Settled, a job started at once came out faster than one
+started 0.6 s later, idle meanwhile, 6.9% (95% interval -0.2% to 13.9%, 11 blocks), and
+observe's start keeps a CPU busy where a plain wait leaves it idle: hence the same idle
+pause right before every job. The mode `at-once`, a job started without it, shows that
+effect; `counters`, observe's whole start and end with nothing traced, checks that an
+observer's start no longer moves the figures: its throughput lost should hold 0.)
 - observe: `observe --for 1h` as a person runs it (the job starts once observe says it is
   observing; observe is then ended with SIGINT, the way a person stops it);
 - counters: the same with `--counters-only`;
@@ -29,7 +39,8 @@ and paid for the last run's frees, an observed one did not: observed runs came o
   stat-ag-locks (xfs_buf_lock on the AG headers, twice);
 - record-writers: only observe's sampled `perf record` of xfs:xfs_trans_alloc;
 - record-attributes: only observe's `perf record` of the attribute sets and log space waits;
-- record-every-transaction: `perf record` of every xfs:xfs_trans_alloc (what observe avoids).
+- record-every-transaction: `perf record` of every xfs:xfs_trans_alloc (what observe avoids);
+- at-once: no observer, the job started without the pause (the effect above).
 The perf commands are the ones observe builds (advisor.system.argv), ended with SIGINT.
 
 Per mode, each block gives the throughput lost, 1 - (files/s observed) / (files/s of the
@@ -65,8 +76,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FS_BYTES = 1 << 30
 GOAL = 0.02
-#: Seconds between two runs (settle()).
-SETTLE = 1.0
+#: Seconds the filesystem's statistics must hold still before a run starts (settle()).
+QUIET = 0.3
+#: Seconds settle() waits for that at most (a run then starts anyway, and is counted).
+SETTLE_TIMEOUT = 15.0
+#: Seconds every job waits, idle, right before it starts (an observed one once its observer
+#: counts).
+PAUSE = 1.0
 
 JOB = """[global]
 directory={mnt}
@@ -125,8 +141,9 @@ def verdict(low: float, high: float) -> str:
 
 
 @contextlib.contextmanager
-def scratch_xfs(parent: Path) -> Iterator[Path]:
-    """A 1 GiB XFS on a loop device over a sparse file, mounted; all removed afterwards."""
+def scratch_xfs(parent: Path) -> Iterator[tuple[Path, str]]:
+    """A 1 GiB XFS on a loop device over a sparse file, mounted: (mount point, device); all
+    removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="bench-observe-", dir=parent) as folder:
         image, mnt = Path(folder, "fs.img"), Path(folder, "mnt")
         with open(image, "wb") as f:
@@ -138,7 +155,7 @@ def scratch_xfs(parent: Path) -> Iterator[Path]:
             mnt.mkdir()
             subprocess.run(["mount", dev, str(mnt)], check=True)
             try:
-                yield mnt
+                yield mnt, dev
             finally:
                 subprocess.run(["umount", str(mnt)], check=False)
         finally:
@@ -146,17 +163,38 @@ def scratch_xfs(parent: Path) -> Iterator[Path]:
 
 
 MODES = ("observe", "counters", "perf-stat", "stat-events", "stat-per-ag", "stat-ag-locks",
-         "record-writers", "record-attributes", "record-every-transaction")
+         "record-writers", "record-attributes", "record-every-transaction", "at-once")
 
 
-def settle(mnt: Path) -> None:
-    """Let the last run's work finish before the next starts: its removed files are freed by
-    the kernel's background inode workers after it ends, and a run that starts meanwhile (an
-    unobserved one at once, an observed one after observe's start) would pay for them. statfs
-    has XFS start that work at once (xfs_inodegc_push); SETTLE seconds let it finish, the same
-    before every run."""
-    os.statvfs(mnt)
-    time.sleep(SETTLE)
+def _background_work(stats: Path) -> list[str]:
+    """The filesystem's statistics, all but the log forces: a log force on an idle log writes
+    nothing, and something on the host (a sync) asks for one every second or so."""
+    lines = []
+    for line in stats.read_text().splitlines():
+        if line.startswith("log "):
+            line = " ".join(line.split()[:4])  # log writes, blocks, noiclogs
+        lines.append(line)
+    return lines
+
+
+def settle(mnt: Path, dev: str) -> bool:
+    """Have the last run's work done before the next one starts, the same before every run:
+    unmount (its removed files freed, its log written, its metadata written back, its inodes
+    dropped from the cache) and mount again, then wait until the filesystem's statistics hold
+    still for QUIET seconds. False when they did not within SETTLE_TIMEOUT."""
+    subprocess.run(["umount", str(mnt)], check=True)
+    subprocess.run(["mount", dev, str(mnt)], check=True)
+    stats = Path("/sys/fs/xfs", Path(dev).name, "stats", "stats")
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    last, since = _background_work(stats), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = _background_work(stats)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= QUIET:
+            return True
+    return False
 
 
 def run_job(jobfile: Path) -> tuple[float, float]:
@@ -228,7 +266,8 @@ def _counting(pid: int) -> bool:
 
 
 def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, float]:
-    """The job under one mode: (wall seconds, job CPU seconds, observer CPU seconds)."""
+    """The job under one mode, PAUSE seconds after its observer counts: (wall seconds, job CPU
+    seconds, observer CPU seconds)."""
     if mode in ("observe", "counters"):
         argv = [sys.executable, "-m", "advisor", "observe", "--for", "1h", str(mnt)]
         if mode == "counters":
@@ -240,6 +279,7 @@ def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, flo
             line = proc.stderr.readline()
             if "observing" not in line:
                 raise SystemExit(f"observe did not start: {line}{proc.stderr.read()}")
+            time.sleep(PAUSE)
             wall, cpu = run_job(jobfile)
         finally:
             own = _stop(proc)
@@ -255,6 +295,7 @@ def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, flo
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{mode}: perf did not start counting")
             time.sleep(0.005)
+        time.sleep(PAUSE)
         wall, cpu = run_job(jobfile)
     finally:
         own = _stop(proc, group=True) if proc.poll() is None else 0.0
@@ -295,7 +336,8 @@ def main() -> int:
     walls: list[float] = []
     order = random.Random(args.seed)
     loads = []
-    with scratch_xfs(args.parent) as mnt:
+    unsettled = 0
+    with scratch_xfs(args.parent) as (mnt, dev):
         jobfile = mnt.parent / "meta.fio"
         jobfile.write_text(JOB.format(mnt=mnt, files=args.files, jobs=args.jobs,
                                       fsync=0 if args.no_fsync else 1))
@@ -305,8 +347,10 @@ def main() -> int:
                 block = list(runs)
                 order.shuffle(block)
                 for which in block:
-                    settle(mnt)
-                    if which.startswith("unobserved"):
+                    unsettled += not settle(mnt, dev)
+                    if which.startswith("unobserved") or which == "at-once":
+                        if which != "at-once":
+                            time.sleep(PAUSE)
                         wall, used = run_job(jobfile)
                     else:
                         wall, used, mine = observed_job(jobfile, mnt, which)
@@ -336,6 +380,9 @@ def main() -> int:
           f"(seed {args.seed}, nice {args.nice}), runs of {statistics.median(walls):.1f} s "
           f"(median), load average {min(loads):.1f} to {max(loads):.1f}; unobserved "
           f"{statistics.median(base_speed):,.0f} files/s, {base_cpu:.0f} us of CPU per file")
+    print(f"each run started on a filesystem whose statistics held still {QUIET:g} s "
+          f"({unsettled} of {len(walls)} did not within {SETTLE_TIMEOUT:g} s), its job "
+          f"{PAUSE:g} s after that (an observed one's after its observer counted)")
     print("throughput lost, mean over the blocks [95% interval]; goal: under 2%")
     print("and the job's CPU time per file against the block's unobserved runs (where a "
           "tracepoint's cost is paid), mean [95% interval]")
@@ -351,10 +398,12 @@ def main() -> int:
         lost = [1 - s / b for s, b in zip(speed[m], base_speed, strict=True)]
         mean, low, high = interval(lost)
         more_cpu = [c / b - 1 for c, b in zip(cpu[m], base_cpus, strict=True)]
-        mine = statistics.median(own[m])
-        print(f"  {m}: {_shown((mean, low, high))}: {verdict(low, high)}; CPU per file "
-              f"{_shown(interval(more_cpu))}; the observer's own CPU (its start and end "
-              f"included) {mine / base_cpu:.0%} of the job's")
+        theirs = (f"; the observer's own CPU (its start and end included) "
+                f"{statistics.median(own[m]) / base_cpu:.0%} of the job's") if own[m] else ""
+        said = (verdict(low, high) if m != "at-once"
+                else f"{'holds' if low <= 0 <= high else 'does not hold'} 0")
+        print(f"  {m}: {_shown((mean, low, high))}: {said}; CPU per file "
+              f"{_shown(interval(more_cpu))}{theirs}")
     return 0
 
 

@@ -115,9 +115,15 @@ def dm_kind_from_uuid(uuid: str) -> str:
     return "other"
 
 
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
 def unescape_mount_path(text: str) -> str:
-    """mountinfo and /proc/mounts write space, tab, newline and backslash as octal escapes."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+    """mountinfo and /proc/mounts write space, tab, newline and backslash as octal escapes.
+    (Most paths hold none: they are returned as they are, without a regular expression run.)"""
+    if "\\" not in text:
+        return text
+    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), text)
 
 
 @dataclass(frozen=True)

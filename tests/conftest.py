@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,29 +163,8 @@ def loop_device(backing: Path, size: int, *, sector: int = 512) -> Iterator[str]
         yield dev
     finally:
         with contextlib.suppress(Exception):
-            if any(line.split()[0] == dev for line in Path("/proc/mounts").read_text()
-                   .splitlines()):
-                unmount(dev)
+            sh("umount", "--quiet", dev, check=False)
         sh("losetup", "-d", dev, check=False)
-
-
-#: How long a test's unmount retries while the filesystem is busy: another process may hold it
-#: for a moment (a scan of every mount running in the other test worker).
-UNMOUNT_WAIT = 10.0
-
-
-def unmount(target: str) -> None:
-    """Unmount `target` (a mount point or a device), retrying while it is busy; after
-    UNMOUNT_WAIT seconds, lazily, so that nothing is left mounted."""
-    deadline = time.monotonic() + UNMOUNT_WAIT
-    while sh("umount", target, check=False).returncode != 0:
-        if not any(target in line.split()[:2] for line in Path("/proc/mounts").read_text()
-                   .splitlines()):
-            return  # not mounted (any more)
-        if time.monotonic() > deadline:
-            sh("umount", "-l", target, check=False)
-            return
-        time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -200,7 +178,7 @@ def mounted(dev: str, mnt: Path, *options: str) -> Iterator[Path]:
     try:
         yield mnt
     finally:
-        unmount(str(mnt))
+        sh("umount", str(mnt), check=False)
 
 
 def leftovers(folder: Path | str) -> list[str]:

@@ -162,9 +162,27 @@ def loop_device(backing: Path, size: int, *, sector: int = 512) -> Iterator[str]
     try:
         yield dev
     finally:
-        with contextlib.suppress(Exception):
-            sh("umount", "--quiet", dev, check=False)
-        sh("losetup", "-d", dev, check=False)
+        release_loop(dev, backing)
+
+
+def still_bound_to(dev: str, backing: Path) -> bool:
+    """`dev` is still a loop device over `backing`: a test that detached its own may find the
+    number taken by another test (the other worker's) by the time it cleans up."""
+    try:
+        bound = Path("/sys/block", Path(dev).name, "loop", "backing_file").read_text().strip()
+    except OSError:
+        return False
+    return bound.removesuffix(" (deleted)") == str(backing.resolve())
+
+
+def release_loop(dev: str, backing: Path) -> None:
+    """Unmount and detach `dev`, only while it is still the test's own (still_bound_to): a
+    test never touches a device it did not make."""
+    if not still_bound_to(dev, backing):
+        return
+    with contextlib.suppress(Exception):
+        sh("umount", "--quiet", dev, check=False)
+    sh("losetup", "-d", dev, check=False)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from advisor.bench import guard
 from advisor.bench.plan import MIN_DEVICE_BYTES
 from advisor.inspect.devices import find_device, inspect_devices
 from advisor.system.sysroot import SysRoot
-from tests.conftest import REPO, mounted, require, require_root_tools, sh
+from tests.conftest import REPO, mounted, release_loop, require, require_root_tools, sh
 
 GIB = 1 << 30
 
@@ -58,8 +58,7 @@ def attached(backing: Path, size: int, *extra: str) -> Iterator[str]:
     try:
         yield dev
     finally:
-        sh("umount", "--quiet", dev, check=False)
-        sh("losetup", "-d", dev, check=False)
+        release_loop(dev, backing)
 
 
 def validate(dev: str, *extra: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -161,6 +161,17 @@ print(walker.shared, p.partial, p.entries, examined)
 """
 
 
+def _walk_until_forked(tree: Path, marker: Path) -> subprocess.Popen[str]:
+    """_WALK_UNTIL_CTRL_C over `tree` in a session of its own, once `marker` says the walk has
+    forked (or after 20 s)."""
+    proc = subprocess.Popen([sys.executable, "-c", _WALK_UNTIL_CTRL_C, str(tree), str(marker)],
+                            cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    until = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < until:
+        time.sleep(0.005)
+    return proc
+
+
 @pytest.mark.slow
 def test_ctrl_c_reaching_both_processes_loses_none_of_the_forked_ones_figures(
         memory_tmp: Path) -> None:
@@ -178,13 +189,8 @@ def test_ctrl_c_reaching_both_processes_loses_none_of_the_forked_ones_figures(
     try:
         for attempt in range(25):
             marker.unlink(missing_ok=True)
-            proc = subprocess.Popen([sys.executable, "-c", _WALK_UNTIL_CTRL_C, str(memory_tmp),
-                                     str(marker)], cwd=REPO, stdout=subprocess.PIPE, text=True,
-                                    start_new_session=True)
+            proc = _walk_until_forked(memory_tmp, marker)
             try:
-                until = time.monotonic() + 20
-                while not marker.exists() and time.monotonic() < until:
-                    time.sleep(0.005)
                 os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: both processes
                 out, _ = proc.communicate(timeout=60)
             finally:
@@ -209,13 +215,8 @@ def test_the_forked_process_ends_when_the_walks_own_process_is_killed(memory_tmp
         for i in range(50):
             os.mknod(leaf / f"f{i}")
     marker = memory_tmp.parent / f"{memory_tmp.name}.forked"
-    proc = subprocess.Popen([sys.executable, "-c", _WALK_UNTIL_CTRL_C, str(memory_tmp),
-                             str(marker)], cwd=REPO, stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = _walk_until_forked(memory_tmp, marker)
     try:
-        until = time.monotonic() + 20
-        while not marker.exists() and time.monotonic() < until:
-            time.sleep(0.005)
         assert marker.exists()
         proc.kill()
         proc.wait()

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -196,7 +197,19 @@ def mounted(dev: str, mnt: Path, *options: str) -> Iterator[Path]:
     try:
         yield mnt
     finally:
-        sh("umount", str(mnt), check=False)
+        unmount_own(mnt)
+
+
+def unmount_own(mnt: Path, patience: float = 10.0) -> None:
+    """Unmount the test's own mount point, trying again while it is busy for a moment (a
+    process of the other test worker passing through it). By its path only, never a lazy
+    unmount: the path is the test's, whatever device another test may have taken since."""
+    deadline = time.monotonic() + patience
+    while True:
+        done = sh("umount", str(mnt), check=False)
+        if done.returncode == 0 or not os.path.ismount(mnt) or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
 
 
 def leftovers(folder: Path | str) -> list[str]:

@@ -211,23 +211,27 @@ class AdvisorApp(App[int]):
         for name in STEPS:
             self.add_mode(name, _screen_factory(name))
         self.switch_mode(self._start)
-        if self._follow_hotplug:  # before any scan: no event falls between the two
-            self._start_hotplug()
         if self._first_inventory is not None:
             self.state.reading_devices = True  # the first frame says so
             # Started once the first frame is drawn: a thread started now would hold the
             # interpreter half the time while the screen is laid out (the scan's imports and
-            # reads), and the first paint waited for it.
+            # reads), and the first paint waited for it. So is the hotplug monitor (pyudev: 8 ms
+            # of CPU), just before the scan.
             self.call_after_refresh(self._read_devices_first)
+        elif self._follow_hotplug:  # before any scan: no event falls between the two
+            self._start_hotplug()
 
     # ---- the first scan, after the first paint ----
 
     def _read_devices_first(self) -> None:
         """Read the devices in a thread: the screen paints at once and the list fills in when
-        the scan ends (a host with thousands of devices takes seconds)."""
+        the scan ends (a host with thousands of devices takes seconds). Hotplug is followed
+        from just before: no event falls between the two."""
         read = self._first_inventory
         if read is None:
             return
+        if self._follow_hotplug:
+            self._start_hotplug()
         self.state.reading_devices = True
 
         def scan() -> None:

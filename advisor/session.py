@@ -3,8 +3,9 @@ render) and the TUI (screens -> Session). It knows where devices are read from (
 or a captured tree), which rules apply, where noise floors are kept, and caches the inventory, the
 host's environment and the rule book, so both front ends decide everything the same way.
 
-Heavy parts (the engine, the benchmark, the scan) are imported where they are used: building a
-Session costs nothing, and `devices --json` never loads the benchmark.
+Heavy parts (the engine, the benchmark, the scan, the device models and so pydantic) are imported
+where they are used: building a Session costs nothing (the TUI paints its first screen before
+pydantic is loaded), and `devices --json` never loads the benchmark.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.errors import AdvisorError, BadInput
-from advisor.models.device import Device, Inventory
 from advisor.system.sysroot import SysRoot
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from advisor.engine.rulebook import RuleBook
     from advisor.models.audit import AuditDocument, Severity
     from advisor.models.bench import Attribution, NotApplied, SideConfig, ValidationReport
+    from advisor.models.device import Device, Inventory
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
     from advisor.models.proposal import Proposal
@@ -269,7 +270,7 @@ class Session:
         options left out with mkfs.xfs's reason. `scratch`: the scratch device (None: the loop
         default, a plain disk of `device_bytes`)."""
         from advisor.bench.fit import fit
-        from advisor.models.device import Fact
+        from advisor.models.device import Device, Fact
         from advisor.system.mkfs import rejection
 
         stand_in = scratch or Device(

@@ -7,7 +7,9 @@
    (its "N devices" title), with the process's CPU time at first paint (which the load does
    not inflate). The scan runs after the first paint, so a large host's list fills in later.
    With --baseline DIR, an earlier checkout is started the same way, its starts interleaved
-   with ours.
+   with ours. Beside them, interleaved too, Textual's own floor: a bare App of a Header, a
+   DataTable with the same columns and a Footer, started from this interpreter the same way
+   (what any Textual app of that shape costs before our code runs).
 2. Key press to updated proposal: in the workload form, one digit typed into "largest directory
    entries", until the new proposal is shown (the mkfs line under the form). Measured in-process
    with Textual's pilot, beside the engine's own time for the same proposal.
@@ -52,15 +54,39 @@ def _cpu_ms(pid: str) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+#: Textual's floor: a bare app of the device screen's shape (a Header, a DataTable with the
+#: same column headers, a Footer), its title (in the Header) like the filled list's, so that it
+#: is timed by the same two marks as the advisor.
+BARE_APP = """
+from textual.app import App
+from textual.widgets import DataTable, Footer, Header
+class Bare(App):
+    TITLE = "0 devices (bare)"
+    def compose(self):
+        yield Header()
+        yield DataTable()
+        yield Footer()
+    def on_mount(self):
+        table = self.query_one(DataTable)
+        for label in ("NAME", "SIZE", "MEDIA", "CACHE", "FUA", "STRIPE", "STATE"):
+            table.add_column(label)
+Bare().run()
+"""
+
+#: What `time_to_device_list` starts: the advisor imported from a checkout, or the bare app.
+BARE = Path("bare Textual app")
+
+
 def time_to_device_list(sysroot: Path, runs: int, folder: Path, trees: list[Path]
                         ) -> dict[Path, tuple[list[float], list[float], list[float]]]:
-    """For each of `trees` (this checkout, and a --baseline one), `runs` starts of the advisor
-    imported from it, interleaved (the load moves them alike): seconds from start to the first
-    painted device screen (its column headers), the process's CPU seconds at that moment (what
-    the machine's load does not inflate; read within a poll of the paint), and seconds to the
-    filled device list (its "N devices (...)" title)."""
+    """For each of `trees` (this checkout, a --baseline one, or BARE: Textual's bare app),
+    `runs` starts of the advisor imported from it, interleaved (the load moves them alike):
+    seconds from start to the first painted device screen (its column headers), the process's
+    CPU seconds at that moment (what the machine's load does not inflate; read within a poll of
+    the paint), and seconds to the filled device list (its "N devices (...)" title)."""
     socket = str(folder / "tmux.sock")
-    found = {tree: ([], [], []) for tree in trees}
+    found: dict[Path, tuple[list[float], list[float], list[float]]] = {
+        tree: ([], [], []) for tree in trees}
     try:
         # The tmux server itself is started first, so its start-up is not counted.
         subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", "keep", "sleep", "600"],
@@ -69,11 +95,16 @@ def time_to_device_list(sysroot: Path, runs: int, folder: Path, trees: list[Path
             for j, tree in enumerate(trees):
                 painted, cpu, filled = found[tree]
                 session = f"s{i}-{j}"
+                if tree == BARE:
+                    where, argv = REPO, [sys.executable, "-c", BARE_APP]
+                else:
+                    where = tree
+                    argv = [f"PYTHONPATH={tree}", sys.executable, "-m", "advisor", "--sysroot",
+                            str(sysroot)]
                 started = time.perf_counter()
                 subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", session, "-x",
-                                "120", "-y", "40", "-c", str(tree), "env", "-u", "COLUMNS", "-u",
-                                "LINES", "TERM=xterm-256color", f"PYTHONPATH={tree}",
-                                sys.executable, "-m", "advisor", "--sysroot", str(sysroot)],
+                                "120", "-y", "40", "-c", str(where), "env", "-u", "COLUMNS",
+                                "-u", "LINES", "TERM=xterm-256color", *argv],
                                check=True)
                 pid = subprocess.run(["tmux", "-S", socket, "display", "-p", "-t", session,
                                       "#{pane_pid}"], capture_output=True, text=True,
@@ -210,12 +241,18 @@ def main() -> int:
         sysroot = args.sysroot or unpack_default(Path(tmp))
         print(f"sysroot {sysroot}, {os.cpu_count()} CPUs, load average "
               f"{os.getloadavg()[0]:.2f} (5 min: {os.getloadavg()[1]:.2f})")
-        trees = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
+        trees = [REPO] + ([args.baseline.resolve()] if args.baseline else []) + [BARE]
         found = time_to_device_list(sysroot, args.runs, Path(tmp), trees)
         painted, cpu, filled = found[REPO]
         show("start to first paint (the device screen)", painted, 0.3)
         show("  CPU time of the advisor at first paint", cpu)
         show("start to the filled device list", filled)
+        bare_painted, bare_cpu, _ = found[BARE]
+        show("bare Textual app (Header, DataTable, Footer): start to first paint", bare_painted)
+        show("  its CPU time at first paint", bare_cpu)
+        print(f"first paint: {statistics.median(painted) / statistics.median(bare_painted):.2f}x "
+              f"the bare app's (medians), CPU at first paint "
+              f"{statistics.median(cpu) / statistics.median(bare_cpu):.2f}x")
         if args.baseline:
             base = args.baseline.resolve()
             base_painted, base_cpu, base_filled = found[base]
@@ -227,7 +264,9 @@ def main() -> int:
                   f"{statistics.median(cpu) / statistics.median(base_cpu):.2f}x")
         print(f"load average after the starts: {os.getloadavg()[0]:.2f}")
         print("  " + startup_breakdown(sysroot).strip().replace("\n", "\n  "))
-        keys, engine = asyncio.run(time_key_to_proposal(sysroot, args.runs * 2))
+        # Each key adds a digit to the same answer: past 12 digits it is out of range (no new
+        # proposal to wait for).
+        keys, engine = asyncio.run(time_key_to_proposal(sysroot, min(args.runs * 2, 12)))
         if keys:
             show("key press to updated proposal on screen", keys)
             show("  of which the engine (2 mkfs.xfs -N dry runs)", engine)

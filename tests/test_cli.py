@@ -28,6 +28,39 @@ def test_requested_command(argv: list[str], expected: str | None) -> None:
     assert requested_command(argv) == expected
 
 
+@pytest.mark.parametrize(
+    ("argv", "answers"),
+    [
+        ([], {}),
+        (["--sysroot", "/x"], {}),
+        (["--sysroot=/x", "--json"], {}),
+        (["--json", "--device", "sda", "--workload", "w.toml", "--brief"], {}),
+        (["--sys", "/x"], {}),  # an abbreviation: only the whole parser takes one
+        (["--device", "sda", "--fsyncs-per-second", "200"],
+         {"answer:fsyncs_per_second": "200"}),
+        (["--device", "sda", "--storage-kind", "ssd", "--rules", "r"],
+         {"answer:storage.kind": "ssd"}),
+    ],
+)
+def test_a_run_without_subcommand_parses_as_the_whole_parser_has_it(
+        argv: list[str], answers: dict[str, str]) -> None:
+    """parse() tries a parser without the answer flags first (they are made from the workload
+    model, so pydantic): whichever parser takes the command line, the arguments are the whole
+    parser's, less the answer flags not given."""
+    from advisor.commands.parser import build_parser, parse
+
+    def given(namespace: object) -> dict[str, object]:
+        return {k: v for k, v in vars(namespace).items()
+                if not (k.startswith("answer:") and v is None)}
+
+    parser, args = parse(argv)
+    assert given(args) == given(build_parser().parse_args(argv))
+    assert {k: v for k, v in given(args).items() if k.startswith("answer:")} == answers
+    # The whole parser only when the smaller one cannot take the command line.
+    whole = any(a.dest.startswith("answer:") for a in parser._actions)
+    assert whole == (bool(answers) or "--sys" in argv)
+
+
 def advisor(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True,
                           text=True, stdin=subprocess.DEVNULL)

@@ -9,6 +9,7 @@ import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import advisor
 
@@ -196,3 +197,72 @@ def test_a_proposal_imports_no_other_subcommand(tmp_path: Path) -> None:
     assert commands == {"advisor.commands.parser", "advisor.commands.propose"}
     bad = [m for m in modules if _forbidden(m, PROPOSAL_NEVER_IMPORTS)]
     assert not bad, f"a proposal imported {bad}"
+
+
+#: What the interactive advisor's first frame ("reading the devices...") has no use for: the
+#: device and workload models, and so pydantic (pydantic_core alone is loaded before anything
+#: else, by advisor.__main__, for Ctrl-C's sake). The first scan loads them, after that frame.
+FIRST_FRAME_NEVER_IMPORTS = ("pydantic", "advisor.models", "advisor.answers",
+                             "advisor.render.devices", "advisor.inspect", "pyudev")
+
+FIRST_FRAME = """
+import asyncio, json, sys
+from advisor.commands.parser import parse
+from advisor.tui.app import app_from_args
+
+app = app_from_args(parse(sys.argv[1:])[1])
+seen = {}
+read_devices = app._read_devices_first
+
+def first_scan():  # called once the first frame is drawn
+    table = app.screen.query_one("#device-table")
+    seen.update(modules=sorted(sys.modules), title=str(table.border_title))
+    read_devices()
+
+app._read_devices_first = first_scan
+
+async def main():
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if seen and not app.state.reading_devices:
+                break
+        await pilot.pause()
+        table = app.screen.query_one("#device-table")
+        seen.update(rows=table.row_count, filled=str(table.border_title),
+                    # started, or said why not ("not following hotplug: ...")
+                    hotplug=app._observer is not None
+                    or any("hotplug" in str(n.message) for n in app._notifications))
+
+asyncio.run(main())
+print(json.dumps(seen))
+"""
+
+
+def _first_frame(argv: list[str]) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-c", FIRST_FRAME, *argv], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    assert seen["title"].startswith("reading the devices..."), seen["title"]
+    assert "advisor.tui.devices" in seen["modules"]  # the check sees the first screen's modules
+    bad = [m for m in seen["modules"] if _forbidden(m, FIRST_FRAME_NEVER_IMPORTS)]
+    assert not bad, f"{' '.join(argv)}: the first frame imported {bad}"
+    return seen
+
+
+def test_the_tui_paints_its_first_frame_before_loading_the_models(tmp_path: Path) -> None:
+    from tests.inspect.sysfs_builder import Dev, write_tree
+
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    seen = _first_frame(["--sysroot", str(root)])
+    # ...and the list fills in once they are loaded.
+    assert seen["rows"] == 1 and seen["filled"].startswith("1 device ("), seen
+
+
+def test_the_live_tui_follows_hotplug_only_after_its_first_frame() -> None:
+    """On the live system (read only), the hotplug monitor (pyudev) starts with the first scan,
+    after the first frame, like the models."""
+    seen = _first_frame([])
+    assert seen["rows"] >= 1 and "(live system)" in seen["filled"], seen
+    assert seen["hotplug"], seen

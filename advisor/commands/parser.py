@@ -91,11 +91,13 @@ def requested_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = None, *, subcommands: bool = True
+def build_parser(only: str | None = None, *, subcommands: bool = True, answers: bool = True
                  ) -> argparse.ArgumentParser:
     """The whole parser, or (with `only`) just the one subcommand being run: importing every
     command module and the workload model costs more than the rest of `devices --json`. Without
-    `subcommands`: the options of a run without one (a proposal, the interactive advisor)."""
+    `subcommands`: the options of a run without one (a proposal, the interactive advisor); and
+    without `answers` too, not the flag per workload answer (made from the workload model, so
+    pydantic), nor abbreviations (`--s` may be an answer's flag as well as --sysroot's)."""
     parser = Parser(
         prog="xfs-advisor",
         description="Propose mkfs.xfs and mount options for a device and a workload, "
@@ -103,6 +105,7 @@ def build_parser(only: str | None = None, *, subcommands: bool = True
         parents=[common_options(suppress=False)],
         epilog=HELP_EXIT_CODES,
         formatter_class=HelpFormatter,
+        allow_abbrev=answers,
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -116,7 +119,7 @@ def build_parser(only: str | None = None, *, subcommands: bool = True
             command.formatter_class = HelpFormatter
     if not only:
         # Proposal options are valid without a subcommand too (`xfs-advisor --json --device X`).
-        load("propose").add_options(parser)
+        load("propose").add_options(parser, answers=answers)
         load("propose").add_output_options(parser)
     return parser
 
@@ -134,14 +137,19 @@ def _asks_for_help(argv: Sequence[str]) -> bool:
 def parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     """The command line parsed, by the smallest parser that knows it: its subcommand's alone;
     without a subcommand (a proposal, the interactive advisor: their start-up is what people
-    feel), no subcommand module at all, unless help is asked for (it lists them). A command line
-    that parser refuses is parsed again by the whole one, whose error names the subcommands."""
+    feel), no subcommand module at all, unless help is asked for (it lists them), and no flag
+    per answer unless one is given (`xfs-advisor` alone paints its first screen before pydantic
+    is loaded). A command line that parser refuses is parsed again by the next larger one, and
+    at last by the whole one, whose error names the subcommands. An answer flag not given is
+    an attribute the smaller parser leaves out rather than None: advisor.answers reads only
+    those given."""
     only = requested_command(argv)
     if only is None and not _asks_for_help(argv):
-        parser = build_parser(subcommands=False)
-        try:
-            return parser, parser.parse_args(argv)
-        except BadInput:
-            pass
+        for answers in (False, True):
+            parser = build_parser(subcommands=False, answers=answers)
+            try:
+                return parser, parser.parse_args(argv)
+            except BadInput:
+                pass
     parser = build_parser(only=only)
     return parser, parser.parse_args(argv)

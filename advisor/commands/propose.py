@@ -8,13 +8,15 @@ import json
 import time
 from typing import Any
 
-from advisor.answers import add_workload_flags
 from advisor.errors import BadInput
 
 
-def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+def add_options(p: argparse.ArgumentParser, *, suppress: bool = False,
+                answers: bool = True) -> None:
     """Options of the proposal, valid with and without the `propose` subcommand. Under the
-    subcommand their defaults are suppressed, so values given before it survive."""
+    subcommand their defaults are suppressed, so values given before it survive. Without
+    `answers`, no flag per answer: those are made from the workload model (advisor.answers), and
+    so need pydantic, which a command line naming none of them can do without."""
     default = argparse.SUPPRESS if suppress else None
     p.add_argument("--device", metavar="DEV", default=default,
                    help="the device to format (name or /dev path); with --device-file, which "
@@ -27,7 +29,10 @@ def add_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
                    "device in it), or one of its devices")
     p.add_argument("--rules", metavar="DIR", default=default,
                    help="extra rules: files here add rules or replace built-in ones by id")
-    add_workload_flags(p, suppress=suppress)
+    if answers:
+        from advisor.answers import add_workload_flags
+
+        add_workload_flags(p, suppress=suppress)
 
 
 def add_output_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:

@@ -31,15 +31,17 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from advisor.errors import AdvisorError
-from advisor.models.device import Device, Inventory
-from advisor.models.workload import Workload
 from advisor.render.inert import terminal, terminal_lines
 from advisor.session import Session
 from advisor.signals import ENDING_SIGNALS, STOPPING_SIGNALS
 from advisor.tui.messages import DevicesChanged, DevicesRead, HotplugSeen, ProposalChanged
 
 if TYPE_CHECKING:
+    # The models (and so pydantic) are loaded after the first frame, by the first scan: the
+    # device screen says "reading the devices..." without them.
+    from advisor.models.device import Device, Inventory
     from advisor.models.proposal import Proposal
+    from advisor.models.workload import Workload
 
 STEPS = ("devices", "workload", "proposal", "validate")
 
@@ -49,12 +51,13 @@ class AdvisorState:
     """What the person has chosen so far; every screen reads it, the screens that own a part of it
     write it."""
 
-    inventory: Inventory
     session: Session
     """Where devices come from, which rules apply: the same core the command line uses."""
+    _inventory: Inventory | None = field(default=None, repr=False)
+    """`inventory`, once read or first asked for."""
+    _workload: Workload | None = field(default=None, repr=False)
+    """`workload`, once given or first asked for."""
     device_name: str | None = None
-    workload: Workload = field(default_factory=Workload)
-    """The last valid answers (the form may hold invalid text meanwhile)."""
     workload_problem: str | None = None
     """Why the form's current text is not a valid workload, when it is not."""
     workload_path: str | None = None
@@ -73,6 +76,35 @@ class AdvisorState:
     reading_devices: bool = False
     """The first scan of the devices is still running: `inventory` is empty until it ends (the
     screens paint first, the device list fills in)."""
+
+    @property
+    def inventory(self) -> Inventory:
+        """The devices: none (an empty inventory of the session's root) until the first scan
+        ends, made when first asked for (the first frame does not ask)."""
+        if self._inventory is None:
+            from advisor.models.device import Inventory
+
+            self._inventory = Inventory(sysroot=str(self.session.root.root),
+                                        live=self.session.live, devices=[])
+        return self._inventory
+
+    @inventory.setter
+    def inventory(self, inventory: Inventory) -> None:
+        self._inventory = inventory
+
+    @property
+    def workload(self) -> Workload:
+        """The last valid answers (the form may hold invalid text meanwhile): none given until
+        the person answers, made when first asked for (the first frame does not ask)."""
+        if self._workload is None:
+            from advisor.models.workload import Workload
+
+            self._workload = Workload()
+        return self._workload
+
+    @workload.setter
+    def workload(self, workload: Workload) -> None:
+        self._workload = workload
 
     @property
     def device(self) -> Device | None:
@@ -179,23 +211,27 @@ class AdvisorApp(App[int]):
         for name in STEPS:
             self.add_mode(name, _screen_factory(name))
         self.switch_mode(self._start)
-        if self._follow_hotplug:  # before any scan: no event falls between the two
-            self._start_hotplug()
         if self._first_inventory is not None:
             self.state.reading_devices = True  # the first frame says so
             # Started once the first frame is drawn: a thread started now would hold the
             # interpreter half the time while the screen is laid out (the scan's imports and
-            # reads), and the first paint waited for it.
+            # reads), and the first paint waited for it. So is the hotplug monitor (pyudev: 8 ms
+            # of CPU), just before the scan.
             self.call_after_refresh(self._read_devices_first)
+        elif self._follow_hotplug:  # before any scan: no event falls between the two
+            self._start_hotplug()
 
     # ---- the first scan, after the first paint ----
 
     def _read_devices_first(self) -> None:
         """Read the devices in a thread: the screen paints at once and the list fills in when
-        the scan ends (a host with thousands of devices takes seconds)."""
+        the scan ends (a host with thousands of devices takes seconds). Hotplug is followed
+        from just before: no event falls between the two."""
         read = self._first_inventory
         if read is None:
             return
+        if self._follow_hotplug:
+            self._start_hotplug()
         self.state.reading_devices = True
 
         def scan() -> None:
@@ -457,6 +493,8 @@ class AdvisorApp(App[int]):
         self._recheck_worker = None
         if event.state != WorkerState.SUCCESS or self.run_going:
             return  # a failed re-check keeps the list as it was; a run reads them itself
+        from advisor.models.device import Inventory
+
         inventory = event.worker.result
         if isinstance(inventory, Inventory):
             self._take_inventory(inventory)
@@ -540,10 +578,8 @@ def build_app(session: Session, *, device: str | None = None, workload: Workload
     and with `scan_after_paint` (the command line), the device list shows at once, empty, and
     fills in when the scan ends; otherwise the devices are read first."""
     later = scan_after_paint and not device
-    inventory = (Inventory(sysroot=str(session.root.root), live=session.live, devices=[])
-                 if later else session.inventory())
-    state = AdvisorState(inventory=inventory, session=session,
-                         workload=workload or Workload(), workload_path=workload_path)
+    state = AdvisorState(session=session, _inventory=None if later else session.inventory(),
+                         _workload=workload, workload_path=workload_path)
     first = "devices"
     if device:
         state.device_name = session.device(device).name
@@ -556,13 +592,22 @@ def build_app(session: Session, *, device: str | None = None, workload: Workload
 def app_from_args(args: argparse.Namespace) -> AdvisorApp:
     """The app for the command line's arguments (`--sysroot`, `--rules`, `--device`, the
     `--workload` file with any answer flags on top, as `xfs-advisor --json` reads them)."""
-    from advisor.answers import workload_from_args
+    workload = None
+    if _answers_given(args):  # advisor.answers makes the workload model: pydantic
+        from advisor.answers import workload_from_args
 
+        workload = workload_from_args(args)
     session = Session(sysroot=getattr(args, "sysroot", None),
                       rules_dir=getattr(args, "rules", None))
-    return build_app(session, device=getattr(args, "device", None),
-                     workload=workload_from_args(args),
+    return build_app(session, device=getattr(args, "device", None), workload=workload,
                      workload_path=getattr(args, "workload", None), scan_after_paint=True)
+
+
+def _answers_given(args: argparse.Namespace) -> bool:
+    """A --workload file or an answer flag given (what advisor.answers.workload_from_args reads:
+    without either, its workload is the one of no answers)."""
+    return bool(getattr(args, "workload", None)) or any(
+        key.startswith("answer:") and value is not None for key, value in vars(args).items())
 
 
 def run_tui(args: argparse.Namespace) -> int:

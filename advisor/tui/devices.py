@@ -15,9 +15,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.widgets.data_table import RowKey
 
-from advisor.render.devices import badges, columns, in_use, tree_rows
 from advisor.render.inert import terminal
-from advisor.tui.device_view import badge_style, fact_lines
 from advisor.tui.dialogs import Confirm
 from advisor.tui.messages import DevicesChanged
 from advisor.tui.step import StepScreen
@@ -95,6 +93,21 @@ class DevicesScreen(StepScreen):
         """(Re)fill the tree from the app's inventory, keeping the cursor on the same device."""
         table = self.query_one("#device-table", DataTable)
         state = self.advisor.state
+        if state.reading_devices:
+            # The first frame: drawn before the device models (and pydantic) are loaded, which
+            # the scan then loads in its thread; the state's inventory is not asked for.
+            table.clear()
+            self._names = {}
+            self._shown = None
+            where = _where(state.session.live, state.session.root.root)
+            table.border_title = f"reading the devices... ({where})"
+            self.query_one("#details-title", Static).update("reading the devices...")
+            self.query_one("#facts", DataTable).clear()
+            return
+        # The device models are loaded by now (the devices were read).
+        from advisor.render.devices import badges, columns, tree_rows
+        from advisor.tui.device_view import badge_style
+
         keep = state.device_name
         if table.row_count and table.cursor_row >= 0:
             keep = self._name_at(table.cursor_row) or keep
@@ -112,22 +125,18 @@ class DevicesScreen(StepScreen):
             self._names[row.key] = device.name
             if device.name == keep and not cursor:
                 cursor = i
-        where = ("live system" if state.inventory.live
-                 else f"capture {terminal(str(state.inventory.sysroot))}")
+        where = _where(state.inventory.live, state.inventory.sysroot)
         count = len(state.inventory.devices)
         table.border_title = f"{count} device{'' if count == 1 else 's'} ({where})"
-        if state.reading_devices:
-            table.border_title = f"reading the devices... ({where})"
-            self.query_one("#details-title", Static).update("reading the devices...")
-            self.query_one("#facts", DataTable).clear()
-        elif table.row_count:
+        if table.row_count:
             table.move_cursor(row=cursor)
             self._show_details(self._name_at(cursor))
         else:
             self._show_details(None)
 
     def on_screen_resume(self) -> None:
-        if self._shown is not self.advisor.state.inventory:
+        state = self.advisor.state
+        if not state.reading_devices and self._shown is not state.inventory:
             self.show_inventory()
 
     def on_devices_changed(self, _message: DevicesChanged) -> None:
@@ -149,6 +158,8 @@ class DevicesScreen(StepScreen):
         if device is None:
             title.update("no device")
             return
+        from advisor.tui.device_view import fact_lines
+
         kind = device.kind + (f" ({device.dm_kind})" if device.dm_kind else "")
         title.update(Text.assemble((terminal(device.path), "bold"), f"  {terminal(kind)}"))
         live = self.advisor.state.inventory.live
@@ -169,6 +180,8 @@ class DevicesScreen(StepScreen):
     def choose(self, name: str) -> None:
         """On to the questions; for a device in use (mounted, held, holding data), only after
         saying so and asking: its proposal is for a reformat that would destroy what is there."""
+        from advisor.render.devices import in_use
+
         device = self.advisor.state.inventory.get(name)
         reasons = in_use(device) if device is not None else []
         if not reasons:
@@ -196,3 +209,8 @@ class DevicesScreen(StepScreen):
 
     def action_reload(self) -> None:
         self.advisor.reload_devices()
+
+
+def _where(live: bool, sysroot: object) -> str:
+    """What the list is read from, for its title."""
+    return "live system" if live else f"capture {terminal(str(sysroot))}"

@@ -88,7 +88,8 @@ MIN_BATCH = 16
 _STAT = os.DirEntry.stat
 _LSTAT = methodcaller("stat", follow_symlinks=False)
 _IS_SYMLINK = os.DirEntry.is_symlink
-_BLOCKS = attrgetter("st_blocks")
+_MODE, _DEVICE, _LINKS = attrgetter("st_mode"), attrgetter("st_dev"), attrgetter("st_nlink")
+_SIZE, _BLOCKS = attrgetter("st_size"), attrgetter("st_blocks")
 _BLOCK_BYTES = (512).__mul__
 _S_IFMT = stat.S_IFMT
 _S_IFREG, _S_IFDIR, _S_IFLNK = stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK
@@ -659,7 +660,7 @@ class Walker:
                        stack: MutableSequence[str], population: int
                        ) -> tuple[int, int, int, int, int, int, int] | None:
         """Examine a chunk of a directory's entries at once, the work per entry done by C loops
-        (map, zip, compress, sorted) rather than by Python code per entry. What this counts is
+        (map, compress, sorted) rather than by Python code per entry. What this counts is
         what examining each entry in turn counts; a chunk this does not handle (an entry that
         cannot be examined, a file with several names, a special file, a directory on another
         filesystem with --one-file-system) is left to that, before anything is counted: None.
@@ -671,29 +672,24 @@ class Walker:
                      else list(map(_STAT, chunk)))
         except OSError:
             return None
-        modes, _, devices, links, _, _, sizes = list(zip(*stats, strict=True))[:7]
-        kinds = list(map(_S_IFMT, modes))
+        kinds = list(map(_S_IFMT, map(_MODE, stats)))
         n, files, directories = len(kinds), kinds.count(_S_IFREG), kinds.count(_S_IFDIR)
         symlinks = kinds.count(_S_IFLNK)
         if files + directories + symlinks != n:
             return None
-        blocks = list(map(_BLOCKS, stats))
-        if files == n:
-            file_sizes, file_blocks, file_links = sizes, blocks, links
-        else:
-            is_file = list(map(_S_IFREG.__eq__, kinds))
-            file_sizes = tuple(compress(sizes, is_file))
-            file_blocks = list(compress(blocks, is_file))
-            file_links = tuple(compress(links, is_file))
-        if files and max(file_links) > 1:
+        file_stats = stats if files == n else list(compress(stats, map(_S_IFREG.__eq__, kinds)))
+        if files and max(map(_LINKS, file_stats)) > 1:
             return None
         subdirectories: list[os.DirEntry[str]] = []
         if directories:
             is_directory = list(map(_S_IFDIR.__eq__, kinds))
-            if (self.one_file_system and list(compress(devices, is_directory)).count(
+            if (self.one_file_system and list(map(_DEVICE, compress(stats, is_directory))).count(
                     self._root_dev) != directories):
                 return None
             subdirectories = list(compress(chunk, is_directory))
+        blocks = list(map(_BLOCKS, stats))
+        file_blocks = blocks if files == n else list(map(_BLOCKS, file_stats))
+        file_sizes = list(map(_SIZE, file_stats))
         sparse = list(map(gt, file_sizes, map(_BLOCK_BYTES, file_blocks))).count(True)
         self._file_sizes.add_sorted(sorted(file_sizes))
         stack.extend([prefix + entry.name for entry in subdirectories])

@@ -665,7 +665,9 @@ class Walker:
         cannot be examined, a file with several names, a special file, a directory on another
         filesystem with --one-file-system) is left to that, before anything is counted: None.
         Else (population, files, directories, symlinks, apparent bytes, allocated bytes, sparse
-        files) of the chunk, the population counted on from `population`."""
+        files) of the chunk, the population counted on from `population`. Ctrl-C in the few
+        statements after the first figure is stored (the file-size histogram) can leave the
+        chunk in some figures and not in the others: the report says it is partial."""
         try:
             # entry.stat() follows a symlink; one not following them costs more per call.
             stats = (list(map(_LSTAT, chunk)) if any(map(_IS_SYMLINK, chunk))

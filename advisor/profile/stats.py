@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -43,6 +44,27 @@ class Log2Histogram:
             self.maximums[b] = value
         self.counts[b] += 1
         self.totals[b] += value
+
+    def add_sorted(self, values: Sequence[int]) -> None:
+        """`add` each of `values` (sorted, smallest first), a bucket at a time: the values of a
+        bucket are a run found by bisection, its extremes the run's ends."""
+        counts, totals, minimums, maximums = self.counts, self.totals, self.minimums, self.maximums
+        start, end = 0, len(values)
+        while start < end:
+            low = values[start]
+            b = low.bit_length()
+            stop = bisect_left(values, 1 << b, start, end)
+            high = values[stop - 1]
+            if counts[b] == 0:
+                minimums[b], maximums[b] = low, high
+            else:
+                if low < minimums[b]:
+                    minimums[b] = low
+                if high > maximums[b]:
+                    maximums[b] = high
+            counts[b] += stop - start
+            totals[b] += sum(values[start:stop]) if start or stop < end else sum(values)
+            start = stop
 
     def merge(self, other: Log2Histogram) -> None:
         """Add `other`'s values: the histogram of both streams, exactly."""

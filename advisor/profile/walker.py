@@ -1,7 +1,9 @@
 """Walk a tree and measure it, in memory that does not grow with the number of files.
 
 Iterative (an explicit stack, so deep trees cannot overflow Python's recursion limit), never follows
-a symlink below the root, and reads each directory as a stream with os.scandir. What it keeps:
+a symlink below the root, and reads each directory as a stream with os.scandir, CHUNK entries at
+a time: one stat per entry (as du), and a chunk's figures summed by loops that run in C rather than
+by Python code per entry (Walker._examine_batch; the rarer cases an entry at a time). What it keeps:
 fixed-size histograms, the N largest directories, a reservoir of at most `xattr_sample` paths, the
 stack of directories still to visit (like du and find, it grows with the depth and the number of
 subdirectories per directory, not with the number of files), and the inodes with several names
@@ -41,6 +43,8 @@ import time
 from collections import deque
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field, fields
+from itertools import compress, islice
+from operator import attrgetter, gt, methodcaller
 from types import FrameType
 
 from advisor.errors import BadInput
@@ -76,6 +80,20 @@ MAX_CLAIMS = 1024
 #: What stops the forked process of a shared walk (SIGINT may be ignored in it, as in a
 #: process started in the background).
 STOP_HALF = signal.SIGUSR1
+#: Entries examined at once (see Walker._examine_batch): enough that the work per chunk is
+#: small beside the work per entry, few enough that a chunk's stat results take little memory.
+CHUNK = 512
+#: Chunks smaller than this are examined an entry at a time: cheaper for a few entries.
+MIN_BATCH = 16
+_STAT = os.DirEntry.stat
+_LSTAT = methodcaller("stat", follow_symlinks=False)
+_IS_SYMLINK = os.DirEntry.is_symlink
+_MODE, _DEVICE, _LINKS = attrgetter("st_mode"), attrgetter("st_dev"), attrgetter("st_nlink")
+_SIZE, _BLOCKS = attrgetter("st_size"), attrgetter("st_blocks")
+_BLOCK_BYTES = (512).__mul__
+_S_IFMT = stat.S_IFMT
+_S_IFREG, _S_IFDIR, _S_IFLNK = stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK
+_FILE_OR_DIRECTORY = frozenset((_S_IFREG, _S_IFDIR))
 _CLAIM = struct.Struct("=I")
 _COUNT = struct.Struct("=q")
 
@@ -485,13 +503,15 @@ class Walker:
         """Read the directories of `stack` (taken by `pop`) and those found below them, until
         none is left (then the next group `claim` gives, if any) or `until` of them wait."""
         # The hot loop keeps its counters in local variables (cheaper than attribute updates once
-        # per entry) and stores them in the finally at the end, Ctrl-C included.
+        # per entry or chunk) and stores them in the finally at the end, Ctrl-C included.
         c = self._counts
         sample, pending = self._sample, self._links_pending
         counts, totals = self._file_sizes.counts, self._file_sizes.totals
         minimums, maximums = self._file_sizes.minimums, self._file_sizes.maximums
         directory_sizes, largest = self._directory_sizes, self._largest
         before_examine = self.before_examine
+        # The hook is called before each entry is examined: with it, entries go one at a time.
+        batch = before_examine is None
         tell = (self._tell if self.progress is not None or self._published is not None
                 else None)
         top, root_dev, one_fs = self._top, self._root_dev, self.one_file_system
@@ -531,75 +551,92 @@ class Walker:
                     # Listing by descriptor makes entry.stat() an fstatat() relative to it: the
                     # kernel no longer resolves the whole path for every entry.
                     with os.scandir(fd) as listing:
-                        for entry in listing:
-                            entries += 1
-                            if tell is not None and not entries & 0xFFFF:
-                                tell(seen + entries)
-                            if before_examine is not None:
-                                before_examine(prefix + entry.name)
-                            try:
-                                st = entry.stat(follow_symlinks=False)
-                            except FileNotFoundError:
-                                c.vanished += 1
-                                self._problem("vanished", prefix + entry.name)
-                                continue
-                            except OSError as err:
-                                c.unreadable_entries += 1
-                                self._problem(f"cannot examine ({err.strerror})",
-                                              prefix + entry.name)
-                                continue
-                            kind = st.st_mode & 0o170000
-                            if kind == s_ifreg:
-                                size = st.st_size
-                                blocks = st.st_blocks * 512
-                                if st.st_nlink > 1:
-                                    key = (st.st_dev, st.st_ino)
-                                    known = pending.get(key)
-                                    if known is None:
-                                        pending[key] = (st.st_nlink - 1, size, blocks,
-                                                        st.st_nlink)
-                                        c.hard_link_inodes += 1
-                                    else:
-                                        c.extra_names += 1
-                                        if known[0] <= 1:
-                                            del pending[key]
-                                        else:
-                                            pending[key] = (known[0] - 1, known[1], known[2],
-                                                            known[3])
-                                        continue
-                                files += 1
-                                apparent += size
-                                allocated += blocks
-                                if blocks < size:
-                                    sparse += 1
-                                b = size.bit_length()
-                                if counts[b] == 0:
-                                    minimums[b] = maximums[b] = size
-                                elif size < minimums[b]:
-                                    minimums[b] = size
-                                elif size > maximums[b]:
-                                    maximums[b] = size
-                                counts[b] += 1
-                                totals[b] += size
-                                if population == sample.next_index:
-                                    sample.take(prefix + entry.name)
-                                population += 1
-                            elif kind == s_ifdir:
-                                if one_fs and st.st_dev != root_dev:
-                                    c.other_filesystems_skipped += 1
+                        while chunk := list(islice(listing, CHUNK)):
+                            if batch and len(chunk) >= MIN_BATCH:
+                                done = self._examine_batch(chunk, prefix, stack, population)
+                                if done is not None:
+                                    entries += len(chunk)
+                                    # Only a directory's last chunk is short: 0x10000 is reached.
+                                    if tell is not None and not entries & 0xFFFF:
+                                        tell(seen + entries)
+                                    (population, more_files, more_directories, more_symlinks,
+                                     more_apparent, more_allocated, more_sparse) = done
+                                    files += more_files
+                                    directories += more_directories
+                                    symlinks += more_symlinks
+                                    apparent += more_apparent
+                                    allocated += more_allocated
+                                    sparse += more_sparse
                                     continue
-                                directories += 1
-                                allocated += st.st_blocks * 512
-                                stack.append(prefix + entry.name)
-                                if population == sample.next_index:
-                                    sample.take(prefix + entry.name)
-                                population += 1
-                            elif kind == s_iflnk:
-                                symlinks += 1
-                                allocated += st.st_blocks * 512
-                            else:
-                                allocated += st.st_blocks * 512
-                                self._count_special(kind)
+                            for entry in chunk:
+                                entries += 1
+                                if tell is not None and not entries & 0xFFFF:
+                                    tell(seen + entries)
+                                if before_examine is not None:
+                                    before_examine(prefix + entry.name)
+                                try:
+                                    st = entry.stat(follow_symlinks=False)
+                                except FileNotFoundError:
+                                    c.vanished += 1
+                                    self._problem("vanished", prefix + entry.name)
+                                    continue
+                                except OSError as err:
+                                    c.unreadable_entries += 1
+                                    self._problem(f"cannot examine ({err.strerror})",
+                                                  prefix + entry.name)
+                                    continue
+                                kind = st.st_mode & 0o170000
+                                if kind == s_ifreg:
+                                    size = st.st_size
+                                    blocks = st.st_blocks * 512
+                                    if st.st_nlink > 1:
+                                        key = (st.st_dev, st.st_ino)
+                                        known = pending.get(key)
+                                        if known is None:
+                                            pending[key] = (st.st_nlink - 1, size, blocks,
+                                                            st.st_nlink)
+                                            c.hard_link_inodes += 1
+                                        else:
+                                            c.extra_names += 1
+                                            if known[0] <= 1:
+                                                del pending[key]
+                                            else:
+                                                pending[key] = (known[0] - 1, known[1], known[2],
+                                                                known[3])
+                                            continue
+                                    files += 1
+                                    apparent += size
+                                    allocated += blocks
+                                    if blocks < size:
+                                        sparse += 1
+                                    b = size.bit_length()
+                                    if counts[b] == 0:
+                                        minimums[b] = maximums[b] = size
+                                    elif size < minimums[b]:
+                                        minimums[b] = size
+                                    elif size > maximums[b]:
+                                        maximums[b] = size
+                                    counts[b] += 1
+                                    totals[b] += size
+                                    if population == sample.next_index:
+                                        sample.take(prefix + entry.name)
+                                    population += 1
+                                elif kind == s_ifdir:
+                                    if one_fs and st.st_dev != root_dev:
+                                        c.other_filesystems_skipped += 1
+                                        continue
+                                    directories += 1
+                                    allocated += st.st_blocks * 512
+                                    stack.append(prefix + entry.name)
+                                    if population == sample.next_index:
+                                        sample.take(prefix + entry.name)
+                                    population += 1
+                                elif kind == s_iflnk:
+                                    symlinks += 1
+                                    allocated += st.st_blocks * 512
+                                else:
+                                    allocated += st.st_blocks * 512
+                                    self._count_special(kind)
                 except OSError as err:  # the listing broke off (EIO, a directory removed under us)
                     c.unreadable_directories += 1
                     self._problem(f"listing broke off ({err.strerror})", path)
@@ -618,6 +655,54 @@ class Walker:
             c.apparent_bytes, c.allocated_bytes, c.sparse_files = apparent, allocated, sparse
             self._population = population
             self._next_progress = next_progress
+
+    def _examine_batch(self, chunk: list[os.DirEntry[str]], prefix: str,
+                       stack: MutableSequence[str], population: int
+                       ) -> tuple[int, int, int, int, int, int, int] | None:
+        """Examine a chunk of a directory's entries at once, the work per entry done by C loops
+        (map, compress, sorted) rather than by Python code per entry. What this counts is
+        what examining each entry in turn counts; a chunk this does not handle (an entry that
+        cannot be examined, a file with several names, a special file, a directory on another
+        filesystem with --one-file-system) is left to that, before anything is counted: None.
+        Else (population, files, directories, symlinks, apparent bytes, allocated bytes, sparse
+        files) of the chunk, the population counted on from `population`. Ctrl-C in the few
+        statements after the first figure is stored (the file-size histogram) can leave the
+        chunk in some figures and not in the others: the report says it is partial."""
+        try:
+            # entry.stat() follows a symlink; one not following them costs more per call.
+            stats = (list(map(_LSTAT, chunk)) if any(map(_IS_SYMLINK, chunk))
+                     else list(map(_STAT, chunk)))
+        except OSError:
+            return None
+        kinds = list(map(_S_IFMT, map(_MODE, stats)))
+        n, files, directories = len(kinds), kinds.count(_S_IFREG), kinds.count(_S_IFDIR)
+        symlinks = kinds.count(_S_IFLNK)
+        if files + directories + symlinks != n:
+            return None
+        file_stats = stats if files == n else list(compress(stats, map(_S_IFREG.__eq__, kinds)))
+        if files and max(map(_LINKS, file_stats)) > 1:
+            return None
+        subdirectories: list[os.DirEntry[str]] = []
+        if directories:
+            is_directory = list(map(_S_IFDIR.__eq__, kinds))
+            if (self.one_file_system and list(map(_DEVICE, compress(stats, is_directory))).count(
+                    self._root_dev) != directories):
+                return None
+            subdirectories = list(compress(chunk, is_directory))
+        blocks = list(map(_BLOCKS, stats))
+        file_blocks = blocks if files == n else list(map(_BLOCKS, file_stats))
+        file_sizes = list(map(_SIZE, file_stats))
+        sparse = list(map(gt, file_sizes, map(_BLOCK_BYTES, file_blocks))).count(True)
+        self._file_sizes.add_sorted(sorted(file_sizes))
+        stack.extend([prefix + entry.name for entry in subdirectories])
+        sample = self._sample
+        end = population + files + directories
+        if population <= sample.next_index < end:
+            offered = (list(compress(chunk, map(_FILE_OR_DIRECTORY.__contains__, kinds)))
+                       if symlinks else chunk)
+            while population <= sample.next_index < end:
+                sample.take(prefix + offered[sample.next_index - population].name)
+        return (end, files, directories, symlinks, sum(file_sizes), sum(blocks) * 512, sparse)
 
     def _count_special(self, kind: int) -> None:
         c = self._counts

@@ -178,3 +178,18 @@ def test_merged_samples_are_uniform() -> None:
     # Each of the 30 items is in a sample of 5 one time in 6: 500 of 3000.
     assert all(400 < h < 600 for h in hits), hits
     assert merge_samples([1, 2], 2, [3], 1, 5, random.Random(0)) == [1, 2, 3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=1 << 40), max_size=300),
+       st.lists(st.integers(min_value=0, max_value=1 << 20), max_size=50))
+def test_adding_sorted_values_at_once_is_adding_each(before: list[int],
+                                                      values: list[int]) -> None:
+    one_by_one, at_once = Log2Histogram(), Log2Histogram()
+    for v in before:  # the buckets may hold values already
+        one_by_one.add(v)
+        at_once.add(v)
+    for v in values:
+        one_by_one.add(v)
+    at_once.add_sorted(sorted(values))
+    assert vars(at_once) == vars(one_by_one)

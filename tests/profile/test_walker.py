@@ -20,7 +20,7 @@ import pytest
 
 from advisor.errors import BadInput
 from advisor.profile.report import render_text
-from advisor.profile.walker import Walker, display_path, stored_xattr_size
+from advisor.profile.walker import CHUNK, Walker, display_path, stored_xattr_size
 from tests.profile.conftest import BIG_DIRECTORY_ENTRIES
 
 
@@ -44,6 +44,51 @@ def test_a_directory_of_100000_entries(big_directory: Path) -> None:
     # The xattr sample is capped: 10,000 of the 100,005 files and directories.
     assert p.xattrs.population == BIG_DIRECTORY_ENTRIES + 3 + 3
     assert p.xattrs.sample_size == 10_000
+
+
+def test_entries_examined_in_chunks_count_what_one_at_a_time_counts(memory_tmp: Path) -> None:
+    """Directories larger than a chunk, with files of every size class, sparse files, symlinks,
+    subdirectories, and in some chunks what only the entry-by-entry examination handles (a file
+    with two names, a FIFO; a directory's listing order decides which chunk): the figures are
+    those of a walk examining each entry in turn (the `before_examine` hook makes it do so), the
+    xattr sample included."""
+    top = memory_tmp / "tree"
+    for d in range(4):  # d0 and d1 hold symlinks, d3 only files
+        directory = top / f"d{d}"
+        directory.mkdir(parents=True)
+        for i in range(1, CHUNK * 2 + 100):
+            path = directory / f"e{i:05d}"
+            if i % 97 == 0 and d < 3:
+                path.mkdir()
+                (path / "inner").write_bytes(b"i" * i)
+            elif i % 89 == 0 and d < 2:
+                os.symlink(f"e{i - 1:05d}", path)
+            elif i % 83 == 0:
+                with open(path, "wb") as f:
+                    f.truncate(1 << 16)
+            else:
+                path.write_bytes(b"f" * ((i * 7919) % 5000 if i % 5 else i * 40))
+                if i % 11 == 0:  # which paths the sample holds shows in the xattr figures
+                    os.setxattr(path, "user.tag", b"x" * (i % 300))
+    os.link(top / "d1" / "e00001", top / "d1" / "l")  # a file with two names
+    os.link(top / "d2" / "e00002", top / "d2" / "l")
+    os.mkfifo(top / "d0" / "p")  # a special file
+
+    def figures(**how: Any) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads(
+            Walker(processes=1, xattr_sample=300, **how).walk(top).model_dump_json())
+        doc.pop("elapsed_seconds")
+        return doc
+
+    chunks, one_at_a_time = figures(), figures(before_examine=lambda path: None)
+    assert {k: (v, one_at_a_time[k]) for k, v in chunks.items() if v != one_at_a_time[k]} == {}
+    assert chunks["inodes"] == du("--inodes", str(top))
+    assert chunks["allocated_bytes"] == du("-B1", str(top))
+    assert chunks["hard_links"] == {"inodes": 2, "extra_names": 2}
+    assert chunks["sparse_files"] == 4 * len(range(83, CHUNK * 2 + 100, 83))
+    assert chunks["special_files"]["fifos"] == 1
+    assert chunks["xattrs"]["population"] > chunks["xattrs"]["sample_size"] == 300
+    assert 0 < chunks["xattrs"]["inodes_with_xattrs"] < 300
 
 
 def make_nested(top: Path, depth: int, fanout: int, sizes: tuple[int, ...]) -> int:

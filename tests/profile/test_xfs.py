@@ -21,6 +21,8 @@ def test_xattrs_and_one_file_system_on_xfs(loop: str, tmp_path: Path) -> None:
     outer = tmp_path / "outer"
     outer.mkdir()
     (outer / "local").write_bytes(b"l" * 10)
+    for i in range(20):  # enough entries beside the mount point to be examined as a chunk
+        (outer / f"f{i}").write_bytes(b"f" * i)
     with mounted(loop, outer / "mnt") as mnt:
         for name in ("a", "b", "c"):
             (mnt / name).write_bytes(b"data")
@@ -47,10 +49,14 @@ def test_xattrs_and_one_file_system_on_xfs(loop: str, tmp_path: Path) -> None:
 
         # Below the root, the mount point is another filesystem.
         everything = Walker().walk(outer)
-        assert everything.files == 4
+        assert everything.files == 4 + 20
         assert everything.problems.other_filesystems_skipped == 0
         one = Walker(one_file_system=True).walk(outer)
-        assert one.files == 1 and one.directories == 1
+        assert one.files == 1 + 20 and one.directories == 1
+        # Examined an entry at a time (as the hook makes it), the same figures.
+        one_by_one = Walker(one_file_system=True, before_examine=lambda path: None).walk(outer)
+        assert one_by_one.model_dump(exclude={"elapsed_seconds"}) == one.model_dump(
+            exclude={"elapsed_seconds"})
         assert one.problems.other_filesystems_skipped == 1
         assert one.one_file_system
         assert one.inodes == du("-x", "--inodes", str(outer))

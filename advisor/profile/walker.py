@@ -342,9 +342,18 @@ class Walker:
         counted = mmap.mmap(-1, _COUNT.size)
         results_out, results_in = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        # Held over the fork, until the forked process has its own handlers: a Ctrl-C (or this
+        # process's STOP_HALF, whose default action ends a process) landing in between would
+        # end it before it could send anything. Here they wait only for the fork itself.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
+        try:
+            pid = os.fork()
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            raise
         if pid == 0:  # pragma: no cover (the forked process; its figures are what is tested)
-            self._walk_other_half(claim, counted, results_out, results_in, parent)
+            self._walk_other_half(claim, counted, results_out, results_in, parent, held)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         half: _Half | None = None
         interrupted = False
         try:
@@ -372,14 +381,20 @@ class Walker:
         return interrupted or half.partial
 
     def _walk_other_half(self, claim: Callable[[], list[str]], counted: mmap.mmap,
-                         results_out: int, results_in: int, parent: int) -> None:
+                         results_out: int, results_in: int, parent: int,
+                         mask: set[int | signal.Signals]) -> None:
         """The forked process: walk what it claims, send its figures, and end (never return
-        into the caller's code, nor run its exit handlers). It ends with `parent` too."""
+        into the caller's code, nor run its exit handlers). It ends with `parent` too. The
+        ending signals and STOP_HALF are held until its handlers are in place (then `mask`)."""
         code = 1
         walking = True
 
         def stop(signum: int, frame: FrameType | None) -> None:
+            # Once only: the second of Ctrl-C and STOP_HALF would otherwise land in the
+            # scan's finally, which stores what was walked, and the half would be sent empty.
+            nonlocal walking
             if walking:
+                walking = False
                 raise KeyboardInterrupt
 
         try:
@@ -391,13 +406,13 @@ class Walker:
             # stops the walk; once it is over, none can cut the sending of its figures short.
             install_handlers(stop, python_only=True)
             signal.signal(STOP_HALF, stop)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             self._restart(counted)
             partial = False
             try:
                 stack: list[str] = []
                 self._scan(stack, stack.pop, claim=claim)
             except KeyboardInterrupt:
-                walking = False  # before any call, where a pending handler would run
                 partial = True
             walking = False
             # Its figures are sent whole (nor can a signal without a Python handler end it).

@@ -24,6 +24,7 @@ from advisor.inspect.specs import (
     FactBool,
     FactInt,
     FactStr,
+    Held,
     Reading,
     fields_needed,
     make_device,
@@ -98,9 +99,10 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
     probes_used.append(probes)
     for f in topological(fields):
         pass_up(root, f, by_name, needed)
-        # The device's own Facts, made now and let go once it is written: the Readings in `f`
-        # are what the devices above it read.
-        device = {k: v.fact() if type(v) is Reading else v for k, v in f.items()}
+        # The device's own Facts, made now and let go once it is written: what `f` holds is
+        # what the devices above it read.
+        device = f.fields() if type(f) is Held else {
+            k: v.fact() if type(v) is Reading else v for k, v in f.items()}
         if needed is None or "stripe" in needed:
             device["stripe"] = stripe_of(f, by_name)
         # Given even when not asked: a default Usage is deep-copied per device (a third of the

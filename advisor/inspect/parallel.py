@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from advisor.errors import DeviceProblem
-from advisor.inspect.specs import Reading
+from advisor.inspect.specs import HELD_CLASSES, Held, Layout, Reading, layout_of
 from advisor.models.device import Fact, MdInfo
 from advisor.system.sysroot import SysRoot
 
@@ -92,10 +92,10 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
         for i in _take(queue_r):
             done[i] = [f for name in pieces[i] for f in read_one(name)]
         with os.fdopen(out_r, "rb") as pipe:
-            data = pipe.read()
+            sent = [pipe.read()]
         os.waitpid(pid, 0)
         reaped = True
-        done.update(_decode(data, fact_classes, make_fact))
+        done.update(_decode(sent, fact_classes, make_fact))
         for i, piece in enumerate(pieces):  # what a failed child took and did not send
             if i not in done:
                 done[i] = [f for name in piece for f in read_one(name)]
@@ -152,11 +152,13 @@ def _kill(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> dict[str, Any]:
+def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any:
     """A device dict with its Readings as ("r", class index, value, source, folder, file, raw,
     note) tuples, its Facts as (class index, value, source, path, raw, note) tuples and an MdInfo
-    as ("md", {field: tuple}): what marshal carries. TypeError for anything else that is
-    not plain data (then the parent reads this half itself)."""
+    as ("md", {field: tuple}): what marshal carries. A Held device is ("held", its layout's
+    entries, that dict, its packed list): devices laid out alike share one entries tuple, which
+    marshal writes once. TypeError for anything else that is not plain data (then the parent
+    reads this half itself)."""
     out: dict[str, Any] = {}
     for key, value in fields.items():
         if type(value) is Reading:
@@ -171,6 +173,10 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> dic
             out[key] = value
         else:
             raise TypeError(f"{key}: {type(value).__name__} cannot cross the pipe")
+    if type(fields) is Held:
+        if classes != HELD_CLASSES:
+            raise TypeError("a held device's facts are laid out by HELD_CLASSES")
+        return ("held", fields.layout.entries, out, fields.packed)
     return out
 
 
@@ -179,27 +185,44 @@ def _fact_tuple(fact: Fact[Any], classes: tuple[type[Fact[Any]], ...]) -> tuple[
     return (classes.index(type(fact)), d["value"], d["source"], d["path"], d["raw"], d["note"])
 
 
-def _decode(data: bytes, classes: tuple[type[Fact[Any]], ...],
+def _decode(sent: list[bytes], classes: tuple[type[Fact[Any]], ...],
             make_fact: Callable[..., Fact[Any]]) -> dict[int, list[dict[str, Any]]]:
-    """The child's device dicts by piece; empty when it sent nothing usable (it failed: the
-    caller reads its pieces); DeviceProblem when it saw a device vanish."""
+    """The child's device dicts by piece, from `sent` (the one bytes object it sent, let go of
+    once loaded: tens of MB on a host with 100,000 devices, not held while the devices are
+    made); empty when it sent nothing usable (it failed: the caller reads its pieces);
+    DeviceProblem when it saw a device vanish."""
     try:
-        kind, body = marshal.loads(data)
+        kind, body = marshal.loads(sent.pop())
     except (EOFError, ValueError, TypeError):
         return {}
     if kind == "vanished":
         raise DeviceProblem(body)
     if kind != "ok":
         return {}
-    for _, devices in body:
-        for fields in devices:
-            for key, value in fields.items():
-                if type(value) is tuple:
-                    if value[0] == "r":
-                        fields[key] = Reading(classes[value[1]], *value[2:])
-                    elif value[0] == "md":
-                        fields[key] = MdInfo(**{k: make_fact(classes[t[0]], *t[1:])
-                                                for k, t in value[1].items()})
-                    else:
-                        fields[key] = make_fact(classes[value[0]], *value[1:])
-    return dict(body)
+    layouts: dict[int, Layout] = {}  # by the id of an entries tuple, which marshal made once
+    return {i: [_fields(device, classes, make_fact, layouts) for device in devices]
+            for i, devices in body}
+
+
+def _fields(device: Any, classes: tuple[type[Fact[Any]], ...],
+            make_fact: Callable[..., Fact[Any]], layouts: dict[int, Layout]) -> dict[str, Any]:
+    """One device as _encode sent it, made again (a Held device as a Held)."""
+    fields: dict[str, Any] = device[2] if type(device) is tuple else device
+    for key, value in fields.items():
+        if type(value) is tuple:
+            if value[0] == "r":
+                fields[key] = Reading(classes[value[1]], *value[2:])
+            elif value[0] == "md":
+                fields[key] = MdInfo(**{k: make_fact(classes[t[0]], *t[1:])
+                                        for k, t in value[1].items()})
+            else:
+                fields[key] = make_fact(classes[value[0]], *value[1:])
+    if type(device) is not tuple:
+        return fields
+    _, entries, _, packed = device
+    layout = layouts.get(id(entries))
+    if layout is None:
+        layout = layouts[id(entries)] = layout_of(entries)
+    held = Held(fields)
+    held.layout, held.packed = layout, packed
+    return held

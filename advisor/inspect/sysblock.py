@@ -20,6 +20,7 @@ from advisor.inspect.specs import (
     Reader,
     Reading,
     Spec,
+    held,
     identity_specs,
     make_fact,
     reading,
@@ -122,8 +123,9 @@ def _vanished(root: SysRoot, rel: str, name: str) -> DeviceProblem:
 
 def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None,
                 hosts: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The facts of one /sys/block entry and its partitions, as Device field dicts (without the
-    tree, stripe and usage, which need every device). Empty when the device is skipped.
+    """The facts of one /sys/block entry and its partitions, as Device fields held until their
+    device is made (specs.Held; without the tree, stripe and usage, which need every device).
+    Empty when the device is skipped.
     `needed`: the fields to read (fields_needed; None: all); the others keep their defaults.
     `hosts`: the SCSI hosts' drivers read so far in this scan (a SAN host has thousands of disks
     behind a few hosts), filled as they are read."""
@@ -135,8 +137,9 @@ def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None,
         link = root.readlink(base)
         transport = parsers.transport_from_link(link) if link else None
     with root.folder(base) as folder:
-        return _read_entry(root, folder, name, kind, transport, link, needed,
-                           {} if hosts is None else hosts)
+        found = _read_entry(root, folder, name, kind, transport, link, needed,
+                            {} if hosts is None else hosts)
+    return [held(f) for f in found]
 
 
 def _read_entry(root: SysRoot, folder: Folder, name: str, kind: DeviceKind,

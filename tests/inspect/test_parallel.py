@@ -251,3 +251,85 @@ def test_every_piece_number_fits_in_the_pipe_before_the_fork(capacity: int, coun
     assert [n for piece in pieces for n in piece] == names
     assert all(len(piece) >= parallel.CHUNK for piece in pieces[:-1])
 
+
+
+ITEMS = list(range(10 * parallel.RENDER_CHUNK + 5))
+
+
+def _pid_render(fail: Callable[[], None] | None = None) -> Callable[[list[int]], bytes]:
+    parent = os.getpid()
+
+    def render(piece: list[int]) -> bytes:
+        if os.getpid() != parent and fail is not None:
+            fail()
+        time.sleep(0.002)
+        return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
+    return render
+
+
+def _rendered(out: list[bytes]) -> tuple[list[int], set[int]]:
+    """The items in the order rendered, and the pids that rendered them."""
+    pieces = [p.decode().rstrip(";").split(":") for p in out]
+    return [int(i) for _, items in pieces for i in items.split(",")], {int(p) for p, _ in pieces}
+
+
+def test_pieces_are_rendered_in_turns_and_given_in_order(forks: list[int]) -> None:
+    _two_cpus()
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, _pid_render()))
+    items, pids = _rendered(out)
+    assert items == ITEMS and len(out) == 11
+    assert pids == {os.getpid(), forks[0]}  # the child rendered its turns
+    assert len(forks) == 1 and _exited(forks[0])
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # reaped
+
+
+def test_a_child_that_fails_to_render_leaves_its_pieces_to_the_parent(forks: list[int]) -> None:
+    _two_cpus()
+
+    def boom() -> None:
+        raise RuntimeError("child broke")
+
+    items, pids = _rendered(list(parallel.in_order(SysRoot(Path("/")), ITEMS, _pid_render(boom))))
+    assert items == ITEMS and pids == {os.getpid()}
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+
+
+@pytest.mark.parametrize("how", ["stops early", "fails"])
+def test_the_render_child_is_reaped_when_the_caller_stops_or_fails(forks: list[int],
+                                                                   how: str) -> None:
+    _two_cpus()
+    parent = os.getpid()
+
+    def render(piece: list[int]) -> bytes:
+        if how == "fails" and os.getpid() == parent and piece[0] >= 4 * parallel.RENDER_CHUNK:
+            raise KeyboardInterrupt
+        time.sleep(0.002)
+        return b"x"
+
+    pieces = parallel.in_order(SysRoot(Path("/")), ITEMS, render)
+    if how == "stops early":
+        assert [next(pieces), next(pieces), next(pieces)] == [b"x"] * 3
+        pieces.close()
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            list(pieces)
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_devices_json_made_on_two_cpus_is_the_inventory_s(san: Path, forks: list[int]) -> None:
+    """`devices --json` writes the devices a piece at a time, every other piece made by a
+    child: byte for byte the inventory's own JSON."""
+    import io
+
+    from advisor.commands.devices import write_json
+
+    _two_cpus()
+    root = SysRoot.open(san)
+    out = io.BytesIO()
+    write_json(out, root, root.live, None)
+    assert len(forks) == 2  # one to read, one to make and render
+    inv = inspect_devices(root)
+    assert out.getvalue() == inv.__pydantic_serializer__.to_json(inv, indent=2) + b"\n"

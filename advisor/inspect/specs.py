@@ -176,7 +176,7 @@ class Held(dict[str, Any]):
     __slots__ = ("layout", "packed")
 
     layout: Layout
-    packed: list[Any]
+    packed: tuple[Any, ...]
 
     def __missing__(self, key: str) -> Reading[Any]:
         entry = self.layout.index.get(key)
@@ -238,7 +238,7 @@ def held(fields: dict[str, Any]) -> Held:
         else:
             dict.__setitem__(out, key, value)
     out.layout = layout_of(tuple(entries))
-    out.packed = packed
+    out.packed = tuple(packed)  # exact: a list keeps room to grow
     return out
 
 

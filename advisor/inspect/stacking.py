@@ -18,12 +18,14 @@ from advisor.system.sysroot import SysRoot
 
 def prune_links(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The devices by name, each one's parents, children and holders cut to those listed (a
-    holder or slave that is excluded or empty is not shown)."""
+    holder or slave that is excluded or empty is not shown). A list all listed is kept as it
+    is: a scan holds three per device until the last is made."""
     by_name = {f["name"]: f for f in fields}
     for f in fields:
-        f["parents"] = [p for p in f["parents"] if p in by_name]
-        f["children"] = [c for c in f["children"] if c in by_name]
-        f["holders"] = [h for h in f["holders"] if h in by_name]
+        for key in ("parents", "children", "holders"):
+            names = f[key]
+            if not all(n in by_name for n in names):
+                f[key] = [n for n in names if n in by_name]
     return by_name
 
 

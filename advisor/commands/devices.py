@@ -4,6 +4,7 @@ with --json, the full inventory with every fact's provenance."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import sys
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -108,15 +109,17 @@ def write_json(out: BinaryIO, root: SysRoot, live: bool, fields: frozenset[str] 
         raise RuntimeError("the inventory's JSON does not end with its device list")
     pieces = iter_rendered(root, functools.partial(_device_json, include=device_include),
                            probe=probe, fields=fields, users=True, separator=_BETWEEN)
-    first = next(pieces, None)
-    if first is None:
-        out.write(head + b"\n")
-        out.flush()
-        return
-    sys.stdout.flush()
-    out.write(head[:-len(_NO_DEVICES)] + b"[\n" + first)
-    for piece in pieces:
-        out.write(_BETWEEN + piece)
+    # Closed however this ends (a closed pipe, Ctrl-C): the scan's child is then killed at once.
+    with contextlib.closing(pieces):
+        first = next(pieces, None)
+        if first is None:
+            out.write(head + b"\n")
+            out.flush()
+            return
+        sys.stdout.flush()
+        out.write(head[:-len(_NO_DEVICES)] + b"[\n" + first)
+        for piece in pieces:
+            out.write(_BETWEEN + piece)
     out.write(b"\n  ]\n}\n")
     out.flush()
 

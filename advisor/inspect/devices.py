@@ -12,7 +12,7 @@ and udev probes (advisor.inspect.probes).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from advisor import SCHEMA_VERSION
@@ -85,7 +85,7 @@ def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | 
 
 def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bool = True,
                   fields: frozenset[str] | None = None, users: bool = False,
-                  separator: bytes = b"") -> Iterator[bytes]:
+                  separator: bytes = b"") -> Generator[bytes, None, None]:
     """render(device) of iter_devices' devices, in the same order, joined by `separator` a
     piece of devices at a time (`devices --json`: each device's JSON). On a large host the
     devices are made and rendered on two CPUs (parallel.in_order): after the read, making and

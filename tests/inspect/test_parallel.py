@@ -333,3 +333,30 @@ def test_devices_json_made_on_two_cpus_is_the_inventory_s(san: Path, forks: list
     assert len(forks) == 2  # one to read, one to make and render
     inv = inspect_devices(root)
     assert out.getvalue() == inv.__pydantic_serializer__.to_json(inv, indent=2) + b"\n"
+
+
+def test_a_closed_output_ends_the_render_child_at_once(san: Path, forks: list[int]) -> None:
+    """`devices --json | head`: the write fails, and the child making the devices is killed
+    and reaped before the error is reported."""
+    from advisor.commands.devices import write_json
+
+    _two_cpus()
+
+    class Closed:
+        writes = 0
+
+        def write(self, data: bytes) -> int:
+            self.writes += 1
+            if self.writes > 1:
+                raise BrokenPipeError(32, "Broken pipe")
+            return len(data)
+
+        def flush(self) -> None:
+            pass
+
+    root = SysRoot.open(san)
+    with pytest.raises(BrokenPipeError) as caught:
+        write_json(Closed(), root, root.live, None)  # type: ignore[arg-type]
+    # While the error (and the frames of its traceback) is still held, as the CLI holds it.
+    assert caught.value.errno == 32
+    assert len(forks) == 2 and all(not Path(f"/proc/{pid}").exists() for pid in forks)

@@ -59,8 +59,7 @@ def cut(names: list[str], capacity: int) -> list[list[str]]:
     """`names` in pieces of CHUNK or more, few enough that every piece's 2-byte number fits in
     a pipe of `capacity` bytes at once (written before the fork, with no reader yet: a pipe is
     64 KiB, but one page once its user holds more pipe pages than fs.pipe-user-pages-soft)."""
-    chunk = max(CHUNK, -(-len(names) // (capacity // 2)))
-    return [names[i:i + chunk] for i in range(0, len(names), chunk)]
+    return _cut(names, CHUNK, capacity)
 
 
 def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
@@ -106,70 +105,103 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
             _kill(pid)
 
 
-#: Devices per piece a scan makes and renders (in_order): ~0.7 MB of a SAN host's JSON, taken
-#: in turns by the two processes.
+#: Devices per piece a scan makes and renders (in_order): ~0.7 MB of a SAN host's JSON.
 RENDER_CHUNK = 128
+
+#: The pipe the rendered pieces come back through holds one piece when the system lets it
+#: (F_SETPIPE_SZ; up to fs.pipe-max-size, 1 MiB by default): the child then goes on to its next
+#: piece instead of waiting for this process to take the last.
+RENDER_PIPE = 1 << 20
 
 T = TypeVar("T")
 
 
 def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
              ) -> Iterator[bytes]:
-    """render(piece) of each piece of `items` (RENDER_CHUNK of them), in order; on two CPUs when
-    worth_forking: a forked child renders every other piece and sends it through a pipe while
-    this process renders the next, then takes it. `render` must not change what the other
-    pieces read (the child sees `items` as they were at the fork). When the child fails or
-    stops sending, this process renders what it did not send, so the result never depends on
-    the child; the child is killed and reaped when the caller stops early, or on any
+    """render(piece) of each piece of `items` (RENDER_CHUNK of them or more), in order; on two
+    CPUs when worth_forking: this process and a forked child take the next piece's number from a
+    shared queue (as read_all's do), the child sends what it renders through a pipe, and this
+    process gives each piece in turn, its own or the child's. `render` must not change what the
+    other pieces read (the child sees `items` as they were at the fork). When the child fails
+    or stops sending, this process renders what it did not send, so the result never depends
+    on the child; the child is killed and reaped when the caller stops early, or on any
     exception."""
-    pieces = [items[i:i + RENDER_CHUNK] for i in range(0, len(items), RENDER_CHUNK)]
-    if len(pieces) < 2 or not worth_forking(root, items):
-        for piece in pieces:
-            yield render(piece)
+    if not worth_forking(root, items) or len(items) <= RENDER_CHUNK:
+        for i in range(0, len(items), RENDER_CHUNK):
+            yield render(items[i:i + RENDER_CHUNK])
         return
-    read_end, write_end = os.pipe()
+    queue_r, queue_w = os.pipe()
+    pieces = _cut(items, RENDER_CHUNK, fcntl.fcntl(queue_w, fcntl.F_GETPIPE_SZ))
+    os.write(queue_w, b"".join(i.to_bytes(2, "little") for i in range(len(pieces))))
+    os.close(queue_w)
+    out_r, out_w = os.pipe()
+    with contextlib.suppress(OSError):  # a smaller pipe only makes the child wait more
+        fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, RENDER_PIPE)
     parent = os.getpid()
     pid = os.fork()
-    if pid == 0:  # the child: render its pieces, send them, exit without running the parent's
-        _render_child(write_end, read_end, pieces, render, parent)
-    os.close(write_end)
+    if pid == 0:  # the child: render, send, exit without running anything of the parent's
+        _render_child(out_w, out_r, queue_r, pieces, render, parent)
+    os.close(out_w)
     try:
-        with os.fdopen(read_end, "rb") as pipe:
-            sending = True
-            for i, piece in enumerate(pieces):
-                if i % 2 and sending:
-                    sent = _frame(pipe)
-                    if sent is not None:
-                        yield sent
-                        continue
-                    sending = False  # it failed: the rest is rendered here
-                yield render(piece)
+        with os.fdopen(out_r, "rb") as pipe:
+            yield from _in_turn(pieces, render, _take(queue_r), pipe)
     finally:
+        os.close(queue_r)
         _kill(pid)  # done sending (or failed, or not wanted any more): reaped either way
 
 
-def _frame(pipe: BinaryIO) -> bytes | None:
-    """One piece the child sent (its length, then the bytes); None when it sent no more."""
-    head = pipe.read(8)
-    if len(head) < 8:
+def _in_turn(pieces: list[list[T]], render: Callable[[list[T]], bytes], take: Iterator[int],
+             pipe: BinaryIO) -> Iterator[bytes]:
+    """The pieces in order: those this process takes from the queue rendered here, the others
+    read from the child as they come (in the order it took them, which is theirs)."""
+    mine: dict[int, bytes] = {}  # rendered here before its turn: one piece at most
+    taken = -1  # the last number this process took: every one before it is given out
+    sending = True
+    for turn, piece in enumerate(pieces):
+        while turn not in mine and turn > taken:
+            taken = next(take, len(pieces))  # the queue is empty: the rest is the child's
+            if taken < len(pieces):
+                mine[taken] = render(pieces[taken])
+        if turn in mine:
+            yield mine.pop(turn)
+            continue
+        sent = _frame(pipe) if sending else None
+        if sent is not None and sent[0] == turn:
+            yield sent[1]
+            continue
+        sending = False  # it failed, or sent out of turn: what is left of its share is done here
+        yield render(piece)
+
+
+def _cut(items: list[T], chunk: int, capacity: int) -> list[list[T]]:
+    """cut, for pieces of `chunk` items or more."""
+    size = max(chunk, -(-len(items) // (capacity // 2)))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _frame(pipe: BinaryIO) -> tuple[int, bytes] | None:
+    """The next piece the child sent (its number, its length, then the bytes); None when it
+    sent no more."""
+    head = pipe.read(12)
+    if len(head) < 12:
         return None
-    size = int.from_bytes(head, "little")
+    size = int.from_bytes(head[4:], "little")
     data = pipe.read(size)
-    return data if len(data) == size else None
+    return (int.from_bytes(head[:4], "little"), data) if len(data) == size else None
 
 
-def _render_child(wfd: int, rfd: int, pieces: list[list[T]], render: Callable[[list[T]], bytes],
-                  parent: int) -> None:
-    """The odd pieces, rendered and sent in order. Never returns (as _child)."""
+def _render_child(wfd: int, rfd: int, queue: int, pieces: list[list[T]],
+                  render: Callable[[list[T]], bytes], parent: int) -> None:
+    """The pieces it takes, rendered and sent in the order taken. Never returns (as _child)."""
     code = 1
     try:
         os.close(rfd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
-        for i in range(1, len(pieces), 2):
+        for i in _take(queue):
             if os.getppid() != parent:
                 return
             data = render(pieces[i])
-            for chunk in (len(data).to_bytes(8, "little"), data):
+            for chunk in (i.to_bytes(4, "little") + len(data).to_bytes(8, "little"), data):
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(wfd, view):]

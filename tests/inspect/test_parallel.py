@@ -273,12 +273,12 @@ def _rendered(out: list[bytes]) -> tuple[list[int], set[int]]:
     return [int(i) for _, items in pieces for i in items.split(",")], {int(p) for p, _ in pieces}
 
 
-def test_pieces_are_rendered_in_turns_and_given_in_order(forks: list[int]) -> None:
+def test_both_processes_render_pieces_and_they_are_given_in_order(forks: list[int]) -> None:
     _two_cpus()
     out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, _pid_render()))
     items, pids = _rendered(out)
     assert items == ITEMS and len(out) == 11
-    assert pids == {os.getpid(), forks[0]}  # the child rendered its turns
+    assert pids == {os.getpid(), forks[0]}  # the child rendered some of them
     assert len(forks) == 1 and _exited(forks[0])
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # reaped
@@ -300,10 +300,13 @@ def test_the_render_child_is_reaped_when_the_caller_stops_or_fails(forks: list[i
                                                                    how: str) -> None:
     _two_cpus()
     parent = os.getpid()
+    here: list[int] = []
 
     def render(piece: list[int]) -> bytes:
-        if how == "fails" and os.getpid() == parent and piece[0] >= 4 * parallel.RENDER_CHUNK:
-            raise KeyboardInterrupt
+        if os.getpid() == parent:
+            here.append(piece[0])
+            if how == "fails" and len(here) == 3:
+                raise KeyboardInterrupt
         time.sleep(0.002)
         return b"x"
 
@@ -360,3 +363,42 @@ def test_a_closed_output_ends_the_render_child_at_once(san: Path, forks: list[in
     # While the error (and the frames of its traceback) is still held, as the CLI holds it.
     assert caught.value.errno == 32
     assert len(forks) == 2 and all(not Path(f"/proc/{pid}").exists() for pid in forks)
+
+
+@pytest.mark.parametrize("slow", ["child", "parent"])
+def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
+                                                               slow: str) -> None:
+    """The pieces go to whichever process asks first: a slow child (a busy CPU) leaves more of
+    them to the parent, and the other way round, and every piece comes out in its turn."""
+    _two_cpus()
+    parent = os.getpid()
+
+    def render(piece: list[int]) -> bytes:
+        here = os.getpid() == parent
+        time.sleep(0.02 if here == (slow == "parent") else 0.002)
+        return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
+
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, render))
+    items, _ = _rendered(out)
+    assert items == ITEMS
+    by_parent = sum(p.startswith(f"{parent}:".encode()) for p in out)
+    assert (by_parent > len(out) // 2) == (slow == "child") and 0 < by_parent < len(out)
+
+
+def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(forks: list[int]) -> None:
+    _two_cpus()
+    parent = os.getpid()
+    done: list[int] = []
+
+    def render(piece: list[int]) -> bytes:
+        if os.getpid() != parent:
+            done.append(piece[0])  # the child's own copy of the list
+            if len(done) == 2:
+                os._exit(1)  # dies on its second piece, having sent its first
+        time.sleep(0.003)
+        return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
+
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, render))
+    items, pids = _rendered(out)
+    assert items == ITEMS and pids == {parent, forks[0]}
+    assert sum(p.startswith(f"{forks[0]}:".encode()) for p in out) == 1

@@ -191,10 +191,9 @@ class Held(dict[str, Any]):
         return dict.__contains__(self, key) or key in self.layout.index
 
     def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return self.__missing__(key) if key in self.layout.index else default
 
     def fields(self) -> dict[str, Any]:
         """Every field, each fact as a Fact (as Reading.fact makes it)."""

@@ -123,8 +123,9 @@ def thin_and_discards(root: SysRoot, dev: dict[str, Any],
                           if isinstance(p.get("thin"), Fact) and p["thin"].value), None)
         if inherited is not None:
             out["thin"] = inherited
-    own = dev["discard_max_bytes"].value if "discard_max_bytes" in dev else None
-    if dev["kind"] == "dm" and own == 0:
+    own = dev["discard_max_bytes"].value \
+        if dev["kind"] == "dm" and "discard_max_bytes" in dev else None
+    if own == 0:
         # The nearest devices below that take discards (a thin pool's own layers may not).
         below: list[tuple[int, str]] = []
         level, seen = parents, set[str]()

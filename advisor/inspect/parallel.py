@@ -1,6 +1,7 @@
 """Reading a large host's /sys/block on two CPUs: this process and a forked child take pieces of
 the entries from a shared queue (a pipe) until none is left; the child sends its device dicts back
-over another pipe.
+over another pipe. Making and rendering the devices once read (in_order) is shared the same way,
+with a second child: it sends each piece rendered, and this process gives the pieces in order.
 
 Why: a SAN host has thousands of block devices and ~12-25 sysfs attributes each; the scan is
 system calls and small Python work in equal parts, and threads only fight over the GIL (two

@@ -375,14 +375,15 @@ def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
 
     def render(piece: list[int]) -> bytes:
         here = os.getpid() == parent
-        time.sleep(0.02 if here == (slow == "parent") else 0.002)
+        time.sleep(0.05 if here == (slow == "parent") else 0.002)
         return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
 
     out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, render))
     items, _ = _rendered(out)
     assert items == ITEMS
     by_parent = sum(p.startswith(f"{parent}:".encode()) for p in out)
-    assert (by_parent > len(out) // 2) == (slow == "child") and 0 < by_parent < len(out)
+    # (Whether a slow child renders any piece at all depends on when it is first scheduled.)
+    assert (by_parent > len(out) // 2) == (slow == "child") and by_parent >= 1
 
 
 def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(forks: list[int]) -> None:

@@ -256,12 +256,46 @@ def test_every_piece_number_fits_in_the_pipe_before_the_fork(capacity: int, coun
 ITEMS = list(range(10 * parallel.RENDER_CHUNK + 5))
 
 
-def _pid_render(fail: Callable[[], None] | None = None) -> Callable[[list[int]], bytes]:
+@pytest.fixture
+def child_started() -> Iterator[tuple[Callable[[], None], Callable[[], None]]]:
+    """(started, wait): the child calls started() as it takes its first piece; wait() in the
+    parent returns once it has (or after 10 s): a test that needs the child to render a piece
+    does not depend on when a busy machine first runs it."""
+    read_end, write_end = os.pipe()
+    told: list[bool] = []
+
+    def started() -> None:
+        if not told:
+            told.append(True)
+            os.write(write_end, b"x")
+
+    def wait() -> None:
+        import select
+
+        select.select([read_end], [], [], 10)
+
+    yield started, wait
+    os.close(read_end)
+    os.close(write_end)
+
+
+def _pid_render(gate: tuple[Callable[[], None], Callable[[], None]],
+                fail: Callable[[], None] | None = None) -> Callable[[list[int]], bytes]:
+    """Each piece as "pid:items;", rendered in 2 ms; the parent's second piece waits for the
+    child to have started."""
     parent = os.getpid()
+    started, wait = gate
+    mine: list[int] = []
 
     def render(piece: list[int]) -> bytes:
-        if os.getpid() != parent and fail is not None:
-            fail()
+        if os.getpid() != parent:
+            started()
+            if fail is not None:
+                fail()
+        else:
+            mine.append(piece[0])
+            if len(mine) == 2:
+                wait()
         time.sleep(0.002)
         return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
     return render
@@ -273,9 +307,10 @@ def _rendered(out: list[bytes]) -> tuple[list[int], set[int]]:
     return [int(i) for _, items in pieces for i in items.split(",")], {int(p) for p, _ in pieces}
 
 
-def test_both_processes_render_pieces_and_they_are_given_in_order(forks: list[int]) -> None:
+def test_both_processes_render_pieces_and_they_are_given_in_order(
+        forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
     _two_cpus()
-    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, _pid_render()))
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, _pid_render(child_started)))
     items, pids = _rendered(out)
     assert items == ITEMS and len(out) == 11
     assert pids == {os.getpid(), forks[0]}  # the child rendered some of them
@@ -284,13 +319,15 @@ def test_both_processes_render_pieces_and_they_are_given_in_order(forks: list[in
         os.waitpid(-1, os.WNOHANG)  # reaped
 
 
-def test_a_child_that_fails_to_render_leaves_its_pieces_to_the_parent(forks: list[int]) -> None:
+def test_a_child_that_fails_to_render_leaves_its_pieces_to_the_parent(
+        forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
     _two_cpus()
 
     def boom() -> None:
         raise RuntimeError("child broke")
 
-    items, pids = _rendered(list(parallel.in_order(SysRoot(Path("/")), ITEMS, _pid_render(boom))))
+    render = _pid_render(child_started, boom)
+    items, pids = _rendered(list(parallel.in_order(SysRoot(Path("/")), ITEMS, render)))
     assert items == ITEMS and pids == {os.getpid()}
     assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
 
@@ -386,20 +423,18 @@ def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
     assert (by_parent > len(out) // 2) == (slow == "child") and by_parent >= 1
 
 
-def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(forks: list[int]) -> None:
+def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(
+        forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
     _two_cpus()
-    parent = os.getpid()
-    done: list[int] = []
+    done: list[bool] = []
 
-    def render(piece: list[int]) -> bytes:
-        if os.getpid() != parent:
-            done.append(piece[0])  # the child's own copy of the list
-            if len(done) == 2:
-                os._exit(1)  # dies on its second piece, having sent its first
-        time.sleep(0.003)
-        return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
+    def second_piece() -> None:
+        done.append(True)  # the child's own copy of the list
+        if len(done) == 2:
+            os._exit(1)  # dies on its second piece, having sent its first
 
-    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, render))
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS,
+                                 _pid_render(child_started, second_piece)))
     items, pids = _rendered(out)
-    assert items == ITEMS and pids == {parent, forks[0]}
+    assert items == ITEMS and pids == {os.getpid(), forks[0]}
     assert sum(p.startswith(f"{forks[0]}:".encode()) for p in out) == 1

@@ -1,6 +1,7 @@
 """Reading a large host's /sys/block on two CPUs: this process and a forked child take pieces of
 the entries from a shared queue (a pipe) until none is left; the child sends its device dicts back
-over another pipe.
+over another pipe. Making and rendering the devices once read (in_order) is shared the same way,
+with a second child: it sends each piece rendered, and this process gives the pieces in order.
 
 Why: a SAN host has thousands of block devices and ~12-25 sysfs attributes each; the scan is
 system calls and small Python work in equal parts, and threads only fight over the GIL (two
@@ -23,11 +24,11 @@ import marshal
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sized
+from typing import Any, BinaryIO, TypeVar
 
 from advisor.errors import DeviceProblem
-from advisor.inspect.specs import Reading
+from advisor.inspect.specs import HELD_CLASSES, Held, Layout, Reading, layout_of
 from advisor.models.device import Fact, MdInfo
 from advisor.system.sysroot import SysRoot
 
@@ -45,7 +46,7 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def worth_forking(root: SysRoot, names: list[str]) -> bool:
+def worth_forking(root: SysRoot, names: Sized) -> bool:
     return (len(names) >= MIN_ENTRIES and usable_cpus() >= 2 and root.recorded is None
             and threading.active_count() == 1 and hasattr(os, "fork"))
 
@@ -59,8 +60,7 @@ def cut(names: list[str], capacity: int) -> list[list[str]]:
     """`names` in pieces of CHUNK or more, few enough that every piece's 2-byte number fits in
     a pipe of `capacity` bytes at once (written before the fork, with no reader yet: a pipe is
     64 KiB, but one page once its user holds more pipe pages than fs.pipe-user-pages-soft)."""
-    chunk = max(CHUNK, -(-len(names) // (capacity // 2)))
-    return [names[i:i + chunk] for i in range(0, len(names), chunk)]
+    return _cut(names, CHUNK, capacity)
 
 
 def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
@@ -92,10 +92,10 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
         for i in _take(queue_r):
             done[i] = [f for name in pieces[i] for f in read_one(name)]
         with os.fdopen(out_r, "rb") as pipe:
-            data = pipe.read()
+            sent = [pipe.read()]
         os.waitpid(pid, 0)
         reaped = True
-        done.update(_decode(data, fact_classes, make_fact))
+        done.update(_decode(sent, fact_classes, make_fact))
         for i, piece in enumerate(pieces):  # what a failed child took and did not send
             if i not in done:
                 done[i] = [f for name in piece for f in read_one(name)]
@@ -104,6 +104,111 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
         os.close(queue_r)
         if not reaped:
             _kill(pid)
+
+
+#: Devices per piece a scan makes and renders (in_order): ~0.7 MB of a SAN host's JSON.
+RENDER_CHUNK = 128
+
+#: The pipe the rendered pieces come back through holds one piece when the system lets it
+#: (F_SETPIPE_SZ; up to fs.pipe-max-size, 1 MiB by default): the child then goes on to its next
+#: piece instead of waiting for this process to take the last.
+RENDER_PIPE = 1 << 20
+
+T = TypeVar("T")
+
+
+def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
+             ) -> Iterator[bytes]:
+    """render(piece) of each piece of `items` (RENDER_CHUNK of them or more), in order; on two
+    CPUs when worth_forking: this process and a forked child take the next piece's number from a
+    shared queue (as read_all's do), the child sends what it renders through a pipe, and this
+    process gives each piece in turn, its own or the child's. `render` must not change what the
+    other pieces read (the child sees `items` as they were at the fork). When the child fails
+    or stops sending, this process renders what it did not send, so the result never depends
+    on the child; the child is killed and reaped when the caller stops early, or on any
+    exception."""
+    if not worth_forking(root, items) or len(items) <= RENDER_CHUNK:
+        for i in range(0, len(items), RENDER_CHUNK):
+            yield render(items[i:i + RENDER_CHUNK])
+        return
+    queue_r, queue_w = os.pipe()
+    pieces = _cut(items, RENDER_CHUNK, fcntl.fcntl(queue_w, fcntl.F_GETPIPE_SZ))
+    os.write(queue_w, b"".join(i.to_bytes(2, "little") for i in range(len(pieces))))
+    os.close(queue_w)
+    out_r, out_w = os.pipe()
+    with contextlib.suppress(OSError):  # a smaller pipe only makes the child wait more
+        fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, RENDER_PIPE)
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: render, send, exit without running anything of the parent's
+        _render_child(out_w, out_r, queue_r, pieces, render, parent)
+    os.close(out_w)
+    try:
+        with os.fdopen(out_r, "rb") as pipe:
+            yield from _in_turn(pieces, render, _take(queue_r), pipe)
+    finally:
+        os.close(queue_r)
+        _kill(pid)  # done sending (or failed, or not wanted any more): reaped either way
+
+
+def _in_turn(pieces: list[list[T]], render: Callable[[list[T]], bytes], take: Iterator[int],
+             pipe: BinaryIO) -> Iterator[bytes]:
+    """The pieces in order: those this process takes from the queue rendered here, the others
+    read from the child as they come (in the order it took them, which is theirs)."""
+    mine: dict[int, bytes] = {}  # rendered here before its turn: one piece at most
+    taken = -1  # the last number this process took: every one before it is given out
+    sending = True
+    for turn, piece in enumerate(pieces):
+        while turn not in mine and turn > taken:
+            taken = next(take, len(pieces))  # the queue is empty: the rest is the child's
+            if taken < len(pieces):
+                mine[taken] = render(pieces[taken])
+        if turn in mine:
+            yield mine.pop(turn)
+            continue
+        sent = _frame(pipe) if sending else None
+        if sent is not None and sent[0] == turn:
+            yield sent[1]
+            continue
+        sending = False  # it failed, or sent out of turn: what is left of its share is done here
+        yield render(piece)
+
+
+def _cut(items: list[T], chunk: int, capacity: int) -> list[list[T]]:
+    """cut, for pieces of `chunk` items or more."""
+    size = max(chunk, -(-len(items) // (capacity // 2)))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _frame(pipe: BinaryIO) -> tuple[int, bytes] | None:
+    """The next piece the child sent (its number, its length, then the bytes); None when it
+    sent no more."""
+    head = pipe.read(12)
+    if len(head) < 12:
+        return None
+    size = int.from_bytes(head[4:], "little")
+    data = pipe.read(size)
+    return (int.from_bytes(head[:4], "little"), data) if len(data) == size else None
+
+
+def _render_child(wfd: int, rfd: int, queue: int, pieces: list[list[T]],
+                  render: Callable[[list[T]], bytes], parent: int) -> None:
+    """The pieces it takes, rendered and sent in the order taken. Never returns (as _child)."""
+    code = 1
+    try:
+        os.close(rfd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
+        for i in _take(queue):
+            if os.getppid() != parent:
+                return
+            data = render(pieces[i])
+            for chunk in (i.to_bytes(4, "little") + len(data).to_bytes(8, "little"), data):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(wfd, view):]
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def _take(queue: int) -> Iterator[int]:
@@ -152,11 +257,13 @@ def _kill(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> dict[str, Any]:
+def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any:
     """A device dict with its Readings as ("r", class index, value, source, folder, file, raw,
     note) tuples, its Facts as (class index, value, source, path, raw, note) tuples and an MdInfo
-    as ("md", {field: tuple}): what marshal carries. TypeError for anything else that is
-    not plain data (then the parent reads this half itself)."""
+    as ("md", {field: tuple}): what marshal carries. A Held device is ("held", its layout's
+    entries, that dict, its packed list): devices laid out alike share one entries tuple, which
+    marshal writes once. TypeError for anything else that is not plain data (then the parent
+    reads this half itself)."""
     out: dict[str, Any] = {}
     for key, value in fields.items():
         if type(value) is Reading:
@@ -171,6 +278,10 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> dic
             out[key] = value
         else:
             raise TypeError(f"{key}: {type(value).__name__} cannot cross the pipe")
+    if type(fields) is Held:
+        if classes != HELD_CLASSES:
+            raise TypeError("a held device's facts are laid out by HELD_CLASSES")
+        return ("held", fields.layout.entries, out, fields.packed)
     return out
 
 
@@ -179,27 +290,44 @@ def _fact_tuple(fact: Fact[Any], classes: tuple[type[Fact[Any]], ...]) -> tuple[
     return (classes.index(type(fact)), d["value"], d["source"], d["path"], d["raw"], d["note"])
 
 
-def _decode(data: bytes, classes: tuple[type[Fact[Any]], ...],
+def _decode(sent: list[bytes], classes: tuple[type[Fact[Any]], ...],
             make_fact: Callable[..., Fact[Any]]) -> dict[int, list[dict[str, Any]]]:
-    """The child's device dicts by piece; empty when it sent nothing usable (it failed: the
-    caller reads its pieces); DeviceProblem when it saw a device vanish."""
+    """The child's device dicts by piece, from `sent` (the one bytes object it sent, let go of
+    once loaded: tens of MB on a host with 100,000 devices, not held while the devices are
+    made); empty when it sent nothing usable (it failed: the caller reads its pieces);
+    DeviceProblem when it saw a device vanish."""
     try:
-        kind, body = marshal.loads(data)
+        kind, body = marshal.loads(sent.pop())
     except (EOFError, ValueError, TypeError):
         return {}
     if kind == "vanished":
         raise DeviceProblem(body)
     if kind != "ok":
         return {}
-    for _, devices in body:
-        for fields in devices:
-            for key, value in fields.items():
-                if type(value) is tuple:
-                    if value[0] == "r":
-                        fields[key] = Reading(classes[value[1]], *value[2:])
-                    elif value[0] == "md":
-                        fields[key] = MdInfo(**{k: make_fact(classes[t[0]], *t[1:])
-                                                for k, t in value[1].items()})
-                    else:
-                        fields[key] = make_fact(classes[value[0]], *value[1:])
-    return dict(body)
+    layouts: dict[int, Layout] = {}  # by the id of an entries tuple, which marshal made once
+    return {i: [_fields(device, classes, make_fact, layouts) for device in devices]
+            for i, devices in body}
+
+
+def _fields(device: Any, classes: tuple[type[Fact[Any]], ...],
+            make_fact: Callable[..., Fact[Any]], layouts: dict[int, Layout]) -> dict[str, Any]:
+    """One device as _encode sent it, made again (a Held device as a Held)."""
+    fields: dict[str, Any] = device[2] if type(device) is tuple else device
+    for key, value in fields.items():
+        if type(value) is tuple:
+            if value[0] == "r":
+                fields[key] = Reading(classes[value[1]], *value[2:])
+            elif value[0] == "md":
+                fields[key] = MdInfo(**{k: make_fact(classes[t[0]], *t[1:])
+                                        for k, t in value[1].items()})
+            else:
+                fields[key] = make_fact(classes[value[0]], *value[1:])
+    if type(device) is not tuple:
+        return fields
+    _, entries, _, packed = device
+    layout = layouts.get(id(entries))
+    if layout is None:
+        layout = layouts[id(entries)] = layout_of(entries)
+    held = Held(fields)
+    held.layout, held.packed = layout, packed
+    return held

@@ -18,12 +18,14 @@ from advisor.system.sysroot import SysRoot
 
 def prune_links(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The devices by name, each one's parents, children and holders cut to those listed (a
-    holder or slave that is excluded or empty is not shown)."""
+    holder or slave that is excluded or empty is not shown). A list all listed is kept as it
+    is: a scan holds three per device until the last is made."""
     by_name = {f["name"]: f for f in fields}
     for f in fields:
-        f["parents"] = [p for p in f["parents"] if p in by_name]
-        f["children"] = [c for c in f["children"] if c in by_name]
-        f["holders"] = [h for h in f["holders"] if h in by_name]
+        for key in ("parents", "children", "holders"):
+            names = f[key]
+            if not all(n in by_name for n in names):
+                f[key] = [n for n in names if n in by_name]
     return by_name
 
 
@@ -121,8 +123,9 @@ def thin_and_discards(root: SysRoot, dev: dict[str, Any],
                           if isinstance(p.get("thin"), Fact) and p["thin"].value), None)
         if inherited is not None:
             out["thin"] = inherited
-    own = dev["discard_max_bytes"].value if "discard_max_bytes" in dev else None
-    if dev["kind"] == "dm" and own == 0:
+    own = dev["discard_max_bytes"].value \
+        if dev["kind"] == "dm" and "discard_max_bytes" in dev else None
+    if own == 0:
         # The nearest devices below that take discards (a thin pool's own layers may not).
         below: list[tuple[int, str]] = []
         level, seen = parents, set[str]()

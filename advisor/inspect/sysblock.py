@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any
 
 from advisor.errors import DeviceProblem
@@ -20,6 +21,7 @@ from advisor.inspect.specs import (
     Reader,
     Reading,
     Spec,
+    held,
     identity_specs,
     make_fact,
     reading,
@@ -122,11 +124,13 @@ def _vanished(root: SysRoot, rel: str, name: str) -> DeviceProblem:
 
 def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None,
                 hosts: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The facts of one /sys/block entry and its partitions, as Device field dicts (without the
-    tree, stripe and usage, which need every device). Empty when the device is skipped.
+    """The facts of one /sys/block entry and its partitions, as Device fields held until their
+    device is made (specs.Held; without the tree, stripe and usage, which need every device).
+    Empty when the device is skipped.
     `needed`: the fields to read (fields_needed; None: all); the others keep their defaults.
     `hosts`: the SCSI hosts' drivers read so far in this scan (a SAN host has thousands of disks
     behind a few hosts), filled as they are read."""
+    name = intern(name)  # as in the links of the devices around it (_interned)
     base = f"sys/block/{name}"
     kind = kind_of(name)
     transport: str | None = None
@@ -135,8 +139,9 @@ def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None,
         link = root.readlink(base)
         transport = parsers.transport_from_link(link) if link else None
     with root.folder(base) as folder:
-        return _read_entry(root, folder, name, kind, transport, link, needed,
-                           {} if hosts is None else hosts)
+        found = _read_entry(root, folder, name, kind, transport, link, needed,
+                            {} if hosts is None else hosts)
+    return [held(f) for f in found]
 
 
 def _read_entry(root: SysRoot, folder: Folder, name: str, kind: DeviceKind,
@@ -233,15 +238,23 @@ def _links(root: SysRoot, folder: Folder, fields: dict[str, Any],
     # Hardware disks are built on nothing, and dm devices have no kernel partitions (kpartx makes
     # more dm devices): skipping those listings saves a syscall per path on a SAN host.
     hardware = kind in ("disk", "rom") and fields["transport"] is not None
-    fields["parents"] = [] if hardware else folder.listdir("slaves")
-    holders = folder.listdir("holders")
+    fields["parents"] = [] if hardware else _interned(folder.listdir("slaves"))
+    holders = _interned(folder.listdir("holders"))
     fields["holders"] = holders
-    partitions = [_read_partition(root, folder, entry, fields, needed)
+    partitions = [_read_partition(root, folder, intern(entry), fields, needed)
                   for entry in ([] if kind == "dm" else folder.listdir())
                   if entry.startswith(name) and entry != name
                   and folder.exists(f"{entry}/partition")]
     fields["children"] = [p["name"] for p in partitions] + holders
     return partitions
+
+
+def _interned(names: list[str]) -> list[str]:
+    """`names` (device names), each the one string of its name: a scan holds the names in every
+    device's links (a multipath device's paths, a disk's holder) until the last is made."""
+    for i, name in enumerate(names):
+        names[i] = intern(name)
+    return names
 
 
 def _md_info(base: str, level: Reading[str], chunk: Reading[int], disks: Reading[int],
@@ -267,7 +280,7 @@ def _read_partition(root: SysRoot, disk: Folder, name: str, disk_fields: dict[st
     with disk.folder(name) as folder:
         base = folder.rel
         facts = rd.batch(base, wanted(PARTITION, needed), folder)
-        holders = folder.listdir("holders")
+        holders = _interned(folder.listdir("holders"))
     fields: dict[str, Any] = {
         "name": name, "display_name": name, "path": f"/dev/{name}", "kind": "part",
         "maj_min": facts.pop("maj_min").value, "transport": disk_fields.get("transport"),
@@ -279,6 +292,6 @@ def _read_partition(root: SysRoot, disk: Folder, name: str, disk_fields: dict[st
                  "hw_queue_tags", "queue_depth"):
         if attr in disk_fields:
             fields[attr] = disk_fields[attr]
-    fields.update(parents=[disk_fields["name"]], holders=holders, children=holders,
+    fields.update(parents=[disk_fields["name"]], holders=holders, children=list(holders),
                   notes=rd.notes)
     return fields

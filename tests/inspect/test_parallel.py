@@ -251,3 +251,190 @@ def test_every_piece_number_fits_in_the_pipe_before_the_fork(capacity: int, coun
     assert [n for piece in pieces for n in piece] == names
     assert all(len(piece) >= parallel.CHUNK for piece in pieces[:-1])
 
+
+
+ITEMS = list(range(10 * parallel.RENDER_CHUNK + 5))
+
+
+@pytest.fixture
+def child_started() -> Iterator[tuple[Callable[[], None], Callable[[], None]]]:
+    """(started, wait): the child calls started() as it takes its first piece; wait() in the
+    parent returns once it has (or after 10 s): a test that needs the child to render a piece
+    does not depend on when a busy machine first runs it."""
+    read_end, write_end = os.pipe()
+    told: list[bool] = []
+
+    def started() -> None:
+        if not told:
+            told.append(True)
+            os.write(write_end, b"x")
+
+    def wait() -> None:
+        import select
+
+        select.select([read_end], [], [], 10)
+
+    yield started, wait
+    os.close(read_end)
+    os.close(write_end)
+
+
+def _pid_render(gate: tuple[Callable[[], None], Callable[[], None]],
+                fail: Callable[[], None] | None = None) -> Callable[[list[int]], bytes]:
+    """Each piece as "pid:items;", rendered in 2 ms; the parent's second piece waits for the
+    child to have started."""
+    parent = os.getpid()
+    started, wait = gate
+    mine: list[int] = []
+
+    def render(piece: list[int]) -> bytes:
+        if os.getpid() != parent:
+            started()
+            if fail is not None:
+                fail()
+        else:
+            mine.append(piece[0])
+            if len(mine) == 2:
+                wait()
+        time.sleep(0.002)
+        return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
+    return render
+
+
+def _rendered(out: list[bytes]) -> tuple[list[int], set[int]]:
+    """The items in the order rendered, and the pids that rendered them."""
+    pieces = [p.decode().rstrip(";").split(":") for p in out]
+    return [int(i) for _, items in pieces for i in items.split(",")], {int(p) for p, _ in pieces}
+
+
+def test_both_processes_render_pieces_and_they_are_given_in_order(
+        forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
+    _two_cpus()
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, _pid_render(child_started)))
+    items, pids = _rendered(out)
+    assert items == ITEMS and len(out) == 11
+    assert pids == {os.getpid(), forks[0]}  # the child rendered some of them
+    assert len(forks) == 1 and _exited(forks[0])
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # reaped
+
+
+def test_a_child_that_fails_to_render_leaves_its_pieces_to_the_parent(
+        forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
+    _two_cpus()
+
+    def boom() -> None:
+        raise RuntimeError("child broke")
+
+    render = _pid_render(child_started, boom)
+    items, pids = _rendered(list(parallel.in_order(SysRoot(Path("/")), ITEMS, render)))
+    assert items == ITEMS and pids == {os.getpid()}
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+
+
+@pytest.mark.parametrize("how", ["stops early", "fails"])
+def test_the_render_child_is_reaped_when_the_caller_stops_or_fails(forks: list[int],
+                                                                   how: str) -> None:
+    _two_cpus()
+    parent = os.getpid()
+    here: list[int] = []
+
+    def render(piece: list[int]) -> bytes:
+        if os.getpid() == parent:
+            here.append(piece[0])
+            if how == "fails" and len(here) == 3:
+                raise KeyboardInterrupt
+        time.sleep(0.002)
+        return b"x"
+
+    pieces = parallel.in_order(SysRoot(Path("/")), ITEMS, render)
+    if how == "stops early":
+        assert [next(pieces), next(pieces), next(pieces)] == [b"x"] * 3
+        pieces.close()
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            list(pieces)
+    assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_devices_json_made_on_two_cpus_is_the_inventory_s(san: Path, forks: list[int]) -> None:
+    """`devices --json` writes the devices a piece at a time, every other piece made by a
+    child: byte for byte the inventory's own JSON."""
+    import io
+
+    from advisor.commands.devices import write_json
+
+    _two_cpus()
+    root = SysRoot.open(san)
+    out = io.BytesIO()
+    write_json(out, root, root.live, None)
+    assert len(forks) == 2  # one to read, one to make and render
+    inv = inspect_devices(root)
+    assert out.getvalue() == inv.__pydantic_serializer__.to_json(inv, indent=2) + b"\n"
+
+
+def test_a_closed_output_ends_the_render_child_at_once(san: Path, forks: list[int]) -> None:
+    """`devices --json | head`: the write fails, and the child making the devices is killed
+    and reaped before the error is reported."""
+    from advisor.commands.devices import write_json
+
+    _two_cpus()
+
+    class Closed:
+        writes = 0
+
+        def write(self, data: bytes) -> int:
+            self.writes += 1
+            if self.writes > 1:
+                raise BrokenPipeError(32, "Broken pipe")
+            return len(data)
+
+        def flush(self) -> None:
+            pass
+
+    root = SysRoot.open(san)
+    with pytest.raises(BrokenPipeError) as caught:
+        write_json(Closed(), root, root.live, None)  # type: ignore[arg-type]
+    # While the error (and the frames of its traceback) is still held, as the CLI holds it.
+    assert caught.value.errno == 32
+    assert len(forks) == 2 and all(not Path(f"/proc/{pid}").exists() for pid in forks)
+
+
+@pytest.mark.parametrize("slow", ["child", "parent"])
+def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
+                                                               slow: str) -> None:
+    """The pieces go to whichever process asks first: a slow child (a busy CPU) leaves more of
+    them to the parent, and the other way round, and every piece comes out in its turn."""
+    _two_cpus()
+    parent = os.getpid()
+
+    def render(piece: list[int]) -> bytes:
+        here = os.getpid() == parent
+        time.sleep(0.05 if here == (slow == "parent") else 0.002)
+        return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
+
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, render))
+    items, _ = _rendered(out)
+    assert items == ITEMS
+    by_parent = sum(p.startswith(f"{parent}:".encode()) for p in out)
+    # (Whether a slow child renders any piece at all depends on when it is first scheduled.)
+    assert (by_parent > len(out) // 2) == (slow == "child") and by_parent >= 1
+
+
+def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(
+        forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
+    _two_cpus()
+    done: list[bool] = []
+
+    def second_piece() -> None:
+        done.append(True)  # the child's own copy of the list
+        if len(done) == 2:
+            os._exit(1)  # dies on its second piece, having sent its first
+
+    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS,
+                                 _pid_render(child_started, second_piece)))
+    items, pids = _rendered(out)
+    assert items == ITEMS and pids == {os.getpid(), forks[0]}
+    assert sum(p.startswith(f"{forks[0]}:".encode()) for p in out) == 1

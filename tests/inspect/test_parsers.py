@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.inspect import geometry, parsers
-from advisor.inspect.specs import FactInt, Reading, make_fact, reading
+from advisor.inspect.specs import (
+    FactBool,
+    FactInt,
+    FactStr,
+    Reader,
+    Reading,
+    Spec,
+    held,
+    make_fact,
+    reading,
+)
 from advisor.models.device import Fact
+from advisor.system.sysroot import SysRoot
 
 KiB = 1 << 10
 GiB = 1 << 30
@@ -180,3 +193,55 @@ def test_scan_leaves_the_garbage_collector_as_it_found_it(tmp_path: object) -> N
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+
+def test_a_held_device_gives_the_facts_its_readings_make() -> None:
+    """A scan holds each device as a Held (its Readings packed in one list): the Facts it makes,
+    and a fact read by key, are those of the Readings it was made from."""
+    base = "sys/block/sda"
+    read: dict[str, object] = {
+        "name": "sda", "parents": [],
+        "size_bytes": Reading(FactInt, 4096, "sysfs", base, "size", "8", None),
+        "rotational": Reading(FactBool, None, "sysfs", base, "queue/rotational", "x",
+                              "unparsable: x"),
+        "storage_hint": reading(FactStr, None, "sysfs", base, None, "nothing says"),
+        "thin": make_fact(FactStr, "lbpme", "sysfs", f"{base}/device/x", "1", None),
+        "model": Reading(FactStr, "disk", "sysfs", "sys/block/sdb", "device/model", "disk", None),
+    }
+    kept = held(read)
+    assert dict(kept) == {"name": "sda", "parents": [], "thin": read["thin"]}  # the rest packed
+    made = kept.fields()
+    assert made.keys() == read.keys()
+    for key, value in read.items():
+        want = value.fact() if isinstance(value, Reading) else value
+        assert made[key] == want, key
+        got = kept[key]
+        assert (got.fact() if isinstance(got, Reading) else got) == want, key
+        assert key in kept and kept.get(key) is not None
+    assert made["rotational"].model_dump_json() == Fact[bool](
+        source="sysfs", path=f"{base}/queue/rotational", raw="x", note="unparsable: x"
+    ).model_dump_json()
+    assert "serial" not in kept and kept.get("serial", 1) == 1
+    with pytest.raises(KeyError):
+        kept["serial"]
+    kept["size_bytes"] = made["size_bytes"]  # what the stacking pass sets shadows what was read
+    assert kept["size_bytes"] is made["size_bytes"] and kept.fields()["size_bytes"] is \
+        made["size_bytes"]
+    assert held(dict(read)).layout is kept.layout  # devices read alike share one layout
+
+
+def test_a_value_parsed_once_is_shared_by_the_devices_that_read_it(tmp_path: Path) -> None:
+    specs: list[Spec] = [
+        ("opt_io", "optimal_io_size", FactInt, parsers.parse_int, False),
+        ("min_io", "minimum_io_size", FactInt, parsers.parse_int, False),
+    ]
+    for name in ("sda", "sdb"):
+        (tmp_path / "sys" / "block" / name).mkdir(parents=True)
+        (tmp_path / "sys" / "block" / name / "optimal_io_size").write_text("524288\n")
+        (tmp_path / "sys" / "block" / name / "minimum_io_size").write_text("bogus\n")
+    root = SysRoot.open(tmp_path)
+    first, again = (Reader(root).batch(f"sys/block/{name}", specs) for name in ("sda", "sdb"))
+    assert first["opt_io"].value == 524288 and first["opt_io"].value is again["opt_io"].value
+    assert again["opt_io"].path == "sys/block/sdb/optimal_io_size"
+    assert first["min_io"].value is None and first["min_io"].note.startswith("unparsable")

@@ -82,7 +82,9 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
     os.close(queue_w)
     out_r, out_w = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
+    pid = _fork(queue_r, out_r, out_w)
+    if pid is None:
+        return [f for name in names for f in read_one(name)]
     if pid == 0:  # the child: read, send, exit without running anything of the parent's
         _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, parent)
     os.close(out_w)
@@ -128,8 +130,7 @@ def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
     on the child; the child is killed and reaped when the caller stops early, or on any
     exception."""
     if not worth_forking(root, items) or len(items) <= RENDER_CHUNK:
-        for i in range(0, len(items), RENDER_CHUNK):
-            yield render(items[i:i + RENDER_CHUNK])
+        yield from _alone(items, render)
         return
     queue_r, queue_w = os.pipe()
     pieces = _cut(items, RENDER_CHUNK, fcntl.fcntl(queue_w, fcntl.F_GETPIPE_SZ))
@@ -139,7 +140,10 @@ def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
     with contextlib.suppress(OSError):  # a smaller pipe only makes the child wait more
         fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, RENDER_PIPE)
     parent = os.getpid()
-    pid = os.fork()
+    pid = _fork(queue_r, out_r, out_w)
+    if pid is None:
+        yield from _alone(items, render)
+        return
     if pid == 0:  # the child: render, send, exit without running anything of the parent's
         _render_child(out_w, out_r, queue_r, pieces, render, parent)
     os.close(out_w)
@@ -149,6 +153,23 @@ def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
     finally:
         os.close(queue_r)
         _kill(pid)  # done sending (or failed, or not wanted any more): reaped either way
+
+
+def _alone(items: list[T], render: Callable[[list[T]], bytes]) -> Iterator[bytes]:
+    for i in range(0, len(items), RENDER_CHUNK):
+        yield render(items[i:i + RENDER_CHUNK])
+
+
+def _fork(*fds: int) -> int | None:
+    """os.fork(), or None when the system refuses one (EAGAIN at the user's process limit,
+    ENOMEM): the caller then does the work alone, as on one CPU, after closing `fds` (the pipes
+    made for the child). A host short of processes still gets its inventory."""
+    try:
+        return os.fork()
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        return None
 
 
 def _in_turn(pieces: list[list[T]], render: Callable[[list[T]], bytes], take: Iterator[int],

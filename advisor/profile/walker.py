@@ -348,6 +348,14 @@ class Walker:
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {*STOPPING_SIGNALS, STOP_HALF})
         try:
             pid = os.fork()
+        except OSError:  # refused (the user's process limit, memory): this process walks alone
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            for fd in (claims_out, results_out, results_in):
+                os.close(fd)
+            counted.close()
+            alone = [path for group in groups for path in group]
+            self._scan(alone, alone.pop)
+            return False
         except BaseException:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             raise

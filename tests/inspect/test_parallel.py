@@ -5,7 +5,10 @@ vanish or is left behind by Ctrl-C never changes the answer or outlives the scan
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +22,7 @@ from advisor.inspect import parallel
 from advisor.inspect.devices import inspect_devices
 from advisor.inspect.specs import FactBool, FactInt, FactStr, make_fact
 from advisor.system.sysroot import SysRoot
-from tests.conftest import REPO, memory_folder, require
+from tests.conftest import REPO, memory_folder, require, require_root_tools
 
 CLASSES = (FactInt, FactBool, FactStr)
 
@@ -438,3 +441,25 @@ def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(
     items, pids = _rendered(out)
     assert items == ITEMS and pids == {os.getpid(), forks[0]}
     assert sum(p.startswith(f"{forks[0]}:".encode()) for p in out) == 1
+
+
+@pytest.mark.root
+def test_a_refused_fork_leaves_the_whole_scan_to_one_process(san: Path) -> None:
+    """At the user's process limit (RLIMIT_NPROC: fork fails with EAGAIN) the scan and the
+    writing are done in one process, as on one CPU: the same document, not an error."""
+    _two_cpus()
+    require_root_tools("runuser", "prlimit")
+    os.chmod(san, 0o755)
+    # Not this run's temporary folder (private to root): nobody has to reach what it uses.
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    nobody = ["runuser", "-u", "nobody", "--"]
+    limited = [*nobody, "prlimit", "--nproc=1", "--"]
+    refused = subprocess.run([*limited, sys.executable, "-c", "import os; os.fork()"],
+                             capture_output=True, text=True, env=env)
+    assert refused.returncode != 0 and "BlockingIOError" in refused.stderr, refused.stderr
+    argv = [sys.executable, "-m", "advisor", "devices", "--json", "--sysroot", str(san)]
+    free = subprocess.run([*nobody, *argv], capture_output=True, cwd=REPO, env=env)
+    alone = subprocess.run([*limited, *argv], capture_output=True, cwd=REPO, env=env)
+    assert free.returncode == 0, free.stderr
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout == free.stdout and len(json.loads(alone.stdout)["devices"]) == 640

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from advisor.profile.walker import SPLIT_DIRECTORIES, Walker
-from tests.conftest import REPO
+from tests.conftest import REPO, require_root_tools
 
 TOPS, PER_TOP = 8, 40  # 2 tops are read before the walk is shared: 86 directories wait
 SIZES = (0, 1, 100, 4096, 5000, 70000)
@@ -230,3 +230,38 @@ def test_the_forked_process_ends_when_the_walks_own_process_is_killed(memory_tmp
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         marker.unlink(missing_ok=True)
+
+
+_REFUSED_FORK = """
+import json, sys
+from advisor.profile.walker import Walker
+def figures(walker):
+    doc = json.loads(walker.walk(sys.argv[1]).model_dump_json())
+    doc.pop("elapsed_seconds")
+    return doc
+two = Walker(processes=2)
+shared = figures(two)
+print(json.dumps([two.shared, shared == figures(Walker(processes=1))]))
+"""
+
+
+@pytest.mark.root
+def test_a_refused_fork_leaves_the_whole_walk_to_one_process(memory_tmp: Path) -> None:
+    """At the user's process limit (RLIMIT_NPROC: fork fails with EAGAIN) the walk goes on in
+    its own process: one walk's figures, not an error."""
+    require_root_tools("runuser", "prlimit")
+    top, outside = memory_tmp / "tree", memory_tmp / "outside"
+    top.mkdir()
+    outside.mkdir()
+    make_tree(top, outside)
+    for folder in (memory_tmp, top, outside):
+        os.chmod(folder, 0o755)
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    limited = ["runuser", "-u", "nobody", "--", "prlimit", "--nproc=1", "--", sys.executable]
+    refused = subprocess.run([*limited, "-c", "import os; os.fork()"], capture_output=True,
+                             text=True, env=env)
+    assert refused.returncode != 0 and "BlockingIOError" in refused.stderr, refused.stderr
+    done = subprocess.run([*limited, "-c", _REFUSED_FORK, str(top)], capture_output=True,
+                          text=True, cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [False, True]

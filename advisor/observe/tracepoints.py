@@ -75,7 +75,7 @@ MAX_AGS_COUNTED = 32
 #: interval 1.1% to 8.3%, scripts/bench_observe.py --modes stat-ag-locks). How long each
 #: waited is not timed: xfs_buf_lock_done fires alike after a wait and without one, so
 #: timing the waits takes a record of every AG header lock (about one for every two
-#: transactions), the cost that made the transaction record sampled.
+#: transactions), the cost that made the transaction record sliced.
 LOCK_EVENT = "xfs:xfs_buf_lock"
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node

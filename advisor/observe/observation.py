@@ -261,7 +261,8 @@ class Observer:
                                kernel_thread=tp.is_kernel_thread(tid, command))
                 for (command, tid), n in tp.per_thread(mine.samples).items()]
             kernel = {t.tid for t in threads or () if t.kernel_thread}
-            active = None if mine is None else tp.active_per_second(mine.samples, kernel)
+            active = None if mine is None else tp.active_per_second(
+                mine.samples, kernel, sliced=mine.slice_ms is not None)
             recorded.append(RecordedFilesystem(
                 mountpoint=target.mountpoint, device=target.name, maj_min=target.maj_min,
                 mount_options=_super_options(target.entry), xfs_info=infos[target.maj_min],
@@ -269,7 +270,7 @@ class Observer:
                 tracepoints=None if mine is None else mine.totals, threads=threads,
                 writer_seconds=None if mine is None else mine.writer_seconds,
                 writer_period=1 if mine is None else mine.period,
-                writer_slice_ms=None if mine is None else tp.WRITER_SLICE_MS,
+                writer_slice_ms=None if mine is None else mine.slice_ms,
                 attribute_bytes=None if mine is None else sorted(
                     total for total, _ in mine.attributes.values()),
                 allocations_per_ag=mine.per_ag or None if mine is not None else None,

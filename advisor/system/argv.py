@@ -153,6 +153,11 @@ def perf_record(events: str | Sequence[str], device_filter: str, output: str, se
             "--", "sleep", f"{seconds:g}"]
 
 
+def perf_record_usage() -> list[str]:
+    """perf record's list of options (`-h`: printed at once, exit status 129)."""
+    return ["perf", "record", "-h"]
+
+
 def perf_script_trace(data: str) -> list[str]:
     """Each sample's thread id, time, event and tracepoint fields (as the tracepoint prints
     them) in a perf.data file."""

@@ -83,6 +83,8 @@ def test_perf_totals_and_samples() -> None:
     assert per_thread(samples) == {("kworker/0:1-eve", 6815): 1, ("python3", 19729): 1,
                                    ("my tool-v2", 12): 2, ("python3", 19730): 1}
     assert active_per_second(samples, {6815}) == [1, 1, 2]  # seconds from 3060.56
+    # Sampled throughout (a perf that cannot slice): the whole seconds from the first sample.
+    assert active_per_second(samples, {6815}, sliced=False) == [2, 0, 2]
 
 
 def test_a_slice_is_one_second_wherever_the_first_sample_fell_in_it() -> None:

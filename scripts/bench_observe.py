@@ -3,8 +3,9 @@
 unobserved and observed in interleaved blocks on one loop-device XFS, in the same run, with a
 95% interval on the throughput lost.
 
-    .venv/bin/python scripts/bench_observe.py [--blocks 30] [--files 1500] [--jobs 4]
-        [--parent /dev/shm] [--modes observe] [--no-fsync] [--seed 1] [--nice -10]
+    .venv/bin/python scripts/bench_observe.py [--blocks 30] [--max-blocks 120] [--files 1500]
+        [--jobs 4] [--parent /dev/shm] [--modes observe] [--baseline DIR] [--no-fsync]
+        [--seed 1] [--nice -10]
 
 The job: JOBS processes, each creating FILES 4 KiB files (create, write, fsync on close) in
 one directory and then deleting them: creates, transactions, log forces, extent allocations
@@ -40,8 +41,15 @@ observer's start no longer moves the figures: its throughput lost should hold 0.
 - record-writers: only observe's sampled `perf record` of xfs:xfs_trans_alloc;
 - record-attributes: only observe's `perf record` of the attribute sets and log space waits;
 - record-every-transaction: `perf record` of every xfs:xfs_trans_alloc (what observe avoids);
-- at-once: no observer, the job started without the pause (the effect above).
+- at-once: no observer, the job started without the pause (the effect above);
+- baseline: `observe` as another checkout of the advisor runs it (--baseline DIR: its
+  `python -m advisor` from DIR), for a before and after in the same blocks.
 The perf commands are the ones observe builds (advisor.system.argv), ended with SIGINT.
+
+The bench decides: after --blocks blocks, and every 10 blocks after that, it looks at the first
+mode's throughput interval and stops once the goal is decided (met: the upper bound under 2%;
+not met: the lower bound over it), or at --max-blocks. Looking more than once makes the 95%
+interval a little optimistic; the report says how many looks were taken.
 
 Per mode, each block gives the throughput lost, 1 - (files/s observed) / (files/s of the
 block's two unobserved runs, averaged); the report gives the mean over the blocks and its 95%
@@ -50,7 +58,9 @@ under 2%, not met when its lower bound is above, undecided otherwise. The noise 
 same for the block's two unobserved runs against each other (its interval should hold 0).
 It also gives the job's CPU time per file and the observer's own CPU (observe or perf, with
 its children): where a tracepoint's cost is paid (in the writers' own system time) and what
-the host pays in all.
+the host pays in all; and the observer's CPU while the job ran alone (its processes' CPU time
+read from /proc at the job's start and end, in milliseconds per second of the job): what it
+took from the job's two cores.
 
 Processes are timed here directly, not through advisor.system.runner: the script measures
 processes, it is not part of the advisor. The loop device, mount and files are removed at the
@@ -133,11 +143,13 @@ def _shown(figures: tuple[float, float, float]) -> str:
 
 
 def verdict(low: float, high: float) -> str:
+    """Whether the interval shows the goal: its upper bound under GOAL."""
     if high < GOAL:
-        return f"goal met (upper bound {high:+.2%} < {GOAL:.0%})"
+        return f"goal shown (upper bound {high:+.2%} < {GOAL:.0%})"
     if low > GOAL:
         return f"goal not met (lower bound {low:+.2%} > {GOAL:.0%})"
-    return f"undecided (the interval holds {GOAL:.0%}: more blocks)"
+    return (f"goal not shown (upper bound {high:+.2%} >= {GOAL:.0%}; the interval holds "
+            f"{GOAL:.0%}: undecided)")
 
 
 @contextlib.contextmanager
@@ -163,7 +175,10 @@ def scratch_xfs(parent: Path) -> Iterator[tuple[Path, str]]:
 
 
 MODES = ("observe", "counters", "perf-stat", "stat-events", "stat-per-ag", "stat-ag-locks",
-         "record-writers", "record-attributes", "record-every-transaction", "at-once")
+         "record-writers", "record-attributes", "record-every-transaction", "at-once",
+         "baseline")
+#: Blocks between two looks at the interval once --blocks are done.
+LOOK_EVERY = 10
 
 
 def _background_work(stats: Path) -> list[str]:
@@ -250,10 +265,28 @@ def _perf_command(mode: str, mnt: Path, data: Path) -> list[str]:
     if mode == "stat-ag-locks":
         return argv.perf_stat([], flt, 3600, tp.ag_header_filters(flt, counting.geometry))
     if mode == "record-writers":
-        return argv.perf_record(tp.WRITER_EVENT, flt, str(data), 3600, tp.WRITER_PERIOD)
+        return argv.perf_record(tp.WRITER_EVENT, flt, str(data), 3600,
+                                enabled=tp.writer_slices(tp.WRITER_SECONDS))
     if mode == "record-attributes":
         return argv.perf_record((*tp.ATTRIBUTE_EVENTS, *tp.WAIT_EVENTS), flt, str(data), 3600)
     return argv.perf_record(tp.WRITER_EVENT, flt, str(data), 3600)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by a process and every descendant still running (from
+    /proc/PID/stat: user and system time, its threads included)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    while pending:
+        p = pending.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+            for task in Path(f"/proc/{p}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def _counting(pid: int) -> bool:
@@ -265,27 +298,30 @@ def _counting(pid: int) -> bool:
         return False
 
 
-def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, float]:
+def observed_job(jobfile: Path, mnt: Path, mode: str,
+                 baseline: Path | None) -> tuple[float, float, float, float]:
     """The job under one mode, PAUSE seconds after its observer counts: (wall seconds, job CPU
-    seconds, observer CPU seconds)."""
-    if mode in ("observe", "counters"):
+    seconds, observer CPU seconds, observer CPU seconds while the job ran)."""
+    if mode in ("observe", "counters", "baseline"):
         argv = [sys.executable, "-m", "advisor", "observe", "--for", "1h", str(mnt)]
         if mode == "counters":
             argv.append("--counters-only")
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, cwd=REPO)
+                                text=True, cwd=baseline if mode == "baseline" else REPO)
         try:
             assert proc.stderr is not None
             line = proc.stderr.readline()
             if "observing" not in line:
                 raise SystemExit(f"observe did not start: {line}{proc.stderr.read()}")
             time.sleep(PAUSE)
+            before = tree_cpu(proc.pid)
             wall, cpu = run_job(jobfile)
+            during = tree_cpu(proc.pid) - before
         finally:
             own = _stop(proc)
             if proc.stderr is not None:
                 proc.stderr.close()
-        return wall, cpu, own
+        return wall, cpu, own, during
     data = mnt.parent / "observer.data"
     proc = subprocess.Popen(_perf_command(mode, mnt, data), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
@@ -296,16 +332,22 @@ def observed_job(jobfile: Path, mnt: Path, mode: str) -> tuple[float, float, flo
                 raise SystemExit(f"{mode}: perf did not start counting")
             time.sleep(0.005)
         time.sleep(PAUSE)
+        before = tree_cpu(proc.pid)
         wall, cpu = run_job(jobfile)
+        during = tree_cpu(proc.pid) - before
     finally:
         own = _stop(proc, group=True) if proc.poll() is None else 0.0
         data.unlink(missing_ok=True)
-    return wall, cpu, own
+    return wall, cpu, own, during
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--blocks", type=int, default=30)
+    parser.add_argument("--blocks", type=int, default=30,
+                        help="blocks before the first look at the interval")
+    parser.add_argument("--max-blocks", type=int, default=None,
+                        help="blocks at most, looking every 10 after --blocks until the goal "
+                        "is decided (default: --blocks, one look)")
     parser.add_argument("--files", type=int, default=1500, help="files per job")
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1, help="of the order within blocks")
@@ -319,11 +361,20 @@ def main() -> int:
                         help="the niceness this script, the jobs and the observers run at "
                         "(all alike): other load on a shared host then disturbs them less")
     parser.add_argument("--modes", default="observe",
-                        help="comma-separated, among " + ", ".join(MODES))
+                        help="comma-separated, among " + ", ".join(MODES) + " (the first "
+                        "decides when to stop)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout of the advisor (`git archive main | tar -x -C "
+                        "DIR`): the mode `baseline` runs its observe")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES for m in modes):
         raise SystemExit(f"--modes: choose among {', '.join(MODES)}")
+    if ("baseline" in modes) != (args.baseline is not None):
+        raise SystemExit("--baseline DIR and the mode `baseline` go together")
+    if args.baseline is not None and not (args.baseline / "advisor" / "__main__.py").is_file():
+        raise SystemExit(f"--baseline {args.baseline}: not a checkout of the advisor")
+    most = max(args.max_blocks or args.blocks, args.blocks)
     if os.geteuid() != 0:
         raise SystemExit("needs root (loop devices, mount, perf)")
     os.setpriority(os.PRIO_PROCESS, 0, args.nice)
@@ -333,17 +384,19 @@ def main() -> int:
     speed: dict[str, list[float]] = {r: [] for r in runs}
     cpu: dict[str, list[float]] = {r: [] for r in runs}
     own: dict[str, list[float]] = {m: [] for m in modes}
+    during: dict[str, list[float]] = {m: [] for m in modes}
     walls: list[float] = []
     order = random.Random(args.seed)
     loads = []
     unsettled = 0
+    looks = 0
     with scratch_xfs(args.parent) as (mnt, dev):
         jobfile = mnt.parent / "meta.fio"
         jobfile.write_text(JOB.format(mnt=mnt, files=args.files, jobs=args.jobs,
                                       fsync=0 if args.no_fsync else 1))
         run_job(jobfile)  # warm-up: the first run allocates inode chunks the others reuse
         try:
-            for i in range(args.blocks):
+            for i in range(most):
                 block = list(runs)
                 order.shuffle(block)
                 for which in block:
@@ -353,8 +406,10 @@ def main() -> int:
                             time.sleep(PAUSE)
                         wall, used = run_job(jobfile)
                     else:
-                        wall, used, mine = observed_job(jobfile, mnt, which)
+                        wall, used, mine, window = observed_job(jobfile, mnt, which,
+                                                                args.baseline)
                         own[which].append(1e6 * mine / files)
+                        during[which].append(1e3 * window / wall)
                     walls.append(wall)
                     speed[which].append(files / wall)
                     cpu[which].append(1e6 * used / files)
@@ -364,22 +419,47 @@ def main() -> int:
                       + ", ".join(f"{r} {speed[r][-1]:,.0f}" for r in block)
                       + "; lost " + ", ".join(f"{m} {1 - speed[m][-1] / base:+.1%}"
                                               for m in modes), flush=True)
+                done = i + 1
+                if done >= args.blocks and (done - args.blocks) % LOOK_EVERY == 0 \
+                        and done < most:
+                    looks += 1
+                    _, low, high = interval(_lost(speed, modes[0]))
+                    if high < GOAL or low > GOAL:
+                        break
         except KeyboardInterrupt:  # Ctrl-C: the report of the blocks done
             print(f"interrupted: the report of the {len(loads)} blocks done", flush=True)
-            for table in (speed, cpu, own):
+            for table in (speed, cpu, own, during):
                 for values in table.values():
                     del values[len(loads):]
             if len(loads) < 2:
                 return 130
+    report(args, modes, speed, cpu, own, during, walls, loads, unsettled, looks + 1)
+    return 0
+
+
+def _lost(speed: dict[str, list[float]], mode: str) -> list[float]:
+    """Per block, the throughput `mode` lost against the block's unobserved runs."""
+    return [1 - s / ((p + q) / 2) for s, p, q in zip(speed[mode], speed["unobserved"],
+                                                      speed["unobserved-2"], strict=True)]
+
+
+def report(args: argparse.Namespace, modes: list[str], speed: dict[str, list[float]],
+           cpu: dict[str, list[float]], own: dict[str, list[float]],
+           during: dict[str, list[float]], walls: list[float], loads: list[float],
+           unsettled: int, looks: int) -> None:
     blocks = len(loads)
     base_speed = [(p + q) / 2 for p, q in zip(speed["unobserved"], speed["unobserved-2"],
                                                strict=True)]
     base_cpu = statistics.median(cpu["unobserved"] + cpu["unobserved-2"])
     print(f"\n{args.jobs} jobs x {args.files} files"
           f"{' without fsync' if args.no_fsync else ' with fsync'}, {blocks} blocks "
-          f"(seed {args.seed}, nice {args.nice}), runs of {statistics.median(walls):.1f} s "
-          f"(median), load average {min(loads):.1f} to {max(loads):.1f}; unobserved "
+          f"(seed {args.seed}, nice {args.nice}; looked at the interval {looks} time(s): "
+          f"after {args.blocks} blocks, then every {LOOK_EVERY}), runs of "
+          f"{statistics.median(walls):.1f} s (median), load average {min(loads):.1f} to "
+          f"{max(loads):.1f} (median {statistics.median(loads):.1f}); unobserved "
           f"{statistics.median(base_speed):,.0f} files/s, {base_cpu:.0f} us of CPU per file")
+    if args.baseline is not None:
+        print(f"baseline: observe as {args.baseline} runs it")
     print(f"each run started on a filesystem whose statistics held still {QUIET:g} s "
           f"({unsettled} of {len(walls)} did not within {SETTLE_TIMEOUT:g} s), its job "
           f"{PAUSE:g} s after that (an observed one's after its observer counted)")
@@ -395,16 +475,23 @@ def main() -> int:
     print(f"  noise (unobserved against unobserved): {_shown(interval(noise))}; CPU per file "
           f"{_shown(interval(noise_cpu))}")
     for m in modes:
-        lost = [1 - s / b for s, b in zip(speed[m], base_speed, strict=True)]
-        mean, low, high = interval(lost)
+        mean, low, high = interval(_lost(speed, m))
         more_cpu = [c / b - 1 for c, b in zip(cpu[m], base_cpus, strict=True)]
-        theirs = (f"; the observer's own CPU (its start and end included) "
-                f"{statistics.median(own[m]) / base_cpu:.0%} of the job's") if own[m] else ""
+        theirs = (f"; the observer's own CPU {statistics.median(own[m]) / base_cpu:.0%} of the "
+                  f"job's (its start and end included), "
+                  f"{statistics.median(during[m]):.0f} ms per second while the job ran "
+                  "(median)") if own[m] else ""
         said = (verdict(low, high) if m != "at-once"
                 else f"{'holds' if low <= 0 <= high else 'does not hold'} 0")
         print(f"  {m}: {_shown((mean, low, high))}: {said}; CPU per file "
               f"{_shown(interval(more_cpu))}{theirs}")
-    return 0
+    if "baseline" in modes and modes[0] != "baseline":
+        diff = [b - a for a, b in zip(_lost(speed, modes[0]), _lost(speed, "baseline"),
+                                      strict=True)]
+        cpu_diff = [(b - a) / u for a, b, u in zip(cpu[modes[0]], cpu["baseline"], base_cpus,
+                                                   strict=True)]
+        print(f"  baseline against {modes[0]} (what {modes[0]} saves, same blocks): "
+              f"throughput {_shown(interval(diff))}; CPU per file {_shown(interval(cpu_diff))}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """What each transaction pays for observe's record of the writers (xfs:xfs_trans_alloc), by
-how it is taken: counted only (`perf stat`), recorded every hit, one in 10 (what observe
-runs), one in 100. A process changes one file's mode over and over on a loop-device XFS (each
+how it is taken: counted only (`perf stat`), recorded every hit, one in 10, one in 100, every
+hit over the first 100 ms of each second (what observe runs: perf enables the event only then).
+A process changes one file's mode over and over on a loop-device XFS (each
 chmod one transaction and little else), alone and under each perf command, in rounds of a
 shuffled order; per round, its CPU time per chmod against its runs alone; over the rounds,
 the mean and its 95% interval, in nanoseconds per transaction.
 
-    .venv/bin/python scripts/bench_writers_record.py [--rounds 6] [--chmods 200000]
+    .venv/bin/python scripts/bench_writers_record.py [--rounds 6] [--chmods 1000000]
         [--parent /dev/shm] [--nice -10]
 
 It tells where the record's cost is: in the records the kernel writes (a sparser sample would
@@ -36,7 +37,8 @@ for i in range(int(sys.argv[2])):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--chmods", type=int, default=200_000)
+    parser.add_argument("--chmods", type=int, default=1_000_000,
+                        help="per run: enough for a few seconds, over several slices")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--parent", type=Path, default=Path("/dev/shm") if Path(
         "/dev/shm").is_dir() else Path(tempfile.gettempdir()))
@@ -51,7 +53,8 @@ def main() -> int:
     from advisor.system import argv
 
     os.setpriority(os.PRIO_PROCESS, 0, args.nice)
-    arms = ["alone", "alone-2", "counted", "every hit", "one in 10", "one in 100"]
+    arms = ["alone", "alone-2", "counted", "every hit", "one in 10", "one in 100",
+            "slices (observe)"]
     ns: dict[str, list[float]] = {a: [] for a in arms}
     with bench.scratch_xfs(args.parent) as (mnt, dev):
         target = mnt / "f"
@@ -62,7 +65,9 @@ def main() -> int:
         commands = {"counted": argv.perf_stat([tp.WRITER_EVENT], flt, 3600),
                     "every hit": argv.perf_record(tp.WRITER_EVENT, flt, data, 3600, 1),
                     "one in 10": argv.perf_record(tp.WRITER_EVENT, flt, data, 3600, 10),
-                    "one in 100": argv.perf_record(tp.WRITER_EVENT, flt, data, 3600, 100)}
+                    "one in 100": argv.perf_record(tp.WRITER_EVENT, flt, data, 3600, 100),
+                    "slices (observe)": argv.perf_record(tp.WRITER_EVENT, flt, data, 3600,
+                                                         enabled=tp.writer_slices(3600))}
         order = random.Random(args.seed)
         for _ in range(args.rounds):
             for arm in order.sample(arms, len(arms)):

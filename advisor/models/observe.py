@@ -181,11 +181,16 @@ class ObservedFilesystem(Model):
     """Seconds, from the start, over which transactions were recorded per thread (at most 10:
     each sample is a record); null without tracepoints."""
     writer_period: int = Field(default=1, ge=1)
-    """One transaction in this many was recorded, on each CPU (1: every one)."""
+    """What a thread's recorded transactions were multiplied by: with `writer_slice_ms`, the
+    seconds recorded over those sliced; without, one transaction in this many was recorded, on
+    each CPU (1: every one)."""
+    writer_slice_ms: int | None = None
+    """Every transaction was recorded over the first this many milliseconds of each second
+    (null: throughout, sampled one in `writer_period`, as recordings made before slices)."""
     concurrent_writers: int | None = None
     """User threads changing metadata at once: the median, over the seconds of the first
     `writer_seconds` with any transaction, of the threads that allocated one in that second
-    (null without tracepoints)."""
+    (in its first `writer_slice_ms` when sliced; null without tracepoints)."""
     forms: Forms | None = None
     """Directory and attribute forms reached (null without tracepoints)."""
     allocations_per_ag: list[int] | None = None
@@ -267,7 +272,7 @@ class RecordedThread(Model):
     tid: int = Field(ge=0)
     """Its thread id."""
     transactions: int = Field(ge=0)
-    """Transactions recorded (samples: one in the recording's `writer_period`)."""
+    """Transactions recorded (in the recording's slices, or one in its `writer_period`)."""
     kernel_thread: bool
     """A kernel thread (PF_KTHREAD), as /proc said at the time."""
 
@@ -296,8 +301,12 @@ class RecordedFilesystem(Model):
     writer_seconds: float | None = None
     """Seconds over which threads were recorded."""
     writer_period: int = Field(default=1, ge=1)
-    """One transaction in this many was recorded, on each CPU (1: every one, as recordings
-    made before sampling have it)."""
+    """What a thread's recorded transactions are multiplied by: with `writer_slice_ms`, the
+    seconds recorded over those sliced; without, one transaction in this many was recorded, on
+    each CPU (1: every one, as recordings made before sampling have it)."""
+    writer_slice_ms: int | None = Field(default=None, ge=1)
+    """Every transaction was recorded over the first this many milliseconds of each second
+    (null: throughout, as recordings made before slices have it)."""
     writers_per_second: list[int] | None = None
     """User threads that allocated a transaction in each second of that recording."""
     allocations_per_ag: list[int] | None = None

@@ -246,7 +246,8 @@ def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
         f"on {g.agcount} allocation groups{measured}; not measured: how long creates, removes "
         "and attribute sets waited for the AGs' locks, which more writers than AGs share "
         "(timing each wait would take a record of every AG header lock, about one for every "
-        "two transactions, the kind of record observe samples to stay cheap"
+        "two transactions, the kind of record observe keeps to a tenth of each second to stay "
+        "cheap"
         + ("" if locks is not None else "; --ag-locks counts the locks that found an AG "
            "header held, for about 5% more CPU") +
         ") (ag-concurrency: agcount is set by mkfs)"),

@@ -261,7 +261,8 @@ class Observer:
                                kernel_thread=tp.is_kernel_thread(tid, command))
                 for (command, tid), n in tp.per_thread(mine.samples).items()]
             kernel = {t.tid for t in threads or () if t.kernel_thread}
-            active = None if mine is None else tp.active_per_second(mine.samples, kernel)
+            active = None if mine is None else tp.active_per_second(
+                mine.samples, kernel, sliced=mine.slice_ms is not None)
             recorded.append(RecordedFilesystem(
                 mountpoint=target.mountpoint, device=target.name, maj_min=target.maj_min,
                 mount_options=_super_options(target.entry), xfs_info=infos[target.maj_min],
@@ -269,6 +270,7 @@ class Observer:
                 tracepoints=None if mine is None else mine.totals, threads=threads,
                 writer_seconds=None if mine is None else mine.writer_seconds,
                 writer_period=1 if mine is None else mine.period,
+                writer_slice_ms=None if mine is None else mine.slice_ms,
                 attribute_bytes=None if mine is None else sorted(
                     total for total, _ in mine.attributes.values()),
                 allocations_per_ag=mine.per_ag or None if mine is not None else None,
@@ -374,8 +376,9 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
     forms: Forms | None = None
     concurrent: int | None = None
     if recorded.threads is not None:
-        # Samples times the period estimate a thread's transactions, with an error of up to a
-        # period per CPU it ran on: never more than the statistics counted in all.
+        # Samples times the period estimate a thread's transactions (those of a tenth of each
+        # second, or one in the period on each CPU in older recordings): never more than the
+        # statistics counted in all.
         counted = sum(moved.get(f"trans.{kind}", 0) for kind in ("sync", "async", "empty"))
         writers = sorted((Writer(command=t.command, tid=t.tid,
                                  transactions=min(t.transactions * recorded.writer_period,
@@ -398,6 +401,7 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                             writer_seconds=recorded.writer_seconds,
                             allocations_per_ag=recorded.allocations_per_ag,
                             writer_period=recorded.writer_period,
+                            writer_slice_ms=recorded.writer_slice_ms,
                             log_space_waits=_log_space_waits(recorded),
                             ag_header_locks=locks[0] if locks else None,
                             ag_header_locks_waited=locks[1] if locks else None)

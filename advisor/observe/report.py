@@ -55,8 +55,10 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
                           f"{w.transactions:,}" for w in users[:TOP_WRITERS])
         more = f" and {len(users) - TOP_WRITERS} more" if len(users) > TOP_WRITERS else ""
         over = f" in the first {fs.writer_seconds:g} s" if fs.writer_seconds else ""
-        how = (f", estimated from one in {fs.writer_period} recorded on each CPU"
-               if sampled else "")
+        how = ("" if not sampled else
+               f", estimated from every one in the first {fs.writer_slice_ms} ms of each second"
+               if fs.writer_slice_ms else
+               f", estimated from one in {fs.writer_period} recorded on each CPU")
         lines.append(f"  metadata writers: {fs.concurrent_writers}"
                      + (f" (transactions{over}{how}: {shown}{more})" if shown else ""))
     if fs.allocations_per_ag and any(fs.allocations_per_ag):

@@ -7,13 +7,15 @@ as its workload, so it ends on its own even if the advisor is killed with SIGKIL
 left enabled in tracefs (tracefs triggers or BPF programs would outlive a killed advisor).
 
 Three perf processes run: `perf stat` counts every event on all CPUs (the totals), a `perf
-record` records xfs_trans_alloc (thread id and name) for the first WRITER_SECONDS to tell who
-changed metadata, and another the attribute sets then (inode, name and value lengths: each
-set is one record, every one kept, for exact bytes per file) and the waits for log space (each
-sleep and wake, with its thread and time). The writers' record is sampled:
-by default perf asks the kernel for each sample's period, and the kernel then samples every
-hit of a tracepoint whatever period was asked; with `--no-period` it honours the period, so
-one transaction in WRITER_PERIOD per CPU is recorded (`scripts/bench_observe.py` measures
+record` records xfs_trans_alloc (thread id and name) over the first WRITER_SLICE of each second
+of the first WRITER_SECONDS to tell who changed metadata, and another the attribute sets then
+(inode, name and value lengths: each set is one record, every one kept, for exact bytes per
+file) and the waits for log space (each sleep and wake, with its thread and time). The
+writers' record is sliced, not sampled: perf enables the event only over those slices
+(`--delay 0-100,1000-1100,...`) and records every hit in them. A disabled event costs a hit
+next to nothing, an enabled one about 195 ns whether the hit is kept or not, so that a tenth
+of the time recorded in full costs a transaction about a third of what one hit in ten on each
+CPU all the time did, for the same threads seen (scripts/bench_writers_record.py measures
 both). (`perf stat --all-cpus --per-thread` would count per thread, but it enumerates /proc's
 threads at start and fails outright on a busy host when one exits meanwhile.)
 """
@@ -73,7 +75,7 @@ MAX_AGS_COUNTED = 32
 #: interval 1.1% to 8.3%, scripts/bench_observe.py --modes stat-ag-locks). How long each
 #: waited is not timed: xfs_buf_lock_done fires alike after a wait and without one, so
 #: timing the waits takes a record of every AG header lock (about one for every two
-#: transactions), the cost that made the transaction record sampled.
+#: transactions), the cost that made the transaction record sliced.
 LOCK_EVENT = "xfs:xfs_buf_lock"
 WRITER_EVENT = "xfs:xfs_trans_alloc"
 #: Each attribute set fires exactly one of these (inline, into a leaf block, into a node
@@ -88,25 +90,35 @@ ATTRIBUTE_EVENTS = ("xfs:xfs_attr_sf_add", "xfs:xfs_attr_leaf_add", "xfs:xfs_att
 #: every hit, for the time each wait took. Neither fires while the log has room.
 WAIT_EVENTS = ("xfs:xfs_log_grant_sleep", "xfs:xfs_log_grant_wake")
 #: Seconds, from the start, over which transactions are recorded per thread (the record file
-#: grows with every transaction: about 50 bytes each).
+#: grows with every transaction recorded: about 50 bytes each).
 WRITER_SECONDS = 10.0
-#: One transaction in WRITER_PERIOD is recorded (on each CPU), and a thread that allocates at
-#: least WRITER_PERIOD transactions in a second is still seen in that second. Measured per
-#: transaction (scripts/bench_writers_record.py): 311 ns of the writer's CPU, 1,043 ns when
-#: every hit is recorded, 236 ns at one in 100, 195 ns counted only: most of it is paid on each
-#: hit of the enabled tracepoint, whatever is kept, so a sparser sample would save little.
-WRITER_PERIOD = 10
+#: Milliseconds at the start of each second over which every transaction is recorded (the
+#: event is disabled the rest of the second): a thread that allocates at least one transaction
+#: in WRITER_SLICE_MS, 10 a second when they are even, is seen in that second, as one that
+#: allocated 10 in a second was under the one-in-10 sample this replaced. Measured per
+#: transaction (scripts/bench_writers_record.py): every hit recorded 1,043 ns of the writer's
+#: CPU, one in 10 on each CPU 311 ns, counted only 195 ns: most of a sample's cost is paid on
+#: each hit of the enabled tracepoint, whatever is kept, and only the time it is enabled
+#: lowers that; a tenth of the time, every hit, about a tenth of 1,043 ns.
+WRITER_SLICE_MS = 100
+#: The transactions of a thread are its samples times this (1000 / WRITER_SLICE_MS: the
+#: record saw a tenth of each second).
+WRITER_PERIOD = 1000 // WRITER_SLICE_MS
+#: Where perf cannot enable an event over ranges of time (`--delay` takes one number only
+#: before perf 6.2's ranges), the record runs throughout and keeps one transaction in this
+#: many on each CPU (311 ns per transaction instead of 124).
+SAMPLE_PERIOD = 10
 
 #: What watching costs, measured with scripts/bench_observe.py (docs/observe.md gives the
 #: figures of each run): said by every report, so that nobody takes it for free.
 COST_TRACEPOINTS = (
-    "measured on a shared 2-core host at load 2-4 (scripts/bench_observe.py, 60 blocks of fio "
-    "jobs creating, fsyncing and deleting files, bound by CPU): the watched jobs' throughput "
-    "fell 0.9% (95% interval -4.5% to +6.3%; unobserved against unobserved -1.5%) while "
-    "their CPU per file rose 3.6% (1.0% to 6.2%): the goal of under 2% is not met there, "
-    "the largest share the record of who writes (about 0.3 us per transaction); observe "
-    "itself uses about 0.9 s of CPU per observation (perf's and Python's start), before and "
-    "after the window")
+    "measured on a shared 2-core host at load 1.4-6.1 (scripts/bench_observe.py, 141 blocks of "
+    "fio jobs creating, fsyncing and deleting files): the watched jobs' throughput fell 0.3% "
+    "(95% interval -2.3% to +2.9%; unobserved against unobserved -4.1%) while their CPU per "
+    "file rose 2.1% (0.9% to 3.3%): the goal of under 2% is not shown there (the interval "
+    "holds 2%); the record of who writes costs a transaction about 0.12 us (0.3 us sampled "
+    "all the time before); observe itself uses about 2 ms of CPU a second while it watches, "
+    "and about 0.9 s per observation (perf's and Python's start), before and after the window")
 COST_COUNTERS = (
     "measured on a shared 2-core host at load 10 (scripts/bench_observe.py, 20 blocks): the "
     "watched fio jobs paid +0.9% CPU per file (95% interval -2.5% to +4.3%): nothing to "
@@ -329,18 +341,43 @@ def per_thread(samples: list[Sample]) -> dict[tuple[str, int], int]:
     return counts
 
 
-def active_per_second(samples: list[Sample], excluded: set[int]) -> list[int]:
+def active_per_second(samples: list[Sample], excluded: set[int],
+                      sliced: bool = True) -> list[int]:
     """For each second from the first sample on, how many distinct threads (not `excluded`:
-    kernel threads) allocated a transaction in it."""
+    kernel threads) allocated a transaction in it. Sliced, the samples come in slices a second
+    apart (writer_slices), the first of them somewhere in its slice: each belongs to the
+    second nearest to it from the first sample on, so that a slice is never split between
+    two."""
     if not samples:
         return []
     start = min(s.time for s in samples)
+    shift = 0.5 if sliced else 0.0
     seconds: dict[int, set[int]] = {}
     for s in samples:
         if s.tid not in excluded:
-            seconds.setdefault(int(s.time - start), set()).add(s.tid)
-    last = max(int(s.time - start) for s in samples)
+            seconds.setdefault(int(s.time - start + shift), set()).add(s.tid)
+    last = max(int(s.time - start + shift) for s in samples)
     return [len(seconds.get(i, ())) for i in range(last + 1)]
+
+
+def slices_supported() -> bool:
+    """perf record can enable its events over ranges of time (`--delay 0-100,1000-1100`): its
+    list of options says so."""
+    usage = run(argv.perf_record_usage(), check=False, timeout=30)
+    return "ranges of time" in usage.stdout + usage.stderr
+
+
+def writer_slices(seconds: float) -> list[tuple[int, int]]:
+    """The milliseconds, from the start, over which the writers' record is enabled: the first
+    WRITER_SLICE_MS of each second of `seconds`."""
+    whole = max(int(seconds * 1000), 1)
+    return [(start, min(start + WRITER_SLICE_MS, whole)) for start in range(0, whole, 1000)]
+
+
+def writer_period(seconds: float) -> int:
+    """What a thread's samples are multiplied by: the seconds recorded over those sliced."""
+    recorded = sum(end - start for start, end in writer_slices(seconds))
+    return max(round(seconds * 1000 / recorded), 1)
 
 
 def is_kernel_thread(tid: int, command: str) -> bool:
@@ -374,6 +411,9 @@ class Counting:
     """(AG header locks taken, those that found the header held), when counted."""
     writer_seconds: float = WRITER_SECONDS
     period: int = WRITER_PERIOD
+    slice_ms: int | None = WRITER_SLICE_MS
+    """The writers were recorded over this much of each second (None: sampled throughout, one
+    in `period`, where perf cannot enable its events over ranges of time)."""
     _procs: list[Background] = field(default_factory=list)
     _folder: str | None = None
     _results: list[Result] = field(default_factory=list)
@@ -395,14 +435,25 @@ class Counting:
         self._folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
         # perf record first, and perf stat once it records: perf stat's window is the one
         # the counters are read around, so it must start last, just before they are read.
-        self._procs.append(Background(_dies_with_us(
-            argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds,
-                             self.period))))
+        sliced = slices_supported()
+        self.slice_ms = WRITER_SLICE_MS if sliced else None
+        self.period = writer_period(self.writer_seconds) if sliced else SAMPLE_PERIOD
+        self._procs.append(Background(_dies_with_us(self.writers_command())))
         self._procs.append(Background(_dies_with_us(
             argv.perf_record((*ATTRIBUTE_EVENTS, *WAIT_EVENTS), flt, self._attribute_data,
                              self.writer_seconds))))
         self.wait_counting()
         self._procs.insert(0, Background(_dies_with_us(self.stat_command())))
+
+    def writers_command(self) -> list[str]:
+        """The `perf record` of the writers: every transaction in each second's slice (or one
+        in `period` on each CPU throughout, where perf cannot slice)."""
+        flt = device_filter(self.maj_min)
+        if self.slice_ms is None:
+            return argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds,
+                                    self.period)
+        return argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds,
+                                enabled=writer_slices(self.writer_seconds))
 
     def stat_command(self) -> list[str]:
         """The `perf stat` this counting runs: EVENTS, AG_EVENT per AG, LOCK_EVENT on the AG

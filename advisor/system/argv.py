@@ -132,17 +132,30 @@ def setpriv_pdeathsig() -> list[str]:
 
 
 def perf_record(events: str | Sequence[str], device_filter: str, output: str, seconds: float,
-                period: int = 1) -> list[str]:
+                period: int = 1, enabled: Sequence[tuple[int, int]] = ()) -> list[str]:
     """`perf record` of one tracepoint on every CPU for as long as `sleep SECONDS` runs, one
     sample every `period` hits on each CPU. perf asks the kernel to record each hit's period by
     default, and the kernel then samples every hit of a tracepoint whatever the period:
-    `--no-period` drops that field, and the kernel then keeps one hit in `period`."""
+    `--no-period` drops that field, and the kernel then keeps one hit in `period`. With
+    `enabled` (milliseconds from the start, `(from, to)`), the events are enabled only over
+    those ranges (`--delay 0-100,1000-1100`): perf switches them itself. perf ends its
+    workload (SIGTERM, and exits 143) once the last range is over: a last millisecond a minute
+    after the sleep's end, never reached, has it end with its sleep instead."""
     sampling = ["--no-period", "--count", str(period)] if period > 1 else []
+    if enabled:
+        after = int(seconds * 1000) + 60_000
+        sampling += ["--delay", ",".join(f"{start}-{end}" for start, end in
+                                         [*enabled, (after, after + 1)])]
     selected: list[str] = []
     for event in [events] if isinstance(events, str) else events:
         selected += ["--event", event, "--filter", device_filter]
     return ["perf", "record", "--quiet", "--all-cpus", *selected, *sampling, "--output", output,
             "--", "sleep", f"{seconds:g}"]
+
+
+def perf_record_usage() -> list[str]:
+    """perf record's list of options (`-h`: printed at once, exit status 129)."""
+    return ["perf", "record", "-h"]
 
 
 def perf_script_trace(data: str) -> list[str]:

@@ -13,11 +13,15 @@ from advisor.errors import BadInput
 from advisor.models.workload import Workload
 from advisor.observe.counters import deltas, parse_block_stat, parse_xfs_stats
 from advisor.observe.tracepoints import (
+    WRITER_SLICE_MS,
+    Sample,
     active_per_second,
     device_filter,
     parse_samples,
     parse_totals,
     per_thread,
+    writer_period,
+    writer_slices,
 )
 from advisor.profile.workload_file import measured_in
 from advisor.render.validation import measured_line
@@ -78,7 +82,37 @@ def test_perf_totals_and_samples() -> None:
                             "python3 19730  3062.95: \ngarbage\n")
     assert per_thread(samples) == {("kworker/0:1-eve", 6815): 1, ("python3", 19729): 1,
                                    ("my tool-v2", 12): 2, ("python3", 19730): 1}
-    assert active_per_second(samples, {6815}) == [2, 0, 2]  # seconds from 3060.56
+    assert active_per_second(samples, {6815}) == [1, 1, 2]  # seconds from 3060.56
+    # Sampled throughout (a perf that cannot slice): the whole seconds from the first sample.
+    assert active_per_second(samples, {6815}, sliced=False) == [2, 0, 2]
+
+
+def test_a_slice_is_one_second_wherever_the_first_sample_fell_in_it() -> None:
+    """The writers' record is enabled over the first 100 ms of each second: the first sample
+    late in its slice, the next slice's earliest ones come less than a whole second after it,
+    and still count in the next second, not in the first."""
+    samples = [Sample("a", 1, 10.09), Sample("b", 2, 10.095),  # late in slice 0
+               Sample("a", 1, 11.0), Sample("b", 2, 11.01), Sample("c", 3, 11.09),  # slice 1
+               Sample("c", 3, 13.05)]  # slice 3 (slice 2 had none)
+    assert active_per_second(samples, set()) == [2, 3, 0, 1]
+
+
+def test_the_writers_record_is_enabled_over_slices() -> None:
+    """The first WRITER_SLICE_MS of each second, the last cut by the end; a thread's
+    transactions are its samples times the seconds over those recorded."""
+    assert WRITER_SLICE_MS == 100
+    assert writer_slices(3) == [(0, 100), (1000, 1100), (2000, 2100)]
+    assert writer_slices(1.05) == [(0, 100), (1000, 1050)]
+    assert writer_slices(0.05) == [(0, 50)]
+    assert writer_period(10) == 10 and writer_period(0.05) == 1 and writer_period(1.05) == 7
+    from advisor.system import argv
+
+    cmd = argv.perf_record("xfs:xfs_trans_alloc", "dev == 0x700000", "w.data", 3,
+                           enabled=writer_slices(3))
+    # perf ends its workload once the last range is over: one never reached has it end with
+    # its sleep.
+    assert cmd[cmd.index("--delay") + 1] == "0-100,1000-1100,2000-2100,63000-63001"
+    assert "--count" not in cmd and "--no-period" not in cmd
 
 
 def test_device_filter_is_the_kernels_dev_t() -> None:

@@ -153,17 +153,18 @@ def verdict(low: float, high: float) -> str:
 
 
 @contextlib.contextmanager
-def scratch_xfs(parent: Path) -> Iterator[tuple[Path, str]]:
-    """A 1 GiB XFS on a loop device over a sparse file, mounted: (mount point, device); all
-    removed afterwards."""
+def scratch_xfs(parent: Path, mkfs_options: tuple[str, ...] = (),
+                size: int = FS_BYTES) -> Iterator[tuple[Path, str]]:
+    """An XFS of `size` bytes (1 GiB) on a loop device over a sparse file (mkfs.xfs given
+    `mkfs_options`), mounted: (mount point, device); all removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="bench-observe-", dir=parent) as folder:
         image, mnt = Path(folder, "fs.img"), Path(folder, "mnt")
         with open(image, "wb") as f:
-            f.truncate(FS_BYTES)
+            f.truncate(size)
         dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True,
                              capture_output=True, text=True).stdout.strip()
         try:
-            subprocess.run(["mkfs.xfs", "-q", "-f", dev], check=True)
+            subprocess.run(["mkfs.xfs", "-q", "-f", *mkfs_options, dev], check=True)
             mnt.mkdir()
             subprocess.run(["mount", dev, str(mnt)], check=True)
             try:

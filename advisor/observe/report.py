@@ -62,7 +62,10 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
         lines.append(f"  metadata writers: {fs.concurrent_writers}"
                      + (f" (transactions{over}{how}: {shown}{more})" if shown else ""))
     if fs.allocations_per_ag and any(fs.allocations_per_ag):
-        lines.append("  extents allocated per AG: " + ", ".join(
+        how = ("" if fs.allocations_recorded is None else
+               f" (the split estimated from {fs.allocations_recorded:,} recorded with the "
+               "writers)")
+        lines.append(f"  extents allocated per AG{how}: " + ", ".join(
             f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
     if fs.ag_header_locks:
         waited = fs.ag_header_locks_waited or 0

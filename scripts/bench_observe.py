@@ -34,11 +34,13 @@ observer's start no longer moves the figures: its throughput lost should hold 0.
 - observe: `observe --for 1h` as a person runs it (the job starts once observe says it is
   observing; observe is then ended with SIGINT, the way a person stops it);
 - counters: the same with `--counters-only`;
-- perf-stat: only observe's `perf stat` (its tracepoints counted in the kernel, per-AG
-  copies and AG header locks included), as observe builds it; its three parts alone:
-  stat-events (the EVENTS table), stat-per-ag (xfs_alloc_vextent_finish once per AG),
-  stat-ag-locks (xfs_buf_lock on the AG headers, twice);
-- record-writers: only observe's sampled `perf record` of xfs:xfs_trans_alloc;
+- perf-stat: only observe's `perf stat` (its tracepoints counted in the kernel), as observe
+  builds it; its parts alone: stat-events (the EVENTS table), stat-ag-locks (xfs_buf_lock on
+  the AG headers, twice, what --ag-locks adds); and stat-per-ag
+  (xfs_alloc_vextent_finish counted once per AG, what observe did before it recorded the
+  allocations with the writers);
+- record-writers: only observe's sliced `perf record` of xfs:xfs_trans_alloc and
+  xfs:xfs_alloc_vextent_finish;
 - record-attributes: only observe's `perf record` of the attribute sets and log space waits;
 - record-every-transaction: `perf record` of every xfs:xfs_trans_alloc (what observe avoids);
 - at-once: no observer, the job started without the pause (the effect above);
@@ -153,17 +155,18 @@ def verdict(low: float, high: float) -> str:
 
 
 @contextlib.contextmanager
-def scratch_xfs(parent: Path) -> Iterator[tuple[Path, str]]:
-    """A 1 GiB XFS on a loop device over a sparse file, mounted: (mount point, device); all
-    removed afterwards."""
+def scratch_xfs(parent: Path, mkfs_options: tuple[str, ...] = (),
+                size: int = FS_BYTES) -> Iterator[tuple[Path, str]]:
+    """An XFS of `size` bytes (1 GiB) on a loop device over a sparse file (mkfs.xfs given
+    `mkfs_options`), mounted: (mount point, device); all removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="bench-observe-", dir=parent) as folder:
         image, mnt = Path(folder, "fs.img"), Path(folder, "mnt")
         with open(image, "wb") as f:
-            f.truncate(FS_BYTES)
+            f.truncate(size)
         dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True,
                              capture_output=True, text=True).stdout.strip()
         try:
-            subprocess.run(["mkfs.xfs", "-q", "-f", dev], check=True)
+            subprocess.run(["mkfs.xfs", "-q", "-f", *mkfs_options, dev], check=True)
             mnt.mkdir()
             subprocess.run(["mount", dev, str(mnt)], check=True)
             try:
@@ -260,12 +263,13 @@ def _perf_command(mode: str, mnt: Path, data: Path) -> list[str]:
         return counting.stat_command()
     if mode == "stat-events":
         return argv.perf_stat(list(tp.EVENTS), flt, 3600)
-    if mode == "stat-per-ag":
-        return argv.perf_stat([], flt, 3600, counting._per_ag_filters(flt))
+    if mode == "stat-per-ag" and counting.geometry is not None:
+        return argv.perf_stat([], flt, 3600, [(tp.AG_EVENT, f"{flt} && agno == {n}")
+                                              for n in range(counting.geometry.agcount)])
     if mode == "stat-ag-locks":
         return argv.perf_stat([], flt, 3600, tp.ag_header_filters(flt, counting.geometry))
     if mode == "record-writers":
-        return argv.perf_record(tp.WRITER_EVENT, flt, str(data), 3600,
+        return argv.perf_record((tp.WRITER_EVENT, tp.AG_EVENT), flt, str(data), 3600,
                                 enabled=tp.writer_slices(tp.WRITER_SECONDS))
     if mode == "record-attributes":
         return argv.perf_record((*tp.ATTRIBUTE_EVENTS, *tp.WAIT_EVENTS), flt, str(data), 3600)

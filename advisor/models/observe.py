@@ -194,8 +194,15 @@ class ObservedFilesystem(Model):
     forms: Forms | None = None
     """Directory and attribute forms reached (null without tracepoints)."""
     allocations_per_ag: list[int] | None = None
-    """Extents allocated from each AG, AG 0 first (xfs:xfs_alloc_vextent_finish counted under
-    `agno == N`; null when not counted: over 32 AGs, or without tracepoints)."""
+    """Extents allocated from each AG over the interval, AG 0 first, adding up to the
+    statistics' count (extent_alloc): with `allocations_recorded`, estimated, each AG's share
+    of the allocations recorded with the writers (xfs:xfs_alloc_vextent_finish, over the same
+    slices of the first `writer_seconds`); without, counted exactly per AG (recordings that
+    counted the event under each `agno == N`). Null without tracepoints, or when no allocation
+    was recorded."""
+    allocations_recorded: int | None = None
+    """The allocations the split of `allocations_per_ag` was estimated from (null: counted,
+    not estimated)."""
     log_space_waits: LogSpaceWaits | None = None
     """The waits for log space timed (null without tracepoints, or in recordings made before
     they were timed)."""
@@ -310,8 +317,12 @@ class RecordedFilesystem(Model):
     writers_per_second: list[int] | None = None
     """User threads that allocated a transaction in each second of that recording."""
     allocations_per_ag: list[int] | None = None
-    """Extents allocated from each AG, AG 0 first (null: not counted; over 32 AGs or without
-    tracepoints)."""
+    """Extents allocated from each AG over the whole interval, AG 0 first, counted (null: not
+    counted, as recordings that record the allocations with the writers have it)."""
+    allocations_recorded_per_ag: list[int] | None = None
+    """Extent allocations (xfs:xfs_alloc_vextent_finish) recorded with the writers in each AG,
+    AG 0 first: over the same slices of `writer_seconds` (or one in `writer_period` on each
+    CPU), the split of the statistics' count (null: not recorded)."""
     attribute_bytes: list[int] | None = None
     """Name and value bytes added per file that got attributes over that time, one number a
     file, sorted (null: not recorded)."""

@@ -227,8 +227,10 @@ def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
     evidence = _ev(fs, "transactions", "creates", "removes", "xattr_sets", "ag_busy_skips",
                    "allocation_retries")
     if any(r.name == "ag_busy_skips" for r in fs.rates):
-        per_ag = ("" if fs.allocations_per_ag is None else ", extents per AG " + ", ".join(
-            f"{n:,}" for n in fs.allocations_per_ag))
+        estimated = "" if fs.allocations_recorded is None else " (estimated)"
+        per_ag = ("" if fs.allocations_per_ag is None else
+                  f", extents per AG{estimated} " + ", ".join(
+                      f"{n:,}" for n in fs.allocations_per_ag))
         measured = (f"; measured: extent allocations found an AG busy {_times(busy)} and were "
                     f"retried in another {_times(retried)}{per_ag}")
     locks, waited = fs.ag_header_locks, fs.ag_header_locks_waited

@@ -273,7 +273,7 @@ class Observer:
                 writer_slice_ms=None if mine is None else mine.slice_ms,
                 attribute_bytes=None if mine is None else sorted(
                     total for total, _ in mine.attributes.values()),
-                allocations_per_ag=mine.per_ag or None if mine is not None else None,
+                allocations_recorded_per_ag=None if mine is None else mine.allocations,
                 largest_attribute_value=None if mine is None else max(
                     (largest for _, largest in mine.attributes.values()), default=None),
                 log_space_waits=None if mine is None else mine.waits,
@@ -348,6 +348,18 @@ def _evidence(source: str, counter: str, start: RecordedReading, end: RecordedRe
                     delta=last - first if last >= first else last, seconds=interval)
 
 
+def _allocations_per_ag(recorded: RecordedFilesystem,
+                        moved: dict[str, int]) -> tuple[list[int] | None, int | None]:
+    """(extents allocated per AG, the allocations recorded they are estimated from): the
+    statistics' exact count of the interval, split as the allocations recorded with the
+    writers were; or counted per AG, exactly, in older recordings (None: nothing to split)."""
+    if recorded.allocations_per_ag is not None:
+        return recorded.allocations_per_ag, None
+    sampled = recorded.allocations_recorded_per_ag
+    split = tp.estimated_split(sampled or [], moved.get("extent_alloc.alloc_extents", 0))
+    return (split, sum(sampled or [])) if split else (None, None)
+
+
 def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesystem:
     start, end = recorded.before, recorded.after
     interval = max(end.at - start.at, 1e-6)
@@ -391,6 +403,7 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                       if recorded.writers_per_second is None else 0)
     geometry = geometry_from(recorded.xfs_info, recorded.mount_options)
     locks = recorded.ag_header_locks
+    per_ag, sampled = _allocations_per_ag(recorded, moved)
     if recorded.tracepoints is not None:
         forms = _forms(traced, recorded, geometry)
     fs = ObservedFilesystem(mountpoint=recorded.mountpoint, device=recorded.device,
@@ -399,7 +412,7 @@ def _observed(recorded: RecordedFilesystem, seconds: float) -> ObservedFilesyste
                             counters=moved, writers=writers,
                             concurrent_writers=concurrent, forms=forms,
                             writer_seconds=recorded.writer_seconds,
-                            allocations_per_ag=recorded.allocations_per_ag,
+                            allocations_per_ag=per_ag, allocations_recorded=sampled,
                             writer_period=recorded.writer_period,
                             writer_slice_ms=recorded.writer_slice_ms,
                             log_space_waits=_log_space_waits(recorded),

@@ -62,7 +62,14 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
         lines.append(f"  metadata writers: {fs.concurrent_writers}"
                      + (f" (transactions{over}{how}: {shown}{more})" if shown else ""))
     if fs.allocations_per_ag and any(fs.allocations_per_ag):
-        lines.append("  extents allocated per AG: " + ", ".join(
+        over = f" of the first {fs.writer_seconds:g} s" if fs.writer_seconds else ""
+        how = ("" if fs.allocations_recorded is None else
+               f" (estimated: the exact total split as the {fs.allocations_recorded:,} "
+               f"recorded in the first {fs.writer_slice_ms} ms of each second{over} were)"
+               if fs.writer_slice_ms else
+               f" (estimated: the exact total split as the {fs.allocations_recorded:,} "
+               f"recorded, one in {fs.writer_period} on each CPU, were)")
+        lines.append(f"  extents allocated per AG{how}: " + ", ".join(
             f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
     if fs.ag_header_locks:
         waited = fs.ag_header_locks_waited or 0

@@ -8,9 +8,11 @@ left enabled in tracefs (tracefs triggers or BPF programs would outlive a killed
 
 Three perf processes run: `perf stat` counts every event on all CPUs (the totals), a `perf
 record` records xfs_trans_alloc (thread id and name) over the first WRITER_SLICE of each second
-of the first WRITER_SECONDS to tell who changed metadata, and another the attribute sets then
-(inode, name and value lengths: each set is one record, every one kept, for exact bytes per
-file) and the waits for log space (each sleep and wake, with its thread and time). The
+of the first WRITER_SECONDS to tell who changed metadata, and with it the extent allocations
+(each one's AG: how the statistics' exact count splits over the AGs), and another the
+attribute sets then (inode, name and value lengths: each set is one record, every one kept,
+for exact bytes per file) and the waits for log space (each sleep and wake, with its thread
+and time). The
 writers' record is sliced, not sampled: perf enables the event only over those slices
 (`--delay 0-100,1000-1100,...`) and records every hit in them. A disabled event costs a hit
 next to nothing, an enabled one about 195 ns whether the hit is kept or not, so that a tenth
@@ -60,10 +62,16 @@ EVENTS: dict[str, str] = {
     "xfs:xfs_alloc_vextent_loopfailed": "allocations that failed in one AG and were retried in "
                                         "another",
 }
-#: Every extent allocation ends here, with the AG it came from: counted once per AG (the same
-#: event under `agno == N`), up to MAX_AGS_COUNTED AGs (each copy is a filter the kernel
-#: evaluates on every allocation).
+#: Every extent allocation ends here, with the AG it came from (`agno`): recorded with the
+#: writers, over the same slices, for each AG's share of the extents the statistics count
+#: (extent_alloc), exactly, over the whole interval: the split is estimated, the total is not.
+#: Counted once per AG instead (the event again under each `agno == N`), each copy is a
+#: filter the kernel runs on every allocation, about 30 ns: 32 copies cost an allocation
+#: 1,157 ns, 4 copies 276 ns, the slices 136-149 ns whatever the AGs
+#: (scripts/bench_writers_record.py --allocations 4 --allocations 32).
 AG_EVENT = "xfs:xfs_alloc_vextent_finish"
+#: Past this many AGs, the AG headers' locks are not counted (--ag-locks: each header's
+#: address is a comparison the kernel makes on every buffer lock).
 MAX_AGS_COUNTED = 32
 #: A thread about to take a buffer's lock, whether it waits or not (xfs_buf_lock: the lock's
 #: semaphore count, 1 free, 0 held, is its `lockval`). Counted twice over the AGs' headers
@@ -230,7 +238,7 @@ def trace_unhandled(event_name, context, event_fields_dict, perf_sample_dict):
         comm = comm.decode("utf-8", "replace")
     record = {"event": event_name, "tid": sample["tid"], "time": sample["time"],
               "comm": str(comm)}
-    for key in ("ino", "namelen", "valuelen"):
+    for key in ("ino", "namelen", "valuelen", "agno"):
         if key in event_fields_dict:
             record[key] = event_fields_dict[key]
     print(json.dumps(record))
@@ -263,7 +271,7 @@ def parse_records(text: str) -> list[Record]:
         if not (isinstance(event, str) and isinstance(tid, int) and isinstance(at, int)
                 and isinstance(command, str)):
             continue
-        fields = {k: v for k in ("ino", "namelen", "valuelen")
+        fields = {k: v for k in ("ino", "namelen", "valuelen", "agno")
                   if isinstance(v := raw.get(k), int)}
         found.append(Record(event.replace("__", ":", 1), tid, at / 1e9, command, fields))
     return found
@@ -296,9 +304,9 @@ def _paired_waits(events: Iterable[tuple[str, int, float]]) -> tuple[list[float]
     return waits, len(asleep)
 
 
-def parse_per_ag(text: str, event: str = AG_EVENT) -> list[int]:
-    """The counts of `event` (AG_EVENT: one per AG) in `perf stat -x,` output, in the order
-    perf printed them (the order they were asked in: AG 0, 1, ...); empty when any of them
+def parse_per_ag(text: str, event: str = LOCK_EVENT) -> list[int]:
+    """The counts of `event` (one per filter it was counted under) in `perf stat -x,` output,
+    in the order perf printed them (the order they were asked in); empty when any of them
     could not be counted."""
     counts: list[int] = []
     for line in text.splitlines():
@@ -319,18 +327,58 @@ class Sample:
     time: float
 
 
+#: A line of `perf script --fields comm,tid,time,event,trace`: `  python3 30279  3060.567913:
+#: xfs:xfs_trans_alloc: dev 7:0 ...`. A command name may hold spaces: the thread id and the
+#: time are the last two words before the event name (matched greedily: the last such words,
+#: as no trace holds any).
+_WRITER_LINE = re.compile(r"^\s*(.*\S)\s+(\d+)\s+(\d+\.\d+):(?:\s+(xfs:\w+):(.*))?\s*$")
+_AGNO = re.compile(r"\bagno 0x([0-9a-f]+) ")
+
+
 def parse_samples(text: str) -> list[Sample]:
-    """The samples of `perf script --fields comm,tid,time` (`  python3 30279  3060.567913: `).
-    A command name may hold spaces: the thread id and the time are the last two words."""
+    """The writers' samples (WRITER_EVENT) of `perf script --fields comm,tid,time,event,trace`
+    (or of `--fields comm,tid,time`, without events: every line one)."""
     found: list[Sample] = []
     for line in text.splitlines():
-        rest, _, stamp = line.strip().removesuffix(":").rpartition(" ")
-        command, _, tid = rest.strip().rpartition(" ")
-        try:
-            found.append(Sample(command.strip(), int(tid), float(stamp)))
-        except ValueError:
-            continue
+        m = _WRITER_LINE.match(line)
+        if m is not None and m.group(4) in (None, WRITER_EVENT):
+            found.append(Sample(m.group(1), int(m.group(2)), float(m.group(3))))
     return found
+
+
+def parse_allocations(text: str) -> dict[int, int]:
+    """AG -> the extent allocations (AG_EVENT) recorded in the same text as parse_samples."""
+    per_ag: dict[int, int] = {}
+    for line in text.splitlines():
+        m = _WRITER_LINE.match(line)
+        if m is not None and m.group(4) == AG_EVENT and (ag := _AGNO.search(m.group(5))):
+            agno = int(ag.group(1), 16)
+            per_ag[agno] = per_ag.get(agno, 0) + 1
+    return per_ag
+
+
+def allocations_per_ag(records: list[Record]) -> dict[int, int]:
+    """AG -> the extent allocations (AG_EVENT) among the records."""
+    per_ag: dict[int, int] = {}
+    for r in records:
+        if r.event == AG_EVENT and "agno" in r.fields:
+            per_ag[r.fields["agno"]] = per_ag.get(r.fields["agno"], 0) + 1
+    return per_ag
+
+
+def estimated_split(recorded: list[int], total: int) -> list[int]:
+    """Each AG's share of `total` (the statistics' exact count of extents allocated) in the
+    proportions of `recorded` (the allocations recorded in each AG), in whole extents adding up
+    to `total` (the largest remainders rounded up); empty when nothing was recorded."""
+    seen = sum(recorded)
+    if not seen or total < 0:
+        return []
+    exact = [n * total / seen for n in recorded]
+    shares = [int(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: shares[i] - exact[i])
+    for i in by_remainder[:total - sum(shares)]:
+        shares[i] += 1
+    return shares
 
 
 def per_thread(samples: list[Sample]) -> dict[tuple[str, int], int]:
@@ -406,7 +454,9 @@ class Counting:
     geometry: MkfsGeometry | None = None
     ag_locks: bool = False
     """Count LOCK_EVENT on the AG headers too (`--ag-locks`: it fires on every buffer lock)."""
-    per_ag: list[int] = field(default_factory=list)
+    allocations: list[int] = field(default_factory=list)
+    """The extent allocations recorded with the writers in each AG, AG 0 first (as many as
+    the geometry has AGs, or up to the last AG recorded without one)."""
     ag_header_locks: tuple[int, int] | None = None
     """(AG header locks taken, those that found the header held), when counted."""
     writer_seconds: float = WRITER_SECONDS
@@ -446,28 +496,26 @@ class Counting:
         self._procs.insert(0, Background(_dies_with_us(self.stat_command())))
 
     def writers_command(self) -> list[str]:
-        """The `perf record` of the writers: every transaction in each second's slice (or one
-        in `period` on each CPU throughout, where perf cannot slice)."""
+        """The `perf record` of the writers and the extent allocations: every transaction and
+        allocation in each second's slice (or one in `period` of each on each CPU throughout,
+        where perf cannot slice)."""
         flt = device_filter(self.maj_min)
+        events = (WRITER_EVENT, AG_EVENT)
         if self.slice_ms is None:
-            return argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds,
-                                    self.period)
-        return argv.perf_record(WRITER_EVENT, flt, self._data, self.writer_seconds,
+            return argv.perf_record(events, flt, self._data, self.writer_seconds, self.period)
+        return argv.perf_record(events, flt, self._data, self.writer_seconds,
                                 enabled=writer_slices(self.writer_seconds))
 
     def stat_command(self) -> list[str]:
-        """The `perf stat` this counting runs: EVENTS, AG_EVENT per AG, LOCK_EVENT on the AG
-        headers when asked."""
+        """The `perf stat` this counting runs: EVENTS, LOCK_EVENT on the AG headers when
+        asked."""
         flt = device_filter(self.maj_min)
         locks = ag_header_filters(flt, self.geometry) if self.ag_locks else []
-        return argv.perf_stat(list(EVENTS), flt, self.seconds,
-                              [*self._per_ag_filters(flt), *locks])
+        return argv.perf_stat(list(EVENTS), flt, self.seconds, locks)
 
-    def _per_ag_filters(self, device: str) -> list[tuple[str, str]]:
-        g = self.geometry
-        if g is None or g.agcount > MAX_AGS_COUNTED:
-            return []
-        return [(AG_EVENT, f"{device} && agno == {n}") for n in range(g.agcount)]
+    def _per_ag(self, found: dict[int, int]) -> list[int]:
+        agcount = self.geometry.agcount if self.geometry is not None else max(found, default=-1) + 1
+        return [found.get(n, 0) for n in range(agcount)]
 
     def wait_counting(self, timeout: float = 30.0) -> bool:
         """Return once every perf process counts: perf forks its workload first, opens the
@@ -495,7 +543,6 @@ class Counting:
                     raise ToolProblem(f"{' '.join(result.argv[:2])} failed: "
                                       f"{result.first_error_line()}")
             self.totals = parse_totals(self._results[0].stderr)
-            self.per_ag = parse_per_ag(self._results[0].stderr)
             locks = parse_per_ag(self._results[0].stderr, LOCK_EVENT)
             self.ag_header_locks = (locks[0], locks[1]) if len(locks) == 2 else None
             hook = os.path.join(self._folder or "", "records.py")
@@ -504,8 +551,10 @@ class Counting:
             writers = run(argv.perf_script_with(self._data, hook), check=False,
                           timeout=60 + self.seconds)
             if writers.ok:  # perf runs Python: every record's text comes JSON-escaped
+                recorded = parse_records(writers.stdout)
                 self.samples = [Sample(r.command, r.tid, r.time)
-                                for r in parse_records(writers.stdout) if r.event == WRITER_EVENT]
+                                for r in recorded if r.event == WRITER_EVENT]
+                self.allocations = self._per_ag(allocations_per_ag(recorded))
                 script = run(argv.perf_script_with(self._attribute_data, hook), check=True,
                              timeout=60 + self.seconds)
                 records = parse_records(script.stdout)
@@ -516,6 +565,7 @@ class Counting:
             script = run(argv.perf_script_threads(self._data), check=True,
                          timeout=60 + self.seconds)
             self.samples = parse_samples(script.stdout)
+            self.allocations = self._per_ag(parse_allocations(script.stdout))
             script = run(argv.perf_script_trace(self._attribute_data), check=True,
                          timeout=60 + self.seconds)
             self.attributes = parse_attribute_adds(script.stdout)

@@ -170,8 +170,9 @@ def perf_script_with(data: str, script: str) -> list[str]:
 
 
 def perf_script_threads(data: str) -> list[str]:
-    """The command name, thread id and time of each sample in a perf.data file."""
-    return ["perf", "script", "--input", data, "--fields", "comm,tid,time"]
+    """The command name, thread id, time, event and tracepoint fields of each sample in a
+    perf.data file."""
+    return ["perf", "script", "--input", data, "--fields", "comm,tid,time,event,trace"]
 
 
 def fio(jobfile: str, *, output_format: str = "json") -> list[str]:

@@ -191,3 +191,29 @@ def test_ag_contention_says_what_was_measured_and_what_was_not() -> None:
     (counted,) = figures(writers=16, creates=4000).findings  # no tracepoint counts
     assert "measured: extent" not in counted.message and "; not measured: " in counted.message
     assert figures(writers=4, creates=4000).findings == []  # not more writers than AGs
+
+
+def test_extents_per_ag_said_to_be_estimated_when_they_are() -> None:
+    """Split from the allocations recorded in the writers' slices, the extents per AG are
+    said to be estimated, in the finding and in the report, with what they came from; counted
+    per AG (older recordings), they are not."""
+    from advisor.models.observe import ObservedAnswers, ObserveDocument, Tracing
+    from advisor.observe.report import render_text
+
+    fs = figures(writers=16, creates=4000, ag_busy_skips=3, allocation_retries=1)
+    estimated = fs.model_copy(update={"allocations_per_ag": [600, 200, 100, 100],
+                                      "allocations_recorded": 97, "writer_seconds": 10.0,
+                                      "writer_slice_ms": 100})
+    (finding,) = findings_for(estimated)
+    assert ", extents per AG (estimated) 600, 200, 100, 100; not measured" in finding.message
+    doc = ObserveDocument(started="2026-01-01T00:00:00+00:00", seconds=2.0,
+                          tracing=Tracing(method="perf-stat"), filesystems=[estimated],
+                          answers=ObservedAnswers())
+    assert ("extents allocated per AG (estimated: the exact total split as the 97 recorded in "
+            "the first 100 ms of each second of the first 10 s were): AG 0 600, AG 1 200, "
+            "AG 2 100, AG 3 100") in render_text(doc)
+    counted = estimated.model_copy(update={"allocations_recorded": None})
+    (finding,) = findings_for(counted)
+    assert ", extents per AG 600, 200, 100, 100; not measured" in finding.message
+    assert "extents allocated per AG: AG 0 600" in render_text(
+        doc.model_copy(update={"filesystems": [counted]}))

@@ -202,17 +202,64 @@ def test_attribute_adds_by_file_whatever_the_names() -> None:
     assert parse_attribute_adds(text) == {0x83: (34, 20), 0x84: (345, 300)}
 
 
-def test_allocations_per_ag_in_the_order_asked() -> None:
-    from advisor.observe.tracepoints import AG_EVENT, parse_per_ag
+def test_counts_per_filter_in_the_order_asked() -> None:
+    from advisor.observe.tracepoints import LOCK_EVENT, parse_per_ag
     from advisor.system import argv
 
     command = argv.perf_stat(["xfs:xfs_file_fsync"], "dev == 0x700000", 5,
-                             [(AG_EVENT, f"dev == 0x700000 && agno == {n}") for n in range(2)])
-    assert command[command.index(AG_EVENT) + 2] == "dev == 0x700000 && agno == 0"
-    text = (f"7,,xfs:xfs_file_fsync,1,100.00,,\n2450,,{AG_EVENT},1,100.00,,\n"
-            f"2496,,{AG_EVENT},1,100.00,,\n")
+                             [(LOCK_EVENT, "dev == 0x700000 && bno == 8"),
+                              (LOCK_EVENT, "dev == 0x700000 && lockval == 0 && bno == 8")])
+    assert command[command.index(LOCK_EVENT) + 2] == "dev == 0x700000 && bno == 8"
+    text = (f"7,,xfs:xfs_file_fsync,1,100.00,,\n2450,,{LOCK_EVENT},1,100.00,,\n"
+            f"2496,,{LOCK_EVENT},1,100.00,,\n")
     assert parse_per_ag(text) == [2450, 2496]
     assert parse_per_ag(text.replace("2496", "<not counted>")) == []
+
+
+def test_allocations_recorded_with_the_writers() -> None:
+    """The writers' record holds the extent allocations too: perf's text (where perf runs no
+    Python) and the JSON records give each AG's, and the writers' samples leave them out."""
+    from advisor.observe.tracepoints import (
+        AG_EVENT,
+        WRITER_EVENT,
+        allocations_per_ag,
+        parse_allocations,
+        parse_records,
+    )
+
+    text = ("  python3 19729  3060.567913: xfs:xfs_trans_alloc: dev 7:0 trans 0x1 caller "
+            "xfs_create+0x1 tp_flags 0x4\n"
+            "  python3 19729  3060.567920: xfs:xfs_alloc_vextent_finish: dev 7:0 agno 0x2 "
+            "agbno 0x10 minlen 1 maxlen 1 len 1\n"
+            "  a 1 2.3: xfs:xfs_alloc_vextent_finish: x 19730  3060.6: xfs:xfs_trans_alloc: "
+            "dev 7:0 trans 0x2\n"
+            "  kworker/1:0 55  3060.7: xfs:xfs_alloc_vextent_finish: dev 7:0 agno 0x0 "
+            "agbno 0x1 len 1\n"
+            "  python3 19729  3060.8: xfs:xfs_alloc_vextent_finish: dev 7:0 agno 0x2 len 1\n")
+    samples = parse_samples(text)
+    assert [(s.command, s.tid) for s in samples] == [
+        ("python3", 19729), ("a 1 2.3: xfs:xfs_alloc_vextent_finish: x", 19730)]
+    assert parse_allocations(text) == {2: 2, 0: 1}
+    records = parse_records(
+        '{"event": "xfs__xfs_alloc_vextent_finish", "tid": 7, "time": 1, "comm": "a", '
+        '"agno": 3}\n'
+        '{"event": "xfs__xfs_trans_alloc", "tid": 7, "time": 2, "comm": "a"}\n'
+        '{"event": "xfs__xfs_alloc_vextent_finish", "tid": 8, "time": 3, "comm": "b", '
+        '"agno": 3}\n')
+    assert [r.event for r in records] == [AG_EVENT, WRITER_EVENT, AG_EVENT]
+    assert allocations_per_ag(records) == {3: 2}
+
+
+def test_the_split_adds_up_to_the_exact_count() -> None:
+    """Each AG's share of the statistics' count, as the allocations recorded split, in whole
+    extents that add up to it exactly."""
+    from advisor.observe.tracepoints import estimated_split
+
+    assert estimated_split([10, 30, 0, 60], 1000) == [100, 300, 0, 600]
+    assert estimated_split([1, 1, 1], 100) == [34, 33, 33]
+    assert sum(estimated_split([7, 3, 5, 11], 12_345)) == 12_345
+    assert estimated_split([0, 0], 50) == [] and estimated_split([], 50) == []
+    assert estimated_split([2, 2], 0) == [0, 0]
 
 
 def test_a_lower_bound_never_lowers_the_answer_a_file_gives(tmp_path: Path) -> None:

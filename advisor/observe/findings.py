@@ -11,6 +11,7 @@ from collections.abc import Callable
 from advisor.engine.rules.inode_size import InodeParams, inline_capacity
 from advisor.models.observe import Evidence, Finding, Geometry, ObservedFilesystem
 from advisor.models.units import format_size, human_size
+from advisor.observe.report import per_ag as per_ag_text
 from advisor.observe.tracepoints import ATTRIBUTE_EVENTS, LOCK_EVENT, WAIT_EVENTS
 
 #: The kernel's log buffer size when the mount sets no logbsize (32 KiB; xfs(5)).
@@ -228,9 +229,8 @@ def ag_contention(fs: ObservedFilesystem, g: Geometry) -> Finding | None:
                    "allocation_retries")
     if any(r.name == "ag_busy_skips" for r in fs.rates):
         estimated = "" if fs.allocations_recorded is None else " (estimated)"
-        per_ag = ("" if fs.allocations_per_ag is None else
-                  f", extents per AG{estimated} " + ", ".join(
-                      f"{n:,}" for n in fs.allocations_per_ag))
+        per_ag = ("" if fs.allocations_per_ag is None else f", extents per AG{estimated} "
+                  + per_ag_text(fs.allocations_per_ag, labelled=False))
         measured = (f"; measured: extent allocations found an AG busy {_times(busy)} and were "
                     f"retried in another {_times(retried)}{per_ag}")
     locks, waited = fs.ag_header_locks, fs.ag_header_locks_waited

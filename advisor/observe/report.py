@@ -10,6 +10,21 @@ from advisor.profile.report import printable
 
 #: Writers listed by name (the rest are counted).
 TOP_WRITERS = 8
+#: Up to this many AGs, each AG's figure is listed; past it, the busiest BUSIEST_AGS and the
+#: range of the others (a filesystem may have hundreds of AGs).
+PER_AG_LISTED = 16
+BUSIEST_AGS = 8
+
+
+def per_ag(counts: list[int], labelled: bool = True) -> str:
+    """Each AG's figure (`AG 0 600, AG 1 200...`, or `600, 200...` unlabelled), or past
+    PER_AG_LISTED AGs the busiest BUSIEST_AGS, labelled, and the range of the others."""
+    if len(counts) <= PER_AG_LISTED:
+        return ", ".join(f"AG {i} {n:,}" if labelled else f"{n:,}" for i, n in enumerate(counts))
+    busiest = sorted(range(len(counts)), key=lambda i: (-counts[i], i))[:BUSIEST_AGS]
+    others = [n for i, n in enumerate(counts) if i not in set(busiest)]
+    return (", ".join(f"AG {i} {counts[i]:,}" for i in busiest)
+            + f" and {len(others)} other AGs ({min(others):,} to {max(others):,} each)")
 #: Characters of a command name shown (the kernel keeps 15; a replayed file may hold more).
 COMMAND_SHOWN = 32
 
@@ -69,8 +84,7 @@ def _filesystem(fs: ObservedFilesystem) -> list[str]:
                if fs.writer_slice_ms else
                f" (estimated: the exact total split as the {fs.allocations_recorded:,} "
                f"recorded, one in {fs.writer_period} on each CPU, were)")
-        lines.append(f"  extents allocated per AG{how}: " + ", ".join(
-            f"AG {i} {n:,}" for i, n in enumerate(fs.allocations_per_ag)))
+        lines.append(f"  extents allocated per AG{how}: {per_ag(fs.allocations_per_ag)}")
     if fs.ag_header_locks:
         waited = fs.ag_header_locks_waited or 0
         lines.append(f"  AG header (AGF, AGI) locks: {fs.ag_header_locks:,}, of which "

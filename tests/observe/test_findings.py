@@ -217,3 +217,23 @@ def test_extents_per_ag_said_to_be_estimated_when_they_are() -> None:
     assert ", extents per AG 600, 200, 100, 100; not measured" in finding.message
     assert "extents allocated per AG: AG 0 600" in render_text(
         doc.model_copy(update={"filesystems": [counted]}))
+
+
+def test_many_ags_list_the_busiest_and_the_range_of_the_others() -> None:
+    """A filesystem of 40 AGs: the report and the finding name the 8 busiest AGs and give the
+    others' range, not 40 figures on one line."""
+    from advisor.models.observe import ObservedAnswers, ObserveDocument, Tracing
+    from advisor.observe.report import render_text
+
+    counts = [10 + i % 3 for i in range(40)]
+    counts[7], counts[31] = 900, 700
+    fs = figures(writers=16, creates=4000, ag_busy_skips=3, allocation_retries=1)
+    many = fs.model_copy(update={"allocations_per_ag": counts, "allocations_recorded": None})
+    busiest = "AG 7 900, AG 31 700, AG 2 12, AG 5 12, AG 8 12, AG 11 12, AG 14 12, AG 17 12"
+    (finding,) = findings_for(many)
+    assert f", extents per AG {busiest} and 32 other AGs (10 to 12 each); " in finding.message
+    doc = ObserveDocument(started="2026-01-01T00:00:00+00:00", seconds=2.0,
+                          tracing=Tracing(method="perf-stat"), filesystems=[many],
+                          answers=ObservedAnswers())
+    (line,) = [x for x in render_text(doc).splitlines() if "extents allocated per AG" in x]
+    assert line == f"  extents allocated per AG: {busiest} and 32 other AGs (10 to 12 each)"

@@ -136,8 +136,8 @@ def _parsed_rules() -> dict[str, dict[str, object]]:
 def parsed_rules_text(directory: Path = BUILTIN_RULES) -> str:
     """What advisor/data/parsed-rules.json holds for the rule files of `directory`: one line per
     file (a rule change is a one-line diff), keys in the file's order (the order the rule's
-    parameters are listed in). A file holding a TOML date or time
-    (JSON has none) is left out, and parsed at every load."""
+    parameters are listed in). A file holding a TOML date or time (JSON has none) is left out,
+    and parsed at every load."""
     lines = []
     for path in sorted(directory.rglob("*.toml")):
         text = read_text(path, "rule file")

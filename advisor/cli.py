@@ -9,7 +9,6 @@ a terminal, the interactive advisor starts.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import signal
@@ -95,40 +94,13 @@ def _forget_interrupt() -> None:
     eval("None")  # a constant string: nothing to inject
 
 
-def _proposes(args: argparse.Namespace, as_json: bool) -> bool:
-    """A run without a subcommand that asks for a proposal (not the interactive advisor)."""
-    return bool(as_json or args.device is not None or args.workload or args.device_file)
-
-
-def _collects_garbage(args: argparse.Namespace, as_json: bool) -> bool:
-    """Whether the command runs with Python's cyclic garbage collector on. `devices` and a
-    proposal, what scripts run most, do not: the collector examined every object their start-up
-    made (the modules, the classes pydantic builds) twice over, 4% of `devices --json`'s
-    instructions (1% of a proposal's), to find about 450 objects of garbage, and as many on a
-    host of 10,000 devices (the same peak RSS); the scan itself already ran without it.
-    Everything else, the long-running commands and the interactive advisor, keeps it."""
-    return args.command not in ("devices", "propose") and not (
-        args.command is None and _proposes(args, as_json))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    collecting = gc.isenabled()
-    gc.disable()  # over the start-up at least: see _collects_garbage
-    try:
-        return _main(list(sys.argv[1:] if argv is None else argv), collecting)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _main(argv: list[str], collecting: bool) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv  # until the parser says otherwise: its own errors need it too
     _raise_on_interrupt()
     try:
         parser, args = parse(argv)
         as_json = bool(getattr(args, "json", False))
-        if collecting and _collects_garbage(args, as_json):
-            gc.enable()
         _refuse_empty_names(parser, args)
         return _dispatch(args, as_json)
     except AdvisorError as err:
@@ -180,7 +152,7 @@ def _dispatch(args: argparse.Namespace, as_json: bool) -> int:
         _ending_signals_interrupt()
     if args.command:
         return int(load(args.command).run(args))
-    if _proposes(args, as_json):
+    if as_json or args.device is not None or args.workload or args.device_file:
         _ending_signals_interrupt()
         return int(load("propose").run(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

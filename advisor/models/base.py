@@ -62,18 +62,25 @@ _CLASS_LINE = re.compile(r"^( *)class (\w+)\b", re.MULTILINE)
 
 
 @functools.cache
-def _class_lines(filename: str) -> tuple[list[str], dict[str, list[int]]] | None:
-    """A source file's lines, and where each `class NAME` line is (by name)."""
+def _class_starts(filename: str) -> tuple[str, dict[str, list[tuple[int, int]]]] | None:
+    """A source file's text, and where each `class NAME` line is (by name): its offset and its
+    indentation."""
     try:
         with open(filename, encoding="utf-8") as f:
             text = f.read()
     except (OSError, ValueError):
         return None
-    lines = text.split("\n")
-    starts: dict[str, list[int]] = {}
+    starts: dict[str, list[tuple[int, int]]] = {}
     for match in _CLASS_LINE.finditer(text):
-        starts.setdefault(match.group(2), []).append(text.count("\n", 0, match.start()))
-    return lines, starts
+        starts.setdefault(match.group(2), []).append((match.start(), len(match.group(1))))
+    return text, starts
+
+
+@functools.cache
+def _statement_at(indent: int) -> re.Pattern[str]:
+    """A line starting a statement indented no deeper than `indent` spaces (a comment, a blank
+    line or a closing bracket does not)."""
+    return re.compile(rf"^ {{0,{indent}}}[^ \n#)\]]", re.MULTILINE)
 
 
 def _class_docstrings(filename: str, qualname: str) -> dict[str, str]:
@@ -82,22 +89,17 @@ def _class_docstrings(filename: str, qualname: str) -> dict[str, str]:
     indented no deeper): a rule module is mostly functions, and parsing it whole for its
     parameters' class was most of its import. Cut anywhere else (inside a bracket or a string
     that goes on at the margin), the lines do not parse, and the whole file is parsed."""
-    found = _class_lines(filename) if "<locals>" not in qualname else None
+    found = _class_starts(filename) if "<locals>" not in qualname else None
     if found is not None:
-        lines, starts = found
+        text, starts = found
         where = starts.get(qualname.rpartition(".")[2], [])
         if len(where) == 1:
-            first = where[0]
-            indent = len(lines[first]) - len(lines[first].lstrip(" "))
-            end = first + 1
-            while end < len(lines):
-                text = lines[end].lstrip(" ")
-                if text and not text.startswith(("#", ")", "]")) \
-                        and len(lines[end]) - len(text) <= indent:
-                    break
-                end += 1
+            start, indent = where[0]
+            after = text.find("\n", start) + 1 or len(text)
+            end = _statement_at(indent).search(text, after)
+            lines = text[start:end.start() if end else len(text)]
             try:
-                tree = ast.parse(textwrap.dedent("\n".join(lines[first:end])))
+                tree = ast.parse(textwrap.dedent(lines) if indent else lines)
             except (SyntaxError, ValueError):
                 tree = None
             if tree is not None and len(tree.body) == 1 and isinstance(tree.body[0], ast.ClassDef):

@@ -3,12 +3,16 @@ guarantee that a proposal mkfs.xfs rejects is reported as a bug."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from advisor.advice import propose
+from advisor.engine import rulebook
 from advisor.engine.registry import DECIDERS
 from advisor.engine.rulebook import BUILTIN_RULES, RuleBook, load_rulebook
 from advisor.engine.settings import SETTINGS
@@ -220,3 +224,62 @@ def test_the_readme_lists_the_settings_in_the_order_they_are_decided() -> None:
     paragraph = " ".join(readme[start:readme.index("Every setting gets", start)].split())
     listed = re.findall(r"`([^`]+)`", paragraph.split("ones):", 1)[1])
     assert listed == [s.name for s in SETTINGS]
+
+
+def _typed(value: object) -> object:
+    """`value` with the type of every leaf and the order of every table kept, so that 1 and 1.0,
+    True and 1, or two orders of the same keys differ."""
+    if isinstance(value, dict):
+        return [(k, _typed(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+def test_the_parsed_rule_book_is_current_and_what_tomllib_parses() -> None:
+    """advisor/data/parsed-rules.json holds every built-in rule file, as tomllib parses it, with
+    the hash of its current text."""
+    assert rulebook.PARSED_RULES.read_text() == rulebook.parsed_rules_text(), (
+        "advisor/data/parsed-rules.json is stale: .venv/bin/python scripts/write_parsed_rules.py")
+    stored = json.loads(rulebook.PARSED_RULES.read_text())
+    files = sorted(BUILTIN_RULES.rglob("*.toml"))
+    assert sorted(stored) == [p.relative_to(BUILTIN_RULES).as_posix() for p in files]
+    for path in files:
+        text = path.read_text()
+        entry = stored[path.relative_to(BUILTIN_RULES).as_posix()]
+        assert entry["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+        assert _typed(entry["data"]) == _typed(tomllib.loads(text)), path
+
+
+def _one_rule(folder: Path) -> Path:
+    folder.mkdir()
+    rule = folder / "atime.toml"
+    shutil.copy(BUILTIN_RULES / "mount" / "atime.toml", rule)
+    return rule
+
+
+def test_a_rule_file_whose_text_has_a_stored_hash_is_not_parsed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule = _one_rule(tmp_path / "rules")
+    data = tomllib.loads(rule.read_text())
+    stored = tmp_path / "parsed.json"
+    digest = hashlib.sha256(rule.read_bytes()).hexdigest()
+    stored.write_text(json.dumps({"atime.toml": {"sha256": digest,
+                                                 "data": {**data, "title": "as stored"}}}))
+    monkeypatch.setattr(rulebook, "PARSED_RULES", stored)
+    assert load_rulebook(builtin=tmp_path / "rules").rules["atime"].rule.title == "as stored"
+    # Any change to the text is parsed from the file.
+    rule.write_text(rule.read_text() + "\n")
+    assert load_rulebook(builtin=tmp_path / "rules").rules["atime"].rule.title == data["title"]
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[1, 2]", b'{"a": {"sha256": 1}}',
+                                     b"[" * 100_000])
+def test_a_damaged_parsed_rule_book_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               content: bytes) -> None:
+    rule = _one_rule(tmp_path / "rules")
+    stored = tmp_path / "parsed.json"
+    stored.write_bytes(content)
+    monkeypatch.setattr(rulebook, "PARSED_RULES", stored)
+    loaded = load_rulebook(builtin=tmp_path / "rules").rules["atime"].rule
+    assert loaded.title == tomllib.loads(rule.read_text())["title"]

@@ -116,7 +116,7 @@ class RuleExample(Model):
     device: ExampleDevice
     answers: dict[str, Any] = Field(default_factory=dict)
     """Workload answers, as in a workload file."""
-    env: ExampleEnv = ExampleEnv()
+    env: ExampleEnv = Field(default_factory=ExampleEnv)
     expect: ExampleExpect
 
 

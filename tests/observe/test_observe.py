@@ -141,8 +141,8 @@ def test_idle_filesystem_makes_no_finding_and_validates(xfs: tuple[str, Path]) -
     assert fs["concurrent_writers"] in (0, None)
     assert rate(fs, "creates")["evidence"]["delta"] == 0
     # What watching costs is said, measured, with the goal and whether it is met.
-    assert doc["cost"].startswith("measured on ") and "goal of under 2% is not shown" \
-        in doc["cost"]
+    assert doc["cost"].startswith("measured on ") and "goal of under 2% is shown there" \
+        in doc["cost"] and "not shown" in doc["cost"]
 
 
 @pytest.mark.root

@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 LOOP = """import os, sys
@@ -98,16 +99,7 @@ def main() -> int:
         order = random.Random(args.seed)
         for _ in range(args.rounds):
             for arm in order.sample(arms, len(arms)):
-                perf = None
-                if arm in commands:
-                    perf = subprocess.Popen(commands[arm], stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL, start_new_session=True,
-                                            text=True)
-                    deadline = time.monotonic() + 30
-                    while not bench._counting(perf.pid):
-                        if perf.poll() is not None or time.monotonic() > deadline:
-                            raise SystemExit(f"{arm}: perf did not start counting")
-                        time.sleep(0.005)
+                perf = _counting_perf(bench, arm, commands[arm]) if arm in commands else None
                 try:
                     loop = subprocess.Popen([sys.executable, "-c", LOOP, str(target),
                                              str(args.chmods)])
@@ -131,6 +123,18 @@ def main() -> int:
         mean, low, high = bench.interval([c - a for c, a in zip(ns[arm], alone, strict=True)])
         print(f"  {arm}: {mean:+,.0f} [{low:+,.0f}, {high:+,.0f}]")
     return 0
+
+
+def _counting_perf(bench: Any, arm: str, command: list[str]) -> subprocess.Popen[str]:
+    """`command` (a perf stat or record) started in its own session, once it counts."""
+    perf = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, text=True)
+    deadline = time.monotonic() + 30
+    while not bench._counting(perf.pid):
+        if perf.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"{arm}: perf did not start counting")
+        time.sleep(0.005)
+    return perf
 
 
 def allocations(args: argparse.Namespace, agcount: int) -> None:
@@ -159,16 +163,7 @@ def allocations(args: argparse.Namespace, agcount: int) -> None:
         order = random.Random(args.seed)
         for _ in range(args.rounds):
             for arm in order.sample(arms, len(arms)):
-                perf = None
-                if arm in commands:
-                    perf = subprocess.Popen(commands[arm], stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL, start_new_session=True,
-                                            text=True)
-                    deadline = time.monotonic() + 30
-                    while not bench._counting(perf.pid):
-                        if perf.poll() is not None or time.monotonic() > deadline:
-                            raise SystemExit(f"{arm}: perf did not start counting")
-                        time.sleep(0.005)
+                perf = _counting_perf(bench, arm, commands[arm]) if arm in commands else None
                 before = _extents(stats)
                 try:
                     loop = subprocess.Popen([sys.executable, "-c", ALLOCATE, str(mnt / "f"),

@@ -223,13 +223,18 @@ def _render_child(wfd: int, rfd: int, queue: int, pieces: list[list[T]],
             if os.getppid() != parent:
                 return
             data = render(pieces[i])
-            for chunk in (i.to_bytes(4, "little") + len(data).to_bytes(8, "little"), data):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(wfd, view):]
+            _write_all(wfd, i.to_bytes(4, "little") + len(data).to_bytes(8, "little"))
+            _write_all(wfd, data)
         code = 0
     finally:
         os._exit(code)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write until all of `data` is in the pipe (a write to a pipe may take part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _take(queue: int) -> Iterator[int]:
@@ -262,10 +267,7 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: Re
             payload = ("ok", done)
         except DeviceProblem as err:
             payload = ("vanished", str(err))
-        data = marshal.dumps(payload)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(wfd, view):]
+        _write_all(wfd, marshal.dumps(payload))
         code = 0
     finally:
         os._exit(code)

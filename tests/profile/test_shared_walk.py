@@ -62,6 +62,15 @@ def figures(walker: Walker, top: Path) -> dict[str, Any]:
     return doc
 
 
+def make_leaves(top: Path) -> None:
+    """300 directories of 50 empty files below `top`: a walk of 15,000 entries, shared."""
+    for t in range(300):
+        leaf = top / f"d{t:03d}"
+        leaf.mkdir()
+        for i in range(50):
+            os.mknod(leaf / f"f{i}")
+
+
 def wait_for_the_other(parent: int, top: Path, marker: Path) -> Callable[[str], None]:
     """A hook under which both processes surely read part of the tree: the first entry of a
     leaf the walk's own process reads waits until the forked one has read one."""
@@ -109,11 +118,7 @@ def test_the_shared_walk_gives_one_walks_figures(memory_tmp: Path) -> None:
 
 
 def test_ctrl_c_in_a_shared_walk_reports_both_halves_partial(memory_tmp: Path) -> None:
-    for t in range(300):
-        leaf = memory_tmp / f"d{t:03d}"
-        leaf.mkdir()
-        for i in range(50):
-            os.mknod(leaf / f"f{i}")
+    make_leaves(memory_tmp)
     parent, calls = os.getpid(), 0
 
     def interrupt_here_once(path: str) -> None:
@@ -179,11 +184,7 @@ def test_ctrl_c_reaching_both_processes_loses_none_of_the_forked_ones_figures(
     stops the forked one with STOP_HALF too, which can land just as the forked one has handled
     the first: the forked process still sends what it walked. About 1 Ctrl-C in 8 lost its
     half (14 of 130): 25 of them find it lost in 96 runs of 100 where it can be."""
-    for t in range(300):
-        leaf = memory_tmp / f"d{t:03d}"
-        leaf.mkdir()
-        for i in range(50):
-            os.mknod(leaf / f"f{i}")
+    make_leaves(memory_tmp)
     marker = memory_tmp.parent / f"{memory_tmp.name}.forked"
     lost = []
     try:
@@ -209,11 +210,7 @@ def test_ctrl_c_reaching_both_processes_loses_none_of_the_forked_ones_figures(
 def test_the_forked_process_ends_when_the_walks_own_process_is_killed(memory_tmp: Path) -> None:
     """SIGKILL (the OOM killer, `timeout -s KILL`) of the walk's own process ends the forked one
     too: it would otherwise walk on alone, holding the output its parent's caller reads."""
-    for t in range(300):
-        leaf = memory_tmp / f"d{t:03d}"
-        leaf.mkdir()
-        for i in range(50):
-            os.mknod(leaf / f"f{i}")
+    make_leaves(memory_tmp)
     marker = memory_tmp.parent / f"{memory_tmp.name}.forked"
     proc = _walk_until_forked(memory_tmp, marker)
     try:

@@ -15,8 +15,10 @@ bound for metadata work). The job is kept shorter than observe's recorded window
 10 seconds), so every observed run pays for all of observe's perf processes at once: the
 worst case.
 
-Each block runs the job unobserved twice and once under each mode, in an order shuffled
-anew for each block (seeded: --seed), so that a drift of the host's load hits all alike, at
+Each block runs the job unobserved twice and once under each mode, in an order that cycles
+through every order of the block's runs (shuffled once, seeded: --seed), so that each run
+holds each place in a block equally often (exactly, with one mode, at every look when --blocks
+is a multiple of 6, the orders of 3 runs) and a drift of the host's load hits all alike, at
 a raised priority (--nice, the same for the jobs and the observers: perf and observe pay
 their cost at the job's priority). Every run starts the same way: the filesystem unmounted
 and mounted again (the last run's removed files freed, its log written and its metadata
@@ -48,16 +50,27 @@ observer's start no longer moves the figures: its throughput lost should hold 0.
   `python -m advisor` from DIR), for a before and after in the same blocks.
 The perf commands are the ones observe builds (advisor.system.argv), ended with SIGINT.
 
-The bench decides: after --blocks blocks, and every 10 blocks after that, it looks at the first
-mode's throughput interval and stops once the goal is decided (met: the upper bound under 2%;
-not met: the lower bound over it), or at --max-blocks. Looking more than once makes the 95%
-interval a little optimistic; the report says how many looks were taken.
+The bench decides: every --blocks blocks it looks at the first mode's throughput and stops
+once the goal is decided (met: the upper bound under 2%; not met: the lower bound over it), or
+at --max-blocks. Each look is a chance to be fooled, so the bound it decides by is Pocock's for
+the looks planned (--max-blocks / --blocks of them, equally spaced): at 10 looks the mean
++- 2.555 standard errors instead of 1.96, which keeps the chance of a wrong verdict over all
+the looks at 5% (Jennison and Turnbull, Group Sequential Methods, table 2.1; by t, not z, for
+the few blocks: scaled by t/1.96). The report gives that decision interval and the plain 95%
+interval of the blocks done.
 
-Per mode, each block gives the throughput lost, 1 - (files/s observed) / (files/s of the
-block's two unobserved runs, averaged); the report gives the mean over the blocks and its 95%
-interval (Student's t), and the goal (under 2%) is met when the interval's upper bound is
-under 2%, not met when its lower bound is above, undecided otherwise. The noise line is the
-same for the block's two unobserved runs against each other (its interval should hold 0).
+Per mode, each block gives the logarithm of the speed ratio, log((files/s of the block's two
+unobserved runs, their geometric mean) / (files/s observed)); the report gives its mean over
+the blocks and 95% interval (Student's t) as a fraction lost, 1 - exp(-x): the geometric mean
+of the blocks' ratios. (Not the mean of 1 - observed/unobserved: a ratio of two noisy speeds
+averages above its true value by about their squared coefficient of variation, Jensen's
+inequality, so that mean understates the loss; with the two unobserved runs of each block,
+the same job twice, it gave -4.07% [-7.56%, -0.59%] at a 21% spread, the logarithms -2.13%
+[-5.30%, +1.05%].) The goal (under 2%) is met when the interval's upper bound is under 2%,
+not met when its lower bound is above, undecided otherwise. The noise line is the same for
+the block's two unobserved runs against each other (its interval should hold 0), and the
+order line gives each place in a block's speed against its block's (the order's effect,
+which the cycling spreads evenly over the runs).
 It also gives the job's CPU time per file and the observer's own CPU (observe or perf, with
 its children): where a tracepoint's cost is paid (in the writers' own system time) and what
 the host pays in all; and the observer's CPU while the job ran alone (its processes' CPU time
@@ -73,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import math
 import os
 import random
@@ -139,9 +153,42 @@ def interval(values: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+#: Pocock's boundary (z) for K equally spaced looks, two-sided 5% over all of them (Jennison
+#: and Turnbull, table 2.1); between rows, the next row up (conservative).
+_POCOCK = {1: 1.960, 2: 2.178, 3: 2.289, 4: 2.361, 5: 2.413, 6: 2.453, 7: 2.485, 8: 2.512,
+           9: 2.535, 10: 2.555, 11: 2.572, 12: 2.588, 15: 2.626, 20: 2.672}
+
+
+def pocock(looks: int) -> float:
+    """Pocock's z for `looks` planned looks (at most 20)."""
+    return next(_POCOCK[row] for row in sorted(_POCOCK) if looks <= row)
+
+
+def widened(values: list[float], z: float) -> tuple[float, float, float]:
+    """The 95% interval of the mean widened to `z` standard errors (by t: scaled t/1.96)."""
+    mean, low, _ = interval(values)
+    half = (mean - low) * z / 1.96
+    return mean, mean - half, mean + half
+
+
 def _shown(figures: tuple[float, float, float]) -> str:
     mean, low, high = figures
     return f"{mean:+.2%} [{low:+.2%}, {high:+.2%}]"
+
+
+def lost(logs: list[float], z: float = 1.96) -> tuple[float, float, float]:
+    """The fraction lost, 1 - exp(-x), of the mean of per-block log(unobserved / observed)
+    and of its interval's ends (95%, or `z` standard errors: the geometric mean of the
+    blocks' ratios)."""
+    mean, low, high = widened(logs, z)
+    return 1 - math.exp(-mean), 1 - math.exp(-low), 1 - math.exp(-high)
+
+
+def gained(logs: list[float]) -> tuple[float, float, float]:
+    """The fraction more, exp(x) - 1, of the mean of per-block log(observed / unobserved)
+    and of its 95% interval's ends."""
+    mean, low, high = interval(logs)
+    return math.exp(mean) - 1, math.exp(low) - 1, math.exp(high) - 1
 
 
 def verdict(low: float, high: float) -> str:
@@ -180,9 +227,6 @@ def scratch_xfs(parent: Path, mkfs_options: tuple[str, ...] = (),
 MODES = ("observe", "counters", "perf-stat", "stat-events", "stat-per-ag", "stat-ag-locks",
          "record-writers", "record-attributes", "record-every-transaction", "at-once",
          "baseline")
-#: Blocks between two looks at the interval once --blocks are done.
-LOOK_EVERY = 10
-
 
 def _background_work(stats: Path) -> list[str]:
     """The filesystem's statistics, all but the log forces: a log force on an idle log writes
@@ -348,10 +392,11 @@ def observed_job(jobfile: Path, mnt: Path, mode: str,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=30,
-                        help="blocks before the first look at the interval")
+                        help="blocks between two looks at the interval (a multiple of 6: each "
+                        "of 3 runs in each place equally often)")
     parser.add_argument("--max-blocks", type=int, default=None,
-                        help="blocks at most, looking every 10 after --blocks until the goal "
-                        "is decided (default: --blocks, one look)")
+                        help="blocks at most, looking every --blocks until the goal is decided "
+                        "(default: --blocks, one look; at most 20 looks)")
     parser.add_argument("--files", type=int, default=1500, help="files per job")
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1, help="of the order within blocks")
@@ -378,7 +423,12 @@ def main() -> int:
         raise SystemExit("--baseline DIR and the mode `baseline` go together")
     if args.baseline is not None and not (args.baseline / "advisor" / "__main__.py").is_file():
         raise SystemExit(f"--baseline {args.baseline}: not a checkout of the advisor")
-    most = max(args.max_blocks or args.blocks, args.blocks)
+    if args.blocks < 2:
+        raise SystemExit("--blocks: at least 2")
+    most = max(args.max_blocks or args.blocks, args.blocks) // args.blocks * args.blocks
+    if most // args.blocks > max(_POCOCK):
+        raise SystemExit(f"--max-blocks: at most {max(_POCOCK)} looks of --blocks each")
+    z = pocock(most // args.blocks)
     if os.geteuid() != 0:
         raise SystemExit("needs root (loop devices, mount, perf)")
     os.setpriority(os.PRIO_PROCESS, 0, args.nice)
@@ -390,7 +440,9 @@ def main() -> int:
     own: dict[str, list[float]] = {m: [] for m in modes}
     during: dict[str, list[float]] = {m: [] for m in modes}
     walls: list[float] = []
-    order = random.Random(args.seed)
+    orders = list(itertools.permutations(runs))
+    random.Random(args.seed).shuffle(orders)
+    places: list[list[float]] = [[] for _ in runs]
     loads = []
     unsettled = 0
     looks = 0
@@ -401,8 +453,7 @@ def main() -> int:
         run_job(jobfile)  # warm-up: the first run allocates inode chunks the others reuse
         try:
             for i in range(most):
-                block = list(runs)
-                order.shuffle(block)
+                block = orders[i % len(orders)]
                 for which in block:
                     unsettled += not settle(mnt, dev)
                     if which.startswith("unobserved") or which == "at-once":
@@ -418,16 +469,17 @@ def main() -> int:
                     speed[which].append(files / wall)
                     cpu[which].append(1e6 * used / files)
                 loads.append(os.getloadavg()[0])
-                base = (speed["unobserved"][-1] + speed["unobserved-2"][-1]) / 2
-                print(f"block {i + 1} (load {loads[-1]:.1f}): files/s "
+                logs = [math.log(speed[r][-1]) for r in block]
+                for place, value in zip(places, logs, strict=True):
+                    place.append(value - statistics.fmean(logs))
+                base = math.sqrt(speed["unobserved"][-1] * speed["unobserved-2"][-1])
+                print(f"block {i + 1} (load {loads[-1]:.1f}): files/s, in the order run: "
                       + ", ".join(f"{r} {speed[r][-1]:,.0f}" for r in block)
                       + "; lost " + ", ".join(f"{m} {1 - speed[m][-1] / base:+.1%}"
                                               for m in modes), flush=True)
-                done = i + 1
-                if done >= args.blocks and (done - args.blocks) % LOOK_EVERY == 0 \
-                        and done < most:
+                if (i + 1) % args.blocks == 0:
                     looks += 1
-                    _, low, high = interval(_lost(speed, modes[0]))
+                    _, low, high = lost(_lost(speed, modes[0]), z)
                     if high < GOAL or low > GOAL:
                         break
         except KeyboardInterrupt:  # Ctrl-C: the report of the blocks done
@@ -435,30 +487,36 @@ def main() -> int:
             for table in (speed, cpu, own, during):
                 for values in table.values():
                     del values[len(loads):]
+            for place in places:
+                del place[len(loads):]
             if len(loads) < 2:
                 return 130
-    report(args, modes, speed, cpu, own, during, walls, loads, unsettled, looks + 1)
+    report(args, modes, speed, cpu, own, during, walls, loads, unsettled, places,
+           (looks, most // args.blocks, z))
     return 0
 
 
 def _lost(speed: dict[str, list[float]], mode: str) -> list[float]:
-    """Per block, the throughput `mode` lost against the block's unobserved runs."""
-    return [1 - s / ((p + q) / 2) for s, p, q in zip(speed[mode], speed["unobserved"],
-                                                      speed["unobserved-2"], strict=True)]
+    """Per block, log(unobserved / observed): the unobserved runs' geometric mean against
+    `mode`'s speed (positive: `mode` was slower)."""
+    return [(math.log(p) + math.log(q)) / 2 - math.log(s)
+            for s, p, q in zip(speed[mode], speed["unobserved"], speed["unobserved-2"],
+                               strict=True)]
 
 
 def report(args: argparse.Namespace, modes: list[str], speed: dict[str, list[float]],
            cpu: dict[str, list[float]], own: dict[str, list[float]],
            during: dict[str, list[float]], walls: list[float], loads: list[float],
-           unsettled: int, looks: int) -> None:
+           unsettled: int, places: list[list[float]], looks: tuple[int, int, float]) -> None:
+    taken, planned, z = looks
     blocks = len(loads)
-    base_speed = [(p + q) / 2 for p, q in zip(speed["unobserved"], speed["unobserved-2"],
-                                               strict=True)]
+    base_speed = [math.sqrt(p * q) for p, q in zip(speed["unobserved"], speed["unobserved-2"],
+                                                    strict=True)]
     base_cpu = statistics.median(cpu["unobserved"] + cpu["unobserved-2"])
     print(f"\n{args.jobs} jobs x {args.files} files"
           f"{' without fsync' if args.no_fsync else ' with fsync'}, {blocks} blocks "
-          f"(seed {args.seed}, nice {args.nice}; looked at the interval {looks} time(s): "
-          f"after {args.blocks} blocks, then every {LOOK_EVERY}), runs of "
+          f"(seed {args.seed}, nice {args.nice}; looked {taken} of {planned} time(s) "
+          f"planned, every {args.blocks} blocks), runs of "
           f"{statistics.median(walls):.1f} s (median), load average {min(loads):.1f} to "
           f"{max(loads):.1f} (median {statistics.median(loads):.1f}); unobserved "
           f"{statistics.median(base_speed):,.0f} files/s, {base_cpu:.0f} us of CPU per file")
@@ -467,35 +525,42 @@ def report(args: argparse.Namespace, modes: list[str], speed: dict[str, list[flo
     print(f"each run started on a filesystem whose statistics held still {QUIET:g} s "
           f"({unsettled} of {len(walls)} did not within {SETTLE_TIMEOUT:g} s), its job "
           f"{PAUSE:g} s after that (an observed one's after its observer counted)")
-    print("throughput lost, mean over the blocks [95% interval]; goal: under 2%")
+    print("throughput lost against the block's unobserved runs, geometric mean over the "
+          "blocks [95% interval]; goal: under 2%")
     print("and the job's CPU time per file against the block's unobserved runs (where a "
-          "tracepoint's cost is paid), mean [95% interval]")
-    base_cpus = [(p + q) / 2 for p, q in zip(cpu["unobserved"], cpu["unobserved-2"],
-                                              strict=True)]
-    noise = [1 - q / p for p, q in zip(speed["unobserved"], speed["unobserved-2"],
-                                       strict=True)]
-    noise_cpu = [q / p - 1 for p, q in zip(cpu["unobserved"], cpu["unobserved-2"],
-                                           strict=True)]
-    print(f"  noise (unobserved against unobserved): {_shown(interval(noise))}; CPU per file "
-          f"{_shown(interval(noise_cpu))}")
+          "tracepoint's cost is paid), geometric mean [95% interval]")
+    base_cpus = [math.sqrt(p * q) for p, q in zip(cpu["unobserved"], cpu["unobserved-2"],
+                                                   strict=True)]
+    noise = [math.log(p / q) for p, q in zip(speed["unobserved"], speed["unobserved-2"],
+                                             strict=True)]
+    noise_cpu = [math.log(q / p) for p, q in zip(cpu["unobserved"], cpu["unobserved-2"],
+                                                 strict=True)]
+    print(f"  noise (unobserved against unobserved): {_shown(lost(noise))}; CPU per file "
+          f"{_shown(gained(noise_cpu))}")
+    print("  order (a place's files/s against its block's, whatever ran there): "
+          + ", ".join(f"{n + 1}. {_shown(gained(p))}" for n, p in enumerate(places)))
     for m in modes:
-        mean, low, high = interval(_lost(speed, m))
-        more_cpu = [c / b - 1 for c, b in zip(cpu[m], base_cpus, strict=True)]
+        mean, low, high = lost(_lost(speed, m))
+        more_cpu = [math.log(c / b) for c, b in zip(cpu[m], base_cpus, strict=True)]
         theirs = (f"; the observer's own CPU {statistics.median(own[m]) / base_cpu:.0%} of the "
                   f"job's (its start and end included), "
                   f"{statistics.median(during[m]):.0f} ms per second while the job ran "
                   "(median)") if own[m] else ""
         said = (verdict(low, high) if m != "at-once"
                 else f"{'holds' if low <= 0 <= high else 'does not hold'} 0")
+        if m == modes[0] and m != "at-once":
+            decided = lost(_lost(speed, m), z)
+            said = (f"by the decision interval {_shown(decided)} (Pocock, {planned} look(s) "
+                    f"planned: {z:.3f} standard errors), {verdict(*decided[1:])}")
         print(f"  {m}: {_shown((mean, low, high))}: {said}; CPU per file "
-              f"{_shown(interval(more_cpu))}{theirs}")
+              f"{_shown(gained(more_cpu))}{theirs}")
     if "baseline" in modes and modes[0] != "baseline":
         diff = [b - a for a, b in zip(_lost(speed, modes[0]), _lost(speed, "baseline"),
                                       strict=True)]
-        cpu_diff = [(b - a) / u for a, b, u in zip(cpu[modes[0]], cpu["baseline"], base_cpus,
-                                                   strict=True)]
+        cpu_diff = [math.log(b / a) for a, b in zip(cpu[modes[0]], cpu["baseline"],
+                                                    strict=True)]
         print(f"  baseline against {modes[0]} (what {modes[0]} saves, same blocks): "
-              f"throughput {_shown(interval(diff))}; CPU per file {_shown(interval(cpu_diff))}")
+              f"throughput {_shown(lost(diff))}; CPU per file {_shown(gained(cpu_diff))}")
 
 
 if __name__ == "__main__":

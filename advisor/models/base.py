@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import textwrap
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -136,23 +137,18 @@ def _stored_file_docs(filename: str) -> dict[str, dict[str, str]] | None:
     return entry["classes"] if entry.get("sha256") == _digest(text) else None
 
 
-def model_docs_text(package: str = _PACKAGE) -> str:
-    """What advisor/data/model-docs.json holds for the Python files under `package`: one line per
-    file that documents an attribute (a change is a one-line diff), each file's classes as a
-    parse of the whole file finds them (the classes documenting nothing left out)."""
+def model_docs_text(files: Iterable[str]) -> str:
+    """What advisor/data/model-docs.json holds for these package files (scripts/write_model_docs.py
+    names those defining a model): one line per file (a change is a one-line diff), each file's
+    classes as a parse of the whole file finds them (the classes documenting nothing left out)."""
     lines = []
-    for folder, dirs, files in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            path = os.path.join(folder, name)
-            classes = {k: v for k, v in _module_docstrings(path).items() if v}
-            if not classes:
-                continue
-            with open(path, "rb") as f:
-                digest = _digest(f.read())
-            where = os.path.relpath(path, package).replace(os.sep, "/")
-            lines.append(f'{json.dumps(where)}: {{"sha256": "{digest}", "classes": '
-                         f'{json.dumps(classes, ensure_ascii=False)}}}')
+    for path in sorted(set(files)):
+        classes = {k: v for k, v in _module_docstrings(path).items() if v}
+        with open(path, "rb") as f:
+            digest = _digest(f.read())
+        where = os.path.relpath(path, _PACKAGE).replace(os.sep, "/")
+        lines.append(f'{json.dumps(where)}: {{"sha256": "{digest}", "classes": '
+                     f'{json.dumps(classes, ensure_ascii=False)}}}')
     return "{\n" + ",\n".join(sorted(lines)) + "\n}\n"
 
 

@@ -139,3 +139,42 @@ def test_validate_help_gives_the_bounds_and_defaults_a_run_keeps_to() -> None:
     with pytest.raises(ValueError, match=f"{MIN_PAIRS} to {MAX_PAIRS} pairs"):
         Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
              pairs=MIN_PAIRS - 1)
+
+
+@pytest.mark.parametrize(("argv", "collecting"), [
+    (["devices", "--json"], False),
+    (["--json", "--device", "vda"], False),
+    (["validate", "--device", "vda"], True),
+    (["observe"], True),
+])
+def test_the_collector_is_off_while_a_command_starts_and_on_for_a_long_run(
+        monkeypatch: pytest.MonkeyPatch, argv: list[str], collecting: bool) -> None:
+    """The process's own run (main() without argv) starts with the cyclic garbage collector off,
+    freezes what the start built, and turns it back on only for a command that may run long;
+    at the end everything is frozen. A caller passing argv keeps the collector as it was."""
+    import gc
+    import types
+
+    from advisor import cli
+
+    seen: list[tuple[bool, int]] = []
+
+    def run(args: object) -> int:
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        return 0
+
+    monkeypatch.setattr(cli, "load", lambda name: types.SimpleNamespace(run=run))
+    monkeypatch.setattr(cli, "_ending_signals_interrupt", lambda: None)
+    monkeypatch.setattr(sys, "argv", ["xfs-advisor", *argv])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    try:
+        assert cli.main() == 0
+        assert not gc.isenabled() or collecting
+        ended_frozen = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    assert seen[0][0] is collecting and seen[0][1] > 0 and ended_frozen > 0
+    seen.clear()
+    assert cli.main(argv) == 0
+    assert seen == [(True, 0)] and gc.isenabled() and gc.get_freeze_count() == 0

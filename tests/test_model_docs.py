@@ -1,17 +1,26 @@
-"""Field descriptions come from attribute docstrings (advisor.models.base.Documented, one parse per
-module), exactly as pydantic's own `use_attribute_docstrings` would give them: schemas, the
-workload flags' help and the TUI's help read them."""
+"""Field descriptions come from attribute docstrings (advisor.models.base.Documented: the stored
+advisor/data/model-docs.json while a file is unchanged, else a parse of the class), exactly as
+pydantic's own `use_attribute_docstrings` would give them: schemas, the workload flags' help and
+the TUI's help read them."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import json
 import pkgutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 
+import pytest
 from pydantic import BaseModel
 from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
 import advisor
+from advisor.models import base
 
 
 def _models() -> list[type[BaseModel]]:
@@ -115,3 +124,97 @@ class Plain(Model):
                     if n in expected} == expected, cls.__qualname__
     finally:
         del sys.modules["margin_models"]
+
+
+def _load(path: Path) -> ModuleType:
+    """The module at `path`, imported under its file's name (and forgotten after)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[path.stem]
+    return module
+
+
+@pytest.fixture
+def fresh_docs() -> Iterator[None]:
+    """base's caches emptied before and after, so that a stored file patched in is read and
+    forgotten."""
+    for cached in (base._stored_docs, base._stored_file_docs):
+        cached.cache_clear()
+    yield
+    for cached in (base._stored_docs, base._stored_file_docs):
+        cached.cache_clear()
+
+
+def test_the_stored_model_docs_are_current() -> None:
+    """advisor/data/model-docs.json holds the class docstrings of every package file that defines
+    a model, with the hash of its current text, so that no model parses its source at start."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "write_model_docs.py"
+    spec = importlib.util.spec_from_file_location("write_model_docs", script)
+    assert spec is not None and spec.loader is not None
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    files = writer.model_files()
+    assert Path(base.MODEL_DOCS).read_text(encoding="utf-8") == base.model_docs_text(files), (
+        "advisor/data/model-docs.json is stale: .venv/bin/python scripts/write_model_docs.py")
+    stored = json.loads(Path(base.MODEL_DOCS).read_text(encoding="utf-8"))
+    assert {"models/device.py", "engine/rules/log_size.py"} <= set(stored)
+    # Every model of the package is in a stored file, so none parses its source.
+    for cls in _models():
+        if issubclass(cls, base.Documented):
+            where = sys.modules[cls.__module__].__file__
+            assert where is not None and base._stored_file_docs(where) is not None, cls
+
+
+_SOURCE = '''from advisor.models.base import Model
+
+
+class Stored(Model):
+    x: int = 0
+    """From the source."""
+'''
+
+
+def test_a_file_whose_text_has_its_stored_hash_is_not_parsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_docs: None) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    source = package / "stored_models.py"
+    source.write_text(_SOURCE)
+    stored = tmp_path / "model-docs.json"
+    stored.write_text(json.dumps({"stored_models.py": {
+        "sha256": base._digest(source.read_bytes()),
+        "classes": {"Stored": {"x": "As stored."}}}}))
+    monkeypatch.setattr(base, "_PACKAGE", str(package))
+    monkeypatch.setattr(base, "MODEL_DOCS", str(stored))
+    assert _load(source).Stored.model_fields["x"].description == "As stored."
+    # Any change to the text is parsed from the file.
+    changed = package / "changed_models.py"
+    changed.write_text(_SOURCE + "\n")
+    stored.write_text(json.dumps({"changed_models.py": {
+        "sha256": base._digest(source.read_bytes()),
+        "classes": {"Stored": {"x": "As stored."}}}}))
+    base._stored_docs.cache_clear()
+    assert _load(changed).Stored.model_fields["x"].description == "From the source."
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[1, 2]", b'{"m.py": {"sha256": 1}}',
+                                     b'{"m.py": {"sha256": "", "classes": {"Stored": [1]}}}',
+                                     b"[" * 100_000],
+                         ids=["empty", "not-json", "a-list", "no-classes", "classes-not-docs",
+                              "nested-too-deep"])
+def test_a_damaged_model_docs_file_is_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_docs: None,
+        content: bytes) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(_SOURCE)
+    stored = tmp_path / "model-docs.json"
+    stored.write_bytes(content.replace(b'"sha256": ""',
+                                       f'"sha256": "{base._digest(source.read_bytes())}"'.encode()))
+    monkeypatch.setattr(base, "_PACKAGE", str(tmp_path))
+    monkeypatch.setattr(base, "MODEL_DOCS", str(stored))
+    assert _load(source).Stored.model_fields["x"].description == "From the source."

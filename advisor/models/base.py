@@ -4,23 +4,31 @@ unknown fields are an error (a typo in a workload or rule file must not pass sil
 The docstrings are read by `Documented` rather than pydantic's `use_attribute_docstrings`, which
 finds each class's source by walking the interpreter's frames and asking `inspect.getmodule` of
 each (a scan of every loaded module, per frame, per class), then parses the class again: a sixth
-of the start-up of every command. Here each module's source is read once, only each class's own
-lines are parsed, and the descriptions become ordinary `Field(description=...)` before pydantic
-collects the fields, so schemas, help texts and the TUI read exactly what they read before
+of the start-up of every command. Here the package's own models take their docstrings from
+advisor/data/model-docs.json, each source file's as parsed beside the SHA-256 of its text, while
+the file's text has that hash (`scripts/write_model_docs.py` writes it; a test fails when it is
+stale); any other class (a changed file, a model outside the package) has only its own lines
+parsed. The descriptions become ordinary `Field(description=...)` before pydantic collects the
+fields, so schemas, help texts and the TUI read exactly what they read before
 (tests/test_model_docs.py compares them with pydantic's own extraction)."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import inspect
+import json
+import os
 import re
 import sys
 import textwrap
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 
 def _docs_of(node: ast.ClassDef) -> dict[str, str]:
@@ -83,12 +91,78 @@ def _statement_at(indent: int) -> re.Pattern[str]:
     return re.compile(rf"^ {{0,{indent}}}[^ \n#)\]]", re.MULTILINE)
 
 
+#: The package's folder: model-docs.json holds its files by their path under it.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Every package file's class docstrings as parsed: {path under the package: {"sha256": ...,
+#: "classes": {qualname: {attribute: docstring}}}}.
+MODEL_DOCS = os.path.join(_PACKAGE, "data", "model-docs.json")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@functools.cache
+def _stored_docs() -> dict[str, Any]:
+    """MODEL_DOCS as loaded; empty when it is missing or not a JSON object (classes are then
+    parsed, only more slowly)."""
+    try:
+        with open(MODEL_DOCS, "rb") as f:
+            stored = json.loads(f.read())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return stored if isinstance(stored, dict) else {}
+
+
+def _is_docs(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+@functools.cache
+def _stored_file_docs(filename: str) -> dict[str, dict[str, str]] | None:
+    """Class qualname -> {attribute: docstring} of a package file as MODEL_DOCS holds it, when
+    it holds the file with the hash of its current text and in the shape written; else None."""
+    if not filename.startswith(_PACKAGE + os.sep):
+        return None
+    entry = _stored_docs().get(filename[len(_PACKAGE) + 1:].replace(os.sep, "/"))
+    if not isinstance(entry, dict) or not isinstance(entry.get("classes"), dict) \
+            or not all(_is_docs(docs) for docs in entry["classes"].values()):
+        return None
+    try:
+        with open(filename, "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return entry["classes"] if entry.get("sha256") == _digest(text) else None
+
+
+def model_docs_text(files: Iterable[str]) -> str:
+    """What advisor/data/model-docs.json holds for these package files (scripts/write_model_docs.py
+    names those defining a model): one line per file (a change is a one-line diff), each file's
+    classes as a parse of the whole file finds them (the classes documenting nothing left out)."""
+    lines = []
+    for path in sorted(set(files)):
+        classes = {k: v for k, v in _module_docstrings(path).items() if v}
+        with open(path, "rb") as f:
+            digest = _digest(f.read())
+        where = os.path.relpath(path, _PACKAGE).replace(os.sep, "/")
+        lines.append(f'{json.dumps(where)}: {{"sha256": "{digest}", "classes": '
+                     f'{json.dumps(classes, ensure_ascii=False)}}}')
+    return "{\n" + ",\n".join(sorted(lines)) + "\n}\n"
+
+
 def _class_docstrings(filename: str, qualname: str) -> dict[str, str]:
-    """{attribute: docstring} of one class. Only the class's own lines are parsed when they can
-    be told (the file's one `class NAME` line and the lines under it, up to the first statement
-    indented no deeper): a rule module is mostly functions, and parsing it whole for its
-    parameters' class was most of its import. Cut anywhere else (inside a bracket or a string
-    that goes on at the margin), the lines do not parse, and the whole file is parsed."""
+    """{attribute: docstring} of one class: as MODEL_DOCS holds it when it holds the file as it
+    is. Otherwise only the class's own lines are parsed when they can be told (the file's one
+    `class NAME` line and the lines under it, up to the first statement indented no deeper): a
+    rule module is mostly functions, and parsing it whole for its parameters' class was most of
+    its import. Cut anywhere else (inside a bracket or a string that goes on at the margin), the
+    lines do not parse, and the whole file is parsed."""
+    stored = _stored_file_docs(filename)
+    if stored is not None:
+        return stored.get(qualname, {})
     found = _class_starts(filename) if "<locals>" not in qualname else None
     if found is not None:
         text, starts = found
@@ -129,10 +203,11 @@ class Documented:
                     # rebuilds the field from the attributes set on it.
                     default.description = doc
                     default._attributes_set["description"] = doc
-            elif default is ...:
-                setattr(cls, name, Field(description=doc))
             else:
-                setattr(cls, name, Field(default=default, description=doc))
+                # What Field(default=..., description=...) returns, without Field's forty
+                # keyword arguments passed on unset (a tenth of a model's build, per field).
+                setattr(cls, name, FieldInfo(
+                    default=PydanticUndefined if default is ... else default, description=doc))
         for value in cls.__dict__.values():
             if isinstance(value, FieldInfo) and value.default_factory in _FAST_FACTORIES:
                 value.default_factory = _FAST_FACTORIES[value.default_factory]

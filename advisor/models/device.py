@@ -4,7 +4,8 @@ This is the contract between inspection (advisor.inspect) and everything that re
 rule engine, the scratch-device guard, the TUI, `devices --json`).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the models' annotations as
+# the objects they are, instead of evaluating each from its text (ForwardRef) as a class is built.
 
 import re
 from collections.abc import Callable, Mapping

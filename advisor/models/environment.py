@@ -1,7 +1,8 @@
 """The host the proposal is for: tool versions, memory, CPUs. Rules propose only what these
 allow."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the models' annotations as
+# the objects they are, instead of evaluating each from its text (ForwardRef) as a class is built.
 
 import math
 

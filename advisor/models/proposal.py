@@ -1,7 +1,8 @@
 """The advisor's answer: an mkfs.xfs command, mount options and an fstab line, every choice
 explained. A contract (`xfs-advisor --json`): fields may be added, never renamed."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the models' annotations as
+# the objects they are, instead of evaluating each from its text (ForwardRef) as a class is built.
 
 from typing import Any
 

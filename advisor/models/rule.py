@@ -4,7 +4,8 @@ Thresholds and tables live in `params` (checked against the decider's own parame
 data cannot express is the named Python function in `decide` (advisor.engine.registry).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the models' annotations as
+# the objects they are, instead of evaluating each from its text (ForwardRef) as a class is built.
 
 from typing import Any, Literal
 

@@ -1,7 +1,8 @@
 """Workload answers: what the device cannot tell. A contract: the same keys in TOML, JSON and as
 command-line flags; unknown keys are an error; every answer is optional (null = "don't know")."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the models' annotations as
+# the objects they are, instead of evaluating each from its text (ForwardRef) as a class is built.
 
 import re
 from typing import Any, ClassVar, Literal
@@ -111,7 +112,7 @@ class Storage(Model):
     _counts = field_validator("raid_data_disks", mode="before")(_count)
 
     @model_validator(mode="after")
-    def _geometry_pairs(self) -> Storage:
+    def _geometry_pairs(self) -> "Storage":
         if (self.raid_stripe_unit is None) != (self.raid_data_disks is None):
             raise ValueError("give raid_stripe_unit and raid_data_disks together")
         if self.raid_stripe_unit and self.raid_data_disks \
@@ -200,7 +201,7 @@ class Workload(Model):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> Workload:
+    def _consistent(self) -> "Workload":
         entries, files = self.largest_directory_entries, self.file_count
         if entries is not None and files is not None and entries > files:
             raise ValueError(
@@ -237,7 +238,7 @@ class Workload(Model):
         return target
 
     @model_validator(mode="after")
-    def _one_growth_key(self) -> Workload:
+    def _one_growth_key(self) -> "Workload":
         if self.eventual_size is not None and self.growth_factor is not None:
             raise ValueError("give eventual_size or growth_factor, not both")
         return self

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import tomllib
 from pathlib import Path
@@ -31,6 +30,8 @@ def _where(loc: tuple[int | str, ...]) -> str:
                 return f"[storage] {candidate}"
         if in_storage and name in top:
             return f"{name} at the top level, above [storage]"
+        import difflib  # here: only a misspelt key needs it, not every start
+
         close = difflib.get_close_matches(name, sorted(top | storage), n=1, cutoff=0.8)
         if close:
             return f"[storage] {close[0]}" if close[0] in storage else close[0]

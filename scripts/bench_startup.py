@@ -6,8 +6,11 @@ dry runs included) and `xfs-advisor devices --json`, beside peers measured in th
 
 Figures that a machine shared with other work moves little: CPU time (user + system, the
 command's children included: mkfs.xfs) and, with --callgrind, the instructions the Python process
-itself executes (valgrind; children not counted). Wall times are printed too, with the load
-average, and each command's figures as a ratio to `python -c pass` of the same run.
+itself executes (valgrind; children not counted). `devices --json` reads every process's
+/proc/PID/fd, so its count moves with the host's process count (+-10 M): `--callgrind 5` counts
+each command five times, interleaved with the baseline's, and gives the median and the range.
+Wall times are printed too, with the load average, and each command's figures as a ratio to
+`python -c pass` of the same run.
 
 Byte-code caches: an installed package has them (pip compiles at install); a checkout run with
 PYTHONDONTWRITEBYTECODE=1 (as in this project's sandbox) compiles every advisor module at every
@@ -18,7 +21,7 @@ With --baseline DIR (another checkout's top folder, e.g. `git archive main | tar
 same commands run from DIR's advisor package too (PYTHONPATH, same interpreter and packages), and
 each of ours is given as a ratio to it.
 
-    .venv/bin/python scripts/bench_startup.py [--device vda] [--runs 15] [--callgrind]
+    .venv/bin/python scripts/bench_startup.py [--device vda] [--runs 15] [--callgrind [N]]
                                               [--baseline DIR]
 """
 
@@ -79,8 +82,9 @@ def main() -> int:
     ap.add_argument("--device", help="a live device to inspect (read only; default: the first "
                     "disk in /sys/block that is not a loop, ram or zram device)")
     ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--callgrind", action="store_true",
-                    help="also count instructions with valgrind (about 10 s per command)")
+    ap.add_argument("--callgrind", type=int, nargs="?", const=1, default=0, metavar="N",
+                    help="also count instructions with valgrind, N times each, interleaved "
+                    "(about 10 s per command and time; default 1)")
     ap.add_argument("--baseline", metavar="DIR",
                     help="another checkout to compare with, in the same run")
     args = ap.parse_args()
@@ -127,16 +131,26 @@ def main() -> int:
     load_after = os.getloadavg()
     print(f"{args.runs} cold runs each, interleaved; load average {load_before[0]:.1f} before "
           f"(5 min: {load_before[1]:.1f}), {load_after[0]:.1f} after")
-    print(f"{'command':<41} {'wall ms':>8} {'min':>6} {'CPU ms':>7} {'CPU/peer':>8}"
-          + ("  instructions" if args.callgrind else ""))
-    counts: dict[str, int | None] = {}
-    for name, (argv, path) in commands.items():
+    seen: dict[str, list[int]] = {k: [] for k in commands}
+    for _ in range(args.callgrind):  # interleaved too: the process count moves them alike
+        for name, (argv, path) in commands.items():
+            n = instructions(argv, path)
+            if n is not None:
+                seen[name].append(n)
+    counts: dict[str, float | None] = {
+        k: statistics.median(v) if v else None for k, v in seen.items()}
+    heading = ("" if not args.callgrind else "  instructions" if args.callgrind == 1
+               else f"  instructions (median of {args.callgrind}, range)")
+    print(f"{'command':<41} {'wall ms':>8} {'min':>6} {'CPU ms':>7} {'CPU/peer':>8}{heading}")
+    for name in commands:
         wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
         line = (f"{name:<41} {wall:8.0f} {min(walls[name]):6.0f} {cpu:7.0f} "
                 f"{cpu / base_cpu:7.1f}x")
         if args.callgrind:
-            counts[name] = instructions(argv, path)
-            line += f"  {counts[name] / 1e6:,.0f}M" if counts[name] else "  (no valgrind)"
+            found = seen[name]
+            line += f"  {statistics.median(found) / 1e6:,.1f}M" if found else "  (no valgrind)"
+            if len(found) > 1:
+                line += f" ({min(found) / 1e6:,.1f}-{max(found) / 1e6:,.1f})"
         print(line)
     if args.baseline:
         for name in ours:
@@ -144,8 +158,9 @@ def main() -> int:
             ratio = statistics.median(cpus[name]) / statistics.median(cpus[base])
             wall_ratio = statistics.median(walls[name]) / statistics.median(walls[base])
             text = f"{name}: CPU {ratio:.2f}x, wall {wall_ratio:.2f}x the baseline's"
-            if counts.get(name) and counts.get(base):
-                text += f", instructions {counts[name] / counts[base]:.2f}x"  # type: ignore[operator]
+            ours_n, base_n = counts.get(name), counts.get(base)
+            if ours_n and base_n:
+                text += f", instructions {ours_n / base_n:.3f}x ({(ours_n - base_n) / 1e6:+,.1f}M)"
             print(text)
     print(f"(python -c pass: {base_wall:.0f} ms wall, {base_cpu:.0f} ms CPU in this run)")
     devices_ms = statistics.median(walls["devices --json"])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import get_args
 
 from advisor.models.device import Device
@@ -21,23 +20,31 @@ KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 Typed = int | bool | str
 
 
-@dataclass(frozen=True)
 class Change:
-    """A value a rule wants for its setting."""
+    """A value a rule wants for its setting. (Change, Outcome and Context are plain classes, not
+    dataclasses: making a dataclass compiles its methods at every start, ~3 M instructions.)"""
 
-    value: str
-    """Short value shown in the decision (`64k`, `agcount=32`, `noatime`)."""
-    options: list[str]
-    """mkfs flag/argument pairs (`["-n", "size=64k"]`) or mount options (`["noatime"]`): the
-    command line, not for other rules to read."""
-    reason: str
-    source: str = ""
-    """Where the value comes from, when later rules name it (the stripe: `answers`, `md0`)."""
-    values: Mapping[str, Typed] = field(default_factory=dict)
-    """The options' values, typed, by the name the option gives them (`su`, `sw`, `agsize`,
-    `size`, `logbsize`; a bare mount option like `noatime` is True): bytes for sizes, counts,
-    flags. Later rules read these (Context.decided), not the option text; the engine checks
-    that they say what `options` say (`check_values`)."""
+    __slots__ = ("options", "reason", "source", "value", "values")
+
+    def __init__(self, value: str, options: list[str], reason: str, source: str = "",
+                 values: Mapping[str, Typed] | None = None) -> None:
+        self.value = value
+        """Short value shown in the decision (`64k`, `agcount=32`, `noatime`)."""
+        self.options = options
+        """mkfs flag/argument pairs (`["-n", "size=64k"]`) or mount options (`["noatime"]`): the
+        command line, not for other rules to read."""
+        self.reason = reason
+        self.source = source
+        """Where the value comes from, when later rules name it (the stripe: `answers`, `md0`)."""
+        self.values: Mapping[str, Typed] = {} if values is None else values
+        """The options' values, typed, by the name the option gives them (`su`, `sw`, `agsize`,
+        `size`, `logbsize`; a bare mount option like `noatime` is True): bytes for sizes,
+        counts, flags. Later rules read these (Context.decided), not the option text; the
+        engine checks that they say what `options` say (`check_values`)."""
+
+    def __repr__(self) -> str:
+        return (f"Change(value={self.value!r}, options={self.options!r}, reason={self.reason!r}, "
+                f"source={self.source!r}, values={self.values!r})")
 
     def option_texts(self) -> dict[str, str]:
         """Each sub-option's text as the command line has it (`{"su": "64k", "sw": "4"}`;
@@ -70,41 +77,57 @@ def check_values(change: Change) -> str | None:
     return None
 
 
-@dataclass
 class Outcome:
     """What a decider says: a change, or why the default stays; and any warnings."""
 
-    change: Change | None = None
-    keep_reason: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    questions: dict[str, str] = field(default_factory=dict)
-    """Unanswered workload answers (their names) that would change this kept default -> what
-    each possible answer would give."""
-    applies: bool = True
-    """False when the rule does not apply at all (no growth planned, not a DAX device): a kept
-    default is then labelled with a rule that does, and its reason comes last."""
+    __slots__ = ("applies", "change", "keep_reason", "questions", "warnings")
+
+    def __init__(self, change: Change | None = None, keep_reason: str | None = None,
+                 warnings: list[str] | None = None, questions: dict[str, str] | None = None,
+                 applies: bool = True) -> None:
+        self.change = change
+        self.keep_reason = keep_reason
+        self.warnings: list[str] = [] if warnings is None else warnings
+        self.questions: dict[str, str] = {} if questions is None else questions
+        """Unanswered workload answers (their names) that would change this kept default ->
+        what each possible answer would give."""
+        self.applies = applies
+        """False when the rule does not apply at all (no growth planned, not a DAX device): a
+        kept default is then labelled with a rule that does, and its reason comes last."""
+
+    def __repr__(self) -> str:
+        return (f"Outcome(change={self.change!r}, keep_reason={self.keep_reason!r}, "
+                f"warnings={self.warnings!r}, questions={self.questions!r}, "
+                f"applies={self.applies!r})")
 
 
-@dataclass
 class Context:
-    device: Device
-    workload: Workload
-    env: Environment
-    geometry: MkfsGeometry
-    """What mkfs.xfs makes with the options decided so far: its defaults at first, measured
-    again (by the caller's dry run) after each mkfs setting that changes, so that every later
-    rule reads the AG count, AG size, log size and log stripe unit the proposal itself leads to
-    (a stripe from the answers makes 32 AGs, not 4; a 4 KiB log sector keeps a one-block log
-    stripe unit)."""
-    size: int
-    feature_sets: dict[str, FeatureSet] = field(default_factory=dict)
-    """xfsprogs' lts_*.conf feature sets, read by the caller (only when an older kernel must
-    mount the result: advisor.engine.rules.kernel_compat.target_kernel)."""
-    chosen: dict[str, Change] = field(default_factory=dict)
-    """The changes decided so far, by setting; read their values with `decided`."""
-    distribution_kernels: dict[str, str] = field(default_factory=dict)
-    """rhel8, ubuntu18.04... -> its kernel's upstream version (the kernel-compat rule's table),
-    so every rule reads a distribution name as the kernel it runs."""
+    """What every decider sees (see the module's docstring)."""
+
+    def __init__(self, device: Device, workload: Workload, env: Environment,
+                 geometry: MkfsGeometry, size: int,
+                 feature_sets: dict[str, FeatureSet] | None = None,
+                 chosen: dict[str, Change] | None = None,
+                 distribution_kernels: dict[str, str] | None = None) -> None:
+        self.device = device
+        self.workload = workload
+        self.env = env
+        self.geometry = geometry
+        """What mkfs.xfs makes with the options decided so far: its defaults at first, measured
+        again (by the caller's dry run) after each mkfs setting that changes, so that every
+        later rule reads the AG count, AG size, log size and log stripe unit the proposal itself
+        leads to (a stripe from the answers makes 32 AGs, not 4; a 4 KiB log sector keeps a
+        one-block log stripe unit)."""
+        self.size = size
+        self.feature_sets: dict[str, FeatureSet] = {} if feature_sets is None else feature_sets
+        """xfsprogs' lts_*.conf feature sets, read by the caller (only when an older kernel must
+        mount the result: advisor.engine.rules.kernel_compat.target_kernel)."""
+        self.chosen: dict[str, Change] = {} if chosen is None else chosen
+        """The changes decided so far, by setting; read their values with `decided`."""
+        self.distribution_kernels: dict[str, str] = ({} if distribution_kernels is None
+                                                     else distribution_kernels)
+        """rhel8, ubuntu18.04... -> its kernel's upstream version (the kernel-compat rule's
+        table), so every rule reads a distribution name as the kernel it runs."""
 
     def must_mount_version(self) -> tuple[int, int] | None:
         """The upstream version of the oldest kernel that must mount it (`must_mount_on_kernel`,

@@ -9,7 +9,6 @@ proposal, gated by a real `mkfs.xfs -N`."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from advisor.engine.context import Change, Context, check_values
 from advisor.engine.registry import DECIDERS
@@ -31,15 +30,24 @@ from advisor.system.argv import merge_options, pairs_only
 POLICY_RULE = "keep-defaults"
 
 
-@dataclass(frozen=True)
 class Draft:
-    """The engine's answer, before the dry run that gates it."""
+    """The engine's answer, before the dry run that gates it. (A plain class, not a dataclass:
+    making a frozen dataclass compiles its methods at every start.)"""
 
-    decisions: list[Decision]
-    warnings: list[ProposalWarning]
-    mkfs_options: list[str]
-    mount_options: list[str]
-    questions: list[Question]
+    __slots__ = ("decisions", "mkfs_options", "mount_options", "questions", "warnings")
+
+    def __init__(self, decisions: list[Decision], warnings: list[ProposalWarning],
+                 mkfs_options: list[str], mount_options: list[str],
+                 questions: list[Question]) -> None:
+        self.decisions = decisions
+        self.warnings = warnings
+        self.mkfs_options = mkfs_options
+        self.mount_options = mount_options
+        self.questions = questions
+
+    def __repr__(self) -> str:
+        return (f"Draft(mkfs_options={self.mkfs_options!r}, "
+                f"mount_options={self.mount_options!r}, {len(self.decisions)} decisions)")
 
 
 #: The caller's `mkfs.xfs -N` of a list of options: the geometry mkfs.xfs makes with them.

@@ -5,7 +5,6 @@ log stripe unit), so the order matters."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 from advisor.engine.context import mkfs_size
@@ -23,13 +22,22 @@ def _fixed(text: str) -> DefaultText:
     return lambda g, env: text
 
 
-@dataclass(frozen=True)
 class Setting:
-    name: str
-    kind: SettingKind
-    changeable_later: str
-    default: DefaultText
-    """The default's text, shown beside a kept or changed value."""
+    """One setting the engine decides. (A plain class, not a dataclass: making a frozen
+    dataclass compiles its methods at every start.)"""
+
+    __slots__ = ("changeable_later", "default", "kind", "name")
+
+    def __init__(self, name: str, kind: SettingKind, changeable_later: str,
+                 default: DefaultText) -> None:
+        self.name = name
+        self.kind = kind
+        self.changeable_later = changeable_later
+        self.default = default
+        """The default's text, shown beside a kept or changed value."""
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r}, {self.kind!r}, {self.changeable_later!r})"
 
 
 def _features(g: MkfsGeometry, env: Environment) -> str:

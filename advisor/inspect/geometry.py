@@ -9,7 +9,6 @@ for filesystems under 1 GiB.
 from __future__ import annotations
 
 from advisor.models.device import StripeGeometry, reports_nothing
-from advisor.models.units import format_size
 
 #: mkfs.xfs ignores device geometry for filesystems smaller than this.
 MIN_FS_FOR_GEOMETRY = 1 << 30
@@ -27,6 +26,10 @@ def mkfs_detected_stripe(
     """The geometry mkfs.xfs 6.1 would take from a device reporting these limits (pure)."""
     if reports_nothing(min_io, opt_io, logical_sector, physical_sector):
         return StripeGeometry(source="none")
+    # here: a scan of plain disks never formats a size, and advisor.models.units costs ~9 M
+    # instructions to import
+    from advisor.models.units import format_size
+
     unit, width = min_io or 0, opt_io or 0
     seen = f"min io {format_size(unit)}, opt io {format_size(width)}" if width else \
         f"min io {format_size(unit)}, no opt io"

@@ -12,7 +12,6 @@ from advisor.inspect import geometry
 from advisor.inspect.specs import SYSFS, FactInt, FactStr, make_fact
 from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
-from advisor.models.units import format_size
 from advisor.system.sysroot import SysRoot
 
 
@@ -70,6 +69,8 @@ def _md_origin(dev: dict[str, Any]) -> tuple[tuple[int, int], str] | None:
     found = geometry.md_stripe(md.chunk_bytes.value, md.data_disks.value)
     if found is None:
         return None
+    from advisor.models.units import format_size  # here: only an md array needs it
+
     unit = found[0]
     label = (f"{dev['name']} (md {md.level.value}, {md.raid_disks.value} disks, "
              f"chunk {format_size(unit)})")

@@ -10,7 +10,6 @@ mounted on /srv`), and `advice`, what to do about it, for the proposal's warning
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from advisor.models.device import Device
@@ -23,20 +22,31 @@ OBSTACLE_KINDS: tuple[ObstacleKind, ...] = ("mounted", "swap", "held", "looped",
                                             "data", "read-only", "zoned", "misaligned")
 
 
-@dataclass(frozen=True)
 class Obstacle:
-    """One thing that stands in the way of formatting a device, or makes the result worse."""
+    """One thing that stands in the way of formatting a device, or makes the result worse. (A
+    plain class, not a dataclass: making a frozen dataclass compiles its methods at every
+    start.)"""
 
-    kind: ObstacleKind
-    blocks: bool
-    """True: formatting would destroy something in use, or cannot work (the guard refuses); False:
-    it can be formatted, but the result suffers (a misaligned start, a host-aware zoned drive)."""
-    badge: str
-    """A few words for a device list (`mounted /srv`, `held by dm-0`, `holds xfs`)."""
-    says: str
-    """The words after the device's name (`is mounted on /srv`)."""
-    advice: str
-    """What to do about it, for a warning (`unmount it first: mkfs.xfs destroys what is on it`)."""
+    __slots__ = ("advice", "badge", "blocks", "kind", "says")
+
+    def __init__(self, kind: ObstacleKind, blocks: bool, badge: str, says: str,
+                 advice: str) -> None:
+        self.kind = kind
+        self.blocks = blocks
+        """True: formatting would destroy something in use, or cannot work (the guard refuses);
+        False: it can be formatted, but the result suffers (a misaligned start, a host-aware
+        zoned drive)."""
+        self.badge = badge
+        """A few words for a device list (`mounted /srv`, `held by dm-0`, `holds xfs`)."""
+        self.says = says
+        """The words after the device's name (`is mounted on /srv`)."""
+        self.advice = advice
+        """What to do about it, for a warning (`unmount it first: mkfs.xfs destroys what is on
+        it`)."""
+
+    def __repr__(self) -> str:
+        return (f"Obstacle({self.kind!r}, {self.blocks!r}, {self.badge!r}, {self.says!r}, "
+                f"{self.advice!r})")
 
     def sentence(self, subject: str) -> str:
         """`subject says: advice`, the proposal's warning."""

@@ -8,7 +8,6 @@ answers, then gates the engine's draft with a real dry run. Tests hand the engin
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import errno
 import functools
@@ -16,6 +15,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -279,6 +279,31 @@ def feature_sets(env: Environment) -> dict[str, FeatureSet]:
 AHEAD_THREADS = "mkfs-defaults"
 
 
+class _Ahead(threading.Thread):
+    """One dry run in its own thread; `result` waits for it and raises its error in the
+    caller's thread. (A plain thread: concurrent.futures imports logging, which a proposal has
+    no other use for: 12 M instructions of its start.)"""
+
+    def __init__(self, work: functools.partial[Check]) -> None:
+        super().__init__(name=AHEAD_THREADS)
+        self._work = work
+        self._check: Check | None = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._check = self._work()
+        except BaseException as e:  # raised again by result(), in the caller's thread
+            self._error = e
+
+    def result(self) -> Check:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._check is not None
+        return self._check
+
+
 class HostMkfs:
     """The host's mkfs.xfs, as the advice needs it. Each answer is kept for the life of the
     object (one proposal): the engine's last dry run, after the last mkfs setting, has the same
@@ -287,7 +312,7 @@ class HostMkfs:
 
     def __init__(self) -> None:
         self._checked: dict[tuple[str, int | None, bool, tuple[str, ...]], Check] = {}
-        self._ahead: dict[str, concurrent.futures.Future[Check]] = {}
+        self._ahead: dict[str, _Ahead] = {}
 
     def _dry_run(self, device: Device, options: Sequence[str], defaults: bool) -> Check:
         key = (device.path, device.size_bytes.value, defaults, tuple(options))
@@ -297,9 +322,9 @@ class HostMkfs:
 
     def defaults_ahead(self, device: Device) -> None:
         """Start the dry run of the defaults in a thread (mkfs.xfs runs while Python works)."""
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=AHEAD_THREADS)
-        self._ahead[device.path] = pool.submit(self._dry_run, device, [], True)
-        pool.shutdown(wait=False)
+        ahead = _Ahead(functools.partial(self._dry_run, device, [], True))
+        ahead.start()
+        self._ahead[device.path] = ahead
 
     def defaults(self, device: Device) -> Check:
         """What mkfs.xfs makes on this device with no options."""

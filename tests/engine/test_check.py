@@ -82,6 +82,24 @@ def test_unknown_size_is_a_device_problem() -> None:
         dry_run(device(0), [])
 
 
+def test_a_dry_run_ahead_raises_its_error_in_the_caller() -> None:
+    """The defaults asked ahead run in a thread named for advisor.fleet's wait; what fails there
+    (a device too small for mkfs.xfs) is raised by defaults(), in the caller's thread."""
+    import threading
+
+    from advisor.system.mkfs import AHEAD_THREADS, HostMkfs
+
+    host = HostMkfs()
+    host.defaults_ahead(device(1 << 20))
+    assert host._ahead["/dev/sdx"].name.startswith(AHEAD_THREADS)
+    with pytest.raises(DeviceProblem, match="rejects a filesystem of this device"):
+        host.defaults(device(1 << 20))
+    assert not any(t.name.startswith(AHEAD_THREADS) for t in threading.enumerate())
+    ok = HostMkfs()
+    ok.defaults_ahead(device(10 * GiB))
+    assert ok.defaults(device(10 * GiB)).geometry.agcount >= 4
+
+
 def test_one_dry_run_per_distinct_option_set(monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate on the whole draft is the engine's last dry run (same options): mkfs.xfs runs
     once for the defaults, once per changed mkfs setting, and not again for the gate; asked

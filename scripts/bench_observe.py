@@ -346,6 +346,21 @@ def _counting(pid: int) -> bool:
         return False
 
 
+def counting_perf(label: str, command: list[str]) -> subprocess.Popen[str]:
+    """`command` (a perf stat or record) started in its own session (so that _stop can end it
+    and its sleep together), returned once it counts."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not _counting(proc.pid):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                _stop(proc, group=True)
+            raise SystemExit(f"{label}: perf did not start counting")
+        time.sleep(0.005)
+    return proc
+
+
 def observed_job(jobfile: Path, mnt: Path, mode: str,
                  baseline: Path | None) -> tuple[float, float, float, float]:
     """The job under one mode, PAUSE seconds after its observer counts: (wall seconds, job CPU
@@ -371,14 +386,8 @@ def observed_job(jobfile: Path, mnt: Path, mode: str,
                 proc.stderr.close()
         return wall, cpu, own, during
     data = mnt.parent / "observer.data"
-    proc = subprocess.Popen(_perf_command(mode, mnt, data), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    proc = counting_perf(mode, _perf_command(mode, mnt, data))
     try:
-        deadline = time.monotonic() + 30
-        while not _counting(proc.pid):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{mode}: perf did not start counting")
-            time.sleep(0.005)
         time.sleep(PAUSE)
         before = tree_cpu(proc.pid)
         wall, cpu = run_job(jobfile)

@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +98,7 @@ def main() -> int:
         order = random.Random(args.seed)
         for _ in range(args.rounds):
             for arm in order.sample(arms, len(arms)):
-                perf = _counting_perf(bench, arm, commands[arm]) if arm in commands else None
+                perf = bench.counting_perf(arm, commands[arm]) if arm in commands else None
                 try:
                     loop = subprocess.Popen([sys.executable, "-c", LOOP, str(target),
                                              str(args.chmods)])
@@ -115,26 +114,21 @@ def main() -> int:
     print(f"{args.rounds} rounds of {args.chmods:,} chmods, load average "
           f"{os.getloadavg()[0]:.1f}; alone {statistics.median(alone):,.0f} ns of CPU per "
           "chmod (one transaction each)")
-    print("more CPU per transaction, ns, mean [95% interval]:")
+    _print_arms(bench, "more CPU per transaction", ns, arms, alone)
+    return 0
+
+
+def _print_arms(bench: Any, title: str, ns: dict[str, list[float]], arms: list[str],
+                alone: list[float]) -> None:
+    """Each arm's ns more than the rounds' two runs alone, mean [95% interval], after the
+    noise (alone against alone)."""
+    print(f"{title}, ns, mean [95% interval]:")
     noise = [q - p for p, q in zip(ns["alone"], ns["alone-2"], strict=True)]
     mean, low, high = bench.interval(noise)
     print(f"  alone against alone (noise): {mean:+,.0f} [{low:+,.0f}, {high:+,.0f}]")
     for arm in arms[2:]:
         mean, low, high = bench.interval([c - a for c, a in zip(ns[arm], alone, strict=True)])
         print(f"  {arm}: {mean:+,.0f} [{low:+,.0f}, {high:+,.0f}]")
-    return 0
-
-
-def _counting_perf(bench: Any, arm: str, command: list[str]) -> subprocess.Popen[str]:
-    """`command` (a perf stat or record) started in its own session, once it counts."""
-    perf = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, text=True)
-    deadline = time.monotonic() + 30
-    while not bench._counting(perf.pid):
-        if perf.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"{arm}: perf did not start counting")
-        time.sleep(0.005)
-    return perf
 
 
 def allocations(args: argparse.Namespace, agcount: int) -> None:
@@ -163,7 +157,7 @@ def allocations(args: argparse.Namespace, agcount: int) -> None:
         order = random.Random(args.seed)
         for _ in range(args.rounds):
             for arm in order.sample(arms, len(arms)):
-                perf = _counting_perf(bench, arm, commands[arm]) if arm in commands else None
+                perf = bench.counting_perf(arm, commands[arm]) if arm in commands else None
                 before = _extents(stats)
                 try:
                     loop = subprocess.Popen([sys.executable, "-c", ALLOCATE, str(mnt / "f"),
@@ -181,13 +175,7 @@ def allocations(args: argparse.Namespace, agcount: int) -> None:
     print(f"agcount {agcount}: {args.rounds} rounds of {args.extents:,} extent allocations, "
           f"load average {os.getloadavg()[0]:.1f}; alone {statistics.median(alone):,.0f} ns "
           "of CPU per extent allocated")
-    print("more CPU per extent allocated, ns, mean [95% interval]:")
-    noise = [q - p for p, q in zip(ns["alone"], ns["alone-2"], strict=True)]
-    mean, low, high = bench.interval(noise)
-    print(f"  alone against alone (noise): {mean:+,.0f} [{low:+,.0f}, {high:+,.0f}]")
-    for arm in arms[2:]:
-        mean, low, high = bench.interval([c - a for c, a in zip(ns[arm], alone, strict=True)])
-        print(f"  {arm}: {mean:+,.0f} [{low:+,.0f}, {high:+,.0f}]")
+    _print_arms(bench, "more CPU per extent allocated", ns, arms, alone)
     per_ag = [c - o for c, o in zip(ns[arms[3]], ns[arms[2]], strict=True)]
     mean, low, high = bench.interval(per_ag)
     print(f"  per AG against once, same rounds: {mean:+,.0f} [{low:+,.0f}, {high:+,.0f}]")

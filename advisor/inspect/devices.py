@@ -11,6 +11,7 @@ and udev probes (advisor.inspect.probes).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -55,29 +56,23 @@ def inspect_with_probes(root: SysRoot, *, probe: bool = True,
                         users: bool = False) -> tuple[Inventory, Probes]:
     """inspect_devices, also returning the live-only probe results it used (for capture)."""
     used: list[Probes] = []
-    devices = list(iter_devices(root, probe=probe, fields=fields, probes_used=used, users=users))
+    with _collector_paused():
+        devices = list(_inspect(root, probe=probe, needed=fields_needed(fields),
+                                probes_used=used, users=users))
     inventory = Inventory(schema_version=SCHEMA_VERSION, sysroot=str(root.root),
                           live=root.live, devices=devices)
     return inventory, used[0]
 
 
-def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | None = None,
-                 probes_used: list[Probes] | None = None, users: bool = False
-                 ) -> Iterator[Device]:
-    """inspect_devices' devices one at a time, in the same order, for a caller that writes each
-    and lets it go (`devices --json` of a host with 100,000 devices: keeping them all and their
-    JSON as well would double the memory). The facts read are kept (specs.Held) until the last
-    device is made (a device's stripe and storage hint come from the devices below it); each
-    device's Facts are made when it is, and let go with it. `probes_used` receives the probe
-    results, before the first device."""
-    # A scan allocates hundreds of thousands of small objects and frees none of them: the cyclic
-    # collector would walk them again and again for nothing (a quarter of a SAN host's scan).
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a scan (back on after, if it was): a scan allocates
+    hundreds of thousands of small objects and frees none of them, and the collector would walk
+    them again and again for nothing (a quarter of a SAN host's scan)."""
     paused = gc.isenabled()
     gc.disable()
     try:
-        yield from _inspect(root, probe=probe, needed=fields_needed(fields),
-                            probes_used=probes_used if probes_used is not None else [],
-                            users=users)
+        yield
     finally:
         if paused:
             gc.enable()
@@ -86,14 +81,16 @@ def iter_devices(root: SysRoot, *, probe: bool = True, fields: frozenset[str] | 
 def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bool = True,
                   fields: frozenset[str] | None = None, users: bool = False,
                   separator: bytes = b"") -> Generator[bytes, None, None]:
-    """render(device) of iter_devices' devices, in the same order, joined by `separator` a
+    """render(device) of inspect_devices' devices, in the same order, joined by `separator` a
     piece of devices at a time (`devices --json`: each device's JSON). On a large host the
     devices are made and rendered on two CPUs (parallel.in_order): after the read, making and
     writing 100,000 devices is a third of the scan, on one CPU. Everything is read before the
-    first piece is given (a vanished device is DeviceProblem then, and nothing is written)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    first piece is given (a vanished device is DeviceProblem then, and nothing is written).
+    The facts read are kept (specs.Held) until the last device is made (a device's stripe and
+    storage hint come from the devices below it); each device's Facts are made when it is, and
+    let go with it: on a host with 100,000 devices the Device objects and their JSON are never
+    all held at once."""
+    with _collector_paused():
         scan = _Scan(root, probe=probe, needed=fields_needed(fields), probes_used=[],
                      users=users)
         for f in scan.order:  # what each passes up, first: a piece is made without the others
@@ -103,9 +100,6 @@ def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bo
             return separator.join([render(scan.device(f)) for f in devices])
 
         yield from parallel.in_order(root, scan.order, piece)
-    finally:
-        if paused:
-            gc.enable()
 
 
 class _Scan:
@@ -194,15 +188,10 @@ def inspect_one(root: SysRoot, name: str) -> Device | None:
     if found is None:
         return None
     kernel_name, subset = found
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with _collector_paused():
         for dev in _inspect(root, probe=True, needed=None, probes_used=[], entries=subset):
             if dev.name == kernel_name:
                 return dev
-    finally:
-        if paused:
-            gc.enable()
     return None  # not listed (empty, or a RAM disk): the full scan says so
 
 

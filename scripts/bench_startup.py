@@ -147,8 +147,8 @@ def main() -> int:
         line = (f"{name:<41} {wall:8.0f} {min(walls[name]):6.0f} {cpu:7.0f} "
                 f"{cpu / base_cpu:7.1f}x")
         if args.callgrind:
-            found = seen[name]
-            line += f"  {statistics.median(found) / 1e6:,.1f}M" if found else "  (no valgrind)"
+            found, count = seen[name], counts[name]
+            line += f"  {count / 1e6:,.1f}M" if count is not None else "  (no valgrind)"
             if len(found) > 1:
                 line += f" ({min(found) / 1e6:,.1f}-{max(found) / 1e6:,.1f})"
         print(line)

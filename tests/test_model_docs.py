@@ -154,11 +154,7 @@ def test_the_stored_model_docs_are_current() -> None:
     """advisor/data/model-docs.json holds the class docstrings of every package file that defines
     a model, with the hash of its current text, so that no model parses its source at start."""
     script = Path(__file__).resolve().parent.parent / "scripts" / "write_model_docs.py"
-    spec = importlib.util.spec_from_file_location("write_model_docs", script)
-    assert spec is not None and spec.loader is not None
-    writer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(writer)
-    files = writer.model_files()
+    files = _load(script).model_files()
     assert Path(base.MODEL_DOCS).read_text(encoding="utf-8") == base.model_docs_text(files), (
         "advisor/data/model-docs.json is stale: .venv/bin/python scripts/write_model_docs.py")
     stored = json.loads(Path(base.MODEL_DOCS).read_text(encoding="utf-8"))

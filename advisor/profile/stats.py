@@ -220,6 +220,14 @@ class Reservoir(Generic[T]):
             self.take(item)
         self._seen += 1
 
+    def fill(self, items: list[T]) -> None:
+        """take() each of `items`, the stream's items from `next_index` on, while the sample is
+        not full after them: fewer than `limit` - len(`self.items`) (they draw nothing)."""
+        if items and len(items) >= self.limit - len(self.items):
+            raise ValueError("fill would fill the sample: the last item goes through take")
+        self.items += items
+        self.next_index += len(items)
+
     def take(self, item: T) -> None:
         """Take the item at `next_index` (the caller counts the stream) and draw the next one.
 

@@ -735,6 +735,11 @@ class Walker:
         if population <= sample.next_index < end:
             offered = (list(compress(chunk, map(_FILE_OR_DIRECTORY.__contains__, kinds)))
                        if symlinks else chunk)
+            room = sample.limit - len(sample.items)
+            if room > 1:  # not full yet, it takes every item: all at once but the one filling it
+                start = sample.next_index - population
+                sample.fill([prefix + entry.name
+                             for entry in offered[start:min(start + room - 1, end - population)]])
             while population <= sample.next_index < end:
                 sample.take(prefix + offered[sample.next_index - population].name)
         return (end, files, directories, symlinks, sum(file_sizes), sum(blocks) * 512, sparse)

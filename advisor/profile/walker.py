@@ -32,7 +32,6 @@ import contextlib
 import errno
 import mmap
 import os
-import pickle
 import random
 import select
 import signal
@@ -332,6 +331,9 @@ class Walker:
         """Walk `groups` of directories in this process and a forked one, each claiming the
         next group from a pipe when done with the last; merge what the other measured. Whether
         the other was cut short (Ctrl-C reaches both; a second one abandons its half)."""
+        # Here, not with the module: a walk that is not shared (a small tree, one CPU) does not
+        # pay for it (a millisecond or two). Before the fork, so that both processes have it.
+        import pickle  # noqa: F401
         claims_out, claims_in = os.pipe()
         try:
             os.write(claims_in, b"".join(_CLAIM.pack(i) for i in range(len(groups))))
@@ -397,6 +399,8 @@ class Walker:
         """The forked process: walk what it claims, send its figures, and end (never return
         into the caller's code, nor run its exit handlers). It ends with `parent` too. The
         ending signals and STOP_HALF are held until its handlers are in place (then `mask`)."""
+        import pickle  # imported already, by _walk_shared
+
         code = 1
         walking = True
 
@@ -454,6 +458,8 @@ class Walker:
     def _receive(self, fd: int, pid: int) -> tuple[_Half | None, bool]:
         """The forked process's half (None when it sent none whole), and whether Ctrl-C came
         meanwhile; the progress goes on while it walks."""
+        import pickle  # imported already, by _walk_shared
+
         chunks: list[bytes] = []
         interrupted = False
         while True:

@@ -7,14 +7,24 @@
 Builds FILES empty files in /tmp (10 top directories, each 100 directories of FILES/1000 files),
 so that one top directory holds a tenth of the tree. Both tools walk the whole tree and one top
 directory, alternating, RUNS times each after a warm-up; the report gives the best wall time and
-the least CPU time (user + system, the forked process of a shared walk included) of each, side by
-side with their ratios (goal: profile at most 1.2x du's time), the ratios of every du/profile pair,
-and the peak RSS (goal: the same at a tenth and at the whole tree), with the load average before
-and after. CPU time moves less than wall time when other processes want the CPUs: wall time then
-also counts the waits for a CPU, and the two processes of a shared walk run one after the other.
-With --baseline DIR (a checkout of an earlier version) its `profile` runs too, in the same
-alternation, from DIR's advisor package. The tree is deleted at the end, also on failure or
-Ctrl-C.
+the least CPU time (user + system, the forked process of a shared walk included; the user and
+system time of that run below it) of each, side by side with their ratios (goal: profile at most
+1.2x du's time), the ratios of every du/profile pair, and the peak RSS (goal: the same at a tenth
+and at the whole tree), with the load average before and after. CPU time moves less than wall
+time when other processes want the CPUs: wall time then also counts the waits for a CPU, and the
+two processes of a shared walk run one after the other. With --baseline DIR (a checkout of an
+earlier version) its `profile` runs too, in the same alternation, from DIR's advisor package. The
+tree is deleted at the end, also on failure or Ctrl-C.
+
+Beside them, in the same alternation, Python's floor: the least a Python walk of the tree costs,
+a bare loop that lists each directory by descriptor (os.scandir) and stats each entry once
+(DirEntry.stat, a chunk at a time through map, as the walker does), nothing else but finding the
+subdirectories; started as `python -c`, without the advisor's imports. Its CPU time against du's
+is the ratio no walk in Python can go below: the kernel's work is du's (the same fstatat per
+entry), and Python adds the objects of each entry (a DirEntry, a stat_result with its fields).
+
+Each tree's advisor package is compiled first (python -m compileall), as an installed one is:
+with PYTHONDONTWRITEBYTECODE set and no __pycache__, every start would compile its modules.
 
 Processes are timed here directly (GNU time gives their peak RSS), not through
 advisor.system.runner: the script measures processes, it is not part of the advisor.
@@ -32,10 +42,32 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TOP_DIRECTORIES = 10
 DIRECTORIES_PER_TOP = 100
+
+#: Python's floor (see the module's docstring): prints the entries it saw, the root included. The
+#: generated tree has no symlinks, so DirEntry.stat (which follows them) stats each entry itself.
+FLOOR = """
+import os, stat, sys
+from itertools import compress, islice
+from operator import itemgetter
+lstat, mode = os.DirEntry.stat, itemgetter(0)
+stack, entries = [sys.argv[1]], 1
+while stack:
+    path = stack.pop()
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    with os.scandir(fd) as listing:
+        while chunk := list(islice(listing, 512)):
+            entries += len(chunk)
+            stats = list(map(lstat, chunk))
+            stack.extend([path + "/" + entry.name for entry in
+                          compress(chunk, map(stat.S_ISDIR, map(mode, stats)))])
+    os.close(fd)
+print(entries)
+"""
 
 
 def build_tree(root: Path, files: int) -> int:
@@ -51,9 +83,10 @@ def build_tree(root: Path, files: int) -> int:
     return made
 
 
-def measure(argv: list[str], tree: Path = REPO) -> tuple[float, int, str, float]:
-    """Wall seconds, peak RSS in KiB, stdout and CPU seconds (user + system: what a busy machine
-    moves least) of one run.
+def measure(argv: list[str], tree: Path = REPO
+            ) -> tuple[float, int, str, float, float, float]:
+    """Wall seconds, peak RSS in KiB, stdout, CPU seconds (user + system: what a busy machine
+    moves least), user seconds and system seconds of one run.
 
     The peak RSS comes from GNU time when it is installed: a child forked straight from this
     Python process would report this process's size as its own peak."""
@@ -67,17 +100,35 @@ def measure(argv: list[str], tree: Path = REPO) -> tuple[float, int, str, float]
                               env={**os.environ, "PYTHONPATH": str(tree)})
         elapsed = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
         peak = int(rss_file.read().split()[-1]) if gnu_time.exists() else 0
     if proc.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({proc.returncode}): "
                          f"{proc.stderr.decode(errors='replace')}")
-    return elapsed, peak, proc.stdout.decode(), cpu
+    return elapsed, peak, proc.stdout.decode(), user + system, user, system
 
 
-def best(runs: list[tuple[float, int, str, float]]) -> tuple[float, float]:
-    """The least wall time and the least CPU time of `runs` (each may come from another run)."""
-    return round(min(r[0] for r in runs), 3), round(min(r[3] for r in runs), 3)
+def best(runs: list[tuple[float, int, str, float, float, float]]
+         ) -> tuple[float, float, float, float]:
+    """The least wall time and the least CPU time of `runs` (each may come from another run),
+    and the user and system time of the run with the least CPU time."""
+    least = min(runs, key=lambda r: r[3])
+    return (round(min(r[0] for r in runs), 3), round(least[3], 3), round(least[4], 3),
+            round(least[5], 3))
+
+
+def compile_package(tree: Path) -> None:
+    """Write the bytecode of `tree`'s advisor package, as an installed package has it."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "advisor")],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def _cell(r: dict[str, Any], tool: str, key: str, ratio: str | None, width: int) -> str:
+    """`tool`'s figure of `key` in result `r`, with its ratio to du's when `ratio` names it."""
+    shown = f"{r[tool + '_' + key]:>{width}.2f}"
+    if ratio is None:
+        return shown + " " * 7
+    return shown + f" {r[ratio if tool == 'profile' else tool + '_' + ratio]:>5.2f}x"
 
 
 def main() -> int:
@@ -92,6 +143,9 @@ def main() -> int:
     baseline = args.baseline.resolve() if args.baseline else None
     load_before = os.getloadavg()[0]
 
+    for tree in (REPO, baseline):
+        if tree is not None:
+            compile_package(tree)
     root = Path(tempfile.mkdtemp(prefix="bench-profile-", dir=args.parent))
     try:
         t0 = time.perf_counter()
@@ -103,29 +157,42 @@ def main() -> int:
         for label, target in (("tenth", root / "t00"), ("whole", root)):
             du_argv = ["du", "-s", "--inodes", str(target)]
             profile_argv = [sys.executable, "-m", "advisor", "profile", "--json", str(target)]
+            floor_argv = [sys.executable, "-c", FLOOR, str(target)]
             measure(du_argv)  # warm the dentry and inode caches
-            du_runs, profile_runs, base_runs = [], [], []
+            du_runs, profile_runs, floor_runs, base_runs = [], [], [], []
             inodes = 0
             for _ in range(args.runs):
                 du_runs.append(measure(du_argv))
                 profile_runs.append(measure(profile_argv))
+                floor_runs.append(measure(floor_argv))
                 if baseline is not None:
                     base_runs.append(measure(profile_argv, baseline))
                 inodes = int(du_runs[-1][2].split()[0])
                 doc = json.loads(profile_runs[-1][2])
                 if doc["inodes"] != inodes:
                     raise SystemExit(f"profile counted {doc['inodes']} inodes, du {inodes}")
+                if int(floor_runs[-1][2]) != inodes:
+                    raise SystemExit(f"the floor loop saw {floor_runs[-1][2].strip()} entries, "
+                                     f"du {inodes}")
             # Best of RUNS: on a shared machine a busy neighbour or a dropped cache only ever
             # adds time, so the fastest run is the one closest to "warm cache, quiet machine".
-            du_s, du_cpu = best(du_runs)
-            profile_s, profile_cpu = best(profile_runs)
-            base_s, base_cpu = best(base_runs) if base_runs else (None, None)
+            du_s, du_cpu, du_user, du_system = best(du_runs)
+            profile_s, profile_cpu, profile_user, profile_system = best(profile_runs)
+            floor_s, floor_cpu, floor_user, floor_system = best(floor_runs)
+            base_s, base_cpu, base_user, base_system = (best(base_runs) if base_runs
+                                                        else (None, None, None, None))
             results.append({
                 "tree": label, "inodes": inodes,
                 "du_seconds": du_s, "profile_seconds": profile_s,
                 "ratio": round(profile_s / du_s, 2),
                 "du_cpu_seconds": du_cpu, "profile_cpu_seconds": profile_cpu,
                 "cpu_ratio": round(profile_cpu / max(du_cpu, 1e-3), 2),
+                "du_user_seconds": du_user, "du_system_seconds": du_system,
+                "profile_user_seconds": profile_user, "profile_system_seconds": profile_system,
+                "floor_seconds": floor_s, "floor_cpu_seconds": floor_cpu,
+                "floor_ratio": round(floor_s / du_s, 2),
+                "floor_cpu_ratio": round(floor_cpu / max(du_cpu, 1e-3), 2),
+                "floor_user_seconds": floor_user, "floor_system_seconds": floor_system,
                 "paired_ratios": [round(p[0] / d[0], 2)
                                   for d, p in zip(du_runs, profile_runs, strict=True)],
                 "paired_cpu_ratios": [round(p[3] / max(d[3], 1e-3), 2)
@@ -139,6 +206,7 @@ def main() -> int:
                 "baseline_ratio": round(base_s / du_s, 2) if base_s else None,
                 "baseline_cpu_ratio": round(base_cpu / max(du_cpu, 1e-3), 2) if base_cpu else None,
                 "baseline_peak_rss_kib": max(r[1] for r in base_runs) if base_runs else None,
+                "baseline_user_seconds": base_user, "baseline_system_seconds": base_system,
             })
     finally:
         t0 = time.perf_counter()
@@ -153,14 +221,15 @@ def main() -> int:
         return 0
     print(f"load average: {load['before']} before, {load['after']} after")
     print(f"{'tree':<6} {'inodes':>10} {'':<9} {'du':>7} {'profile':>8} {'ratio':>6}"
-          + (f" {'baseline':>9} {'ratio':>6}" if baseline else ""))
+          f" {'floor':>7} {'ratio':>6}" + (f" {'baseline':>9} {'ratio':>6}" if baseline else ""))
     for r in results:
-        for what, key in (("wall s", "seconds"), ("CPU s", "cpu_seconds")):
-            ratio = "ratio" if key == "seconds" else "cpu_ratio"
+        for what, key, ratio in (("wall s", "seconds", "ratio"),
+                                 ("CPU s", "cpu_seconds", "cpu_ratio"),
+                                 ("  user", "user_seconds", None),
+                                 ("  system", "system_seconds", None)):
             print(f"{r['tree']:<6} {r['inodes']:>10,} {what:<9} {r['du_' + key]:>7.2f} "
-                  f"{r['profile_' + key]:>8.2f} {r[ratio]:>5.2f}x"
-                  + (f" {r['baseline_' + key]:>9.2f} {r['baseline_' + ratio]:>5.2f}x"
-                     if baseline else ""))
+                  f"{_cell(r, 'profile', key, ratio, 8)} {_cell(r, 'floor', key, ratio, 7)}"
+                  + (f" {_cell(r, 'baseline', key, ratio, 9)}" if baseline else ""))
     for r in results:
         print(f"{r['tree']}: paired ratios, wall {', '.join(f'{x}x' for x in r['paired_ratios'])};"
               f" CPU {', '.join(f'{x}x' for x in r['paired_cpu_ratios'])}; walk "
@@ -181,7 +250,7 @@ def main() -> int:
     for what, key in (("wall", "ratio"), ("CPU", "cpu_ratio")):
         print(f"goal: at most 1.2x du's {what} time -> "
               f"{'met' if whole[key] <= 1.2 else 'NOT met'} ({whole[key]}x on "
-              f"{whole['inodes']:,} inodes)")
+              f"{whole['inodes']:,} inodes; Python's floor {whole['floor_' + key]}x)")
     return 0
 
 

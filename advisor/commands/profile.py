@@ -112,12 +112,12 @@ class ProgressLine:
 def _check_args(args: argparse.Namespace) -> None:
     """Refusals before the walk, which can take minutes: a --sysroot that cannot apply, and a
     --write-workload target that could never be written (a FIFO, a device, a folder)."""
-    from advisor.system.files import write_target
-
     if getattr(args, "sysroot", None):
         raise BadInput("profile measures a live tree and does not read --sysroot: give the "
                        "tree's path (inside the capture, if that is what you mean)")
     if args.write_workload:
+        from advisor.system.files import write_target
+
         write_target(args.write_workload, "workload file")
 
 

@@ -32,7 +32,6 @@ import contextlib
 import errno
 import mmap
 import os
-import pickle
 import random
 import select
 import signal
@@ -44,7 +43,7 @@ from collections import deque
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field, fields
 from itertools import compress, islice
-from operator import attrgetter, gt, methodcaller
+from operator import attrgetter, gt, itemgetter, methodcaller
 from types import FrameType
 
 from advisor.errors import BadInput
@@ -88,8 +87,11 @@ MIN_BATCH = 16
 _STAT = os.DirEntry.stat
 _LSTAT = methodcaller("stat", follow_symlinks=False)
 _IS_SYMLINK = os.DirEntry.is_symlink
-_MODE, _DEVICE, _LINKS = attrgetter("st_mode"), attrgetter("st_dev"), attrgetter("st_nlink")
-_SIZE, _BLOCKS = attrgetter("st_size"), attrgetter("st_blocks")
+#: A stat_result is also a tuple of its first ten fields (st_mode, st_ino, st_dev, st_nlink,
+#: st_uid, st_gid, st_size and the three times, in that order): one taken by index costs less
+#: than by name. st_blocks is only a name.
+_MODE, _DEVICE, _LINKS, _SIZE = itemgetter(0), itemgetter(2), itemgetter(3), itemgetter(6)
+_BLOCKS = attrgetter("st_blocks")
 _BLOCK_BYTES = (512).__mul__
 _S_IFMT = stat.S_IFMT
 _S_IFREG, _S_IFDIR, _S_IFLNK = stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK
@@ -329,6 +331,9 @@ class Walker:
         """Walk `groups` of directories in this process and a forked one, each claiming the
         next group from a pipe when done with the last; merge what the other measured. Whether
         the other was cut short (Ctrl-C reaches both; a second one abandons its half)."""
+        # Here, not with the module: a walk that is not shared (a small tree, one CPU) does not
+        # pay for it (a millisecond or two). Before the fork, so that both processes have it.
+        import pickle  # noqa: F401
         claims_out, claims_in = os.pipe()
         try:
             os.write(claims_in, b"".join(_CLAIM.pack(i) for i in range(len(groups))))
@@ -394,6 +399,8 @@ class Walker:
         """The forked process: walk what it claims, send its figures, and end (never return
         into the caller's code, nor run its exit handlers). It ends with `parent` too. The
         ending signals and STOP_HALF are held until its handlers are in place (then `mask`)."""
+        import pickle  # imported already, by _walk_shared
+
         code = 1
         walking = True
 
@@ -451,6 +458,8 @@ class Walker:
     def _receive(self, fd: int, pid: int) -> tuple[_Half | None, bool]:
         """The forked process's half (None when it sent none whole), and whether Ctrl-C came
         meanwhile; the progress goes on while it walks."""
+        import pickle  # imported already, by _walk_shared
+
         chunks: list[bytes] = []
         interrupted = False
         while True:
@@ -697,12 +706,21 @@ class Walker:
                      else list(map(_STAT, chunk)))
         except OSError:
             return None
-        kinds = list(map(_S_IFMT, map(_MODE, stats)))
-        n, files, directories = len(kinds), kinds.count(_S_IFREG), kinds.count(_S_IFDIR)
-        symlinks = kinds.count(_S_IFLNK)
-        if files + directories + symlinks != n:
-            return None
-        file_stats = stats if files == n else list(compress(stats, map(_S_IFREG.__eq__, kinds)))
+        modes = list(map(_MODE, stats))
+        n = len(modes)
+        # Regular files only (a leaf directory, where most files of a large tree are): every mode
+        # from S_IFREG (0o100000) up to the next type (S_IFLNK, 0o120000), told by two C loops
+        # (min, max) instead of a type per entry.
+        if min(modes) >= _S_IFREG and max(modes) < _S_IFLNK:
+            kinds, files, directories, symlinks, file_stats = modes, n, 0, 0, stats  # kinds unused
+        else:
+            kinds = list(map(_S_IFMT, modes))
+            files, directories = kinds.count(_S_IFREG), kinds.count(_S_IFDIR)
+            symlinks = kinds.count(_S_IFLNK)
+            if files + directories + symlinks != n:
+                return None
+            file_stats = (stats if files == n
+                          else list(compress(stats, map(_S_IFREG.__eq__, kinds))))
         if files and max(map(_LINKS, file_stats)) > 1:
             return None
         subdirectories: list[os.DirEntry[str]] = []
@@ -715,7 +733,7 @@ class Walker:
         blocks = list(map(_BLOCKS, stats))
         file_blocks = blocks if files == n else list(map(_BLOCKS, file_stats))
         file_sizes = list(map(_SIZE, file_stats))
-        sparse = list(map(gt, file_sizes, map(_BLOCK_BYTES, file_blocks))).count(True)
+        sparse = sum(map(gt, file_sizes, map(_BLOCK_BYTES, file_blocks)))
         self._file_sizes.add_sorted(sorted(file_sizes))
         stack.extend([prefix + entry.name for entry in subdirectories])
         sample = self._sample
@@ -723,6 +741,11 @@ class Walker:
         if population <= sample.next_index < end:
             offered = (list(compress(chunk, map(_FILE_OR_DIRECTORY.__contains__, kinds)))
                        if symlinks else chunk)
+            room = sample.limit - len(sample.items)
+            if room > 1:  # not full yet, it takes every item: all at once but the one filling it
+                start = sample.next_index - population
+                sample.fill([prefix + entry.name
+                             for entry in offered[start:min(start + room - 1, end - population)]])
             while population <= sample.next_index < end:
                 sample.take(prefix + offered[sample.next_index - population].name)
         return (end, files, directories, symlinks, sum(file_sizes), sum(blocks) * 512, sparse)

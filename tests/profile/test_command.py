@@ -253,3 +253,20 @@ def test_text_report_escapes_names_that_could_drive_the_terminal(
     assert "fake\\nLargest directories (entries):\\e[2J" in out
     code, out, _ = run_cli(capsys, "profile", "--json", str(top))
     assert json.loads(out)["largest_directories"][0]["path"].endswith(odd.name)
+
+
+def test_a_small_tree_is_profiled_without_what_only_other_runs_need(tree: Path) -> None:
+    """Start-up a run does not need is deferred: pickle serves only a walk shared with a forked
+    process (not one of a tree this small), and the checks of a workload file's path only
+    --write-workload."""
+    code = ("import json, sys\n"
+            f"sys.argv = ['xfs-advisor', 'profile', '--json', {str(tree)!r}]\n"
+            "from advisor.__main__ import entry\n"
+            "code = entry()\n"
+            "sys.stderr.write(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stderr)
+    assert result["code"] == 0 and json.loads(proc.stdout)["files"] > 0
+    assert "advisor.profile.walker" in result["modules"]
+    assert {"pickle", "advisor.system.files"} & set(result["modules"]) == set()

@@ -6,6 +6,7 @@ import math
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -193,3 +194,29 @@ def test_adding_sorted_values_at_once_is_adding_each(before: list[int],
         one_by_one.add(v)
     at_once.add_sorted(sorted(values))
     assert vars(at_once) == vars(one_by_one)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=1, max_value=50), st.integers(min_value=0, max_value=2**32),
+       st.lists(st.integers(min_value=1, max_value=60), max_size=10))
+def test_filling_a_reservoir_at_once_takes_what_taking_each_takes(
+        limit: int, seed: int, runs: list[int]) -> None:
+    """Runs of items given to fill (as many as leave the sample short of full), the rest to
+    take: the same sample, and the same next index, as taking each item in turn."""
+    one_by_one: Reservoir[int] = Reservoir(limit, seed)
+    in_runs: Reservoir[int] = Reservoir(limit, seed)
+    stream = 0
+    for run in [*runs, 200]:
+        for i in range(stream, stream + run):
+            if i == one_by_one.next_index:
+                one_by_one.take(i)
+        room = limit - len(in_runs.items)
+        filled = min(run, room - 1) if room > 1 else 0
+        in_runs.fill(list(range(stream, stream + filled)))
+        for i in range(stream + filled, stream + run):
+            if i == in_runs.next_index:
+                in_runs.take(i)
+        stream += run
+        assert (in_runs.items, in_runs.next_index) == (one_by_one.items, one_by_one.next_index)
+    with pytest.raises(ValueError):
+        Reservoir[int](3).fill([0, 1, 2])

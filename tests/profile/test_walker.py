@@ -53,7 +53,9 @@ def test_entries_examined_in_chunks_count_what_one_at_a_time_counts(memory_tmp: 
     those of a walk examining each entry in turn (the `before_examine` hook makes it do so), the
     xattr sample included."""
     top = memory_tmp / "tree"
-    for d in range(4):  # d0 and d1 hold symlinks, d3 only files
+    # d0 and d1 hold subdirectories and symlinks, d2 subdirectories, d3 only files, d4 files and
+    # symlinks (no subdirectory)
+    for d in range(5):
         directory = top / f"d{d}"
         directory.mkdir(parents=True)
         for i in range(1, CHUNK * 2 + 100):
@@ -61,7 +63,7 @@ def test_entries_examined_in_chunks_count_what_one_at_a_time_counts(memory_tmp: 
             if i % 97 == 0 and d < 3:
                 path.mkdir()
                 (path / "inner").write_bytes(b"i" * i)
-            elif i % 89 == 0 and d < 2:
+            elif i % 89 == 0 and d in (0, 1, 4):
                 os.symlink(f"e{i - 1:05d}", path)
             elif i % 83 == 0:
                 with open(path, "wb") as f:
@@ -85,7 +87,8 @@ def test_entries_examined_in_chunks_count_what_one_at_a_time_counts(memory_tmp: 
     assert chunks["inodes"] == du("--inodes", str(top))
     assert chunks["allocated_bytes"] == du("-B1", str(top))
     assert chunks["hard_links"] == {"inodes": 2, "extra_names": 2}
-    assert chunks["sparse_files"] == 4 * len(range(83, CHUNK * 2 + 100, 83))
+    assert chunks["sparse_files"] == 5 * len(range(83, CHUNK * 2 + 100, 83))
+    assert chunks["symlinks"] == 3 * len(range(89, CHUNK * 2 + 100, 89))
     assert chunks["special_files"]["fifos"] == 1
     assert chunks["xattrs"]["population"] > chunks["xattrs"]["sample_size"] == 300
     assert 0 < chunks["xattrs"]["inodes_with_xattrs"] < 300

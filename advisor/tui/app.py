@@ -126,17 +126,6 @@ class ActiveRun:
 
 
 
-def _screen_factory(step: str) -> Callable[[], Screen[Any]]:
-    """A step's screen, its module imported only when first shown (a faster first paint)."""
-
-    def make() -> Screen[Any]:
-        module = importlib.import_module(f"advisor.tui.{step}")
-        screen: Screen[Any] = getattr(module, f"{step.capitalize()}Screen")()
-        return screen
-
-    return make
-
-
 ProposalResult = tuple[tuple[str, str], "Proposal | None", str | None]
 
 
@@ -209,7 +198,7 @@ class AdvisorApp(App[int]):
     def on_mount(self) -> None:
         self._catch_ending_signals()
         for name in STEPS:
-            self.add_mode(name, _screen_factory(name))
+            self.add_mode(name, functools.partial(self._step_screen, name))
         self.switch_mode(self._start)
         if self._first_inventory is not None:
             self.state.reading_devices = True  # the first frame says so
@@ -220,6 +209,18 @@ class AdvisorApp(App[int]):
             self.call_after_refresh(self._read_devices_first)
         elif self._follow_hotplug:  # before any scan: no event falls between the two
             self._start_hotplug()
+
+    def _step_screen(self, step: str) -> Screen[Any]:
+        """A step's screen, its module imported only when first shown (a faster first paint).
+        It is marked as styled by the app's current CSS, which it will be when it mounts:
+        Textual otherwise takes a new mode's screen for one styled by older CSS and, on the
+        switch, parses every stylesheet again from scratch and restyles every widget shown,
+        twice (about 6% of the instructions to the first paint). A theme change still
+        restyles it (Textual counts that change: the screen's mark is then behind)."""
+        module = importlib.import_module(f"advisor.tui.{step}")
+        screen: Screen[Any] = getattr(module, f"{step.capitalize()}Screen")()
+        screen._css_update_count = self._css_update_count
+        return screen
 
     # ---- the first scan, after the first paint ----
 

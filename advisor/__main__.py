@@ -64,7 +64,7 @@ def entry() -> int:
     """Run the CLI (main() installs its own Ctrl-C handling as it starts). pydantic_core is
     loaded first, under the quiet handler: an interrupt inside its Rust start-up comes out as a
     PanicException (not a KeyboardInterrupt), which no handler could turn into exit 130. Not for
-    the plain interactive advisor: its first screen needs no pydantic (4% of its start-up),
+    the plain interactive advisor: its first screen needs no pydantic (5% of its start-up),
     which its first scan of the devices loads after that screen is drawn, in a thread, where no
     Ctrl-C lands (Python runs signal handlers in the main thread only)."""
     _no_pydantic_plugins()

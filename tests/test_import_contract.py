@@ -284,7 +284,8 @@ FIRST_SCREEN_NEVER_IMPORTS = (*FIRST_FRAME_NEVER_IMPORTS, "pydantic_core", "advi
 
 #: The process's own start (advisor.__main__.entry), stopped once its first frame is drawn:
 #: the modules then loaded (a stand-in put in sys.modules without a spec, such as entry()'s
-#: pydantic plugin loader, is not a module that was imported), the screen and its list's title.
+#: pydantic plugin loader, is not a module that was imported), the screen and its list's title,
+#: and whether the cyclic garbage collector is on (off for the start, on from the first frame).
 FIRST_SCREEN = """
 import json, os, sys
 import advisor.tui.app as tui
@@ -293,7 +294,8 @@ def first_scan(self):  # called once the first frame is drawn
     seen = {"modules": sorted(name for name, module in sys.modules.items()
                               if getattr(module, "__spec__", None) is not None),
             "screen": type(self.screen).__name__,
-            "title": str(self.screen.query_one("#device-table").border_title)}
+            "title": str(self.screen.query_one("#device-table").border_title),
+            "collecting": __import__("gc").isenabled()}
     with open(os.environ["FIRST_SCREEN"], "w") as out:
         json.dump(seen, out)
     self.exit()
@@ -353,6 +355,7 @@ def test_the_interactive_start_draws_its_first_screen_before_loading_pydantic(
     seen = _started_in_a_terminal(["--sysroot", str(root)], tmp_path / "seen.json")
     assert seen["screen"] == "DevicesScreen", seen["screen"]
     assert seen["title"].startswith("reading the devices..."), seen["title"]
+    assert seen["collecting"]
     # The check sees the start's own modules, Textual's and the entry's.
     assert {"advisor.tui.devices", "advisor.cli", "textual.app"} <= set(seen["modules"])
     bad = [m for m in seen["modules"] if _forbidden(m, FIRST_SCREEN_NEVER_IMPORTS)]

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import gc
 import importlib
 import os
 import signal
@@ -184,6 +185,9 @@ class AdvisorApp(App[int]):
         self._recheck_worker: Worker[Inventory | None] | None = None
         self.ended_by: int | None = None
         """The signal that ended the app, if one did."""
+        self.collect_after_first_frame = False
+        """Turn the cyclic garbage collector on once the first frame is drawn (run_tui: when the
+        process's start left it off)."""
 
     @property
     def plain_glyphs(self) -> bool:
@@ -197,6 +201,7 @@ class AdvisorApp(App[int]):
 
     def on_mount(self) -> None:
         self._catch_ending_signals()
+        self.call_after_refresh(self._first_frame_drawn)
         for name in STEPS:
             self.add_mode(name, functools.partial(self._step_screen, name))
         self.switch_mode(self._start)
@@ -221,6 +226,15 @@ class AdvisorApp(App[int]):
         screen: Screen[Any] = getattr(module, f"{step.capitalize()}Screen")()
         screen._css_update_count = self._css_update_count
         return screen
+
+    def _first_frame_drawn(self) -> None:
+        """The process's own start (advisor.cli) keeps the cyclic garbage collector off until
+        the first screen is drawn: what was built until then is frozen (never traversed again),
+        and the collector is on from here. A run that had it on (a test) keeps its own."""
+        if self.collect_after_first_frame:
+            self.collect_after_first_frame = False
+            gc.freeze()
+            gc.enable()
 
     # ---- the first scan, after the first paint ----
 
@@ -614,6 +628,7 @@ def _answers_given(args: argparse.Namespace) -> bool:
 def run_tui(args: argparse.Namespace) -> int:
     """Run the interactive advisor until the person quits; the exit code."""
     app = app_from_args(args)
+    app.collect_after_first_frame = not gc.isenabled()
     try:
         result = app.run()
     except OSError:  # the terminal went away under the screen (EIO): clean up all the same

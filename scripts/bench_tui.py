@@ -5,7 +5,8 @@
    started in a tmux pane, the pane read every 10 ms until the device screen is painted (its
    column headers; goal: under 300 ms quiet, under 1 s at load 4) and until the list is filled
    (its "N devices" title), with the process's CPU time at first paint (which the load does
-   not inflate). The scan runs after the first paint, so a large host's list fills in later.
+   not inflate; the scan starts at the paint, so up to a poll of its CPU time is in the
+   advisor's). The scan runs after the first paint, so a large host's list fills in later.
    With --baseline DIR, an earlier checkout is started the same way, its starts interleaved
    with ours. Beside them, interleaved too, Textual's own floor: a bare App of a Header, a
    DataTable with the same columns and a Footer, started from this interpreter the same way

@@ -220,8 +220,9 @@ class AdvisorApp(App[int]):
         It is marked as styled by the app's current CSS, which it will be when it mounts:
         Textual otherwise takes a new mode's screen for one styled by older CSS and, on the
         switch, parses every stylesheet again from scratch and restyles every widget shown,
-        twice (8% of the instructions to the first frame). A theme change still
-        restyles it (Textual counts that change: the screen's mark is then behind)."""
+        twice (8% of the instructions to the first frame). A theme change still restyles it
+        (Textual counts that change: the screen's mark is then behind). The mark is Textual's
+        own (private) counter: textual is pinned to 8.2 (pyproject.toml)."""
         module = importlib.import_module(f"advisor.tui.{step}")
         screen: Screen[Any] = getattr(module, f"{step.capitalize()}Screen")()
         screen._css_update_count = self._css_update_count

@@ -43,12 +43,33 @@ def _no_pydantic_plugins() -> None:
     sys.modules.setdefault("pydantic.plugin._loader", loader)
 
 
+#: The options of a plain interactive start (`xfs-advisor`, `xfs-advisor --sysroot DIR`), each
+#: with its value.
+_INTERACTIVE_OPTIONS = ("--sysroot", "--rules")
+
+
+def _plain_interactive(argv: list[str]) -> bool:
+    """The interactive advisor with nothing chosen: no subcommand, no option but
+    _INTERACTIVE_OPTIONS. (A start it does not recognise, such as an abbreviated option, is
+    taken for a command: pydantic_core is then loaded first, as for every command.)"""
+    rest = iter(argv)
+    for token in rest:
+        name = token.split("=", 1)[0]
+        if name not in _INTERACTIVE_OPTIONS or ("=" not in token and next(rest, None) is None):
+            return False
+    return True
+
+
 def entry() -> int:
     """Run the CLI (main() installs its own Ctrl-C handling as it starts). pydantic_core is
     loaded first, under the quiet handler: an interrupt inside its Rust start-up comes out as a
-    PanicException (not a KeyboardInterrupt), which no handler could turn into exit 130."""
+    PanicException (not a KeyboardInterrupt), which no handler could turn into exit 130. Not for
+    the plain interactive advisor: its first screen needs no pydantic (5% of its start-up),
+    which its first scan of the devices loads after that screen is drawn, in a thread, where no
+    Ctrl-C lands (Python runs signal handlers in the main thread only)."""
     _no_pydantic_plugins()
-    import pydantic_core  # noqa: F401  # loaded for its side effect, see above
+    if not _plain_interactive(sys.argv[1:]):
+        import pydantic_core  # noqa: F401  # loaded for its side effect, see above
 
     from advisor.cli import main
 

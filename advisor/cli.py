@@ -99,6 +99,11 @@ def _forget_interrupt() -> None:
 #: stays off for their whole run (a proposal leaves about 500 objects in cycles behind).
 QUICK_COMMANDS = frozenset({"devices", "propose", "explain", "rules", "schema", "completion",
                             "manpage"})
+#: The interactive advisor (no subcommand, or `tui`): the collector stays off until its first
+#: screen is drawn, and advisor.tui.app turns it back on then. Textual's import and the first
+#: screen make few cycles, and collecting went over everything built so far again and again (3%
+#: of the instructions to the first frame).
+INTERACTIVE_COMMANDS = frozenset({None, "tui"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,9 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _started(command: str | None) -> None:
     """The start of the process's own run is built: frozen, and collected again from here on
-    unless the command is quick."""
+    unless the command is quick, or the interactive advisor (from its first screen on)."""
     gc.freeze()
-    if command not in QUICK_COMMANDS:
+    if command not in QUICK_COMMANDS and command not in INTERACTIVE_COMMANDS:
         gc.enable()
 
 

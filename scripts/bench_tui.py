@@ -5,7 +5,8 @@
    started in a tmux pane, the pane read every 10 ms until the device screen is painted (its
    column headers; goal: under 300 ms quiet, under 1 s at load 4) and until the list is filled
    (its "N devices" title), with the process's CPU time at first paint (which the load does
-   not inflate). The scan runs after the first paint, so a large host's list fills in later.
+   not inflate; the scan starts at the paint, so up to a poll of its CPU time is in the
+   advisor's). The scan runs after the first paint, so a large host's list fills in later.
    With --baseline DIR, an earlier checkout is started the same way, its starts interleaved
    with ours. Beside them, interleaved too, Textual's own floor: a bare App of a Header, a
    DataTable with the same columns and a Footer, started from this interpreter the same way
@@ -14,7 +15,19 @@
    entries", until the new proposal is shown (the mkfs line under the form). Measured in-process
    with Textual's pilot, beside the engine's own time for the same proposal.
 
+With --load N, N busy loops (plain Python `while True: pass`, one process each) run while the
+starts are timed: the figure under load (goal: under 1 s at --load 4). They are started by the
+script and always stopped by it, on Ctrl-C and on failure too. The load average is printed
+before and after the starts.
+
+Byte-code caches: an installed package has them (pip compiles at install); a checkout run with
+PYTHONDONTWRITEBYTECODE=1 (as in this project's sandbox) compiles every advisor module it
+imports at every start, which the bare app (Textual's own, compiled modules) does not. The
+advisor packages timed (this checkout's, --baseline's) are compiled first (compileall, into the
+usual __pycache__ folders), so that the script measures what an installation runs.
+
 Usage: .venv/bin/python scripts/bench_tui.py [--sysroot DIR] [--runs N] [--baseline DIR]
+                                             [--load N]
 (default sysroot: the simple-nvme capture of tests/data/sysfs-dumps, unpacked to a temp
 folder).
 """
@@ -23,13 +36,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
+import contextlib
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,6 +59,33 @@ def unpack_default(into: Path) -> Path:
 
     unpack(DUMP, into)
     return next(p for p in into.rglob("sys") if p.is_dir()).parent
+
+
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """`count` processes spinning (`while True: pass`) while the block runs; each is killed
+    when it ends, however it ends (an exception, Ctrl-C)."""
+    loops: list[subprocess.Popen[bytes]] = []
+    # A `kill` of the script ends it through the `finally` below too.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        for _ in range(count):
+            loops.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                          stdin=subprocess.DEVNULL))
+        if loops:
+            time.sleep(1)  # running, and the load average on its way up
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (5 min: {five:.2f})"
 
 
 def _cpu_ms(pid: str) -> float:
@@ -92,7 +136,8 @@ def time_to_device_list(sysroot: Path, runs: int, folder: Path, trees: list[Path
         subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", "keep", "sleep", "600"],
                        check=True)
         for i in range(runs):
-            for j, tree in enumerate(trees):
+            # Each round in another order: none is always the one right after another's exit.
+            for j, tree in enumerate(trees[i % len(trees):] + trees[:i % len(trees)]):
                 painted, cpu, filled = found[tree]
                 session = f"s{i}-{j}"
                 if tree == BARE:
@@ -234,17 +279,26 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="a checkout of an earlier version, started the same way in the same "
                         "run (its advisor package, this interpreter and packages)")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="N busy-loop processes running while the starts are timed")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("needs tmux")
     with tempfile.TemporaryDirectory() as tmp:
         sysroot = args.sysroot or unpack_default(Path(tmp))
-        print(f"sysroot {sysroot}, {os.cpu_count()} CPUs, load average "
-              f"{os.getloadavg()[0]:.2f} (5 min: {os.getloadavg()[1]:.2f})")
         trees = [REPO] + ([args.baseline.resolve()] if args.baseline else []) + [BARE]
-        found = time_to_device_list(sysroot, args.runs, Path(tmp), trees)
+        for tree in trees[:-1]:
+            compileall.compile_dir(str(tree / "advisor"), quiet=1)
+        print(f"sysroot {sysroot}, {os.cpu_count()} CPUs, {_load()}")
+        with busy_loops(args.load):
+            if args.load:
+                print(f"{args.load} busy loops started: {_load()}")
+            found = time_to_device_list(sysroot, args.runs, Path(tmp), trees)
+            print(f"after the starts{f' (with {args.load} busy loops)' if args.load else ''}: "
+                  f"{_load()}")
         painted, cpu, filled = found[REPO]
-        show("start to first paint (the device screen)", painted, 0.3)
+        goal = 1.0 if args.load >= 4 else 0.3 if not args.load else None
+        show("start to first paint (the device screen)", painted, goal)
         show("  CPU time of the advisor at first paint", cpu)
         show("start to the filled device list", filled)
         bare_painted, bare_cpu, _ = found[BARE]
@@ -262,7 +316,6 @@ def main() -> int:
             print(f"first paint: {statistics.median(painted) / statistics.median(base_painted):.2f}"
                   f"x the baseline's (medians), CPU at first paint "
                   f"{statistics.median(cpu) / statistics.median(base_cpu):.2f}x")
-        print(f"load average after the starts: {os.getloadavg()[0]:.2f}")
         print("  " + startup_breakdown(sysroot).strip().replace("\n", "\n  "))
         # Each key adds a digit to the same answer: past 12 digits it is out of range (no new
         # proposal to wait for).

@@ -8,6 +8,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,8 +201,9 @@ def test_a_proposal_imports_no_other_subcommand(tmp_path: Path) -> None:
 
 
 #: What the interactive advisor's first frame ("reading the devices...") has no use for: the
-#: device and workload models, and so pydantic (pydantic_core alone is loaded before anything
-#: else, by advisor.__main__, for Ctrl-C's sake). The first scan loads them, after that frame.
+#: device and workload models, and so pydantic. The first scan loads them, after that frame.
+#: (FIRST_FRAME starts the app in-process; the process's own start, with advisor.__main__, is
+#: checked further down.)
 FIRST_FRAME_NEVER_IMPORTS = ("pydantic", "advisor.models", "advisor.answers",
                              "advisor.render.devices", "advisor.inspect", "pyudev")
 
@@ -266,3 +268,108 @@ def test_the_live_tui_follows_hotplug_only_after_its_first_frame() -> None:
     seen = _first_frame([])
     assert seen["rows"] >= 1 and "(live system)" in seen["filled"], seen
     assert seen["hotplug"], seen
+
+
+# ---- the interactive start as a person runs it: `xfs-advisor` in a terminal ----
+
+#: What the interactive advisor's start has no use for until its first screen is drawn: the
+#: above, pydantic_core too (advisor.__main__ loads it first for every command but this start),
+#: the other steps' screens and what they bring (the plots, the proposal's engine, the benchmark,
+#: fio's output, the statistics, the live observer).
+FIRST_SCREEN_NEVER_IMPORTS = (*FIRST_FRAME_NEVER_IMPORTS, "pydantic_core", "advisor.tui.workload",
+                              "advisor.tui.form", "advisor.tui.proposal", "advisor.tui.validate",
+                              "advisor.tui.observe", "advisor.tui.audit", "advisor.tui.help",
+                              "textual_plotext", "plotext", "advisor.engine", "advisor.advice",
+                              "advisor.bench", "advisor.observe", "statistics")
+
+#: The process's own start (advisor.__main__.entry), stopped once its first frame is drawn:
+#: the modules then loaded (a stand-in put in sys.modules without a spec, such as entry()'s
+#: pydantic plugin loader, is not a module that was imported), the screen and its list's title,
+#: and whether the cyclic garbage collector is on (off for the start, on from the first frame).
+FIRST_SCREEN = """
+import json, os, sys
+import advisor.tui.app as tui
+
+def first_scan(self):  # called once the first frame is drawn
+    seen = {"modules": sorted(name for name, module in sys.modules.items()
+                              if getattr(module, "__spec__", None) is not None),
+            "screen": type(self.screen).__name__,
+            "title": str(self.screen.query_one("#device-table").border_title),
+            "collecting": __import__("gc").isenabled()}
+    with open(os.environ["FIRST_SCREEN"], "w") as out:
+        json.dump(seen, out)
+    self.exit()
+
+tui.AdvisorApp._read_devices_first = first_scan
+sys.argv = ["xfs-advisor", *sys.argv[1:]]
+from advisor.__main__ import entry
+raise SystemExit(entry())
+"""
+
+
+def _started_in_a_terminal(argv: list[str], out: Path) -> dict[str, Any]:
+    """FIRST_SCREEN run with argv in a pseudo-terminal of 120x40 (read until the process ends,
+    so that it never blocks writing), and what it saw."""
+    import fcntl
+    import os
+    import select
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        env.update(TERM="xterm-256color", FIRST_SCREEN=str(out))
+        proc = subprocess.Popen([sys.executable, "-c", FIRST_SCREEN, *argv], stdin=slave,
+                                stdout=slave, stderr=slave, env=env, start_new_session=True)
+        os.close(slave)
+        slave = -1
+        screen = b""
+        try:
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and time.monotonic() < deadline:
+                if select.select([master], [], [], 0.1)[0]:
+                    try:
+                        screen += os.read(master, 65536)
+                    except OSError:  # the terminal's other side is closed: the process ended
+                        break
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        finally:
+            proc.kill()
+            proc.wait()
+        assert proc.returncode == 0, screen[-3000:].decode(errors="replace")
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    seen: dict[str, Any] = json.loads(out.read_text())
+    return seen
+
+
+def test_the_interactive_start_draws_its_first_screen_before_loading_pydantic(
+        tmp_path: Path) -> None:
+    from tests.inspect.sysfs_builder import Dev, write_tree
+
+    root = write_tree(tmp_path / "host", [Dev("sda", 100 << 30, "8:0")])
+    seen = _started_in_a_terminal(["--sysroot", str(root)], tmp_path / "seen.json")
+    assert seen["screen"] == "DevicesScreen", seen["screen"]
+    assert seen["title"].startswith("reading the devices..."), seen["title"]
+    assert seen["collecting"]
+    # The check sees the start's own modules, Textual's and the entry's.
+    assert {"advisor.tui.devices", "advisor.cli", "textual.app"} <= set(seen["modules"])
+    bad = [m for m in seen["modules"] if _forbidden(m, FIRST_SCREEN_NEVER_IMPORTS)]
+    assert not bad, f"the first screen imported {bad}"
+
+
+def test_only_the_plain_interactive_start_goes_without_pydantic_core_first() -> None:
+    """advisor.__main__ loads pydantic_core before anything else (Ctrl-C's sake) for every run
+    but `xfs-advisor [--sysroot DIR] [--rules DIR]`; anything else, or anything it cannot tell,
+    is taken for a command."""
+    from advisor.__main__ import _plain_interactive
+
+    for argv in ([], ["--sysroot", "/x"], ["--sysroot=/x"], ["--rules", "r", "--sysroot", "s"]):
+        assert _plain_interactive(argv), argv
+    for argv in (["--json"], ["devices"], ["tui"], ["--sysroot"], ["--sysroot", "/x", "devices"],
+                 ["--sys", "/x"], ["--device", "sda"], ["--sysroot", "/x", "--json"]):
+        assert not _plain_interactive(argv), argv

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import gc
 import importlib
 import os
 import signal
@@ -126,17 +127,6 @@ class ActiveRun:
 
 
 
-def _screen_factory(step: str) -> Callable[[], Screen[Any]]:
-    """A step's screen, its module imported only when first shown (a faster first paint)."""
-
-    def make() -> Screen[Any]:
-        module = importlib.import_module(f"advisor.tui.{step}")
-        screen: Screen[Any] = getattr(module, f"{step.capitalize()}Screen")()
-        return screen
-
-    return make
-
-
 ProposalResult = tuple[tuple[str, str], "Proposal | None", str | None]
 
 
@@ -195,6 +185,9 @@ class AdvisorApp(App[int]):
         self._recheck_worker: Worker[Inventory | None] | None = None
         self.ended_by: int | None = None
         """The signal that ended the app, if one did."""
+        self.collect_after_first_frame = False
+        """Turn the cyclic garbage collector on once the first frame is drawn (run_tui: when the
+        process's start left it off)."""
 
     @property
     def plain_glyphs(self) -> bool:
@@ -208,8 +201,9 @@ class AdvisorApp(App[int]):
 
     def on_mount(self) -> None:
         self._catch_ending_signals()
+        self.call_after_refresh(self._first_frame_drawn)
         for name in STEPS:
-            self.add_mode(name, _screen_factory(name))
+            self.add_mode(name, functools.partial(self._step_screen, name))
         self.switch_mode(self._start)
         if self._first_inventory is not None:
             self.state.reading_devices = True  # the first frame says so
@@ -220,6 +214,28 @@ class AdvisorApp(App[int]):
             self.call_after_refresh(self._read_devices_first)
         elif self._follow_hotplug:  # before any scan: no event falls between the two
             self._start_hotplug()
+
+    def _step_screen(self, step: str) -> Screen[Any]:
+        """A step's screen, its module imported only when first shown (a faster first paint).
+        It is marked as styled by the app's current CSS, which it will be when it mounts:
+        Textual otherwise takes a new mode's screen for one styled by older CSS and, on the
+        switch, parses every stylesheet again from scratch and restyles every widget shown,
+        twice (8% of the instructions to the first frame). A theme change still restyles it
+        (Textual counts that change: the screen's mark is then behind). The mark is Textual's
+        own (private) counter: textual is pinned to 8.2 (pyproject.toml)."""
+        module = importlib.import_module(f"advisor.tui.{step}")
+        screen: Screen[Any] = getattr(module, f"{step.capitalize()}Screen")()
+        screen._css_update_count = self._css_update_count
+        return screen
+
+    def _first_frame_drawn(self) -> None:
+        """The process's own start (advisor.cli) keeps the cyclic garbage collector off until
+        the first screen is drawn: what was built until then is frozen (never traversed again),
+        and the collector is on from here. A run that had it on (a test) keeps its own."""
+        if self.collect_after_first_frame:
+            self.collect_after_first_frame = False
+            gc.freeze()
+            gc.enable()
 
     # ---- the first scan, after the first paint ----
 
@@ -613,6 +629,7 @@ def _answers_given(args: argparse.Namespace) -> bool:
 def run_tui(args: argparse.Namespace) -> int:
     """Run the interactive advisor until the person quits; the exit code."""
     app = app_from_args(args)
+    app.collect_after_first_frame = not gc.isenabled()
     try:
         result = app.run()
     except OSError:  # the terminal went away under the screen (EIO): clean up all the same

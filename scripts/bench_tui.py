@@ -17,8 +17,9 @@
 
 With --load N, N busy loops (plain Python `while True: pass`, one process each) run while the
 starts are timed: the figure under load (goal: under 1 s at --load 4). They are started by the
-script and always stopped by it, on Ctrl-C and on failure too. The load average is printed
-before and after the starts.
+script and always stopped by it, on Ctrl-C and on failure too. The starts begin once the
+one-minute load average shows the loops (at most two minutes' wait); it is printed before and
+after the starts.
 
 Byte-code caches: an installed package has them (pip compiles at install); a checkout run with
 PYTHONDONTWRITEBYTECODE=1 (as in this project's sandbox) compiles every advisor module it
@@ -61,6 +62,10 @@ def unpack_default(into: Path) -> Path:
     return next(p for p in into.rglob("sys") if p.is_dir()).parent
 
 
+#: Longest wait for the load average to show the busy loops.
+LOAD_WAIT = 120
+
+
 @contextlib.contextmanager
 def busy_loops(count: int) -> Iterator[None]:
     """`count` processes spinning (`while True: pass`) while the block runs; each is killed
@@ -72,8 +77,11 @@ def busy_loops(count: int) -> Iterator[None]:
         for _ in range(count):
             loops.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
                                           stdin=subprocess.DEVNULL))
-        if loops:
-            time.sleep(1)  # running, and the load average on its way up
+        # The one-minute load average follows the run queue slowly: the starts are timed once it
+        # shows the loops (90% of `count`), or after LOAD_WAIT seconds, whichever comes first.
+        deadline = time.monotonic() + LOAD_WAIT
+        while loops and os.getloadavg()[0] < 0.9 * count and time.monotonic() < deadline:
+            time.sleep(1)
         yield
     finally:
         for loop in loops:

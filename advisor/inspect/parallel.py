@@ -311,7 +311,9 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any
     reads this half itself)."""
     out: dict[str, Any] = {}
     for key, value in fields.items():
-        if type(value) is Reading:
+        if value is None or type(value) in _PLAIN:  # most of a device's fields: first
+            out[key] = value
+        elif type(value) is Reading:
             out[key] = ("r", classes.index(value.cls), value.value, value.source, value.folder,
                         value.file, value.raw, value.note)
         elif isinstance(value, Fact):
@@ -328,6 +330,10 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any
             raise TypeError("a held device's facts are laid out by HELD_CLASSES")
         return ("held", fields.layout.entries, out, fields.packed)
     return out
+
+
+#: Types _encode gives as they are without asking more (a Fact's isinstance check is slow).
+_PLAIN = frozenset({str, int, bool, list})
 
 
 def _fact_tuple(fact: Fact[Any], classes: tuple[type[Fact[Any]], ...]) -> tuple[Any, ...]:

@@ -90,7 +90,7 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
     The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
     the next number until none is left, so a busy CPU or a slow child only means this process
     does more of the pieces (all of them, if the child never runs). The child packs each piece
-    it reads (pack: a few hundred bytes a device), and sends them all once the queue is empty."""
+    it reads (pack: ~70 bytes a device), and sends them all once the queue is empty."""
     if not worth_forking(root, names):
         return [keep([f for name in piece for f in read_one(name)], None)
                 for piece in _cut(names, CHUNK, 1 << 30)]
@@ -138,7 +138,6 @@ RENDER_CHUNK = 128
 #: (F_SETPIPE_SZ; up to fs.pipe-max-size, 1 MiB by default): the child then goes on to its next
 #: piece instead of waiting for this process to take the last.
 RENDER_PIPE = 1 << 20
-
 
 
 def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
@@ -356,10 +355,10 @@ _MEMORY = 2
 def pack(devices: list[dict[str, Any]], classes: tuple[type[Fact[Any]], ...]) -> Packed:
     """`devices` (dicts of Facts, Readings and plain data, or Held devices) packed: what the
     child sends of each piece it reads, and what a scan keeps of each device until it is made,
-    ~60 bytes a device (devices read together are laid out alike and their values repeat, so
-    each is deflated against the first). Any one of them is made again on its own (unpack_one):
-    devices are not made in the order they are read. TypeError for what _encode cannot
-    carry."""
+    ~70 bytes a device on a SAN host (devices read together are laid out alike and their values
+    repeat, so each is deflated against the first). Any one of them is made again on its own
+    (unpack_one): devices are not made in the order they are read. TypeError for what _encode
+    cannot carry."""
     layouts: dict[int, int] = {}
     entries: list[Any] = []
     records: list[bytes] = []

@@ -34,6 +34,7 @@ from advisor.inspect.specs import (
 from advisor.inspect.stacking import (
     Node,
     entries_for,
+    node_fields,
     pass_up,
     prune_links,
     stripe_of,
@@ -132,7 +133,8 @@ class _Scan:
         read = parallel.read_pieces(root,
                                     root.listdir("sys/block") if entries is None else entries,
                                     lambda name: read_device(root, name, needed, hosts),
-                                    HELD_CLASSES, make_fact, keep)
+                                    HELD_CLASSES, make_fact, keep,
+                                    node_fields if packed else None)
         nodes: list[Node] = []
         #: Each piece's devices (packed: as parallel.pack made them), and where they start.
         self.pieces: list[Any] = []

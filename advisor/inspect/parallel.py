@@ -80,12 +80,16 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
 
 def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
                 fact_classes: tuple[type[Fact[Any]], ...], make_fact: Callable[..., Fact[Any]],
-                keep: Callable[[list[dict[str, Any]], Packed | None], T]) -> list[T]:
+                keep: Callable[[list[dict[str, Any]], Packed | None], T],
+                summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[T]:
     """keep(devices, packed) of each piece of `names` in order, where `devices` is
     [*read_one(name) for name in the piece] and `packed` what pack() made of them when the child
     read them (None when this process did): on two CPUs when worth_forking (read_all's
     arguments). keep is called as each piece is read (this process's) or received (the
-    child's), so what it lets go of is never held for the whole host at once.
+    child's), so what it lets go of is never held for the whole host at once. `summary`: what
+    keep reads of a device (some of its fields): given, the child sends it beside each packed
+    piece, and keep gets the summaries of the child's devices instead of the devices (not
+    unpacked here, then).
 
     The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
     the next number until none is left, so a busy CPU or a slow child only means this process
@@ -104,7 +108,7 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
     if pid is None:
         return [keep([f for name in piece for f in read_one(name)], None) for piece in pieces]
     if pid == 0:  # the child: read, send, exit without running anything of the parent's
-        _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, parent)
+        _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, summary, parent)
     os.close(out_w)
     done: dict[int, T] = {}
     reaped = False
@@ -115,10 +119,11 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
             sent = [pipe.read()]
         os.waitpid(pid, 0)
         reaped = True
-        for i, packed in _received(sent):
+        for i, packed, summaries in _received(sent):
             try:
-                devices = unpack(packed, fact_classes, make_fact)
-            except (EOFError, ValueError, TypeError, zlib.error):
+                devices = unpack(packed, fact_classes, make_fact) if summaries is None else [
+                    _fields(f, fact_classes, make_fact) for f in summaries]
+            except (EOFError, ValueError, TypeError, IndexError, zlib.error):
                 break  # garbled: this piece and the rest of the child's are read here
             done[i] = keep(devices, packed)
         for i, piece in enumerate(pieces):  # what a failed child took and did not send
@@ -269,7 +274,8 @@ def _take(queue: int) -> Iterator[int]:
 
 
 def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: ReadOne,
-           fact_classes: tuple[type[Fact[Any]], ...], parent: int) -> None:
+           fact_classes: tuple[type[Fact[Any]], ...],
+           summary: Callable[[dict[str, Any]], dict[str, Any]] | None, parent: int) -> None:
     """Never returns: os._exit, so no atexit handler, buffered stdout or finally of the
     parent's runs twice. Stops at the next piece when the parent is gone (killed by SIGTERM or
     SIGHUP, which it does not catch): nothing would read what it sends."""
@@ -278,13 +284,14 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: Re
         os.close(rfd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
         payload: Any
-        done: list[tuple[int, Packed]] = []
+        done: list[tuple[int, Packed, list[Any] | None]] = []
         try:
             for i in _take(queue):
                 if os.getppid() != parent:
                     return
-                done.append((i, pack([f for name in pieces[i] for f in read_one(name)],
-                                     fact_classes)))
+                devices = [f for name in pieces[i] for f in read_one(name)]
+                done.append((i, pack(devices, fact_classes), None if summary is None else
+                             [_encode(summary(f), fact_classes) for f in devices]))
             payload = ("ok", done)
         except DeviceProblem as err:
             payload = ("vanished", str(err))
@@ -431,10 +438,10 @@ def _header(packed: Packed, piece: int, headers: Headers) -> tuple[list[Layout],
     return found
 
 
-def _received(sent: list[bytes]) -> list[tuple[int, Packed]]:
-    """The child's pieces, each packed, from `sent` (the one bytes object it sent, let go of once
-    loaded); empty when it sent nothing usable (it failed: the caller reads its pieces);
-    DeviceProblem when it saw a device vanish."""
+def _received(sent: list[bytes]) -> list[tuple[int, Packed, list[Any] | None]]:
+    """The child's pieces, each packed (with its devices' summaries, or None), from `sent` (the
+    one bytes object it sent, let go of once loaded); empty when it sent nothing usable (it
+    failed: the caller reads its pieces); DeviceProblem when it saw a device vanish."""
     try:
         kind, body = marshal.loads(sent.pop())
     except (EOFError, ValueError, TypeError):
@@ -443,7 +450,7 @@ def _received(sent: list[bytes]) -> list[tuple[int, Packed]]:
         raise DeviceProblem(body)
     if kind != "ok":
         return []
-    return [(i, packed) for i, packed in body]
+    return [(i, packed, summaries) for i, packed, summaries in body]
 
 
 def _fields(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...],

@@ -14,6 +14,16 @@ from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
 from advisor.system.sysroot import SysRoot
 
+#: The fields of a device its Node keeps (of discard_max_bytes, the value).
+NODE_FIELDS = ("name", "display_name", "path", "maj_min", "kind", "parents", "children",
+               "holders", "dm_uuid", "storage_hint", "thin", "md", "discard_max_bytes")
+
+
+def node_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """What Node(fields) reads of a device's fields (what the child of a two-process read sends
+    of each device beside its packed facts)."""
+    return {key: fields[key] for key in NODE_FIELDS if key in fields}
+
 
 class Node:
     """What the devices around a device read of it (the stacking pass, the tree, the usage

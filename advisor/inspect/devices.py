@@ -36,6 +36,7 @@ from advisor.inspect.stacking import (
     entries_for,
     node_fields,
     pass_up,
+    passed_up,
     prune_links,
     stripe_of,
     topological,
@@ -102,8 +103,7 @@ def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bo
     with _collector_paused():
         scan = _Scan(root, probe=probe, needed=fields_needed(fields), probes_used=[],
                      users=users, packed=True)
-        for node in scan.order:  # what each passes up, first: a piece is made without the others
-            pass_up(root, node, scan.by_name, scan.needed)
+        scan.pass_up()  # first: a piece is made without the others
 
         def piece(nodes: list[Node]) -> bytes:
             return separator.join([render(scan.device(n)) for n in nodes])
@@ -146,6 +146,7 @@ class _Scan:
         del read
         for i, node in enumerate(nodes):
             node.i = i
+        self.root = root
         self.packed = packed
         self.headers: parallel.Headers = {}
         self.needed = needed
@@ -155,6 +156,12 @@ class _Scan:
         self.tables = usage_tables(root, nodes, users) if self.want_usage else UsageTables()
         probes_used.append(self.probes)
         self.order = topological(nodes, self.by_name)
+
+    def pass_up(self) -> None:
+        """stacking.pass_up of every device another is built on, parents first."""
+        for node in self.order:
+            if node.below:
+                pass_up(self.root, node, self.by_name, self.needed)
 
     def held(self, node: Node) -> dict[str, Any]:
         """The device's fields as read (a Held device), from its piece (unpacked now when
@@ -174,6 +181,8 @@ class _Scan:
         device = f.fields() if type(f) is Held else {
             k: v.fact() if type(v) is Reading else v for k, v in f.items()}
         device.update(node.inherited())
+        if not node.below:  # passed up to nothing: not held
+            device.update(passed_up(self.root, node, self.by_name, needed))
         if needed is None or "stripe" in needed:
             device["stripe"] = stripe_of(device, self.by_name)
         # Given even when not asked: a default Usage is deep-copied per device (a third of the
@@ -190,8 +199,8 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
     """_Scan's devices, made one at a time."""
     scan = _Scan(root, probe=probe, needed=needed, probes_used=probes_used, entries=entries,
                  users=users)
+    scan.pass_up()
     for node in scan.order:
-        pass_up(root, node, scan.by_name, needed)
         yield scan.device(node)
 
 

@@ -122,7 +122,8 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
         for i, packed, summaries in _received(sent):
             try:
                 devices = unpack(packed, fact_classes, make_fact) if summaries is None else [
-                    _fields(f, fact_classes, make_fact) for f in summaries]
+                    _fields(f, fact_classes, make_fact)
+                    for f in marshal.loads(zlib.decompress(summaries))]
             except (EOFError, ValueError, TypeError, IndexError, zlib.error):
                 break  # garbled: this piece and the rest of the child's are read here
             done[i] = keep(devices, packed)
@@ -284,14 +285,17 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: Re
         os.close(rfd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
         payload: Any
-        done: list[tuple[int, Packed, list[Any] | None]] = []
+        # Each piece's summaries compressed too: loaded all at once in the parent, they would be
+        # ~1 KB a device (50 MB of a host with 100,000 devices) before keep lets go of them.
+        done: list[tuple[int, Packed, bytes | None]] = []
         try:
             for i in _take(queue):
                 if os.getppid() != parent:
                     return
                 devices = [f for name in pieces[i] for f in read_one(name)]
                 done.append((i, pack(devices, fact_classes), None if summary is None else
-                             [_encode(summary(f), fact_classes) for f in devices]))
+                             zlib.compress(marshal.dumps([_encode(summary(f), fact_classes)
+                                                          for f in devices]), 1)))
             payload = ("ok", done)
         except DeviceProblem as err:
             payload = ("vanished", str(err))
@@ -438,10 +442,11 @@ def _header(packed: Packed, piece: int, headers: Headers) -> tuple[list[Layout],
     return found
 
 
-def _received(sent: list[bytes]) -> list[tuple[int, Packed, list[Any] | None]]:
-    """The child's pieces, each packed (with its devices' summaries, or None), from `sent` (the
-    one bytes object it sent, let go of once loaded); empty when it sent nothing usable (it
-    failed: the caller reads its pieces); DeviceProblem when it saw a device vanish."""
+def _received(sent: list[bytes]) -> list[tuple[int, Packed, bytes | None]]:
+    """The child's pieces, each packed (with its devices' summaries compressed, or None), from
+    `sent` (the one bytes object it sent, let go of once loaded); empty when it sent nothing
+    usable (it failed: the caller reads its pieces); DeviceProblem when it saw a device
+    vanish."""
     try:
         kind, body = marshal.loads(sent.pop())
     except (EOFError, ValueError, TypeError):

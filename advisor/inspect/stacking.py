@@ -25,6 +25,10 @@ def node_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return {key: fields[key] for key in NODE_FIELDS if key in fields}
 
 
+#: The storage hints Nodes share (Node.storage_hint), by what they say.
+_HINTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
 class Node:
     """What the devices around a device read of it (the stacking pass, the tree, the usage
     tables), kept from its read until the last device is made, while the rest of its facts wait
@@ -37,11 +41,13 @@ class Node:
     when they are its holders)."""
 
     __slots__ = (
+        "below",
         "children",
         "discard_below",
         "discard_max_bytes",
         "display_name",
         "dm_uuid",
+        "hint",
         "holders",
         "i",
         "kind",
@@ -50,7 +56,6 @@ class Node:
         "name",
         "other_path",
         "parents",
-        "storage_hint",
         "thin",
     )
 
@@ -65,6 +70,8 @@ class Node:
     i: int
 
     def __init__(self, fields: dict[str, Any]) -> None:
+        #: Whether a listed device is built on it (prune_links): it passes up to it.
+        self.below = False
         self.name = fields["name"]
         self.display_name = fields["display_name"]
         path = fields["path"]
@@ -77,13 +84,33 @@ class Node:
         self.children = self.holders if children == self.holders else children
         for key in ("dm_uuid", "storage_hint", "thin", "md"):
             if key in fields:
-                setattr(self, key, fields[key])
+                setattr(self, key, fields[key])  # the hint: through storage_hint's setter
         if "discard_max_bytes" in fields:
             self.discard_max_bytes = fields["discard_max_bytes"].value
 
     @property
     def path(self) -> str:
         return f"/dev/{self.name}" if self.other_path is None else self.other_path
+
+    @property
+    def storage_hint(self) -> Any:
+        """Its storage hint: as read (a Reading), passed up (a Fact), or made again from the
+        one template of the hints that say nothing more than their class, value, source and
+        note about the device's own folder (most of a SAN host's: one object for all)."""
+        hint = self.hint
+        if type(hint) is not tuple:
+            return hint
+        cls, value, source, note = hint
+        return Reading(cls, value, source, f"sys/block/{self.name}", None, None, note)
+
+    @storage_hint.setter
+    def storage_hint(self, hint: Any) -> None:
+        if type(hint) is Reading and hint.file is None and hint.raw is None \
+                and hint.folder == f"sys/block/{self.name}":
+            key = (hint.cls, hint.value, hint.source, hint.note)
+            self.hint = _HINTS.setdefault(key, key) if len(_HINTS) < 64 else hint
+        else:
+            self.hint = hint
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -118,11 +145,14 @@ class Node:
 
 def prune_links(nodes: list[Node]) -> dict[str, Node]:
     """The devices by name, each one's parents, children and holders cut to those listed (a
-    holder or slave that is excluded or empty is not shown)."""
+    holder or slave that is excluded or empty is not shown), and those another is built on
+    marked (Node.below)."""
     by_name = {n.name: n for n in nodes}
     for n in nodes:
         if not all(p in by_name for p in n.parents):
             n.parents = tuple(p for p in n.parents if p in by_name)
+        for p in n.parents:
+            by_name[p].below = True
         if not all(c in by_name for c in n.children):
             n.children = tuple(c for c in n.children if c in by_name)
         if not all(h in by_name for h in n.holders):
@@ -130,16 +160,25 @@ def prune_links(nodes: list[Node]) -> dict[str, Node]:
     return by_name
 
 
+def passed_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
+              needed: frozenset[str] | None) -> dict[str, Any]:
+    """What `dev` inherits from the devices below it (passed up into theirs first: topological
+    order): a dm device's storage hint, thin provisioning and discards below. (Its stripe,
+    which nothing above reads, is stripe_of's.) `needed`: the fields asked for (None: all)."""
+    out: dict[str, Any] = {}
+    if dev["kind"] == "dm" and (needed is None or "storage_hint" in needed):
+        out["storage_hint"] = inherited_hint(dev, by_name)
+    if needed is None or not needed.isdisjoint(("thin", "discard_below")):
+        out.update(thin_and_discards(root, dev, by_name))
+    return out
+
+
 def pass_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
             needed: frozenset[str] | None) -> None:
-    """What `dev` inherits from the devices below it (done first: topological order), into
-    its fields, where the devices above it find them in turn: a dm device's storage hint, thin
-    provisioning and discards below. (Its stripe, which nothing above reads, is stripe_of's.)
-    `needed`: the fields asked for (None: all)."""
-    if dev["kind"] == "dm" and (needed is None or "storage_hint" in needed):
-        dev["storage_hint"] = inherited_hint(dev, by_name)
-    if needed is None or not needed.isdisjoint(("thin", "discard_below")):
-        dev.update(thin_and_discards(root, dev, by_name))
+    """passed_up into `dev`'s Node, where the devices above it find it. Only what something is
+    built on needs it (Node.below): a device at the top of a stack (a SAN host's multipath
+    devices) gets it when it is made, and its Node does not hold it."""
+    dev.update(passed_up(root, dev, by_name, needed))
 
 
 def topological(nodes: list[Node], by_name: dict[str, Node]) -> list[Node]:

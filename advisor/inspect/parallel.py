@@ -1,7 +1,8 @@
 """Reading a large host's /sys/block on two CPUs: this process and a forked child take pieces of
-the entries from a shared queue (a pipe) until none is left; the child sends its device dicts back
-over another pipe. Making and rendering the devices once read (in_order) is shared the same way,
-with a second child: it sends each piece rendered, and this process gives the pieces in order.
+the entries from a shared queue (a pipe) until none is left; the child sends its devices back
+over another pipe, each piece packed (pack: what a scan keeps of a device until it is made).
+Making and rendering the devices once read (in_order) is shared the same way, with a second
+child: it sends each piece rendered, and this process gives the pieces in order.
 
 Why: a SAN host has thousands of block devices and ~12-25 sysfs attributes each; the scan is
 system calls and small Python work in equal parts, and threads only fight over the GIL (two

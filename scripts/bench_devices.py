@@ -24,6 +24,12 @@ disk instead of the tools.
     .venv/bin/python scripts/bench_devices.py [--luns 1024] [--paths 4] [--runs 3] [--keep DIR]
                                               [--baseline DIR] [--commands full,lsblk,...]
                                               [--no-warm]
+
+--keep DIR more than once benchmarks each tree in turn (each reused as it is, whatever --luns
+says) and ends with each command's peak RSS on each tree and what a device adds to it, e.g.
+
+    scripts/bench_devices.py --keep /var/tmp/trees/10k --keep /var/tmp/trees/100k \\
+                             --commands full,propose --runs 1 --baseline DIR
 """
 
 from __future__ import annotations
@@ -206,8 +212,9 @@ def main() -> int:
     ap.add_argument("--luns", type=int, default=1024)
     ap.add_argument("--paths", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3, help="timed runs per tool (best is reported)")
-    ap.add_argument("--keep", metavar="DIR",
-                    help="generate into DIR and keep it (reused when it already holds a tree)")
+    ap.add_argument("--keep", metavar="DIR", action="append", default=[],
+                    help="generate into DIR and keep it (reused when it already holds a tree); "
+                         "more than once: each tree in turn, and the peak RSS of each compared")
     ap.add_argument("--baseline", metavar="DIR",
                     help="a checkout of an earlier version, run beside this one")
     ap.add_argument("--commands", default=",".join(COMMANDS),
@@ -218,18 +225,46 @@ def main() -> int:
     chosen = [c for c in args.commands.split(",") if c]
     if not chosen or set(chosen) - set(COMMANDS):
         sys.exit(f"--commands: choose from {','.join(COMMANDS)}")
-
-    lsblk = shutil.which("lsblk") or "/usr/bin/lsblk"
-    # sysfs lives in memory: a tmpfs is the fair stand-in (and generates 10x faster than a disk).
-    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="xfs-advisor-bench-",
-                                                                   dir=shm))
-    workload = REPO / "advisor" / "data" / "example-workload.toml"
     trees = {"": REPO}
     if args.baseline:
         trees["baseline "] = Path(args.baseline).resolve()
         if not (trees["baseline "] / "advisor" / "__init__.py").is_file():
             sys.exit(f"--baseline {args.baseline}: no advisor package there")
+    for keep in args.keep:  # a tree half written (an interrupted run) is not written into again
+        work = Path(keep)
+        if work.is_dir() and any(work.iterdir()) and not (work / "sys" / "block").is_dir():
+            sys.exit(f"--keep {keep}: not empty, and no sys/block in it (an unfinished tree?)")
+    peaks: list[tuple[int, dict[str, int]]] = []
+    for keep in args.keep or [None]:
+        if len(args.keep) > 1:
+            print(f"== {keep}")
+        peaks.append(_bench_tree(args, chosen, trees, keep))
+    if len(peaks) > 1:
+        _compare_peaks(peaks)
+    return 0
+
+
+def _compare_peaks(peaks: list[tuple[int, dict[str, int]]]) -> None:
+    """Each command's peak RSS on each tree, and what a device adds to it from the smallest tree
+    to the largest."""
+    peaks = sorted(peaks, key=lambda p: p[0])
+    (low, first), (high, last) = peaks[0], peaks[-1]
+    for key in first:
+        sizes = ", ".join(f"{count} devices {rss[key] / 1024:.0f} MiB" for count, rss in peaks)
+        grows = (last[key] - first[key]) * 1024 / (high - low) if high > low else 0.0
+        print(f"peak RSS of {key}: {sizes}; {last[key] / first[key]:.2f}x from {low} to {high} "
+              f"devices, {grows:.0f} bytes a device")
+
+
+def _bench_tree(args: argparse.Namespace, chosen: list[str], trees: dict[str, Path],
+                keep: str | None) -> tuple[int, dict[str, int]]:
+    """Benchmark the tree in `keep` (generated there first when it holds none; None: a new one
+    in memory, removed afterwards): its block devices and each command's peak RSS (KiB)."""
+    lsblk = shutil.which("lsblk") or "/usr/bin/lsblk"
+    # sysfs lives in memory: a tmpfs is the fair stand-in (and generates 10x faster than a disk).
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="xfs-advisor-bench-", dir=shm))
+    workload = REPO / "advisor" / "data" / "example-workload.toml"
     try:
         start = time.perf_counter()
         if (work / "sys" / "block").is_dir():  # --keep DIR from an earlier run: reuse it
@@ -301,10 +336,10 @@ def main() -> int:
                  f"same columns under 0.5x lsblk's time ({best['same'] / best['lsblk']:.2f}x)"
                  if {"same", "lsblk"} <= set(chosen) else ""]
         print(f"goals: {'; '.join(g for g in goals if g)}")
+        return count, rss
     finally:
-        if not args.keep:
+        if not keep:
             shutil.rmtree(work, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

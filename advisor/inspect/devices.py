@@ -11,6 +11,7 @@ and udev probes (advisor.inspect.probes).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 from collections.abc import Callable, Generator, Iterator
@@ -21,9 +22,8 @@ from advisor.errors import DeviceProblem
 from advisor.inspect import parallel
 from advisor.inspect.probes import Probes, can_probe, load_probes, probe_live
 from advisor.inspect.specs import (
+    HELD_CLASSES,
     PROBED,
-    FactBool,
-    FactInt,
     FactStr,
     Held,
     Reading,
@@ -31,7 +31,16 @@ from advisor.inspect.specs import (
     make_device,
     make_fact,
 )
-from advisor.inspect.stacking import entries_for, pass_up, prune_links, stripe_of, topological
+from advisor.inspect.stacking import (
+    Node,
+    entries_for,
+    node_fields,
+    pass_up,
+    passed_up,
+    prune_links,
+    stripe_of,
+    topological,
+)
 from advisor.inspect.sysblock import read_device
 from advisor.inspect.usage import UsageTables, no_usage, usage_tables
 from advisor.models.device import Device, Inventory
@@ -86,18 +95,18 @@ def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bo
     devices are made and rendered on two CPUs (parallel.in_order): after the read, making and
     writing 100,000 devices is a third of the scan, on one CPU. Everything is read before the
     first piece is given (a vanished device is DeviceProblem then, and nothing is written).
-    The facts read are kept (specs.Held) until the last device is made (a device's stripe and
-    storage hint come from the devices below it); each device's Facts are made when it is, and
-    let go with it: on a host with 100,000 devices the Device objects and their JSON are never
-    all held at once."""
+    Until its device is made, what the devices around a device read of it is kept as a
+    stacking.Node (a device's stripe and storage hint come from the devices below it), and the
+    rest of its facts packed with those read with it (parallel.pack): on a host with 100,000
+    devices neither their facts, nor the Device objects and their JSON, are ever all held at
+    once."""
     with _collector_paused():
         scan = _Scan(root, probe=probe, needed=fields_needed(fields), probes_used=[],
-                     users=users)
-        for f in scan.order:  # what each passes up, first: a piece is made without the others
-            pass_up(root, f, scan.by_name, scan.needed)
+                     users=users, packed=True)
+        scan.pass_up()  # first: a piece is made without the others
 
-        def piece(devices: list[dict[str, Any]]) -> bytes:
-            return separator.join([render(scan.device(f)) for f in devices])
+        def piece(nodes: list[Node]) -> bytes:
+            return separator.join([render(scan.device(n)) for n in nodes])
 
         yield from parallel.in_order(root, scan.order, piece)
 
@@ -106,36 +115,80 @@ class _Scan:
     """Every device read, in the order they are made (parents first), with what making them
     takes: the devices by name, the probes and the usage tables. `entries`: the /sys/block
     entries to read (None: every one); `users`: look for processes holding each device open
-    (as root on the live system)."""
+    (as root on the live system); `packed`: keep each piece of devices read packed
+    (parallel.pack) until its devices are made, only their stacking.Node at hand."""
 
     def __init__(self, root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
                  probes_used: list[Probes], entries: list[str] | None = None,
-                 users: bool = False) -> None:
+                 users: bool = False, packed: bool = False) -> None:
         hosts: dict[str, str] = {}
-        fields = parallel.read_all(root,
-                                   root.listdir("sys/block") if entries is None else entries,
-                                   lambda name: read_device(root, name, needed, hosts),
-                                   (FactInt, FactBool, FactStr), make_fact)
-        self.needed = needed
-        self.by_name = prune_links(fields)
-        self.probes = _probes(root, fields, probe, needed)
-        self.want_usage = needed is None or "usage" in needed
-        self.tables = usage_tables(root, fields, users) if self.want_usage else UsageTables()
-        probes_used.append(self.probes)
-        self.order = topological(fields)
 
-    def device(self, f: dict[str, Any]) -> Device:
-        """The Device of `f` (what it inherits passed up already, stacking.pass_up)."""
+        def keep(devices: list[dict[str, Any]], sent: parallel.Packed | None
+                 ) -> tuple[list[Node], Any]:
+            nodes = [Node(f) for f in devices]
+            if not packed:
+                return nodes, devices
+            return nodes, sent if sent is not None else parallel.pack(devices, HELD_CLASSES)
+
+        read = parallel.read_pieces(root,
+                                    root.listdir("sys/block") if entries is None else entries,
+                                    lambda name: read_device(root, name, needed, hosts),
+                                    HELD_CLASSES, make_fact, keep,
+                                    node_fields if packed else None)
+        nodes: list[Node] = []
+        #: Each piece's devices (packed: as parallel.pack made them), and where they start.
+        self.pieces: list[Any] = []
+        self.starts: list[int] = []
+        for piece_nodes, devices in read:
+            self.starts.append(len(nodes))
+            self.pieces.append(devices)
+            nodes.extend(piece_nodes)
+        del read
+        for i, node in enumerate(nodes):
+            node.i = i
+        self.root = root
+        self.packed = packed
+        self.headers: parallel.Headers = {}
+        self.needed = needed
+        self.by_name = prune_links(nodes)
+        self.probes = _probes(root, nodes, probe, needed)
+        self.want_usage = needed is None or "usage" in needed
+        self.tables = usage_tables(root, nodes, users) if self.want_usage else UsageTables()
+        probes_used.append(self.probes)
+        self.order = topological(nodes, self.by_name)
+
+    def pass_up(self) -> None:
+        """stacking.pass_up of every device another is built on, parents first."""
+        for node in self.order:
+            if node.below:
+                pass_up(self.root, node, self.by_name, self.needed)
+
+    def held(self, node: Node) -> dict[str, Any]:
+        """The device's fields as read (a Held device), from its piece (unpacked now when
+        packed)."""
+        at = bisect.bisect_right(self.starts, node.i) - 1
+        if not self.packed:
+            devices: list[dict[str, Any]] = self.pieces[at]
+            return devices[node.i - self.starts[at]]
+        return parallel.unpack_one(self.pieces[at], node.i - self.starts[at], HELD_CLASSES,
+                                   make_fact, self.headers, at)
+
+    def device(self, node: Node) -> Device:
+        """The Device of `node` (what it inherits passed up already, stacking.pass_up)."""
         needed = self.needed
-        # The device's own Facts, made now and let go once it is written: what `f` holds is
-        # what the devices above it read.
+        f = self.held(node)
+        # The device's own Facts, made now and let go once it is written.
         device = f.fields() if type(f) is Held else {
             k: v.fact() if type(v) is Reading else v for k, v in f.items()}
+        device.update(node.inherited())
+        if not node.below:  # passed up to nothing: not held
+            device.update(passed_up(self.root, node, self.by_name, needed))
         if needed is None or "stripe" in needed:
-            device["stripe"] = stripe_of(f, self.by_name)
+            device["stripe"] = stripe_of(device, self.by_name)
         # Given even when not asked: a default Usage is deep-copied per device (a third of the
         # time of a `--fields` scan of a SAN host).
-        device["usage"] = self.tables.usage(f, self.probes) if self.want_usage else no_usage()
+        device["usage"] = self.tables.usage(device, self.probes) if self.want_usage \
+            else no_usage()
         _probed(device, self.probes, needed)
         return make_device(device)
 
@@ -146,12 +199,12 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
     """_Scan's devices, made one at a time."""
     scan = _Scan(root, probe=probe, needed=needed, probes_used=probes_used, entries=entries,
                  users=users)
-    for f in scan.order:
-        pass_up(root, f, scan.by_name, needed)
-        yield scan.device(f)
+    scan.pass_up()
+    for node in scan.order:
+        yield scan.device(node)
 
 
-def _probes(root: SysRoot, fields: list[dict[str, Any]], probe: bool,
+def _probes(root: SysRoot, fields: list[Node], probe: bool,
             needed: frozenset[str] | None) -> Probes:
     """The libblkid and udev results for the devices, when asked and a field needs them. The one
     place that decides: libblkid and udev on the live system as root, a capture's own probe

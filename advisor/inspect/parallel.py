@@ -1,7 +1,8 @@
 """Reading a large host's /sys/block on two CPUs: this process and a forked child take pieces of
-the entries from a shared queue (a pipe) until none is left; the child sends its device dicts back
-over another pipe. Making and rendering the devices once read (in_order) is shared the same way,
-with a second child: it sends each piece rendered, and this process gives the pieces in order.
+the entries from a shared queue (a pipe) until none is left; the child sends its devices back
+over another pipe, each piece packed (pack: what a scan keeps of a device until it is made).
+Making and rendering the devices once read (in_order) is shared the same way, with a second
+child: it sends each piece rendered, and this process gives the pieces in order.
 
 Why: a SAN host has thousands of block devices and ~12-25 sysfs attributes each; the scan is
 system calls and small Python work in equal parts, and threads only fight over the GIL (two
@@ -18,12 +19,14 @@ on the child. Ctrl-C or any exception here kills and reaps the child before it p
 
 from __future__ import annotations
 
+import array
 import contextlib
 import fcntl
 import marshal
 import os
 import signal
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Sized
 from typing import Any, BinaryIO, TypeVar
 
@@ -37,6 +40,7 @@ from advisor.system.sysroot import SysRoot
 MIN_ENTRIES = 512
 
 ReadOne = Callable[[str], list[dict[str, Any]]]
+T = TypeVar("T")
 
 
 def usable_cpus() -> int:
@@ -69,13 +73,32 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
     """[*read_one(name) for name in names], in that order, on two CPUs when worth_forking.
     `fact_classes`: the class of every Fact and Reading read_one makes (they cross the pipe as
     an index); `make_fact(cls, value, source, path, raw, note)`: how this side builds a Fact
-    back.
+    back."""
+    kept = read_pieces(root, names, read_one, fact_classes, make_fact,
+                       lambda devices, packed: devices)
+    return [f for piece in kept for f in piece]
+
+
+def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
+                fact_classes: tuple[type[Fact[Any]], ...], make_fact: Callable[..., Fact[Any]],
+                keep: Callable[[list[dict[str, Any]], Packed | None], T],
+                summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[T]:
+    """keep(devices, packed) of each piece of `names` in order, where `devices` is
+    [*read_one(name) for name in the piece] and `packed` what pack() made of them when the child
+    read them (None when this process did): on two CPUs when worth_forking (read_all's
+    arguments). keep is called as each piece is read (this process's) or received (the
+    child's), so what it lets go of is never held for the whole host at once. `summary`: what
+    keep reads of a device (some of its fields): given, the child sends it beside each packed
+    piece, and keep gets the summaries of the child's devices instead of the devices (not
+    unpacked here, then).
 
     The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
     the next number until none is left, so a busy CPU or a slow child only means this process
-    does more of the pieces (all of them, if the child never runs)."""
+    does more of the pieces (all of them, if the child never runs). The child packs each piece
+    it reads (pack: ~70 bytes a device), and sends them all once the queue is empty."""
     if not worth_forking(root, names):
-        return [f for name in names for f in read_one(name)]
+        return [keep([f for name in piece for f in read_one(name)], None)
+                for piece in _cut(names, CHUNK, 1 << 30)]
     queue_r, queue_w = os.pipe()
     pieces = cut(names, fcntl.fcntl(queue_w, fcntl.F_GETPIPE_SZ))
     os.write(queue_w, b"".join(i.to_bytes(2, "little") for i in range(len(pieces))))
@@ -84,24 +107,31 @@ def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
     parent = os.getpid()
     pid = _fork(queue_r, out_r, out_w)
     if pid is None:
-        return [f for name in names for f in read_one(name)]
+        return [keep([f for name in piece for f in read_one(name)], None) for piece in pieces]
     if pid == 0:  # the child: read, send, exit without running anything of the parent's
-        _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, parent)
+        _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, summary, parent)
     os.close(out_w)
-    done: dict[int, list[dict[str, Any]]] = {}
+    done: dict[int, T] = {}
     reaped = False
     try:
         for i in _take(queue_r):
-            done[i] = [f for name in pieces[i] for f in read_one(name)]
+            done[i] = keep([f for name in pieces[i] for f in read_one(name)], None)
         with os.fdopen(out_r, "rb") as pipe:
             sent = [pipe.read()]
         os.waitpid(pid, 0)
         reaped = True
-        done.update(_decode(sent, fact_classes, make_fact))
+        for i, packed, summaries in _received(sent):
+            try:
+                devices = unpack(packed, fact_classes, make_fact) if summaries is None else [
+                    _fields(f, fact_classes, make_fact)
+                    for f in marshal.loads(zlib.decompress(summaries))]
+            except (EOFError, ValueError, TypeError, IndexError, zlib.error):
+                break  # garbled: this piece and the rest of the child's are read here
+            done[i] = keep(devices, packed)
         for i, piece in enumerate(pieces):  # what a failed child took and did not send
             if i not in done:
-                done[i] = [f for name in piece for f in read_one(name)]
-        return [f for i in range(len(pieces)) for f in done[i]]
+                done[i] = keep([f for name in piece for f in read_one(name)], None)
+        return [done[i] for i in range(len(pieces))]
     finally:
         os.close(queue_r)
         if not reaped:
@@ -115,8 +145,6 @@ RENDER_CHUNK = 128
 #: (F_SETPIPE_SZ; up to fs.pipe-max-size, 1 MiB by default): the child then goes on to its next
 #: piece instead of waiting for this process to take the last.
 RENDER_PIPE = 1 << 20
-
-T = TypeVar("T")
 
 
 def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
@@ -248,7 +276,8 @@ def _take(queue: int) -> Iterator[int]:
 
 
 def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: ReadOne,
-           fact_classes: tuple[type[Fact[Any]], ...], parent: int) -> None:
+           fact_classes: tuple[type[Fact[Any]], ...],
+           summary: Callable[[dict[str, Any]], dict[str, Any]] | None, parent: int) -> None:
     """Never returns: os._exit, so no atexit handler, buffered stdout or finally of the
     parent's runs twice. Stops at the next piece when the parent is gone (killed by SIGTERM or
     SIGHUP, which it does not catch): nothing would read what it sends."""
@@ -257,13 +286,17 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: Re
         os.close(rfd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
         payload: Any
-        done: list[tuple[int, list[dict[str, Any]]]] = []
+        # Each piece's summaries compressed too: loaded all at once in the parent, they would be
+        # ~1 KB a device (50 MB of a host with 100,000 devices) before keep lets go of them.
+        done: list[tuple[int, Packed, bytes | None]] = []
         try:
             for i in _take(queue):
                 if os.getppid() != parent:
                     return
-                done.append((i, [_encode(f, fact_classes) for name in pieces[i]
-                                 for f in read_one(name)]))
+                devices = [f for name in pieces[i] for f in read_one(name)]
+                done.append((i, pack(devices, fact_classes), None if summary is None else
+                             zlib.compress(marshal.dumps([_encode(summary(f), fact_classes)
+                                                          for f in devices]), 1)))
             payload = ("ok", done)
         except DeviceProblem as err:
             payload = ("vanished", str(err))
@@ -289,7 +322,9 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any
     reads this half itself)."""
     out: dict[str, Any] = {}
     for key, value in fields.items():
-        if type(value) is Reading:
+        if value is None or type(value) in _PLAIN:  # most of a device's fields: first
+            out[key] = value
+        elif type(value) is Reading:
             out[key] = ("r", classes.index(value.cls), value.value, value.source, value.folder,
                         value.file, value.raw, value.note)
         elif isinstance(value, Fact):
@@ -308,34 +343,125 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any
     return out
 
 
+#: Types _encode gives as they are without asking more (a Fact's isinstance check is slow).
+_PLAIN = frozenset({str, int, bool, list})
+
+
 def _fact_tuple(fact: Fact[Any], classes: tuple[type[Fact[Any]], ...]) -> tuple[Any, ...]:
     d = fact.__dict__
     return (classes.index(type(fact)), d["value"], d["source"], d["path"], d["raw"], d["note"])
 
 
-def _decode(sent: list[bytes], classes: tuple[type[Fact[Any]], ...],
-            make_fact: Callable[..., Fact[Any]]) -> dict[int, list[dict[str, Any]]]:
-    """The child's device dicts by piece, from `sent` (the one bytes object it sent, let go of
-    once loaded: tens of MB on a host with 100,000 devices, not held while the devices are
-    made); empty when it sent nothing usable (it failed: the caller reads its pieces);
-    DeviceProblem when it saw a device vanish."""
+#: A piece of devices packed (pack): its header (zlib: the layouts of its Held devices and the
+#: first device's marshal bytes), the others' marshal bytes each deflated on their own with the
+#: first as dictionary, one after the other, and where each of them ends (uint32s).
+Packed = tuple[bytes, bytes, bytes]
+
+#: Raw deflate (no zlib header or checksum: a device's bytes are a few dozen) in a 4 KiB window
+#: with a small hash table: a device's record and the first one's fit in it, and a deflater of
+#: the default size (256 KiB to set up) took half of pack's time for nothing smaller.
+_RAW = -12
+_MEMORY = 2
+
+
+def pack(devices: list[dict[str, Any]], classes: tuple[type[Fact[Any]], ...]) -> Packed:
+    """`devices` (dicts of Facts, Readings and plain data, or Held devices) packed: what the
+    child sends of each piece it reads, and what a scan keeps of each device until it is made,
+    ~70 bytes a device on a SAN host (devices read together are laid out alike and their values
+    repeat, so each is deflated against the first). Any one of them is made again on its own
+    (unpack_one): devices are not made in the order they are read. TypeError for what _encode
+    cannot carry."""
+    layouts: dict[int, int] = {}
+    entries: list[Any] = []
+    records: list[bytes] = []
+    for f in devices:
+        out = _encode(f, classes)
+        if type(out) is tuple:  # ("held", entries, dict, packed): the entries once a piece
+            at = layouts.get(id(out[1]))
+            if at is None:
+                at = layouts[id(out[1])] = len(entries)
+                entries.append(out[1])
+            out = (at, out[2], out[3])
+        records.append(marshal.dumps(out))
+    first = records[0] if records else b""
+    blob: list[bytes] = []
+    ends = array.array("I")
+    end = 0
+    for raw in records[1:]:
+        deflate = zlib.compressobj(1, zlib.DEFLATED, _RAW, _MEMORY, zdict=first)
+        blob.append(deflate.compress(raw) + deflate.flush())
+        end += len(blob[-1])
+        ends.append(end)
+    return (zlib.compress(marshal.dumps((tuple(entries), first)), 1), b"".join(blob),
+            ends.tobytes())
+
+
+#: What unpack_one keeps of the pieces it read last (their headers), by piece.
+Headers = dict[int, tuple[list[Layout], bytes]]
+
+#: Pieces whose headers unpack_one keeps.
+HEADERS = 16
+
+
+def unpack(packed: Packed, classes: tuple[type[Fact[Any]], ...],
+           make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
+    """Every device pack() packed, made again (a Held device as a Held)."""
+    headers: Headers = {}
+    count = len(packed[2]) // 4 + 1 if _header(packed, 0, headers)[1] else 0
+    return [unpack_one(packed, k, classes, make_fact, headers, 0) for k in range(count)]
+
+
+def unpack_one(packed: Packed, k: int, classes: tuple[type[Fact[Any]], ...],
+               make_fact: Callable[..., Fact[Any]], headers: Headers, piece: int
+               ) -> dict[str, Any]:
+    """Device `k` of those pack() packed, made again. `headers`: the headers of the last
+    pieces read this way, `piece` the number of this one among them."""
+    layouts, first = _header(packed, piece, headers)
+    if k == 0:
+        raw = first
+    else:
+        ends = memoryview(packed[2]).cast("I")
+        start = ends[k - 2] if k > 1 else 0
+        inflate = zlib.decompressobj(_RAW, zdict=first)
+        raw = inflate.decompress(memoryview(packed[1])[start:ends[k - 1]]) + inflate.flush()
+    device = marshal.loads(raw)
+    if type(device) is not tuple:
+        return _fields(device, classes, make_fact)
+    at, fields, values = device
+    held = Held(_fields(fields, classes, make_fact))
+    held.layout, held.packed = layouts[at], values
+    return held
+
+
+def _header(packed: Packed, piece: int, headers: Headers) -> tuple[list[Layout], bytes]:
+    found = headers.get(piece)
+    if found is None:
+        entries, first = marshal.loads(zlib.decompress(packed[0]))
+        if len(headers) >= HEADERS:
+            del headers[next(iter(headers))]
+        found = headers[piece] = ([layout_of(e) for e in entries], first)
+    return found
+
+
+def _received(sent: list[bytes]) -> list[tuple[int, Packed, bytes | None]]:
+    """The child's pieces, each packed (with its devices' summaries compressed, or None), from
+    `sent` (the one bytes object it sent, let go of once loaded); empty when it sent nothing
+    usable (it failed: the caller reads its pieces); DeviceProblem when it saw a device
+    vanish."""
     try:
         kind, body = marshal.loads(sent.pop())
     except (EOFError, ValueError, TypeError):
-        return {}
+        return []
     if kind == "vanished":
         raise DeviceProblem(body)
     if kind != "ok":
-        return {}
-    layouts: dict[int, Layout] = {}  # by the id of an entries tuple, which marshal made once
-    return {i: [_fields(device, classes, make_fact, layouts) for device in devices]
-            for i, devices in body}
+        return []
+    return [(i, packed, summaries) for i, packed, summaries in body]
 
 
-def _fields(device: Any, classes: tuple[type[Fact[Any]], ...],
-            make_fact: Callable[..., Fact[Any]], layouts: dict[int, Layout]) -> dict[str, Any]:
-    """One device as _encode sent it, made again (a Held device as a Held)."""
-    fields: dict[str, Any] = device[2] if type(device) is tuple else device
+def _fields(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...],
+            make_fact: Callable[..., Fact[Any]]) -> dict[str, Any]:
+    """A device's dict as _encode sent it, its facts made again (in place)."""
     for key, value in fields.items():
         if type(value) is tuple:
             if value[0] == "r":
@@ -345,12 +471,4 @@ def _fields(device: Any, classes: tuple[type[Fact[Any]], ...],
                                         for k, t in value[1].items()})
             else:
                 fields[key] = make_fact(classes[value[0]], *value[1:])
-    if type(device) is not tuple:
-        return fields
-    _, entries, _, packed = device
-    layout = layouts.get(id(entries))
-    if layout is None:
-        layout = layouts[id(entries)] = layout_of(entries)
-    held = Held(fields)
-    held.layout, held.packed = layout, packed
-    return held
+    return fields

@@ -9,60 +9,200 @@ import heapq
 from typing import Any
 
 from advisor.inspect import geometry
-from advisor.inspect.specs import SYSFS, FactInt, FactStr, make_fact
+from advisor.inspect.specs import SYSFS, FactInt, FactStr, Reading, make_fact
 from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
 from advisor.system.sysroot import SysRoot
 
+#: The fields of a device its Node keeps (of discard_max_bytes, the value).
+NODE_FIELDS = ("name", "display_name", "path", "maj_min", "kind", "parents", "children",
+               "holders", "dm_uuid", "storage_hint", "thin", "md", "discard_max_bytes")
 
-def prune_links(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+
+def node_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """What Node(fields) reads of a device's fields (what the child of a two-process read sends
+    of each device beside its packed facts)."""
+    return {key: fields[key] for key in NODE_FIELDS if key in fields}
+
+
+#: The storage hints Nodes share (Node.storage_hint), by what they say.
+_HINTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+class Node:
+    """What the devices around a device read of it (the stacking pass, the tree, the usage
+    tables), kept from its read until the last device is made, while the rest of its facts wait
+    packed (a few fields instead of ~40 facts a device on a host with 100,000 devices). Read
+    like the device's fields: node["kind"], node.get("md"), "thin" in node; a field the device
+    does not have is not in it; discard_max_bytes is its value alone (all that is read of it).
+    The stacking pass sets what the device inherits (storage_hint, thin, discard_below); `i`:
+    the device's place in the scan's read order. Kept small: a host with 100,000 devices holds
+    100,000 of them (a path only when it is not /dev/NAME, one tuple for a disk's children
+    when they are its holders)."""
+
+    __slots__ = (
+        "below",
+        "children",
+        "discard_below",
+        "discard_max_bytes",
+        "display_name",
+        "dm_uuid",
+        "hint",
+        "holders",
+        "i",
+        "kind",
+        "maj_min",
+        "md",
+        "name",
+        "other_path",
+        "parents",
+        "thin",
+    )
+
+    name: str
+    display_name: str
+    other_path: str | None
+    maj_min: str | None
+    kind: str
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
+    holders: tuple[str, ...]
+    i: int
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        #: Whether a listed device is built on it (prune_links): it passes up to it.
+        self.below = False
+        self.name = fields["name"]
+        self.display_name = fields["display_name"]
+        path = fields["path"]
+        self.other_path = None if path == f"/dev/{self.name}" else path
+        self.maj_min = fields["maj_min"]
+        self.kind = fields["kind"]
+        self.parents = tuple(fields["parents"])
+        self.holders = tuple(fields["holders"])
+        children = tuple(fields["children"])
+        self.children = self.holders if children == self.holders else children
+        for key in ("dm_uuid", "storage_hint", "thin", "md"):
+            if key in fields:
+                setattr(self, key, fields[key])  # the hint: through storage_hint's setter
+        if "discard_max_bytes" in fields:
+            self.discard_max_bytes = fields["discard_max_bytes"].value
+
+    @property
+    def path(self) -> str:
+        return f"/dev/{self.name}" if self.other_path is None else self.other_path
+
+    @property
+    def storage_hint(self) -> Any:
+        """Its storage hint: as read (a Reading), passed up (a Fact), or made again from the
+        one template of the hints that say nothing more than their class, value, source and
+        note about the device's own folder (most of a SAN host's: one object for all)."""
+        hint = self.hint
+        if type(hint) is not tuple:
+            return hint
+        cls, value, source, note = hint
+        return Reading(cls, value, source, f"sys/block/{self.name}", None, None, note)
+
+    @storage_hint.setter
+    def storage_hint(self, hint: Any) -> None:
+        if type(hint) is Reading and hint.file is None and hint.raw is None \
+                and hint.folder == f"sys/block/{self.name}":
+            key = (hint.cls, hint.value, hint.source, hint.note)
+            self.hint = _HINTS.setdefault(key, key) if len(_HINTS) < 64 else hint
+        else:
+            self.hint = hint
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+    def __contains__(self, key: str) -> bool:
+        return hasattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def update(self, values: dict[str, Any]) -> None:
+        for key, value in values.items():
+            setattr(self, key, value)
+
+    def inherited(self) -> dict[str, Any]:
+        """The fields the stacking pass sets, as the device has them: its tree (cut to the
+        devices listed), its storage hint, thin provisioning and discards below."""
+        out: dict[str, Any] = {"parents": list(self.parents), "children": list(self.children),
+                               "holders": list(self.holders)}
+        for key in ("storage_hint", "thin", "discard_below"):
+            value = getattr(self, key, None)
+            if value is not None:
+                out[key] = value.fact() if type(value) is Reading else value
+        return out
+
+
+def prune_links(nodes: list[Node]) -> dict[str, Node]:
     """The devices by name, each one's parents, children and holders cut to those listed (a
-    holder or slave that is excluded or empty is not shown). A list all listed is kept as it
-    is: a scan holds three per device until the last is made."""
-    by_name = {f["name"]: f for f in fields}
-    for f in fields:
-        for key in ("parents", "children", "holders"):
-            names = f[key]
-            if not all(n in by_name for n in names):
-                f[key] = [n for n in names if n in by_name]
+    holder or slave that is excluded or empty is not shown), and those another is built on
+    marked (Node.below)."""
+    by_name = {n.name: n for n in nodes}
+    for n in nodes:
+        if not all(p in by_name for p in n.parents):
+            n.parents = tuple(p for p in n.parents if p in by_name)
+        for p in n.parents:
+            by_name[p].below = True
+        if not all(c in by_name for c in n.children):
+            n.children = tuple(c for c in n.children if c in by_name)
+        if not all(h in by_name for h in n.holders):
+            n.holders = tuple(h for h in n.holders if h in by_name)
     return by_name
 
 
-def pass_up(root: SysRoot, dev: dict[str, Any], by_name: dict[str, dict[str, Any]],
-            needed: frozenset[str] | None) -> None:
-    """What `dev` inherits from the devices below it (done first: topological order), into
-    its fields, where the devices above it find them in turn: a dm device's storage hint, thin
-    provisioning and discards below. (Its stripe, which nothing above reads, is stripe_of's.)
-    `needed`: the fields asked for (None: all)."""
+def passed_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
+              needed: frozenset[str] | None) -> dict[str, Any]:
+    """What `dev` inherits from the devices below it (passed up into theirs first: topological
+    order): a dm device's storage hint, thin provisioning and discards below. (Its stripe,
+    which nothing above reads, is stripe_of's.) `needed`: the fields asked for (None: all)."""
+    out: dict[str, Any] = {}
     if dev["kind"] == "dm" and (needed is None or "storage_hint" in needed):
-        dev["storage_hint"] = inherited_hint(dev, by_name)
+        out["storage_hint"] = inherited_hint(dev, by_name)
     if needed is None or not needed.isdisjoint(("thin", "discard_below")):
-        dev.update(thin_and_discards(root, dev, by_name))
+        out.update(thin_and_discards(root, dev, by_name))
+    return out
 
 
-def topological(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Parents before children, otherwise in sysfs order."""
-    index = {f["name"]: i for i, f in enumerate(fields)}
-    waiting = [sum(1 for p in f["parents"] if p in index) for f in fields]
-    ready = [i for i, n in enumerate(waiting) if n == 0]
+def pass_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
+            needed: frozenset[str] | None) -> None:
+    """passed_up into `dev`'s Node, where the devices above it find it. Only what something is
+    built on needs it (Node.below): a device at the top of a stack (a SAN host's multipath
+    devices) gets it when it is made, and its Node does not hold it."""
+    dev.update(passed_up(root, dev, by_name, needed))
+
+
+def topological(nodes: list[Node], by_name: dict[str, Node]) -> list[Node]:
+    """Parents before children, otherwise in sysfs order (`nodes`, each its place as `i`)."""
+    waiting = [sum(1 for p in n.parents if p in by_name) for n in nodes]
+    ready = [i for i, count in enumerate(waiting) if count == 0]
     heapq.heapify(ready)
-    order: list[dict[str, Any]] = []
+    order: list[Node] = []
     while ready:
         i = heapq.heappop(ready)
-        order.append(fields[i])
-        for child in fields[i]["children"]:
-            j = index.get(child)
-            if j is not None and fields[i]["name"] in fields[j]["parents"]:
-                waiting[j] -= 1
-                if waiting[j] == 0:
-                    heapq.heappush(ready, j)
-    if len(order) < len(fields):  # a cycle in a broken tree: keep the rest in sysfs order
-        seen = {f["name"] for f in order}
-        order.extend(f for f in fields if f["name"] not in seen)
+        order.append(nodes[i])
+        for child in nodes[i].children:
+            above = by_name.get(child)
+            if above is not None and nodes[i].name in above.parents:
+                waiting[above.i] -= 1
+                if waiting[above.i] == 0:
+                    heapq.heappush(ready, above.i)
+    if len(order) < len(nodes):  # a cycle in a broken tree: keep the rest in sysfs order
+        seen = {n.name for n in order}
+        order.extend(n for n in nodes if n.name not in seen)
     return order
 
 
-def _md_origin(dev: dict[str, Any]) -> tuple[tuple[int, int], str] | None:
+def _md_origin(dev: dict[str, Any] | Node) -> tuple[tuple[int, int], str] | None:
     md: MdInfo | None = dev.get("md")
     if md is None:
         return None
@@ -77,7 +217,7 @@ def _md_origin(dev: dict[str, Any]) -> tuple[tuple[int, int], str] | None:
     return found, label
 
 
-def stripe_of(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> StripeGeometry:
+def stripe_of(dev: dict[str, Any], by_name: dict[str, Node]) -> StripeGeometry:
     stripe = geometry.mkfs_detected_stripe(
         min_io=dev["min_io"].value, opt_io=dev["opt_io"].value,
         physical_sector=dev["physical_sector"].value, logical_sector=dev["logical_sector"].value,
@@ -107,8 +247,7 @@ def stripe_of(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Stripe
 
 # ---- what sits below (thin provisioning, discards a dm layer drops) ----
 
-def thin_and_discards(root: SysRoot, dev: dict[str, Any],
-                      by_name: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def thin_and_discards(root: SysRoot, dev: Node, by_name: dict[str, Node]) -> dict[str, Any]:
     """`thin` and `discard_below` of a device; parents are done first (topological order)."""
     out: dict[str, Any] = {}
     parents = [by_name[p] for p in dev["parents"] if p in by_name]
@@ -124,16 +263,15 @@ def thin_and_discards(root: SysRoot, dev: dict[str, Any],
                           if isinstance(p.get("thin"), Fact) and p["thin"].value), None)
         if inherited is not None:
             out["thin"] = inherited
-    own = dev["discard_max_bytes"].value \
-        if dev["kind"] == "dm" and "discard_max_bytes" in dev else None
+    own = dev.get("discard_max_bytes") if dev["kind"] == "dm" else None
     if own == 0:
         # The nearest devices below that take discards (a thin pool's own layers may not).
         below: list[tuple[int, str]] = []
         level, seen = parents, set[str]()
         while level and not below:
             seen.update(p["name"] for p in level)
-            below = [(p["discard_max_bytes"].value, p["name"]) for p in level
-                     if p["discard_max_bytes"].value]
+            below = [(p["discard_max_bytes"], p["name"]) for p in level
+                     if p["discard_max_bytes"]]
             level = [by_name[n] for p in level for n in p["parents"]
                      if n in by_name and n not in seen]
         if below:
@@ -144,7 +282,7 @@ def thin_and_discards(root: SysRoot, dev: dict[str, Any],
     return out
 
 
-def inherited_hint(dev: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Fact[str]:
+def inherited_hint(dev: Node, by_name: dict[str, Node]) -> Fact[str]:
     """A dm device (LVM, dm-crypt, multipath) is on the storage of what it is built on, when all
     of that says the same."""
     hints = {by_name[p]["storage_hint"].value for p in dev["parents"] if p in by_name}

@@ -4,8 +4,9 @@ open."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from advisor.inspect import parsers
 from advisor.inspect.probes import Probes, can_probe
@@ -14,6 +15,13 @@ from advisor.models.device import Fact, OpenBy, Usage
 from advisor.system.sysroot import SysRoot
 
 _NO_FSTYPE = FactStr()
+
+
+class Fields(Protocol):
+    """A device's fields as the tables read them (name, kind, maj_min, path): its dict, or the
+    stacking.Node a scan keeps of it."""
+
+    def __getitem__(self, key: str) -> Any: ...
 
 
 @dataclass
@@ -50,7 +58,7 @@ class UsageTables:
             held_open=None if self.held is None else self.held.get(name, []))
 
 
-def usage_tables(root: SysRoot, fields: list[dict[str, Any]], users: bool) -> UsageTables:
+def usage_tables(root: SysRoot, fields: Sequence[Fields], users: bool) -> UsageTables:
     """The mount table, swaps and loop devices of `root` by device; with `users`, the processes
     holding each device open (as root on the live system)."""
     loops = _loops_over(root, fields)
@@ -63,7 +71,7 @@ def usage_tables(root: SysRoot, fields: list[dict[str, Any]], users: bool) -> Us
     return UsageTables(table=table, mounts=mounts, swaps=swaps, loops=loops, held=held)
 
 
-def _held_open(fields: list[dict[str, Any]]) -> dict[str, list[OpenBy]]:
+def _held_open(fields: Sequence[Fields]) -> dict[str, list[OpenBy]]:
     """Device name -> the processes holding it, or its loop backing file, open or mapped (one
     scan of every process, this one left out)."""
     import os
@@ -96,20 +104,19 @@ def _held_open(fields: list[dict[str, Any]]) -> dict[str, list[OpenBy]]:
     return held
 
 
-def _loops_over(root: SysRoot, fields: list[dict[str, Any]]) -> dict[str, list[str]]:
+def _loops_over(root: SysRoot, fields: Sequence[Fields]) -> dict[str, list[str]]:
     """Device name -> the loop devices bound over it. On the live system the kernel says what
     each loop device is bound to (LOOP_GET_STATUS64: the backing's device number, whatever path
     it was opened by), falling back to the backing path when the device cannot be opened (not
     root); a capture has only that path (`/dev/NAME`)."""
     from advisor.system.loopdev import dev_name, loop_status
 
-    by_devno = {f["maj_min"]: f["name"] for f in fields if f["maj_min"]}
-    by_path = {f["path"]: f["name"] for f in fields}
-    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields})
+    loops = [f for f in fields if f["kind"] == "loop"]
+    if not loops:  # no maps of every device (a SAN host's 100,000) for nothing
+        return {}
+    by_devno, by_path = _lookups(fields)
     found: dict[str, list[str]] = {}
-    for f in fields:
-        if f["kind"] != "loop":
-            continue
+    for f in loops:
         under: str | None = None
         if root.live:
             try:
@@ -141,11 +148,10 @@ def _mount_table(root: SysRoot) -> tuple[str, list[parsers.MountEntry]]:
     return "none", []
 
 
-def _by_device(fields: list[dict[str, Any]], entries: list[parsers.MountEntry]
+def _by_device(fields: Sequence[Fields], entries: list[parsers.MountEntry]
                ) -> dict[str, list[parsers.MountEntry]]:
-    by_devno = {f["maj_min"]: f["name"] for f in fields if f["maj_min"]}
-    by_path = {f["path"]: f["name"] for f in fields}
-    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields})
+    by_devno, by_path = _lookups(fields, {e.maj_min for e in entries if e.maj_min},
+                                 {e.source for e in entries})
     out: dict[str, list[parsers.MountEntry]] = {}
     for e in entries:
         name = by_devno.get(e.maj_min or "") or by_path.get(e.source)
@@ -153,3 +159,16 @@ def _by_device(fields: list[dict[str, Any]], entries: list[parsers.MountEntry]
             out.setdefault(name, []).append(e)
     return out
 
+
+
+def _lookups(fields: Sequence[Fields], devnos: set[str] | None = None,
+             paths: set[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """Device names by device number and by path (its own, then /dev/NAME over it), of those
+    numbers and paths only when given: maps of every device of a host with 100,000 devices
+    would be ~30 MB for a few mounts."""
+    by_devno = {f["maj_min"]: f["name"] for f in fields
+                if f["maj_min"] and (devnos is None or f["maj_min"] in devnos)}
+    by_path = {f["path"]: f["name"] for f in fields if paths is None or f["path"] in paths}
+    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields
+                    if paths is None or f"/dev/{f['name']}" in paths})
+    return by_devno, by_path

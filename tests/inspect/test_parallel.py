@@ -121,6 +121,28 @@ def test_a_failing_child_leaves_its_pieces_to_the_parent(forks: list[int]) -> No
     assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
 
 
+def test_a_garbled_piece_from_the_child_is_read_by_the_parent(
+        forks: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A piece the child sent that does not unpack (here its second and those after): this
+    process reads it and the child's later ones itself, and keeps those that unpacked."""
+    _two_cpus()
+    real = parallel.pack
+    parent = os.getpid()
+    packed: list[int] = []
+
+    def garbling(devices: list[dict[str, Any]], classes: Any) -> parallel.Packed:
+        packed.append(1)
+        if os.getpid() != parent and len(packed) >= 2:
+            return (b"not deflated", b"", b"")
+        return real(devices, classes)
+
+    monkeypatch.setattr(parallel, "pack", garbling)
+    out = _read(_pid_reader(delay=0.001))
+    assert [d["name"] for d in out] == NAMES
+    assert all(d["size"].value == 6 for d in out)
+    assert {d["pid"] for d in out} == {os.getpid(), forks[0]}  # its first piece kept
+
+
 def test_a_device_vanishing_in_the_child_is_the_scan_s_answer(forks: list[int]) -> None:
     _two_cpus()
 

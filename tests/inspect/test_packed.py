@@ -1,0 +1,87 @@
+"""What a scan that writes its devices as it makes them (`devices --json`) holds between its read
+and the last device: each device's stacking.Node, and its facts packed (parallel.pack), any one
+of them made again alone, equal to what was read."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.inspect import devices, parallel
+from advisor.inspect.specs import HELD_CLASSES, Held, make_fact
+from advisor.inspect.sysblock import read_device
+from advisor.system.sysroot import SysRoot
+from tests.conftest import memory_folder
+from tests.inspect.test_fixture_hosts import _host
+from tests.inspect.test_parallel import _generator
+
+
+@pytest.fixture(scope="module")
+def hosts() -> Iterator[dict[str, Path]]:
+    """The hand-written host (md arrays, LVM, dm-crypt, partitions, garbage attributes) and a
+    SAN host of 128 LUNs over 4 paths (640 entries: two processes read it)."""
+    with memory_folder("hand") as hand, memory_folder("san") as san:
+        assert _generator().generate(san, 128, 4) == 640 > parallel.MIN_ENTRIES
+        yield {"hand": _host(hand), "san": san}
+
+
+def _read(root: Path) -> list[dict[str, Any]]:
+    sysroot = SysRoot.open(root)
+    hosts: dict[str, str] = {}
+    return [f for name in sysroot.listdir("sys/block")
+            for f in read_device(sysroot, name, None, hosts)]
+
+
+def _plain(f: dict[str, Any]) -> dict[str, Any]:
+    """A device's fields, each fact as a Fact (equal when their values are)."""
+    assert type(f) is Held
+    return f.fields()
+
+
+@pytest.mark.parametrize("host", ["hand", "san"])
+def test_each_packed_device_is_made_again_alone(hosts: dict[str, Path], host: str) -> None:
+    """Devices are made in stacking order, not the order they were read: each one is unpacked
+    alone (the last first, its piece's header read once), equal to the device read; unpack
+    gives them all."""
+    read = _read(hosts[host])
+    assert len(read) > 8
+    for start in range(0, len(read), 64):
+        piece = read[start:start + 64]
+        packed = parallel.pack(piece, HELD_CLASSES)
+        headers: parallel.Headers = {}
+        alone = [parallel.unpack_one(packed, k, HELD_CLASSES, make_fact, headers, start)
+                 for k in reversed(range(len(piece)))][::-1]
+        assert [_plain(f) for f in alone] == [_plain(f) for f in piece]
+        assert [_plain(f) for f in parallel.unpack(packed, HELD_CLASSES, make_fact)] \
+            == [_plain(f) for f in piece]
+    assert parallel.unpack(parallel.pack([], HELD_CLASSES), HELD_CLASSES, make_fact) == []
+
+
+def _held_by_scan(root: Path, packed: bool) -> tuple[int, int]:
+    """The bytes a scan of `root` holds once read (its stacking pass done), and its devices."""
+    sysroot = SysRoot.open(root)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        scan = devices._Scan(sysroot, probe=True, needed=None, probes_used=[], packed=packed)
+        scan.pass_up()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return held, len(scan.order)
+
+
+def test_a_packed_scan_holds_a_fraction_of_the_facts_it_read(hosts: dict[str, Path]) -> None:
+    """On a SAN host a scan that keeps each device's facts packed holds less than half of what
+    it would holding them as read, and under 800 bytes a device (the names and links the
+    stacking pass reads, and ~65 bytes of packed facts)."""
+    packed, count = _held_by_scan(hosts["san"], packed=True)  # first: what a scan reads once
+    unpacked, same = _held_by_scan(hosts["san"], packed=False)  # is counted against it
+    assert count == same == 640
+    assert packed < unpacked / 2, (packed, unpacked)
+    assert packed / count < 800, packed / count

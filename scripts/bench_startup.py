@@ -19,10 +19,12 @@ into the usual __pycache__ folders) so that it measures what an installation run
 
 With --baseline DIR (another checkout's top folder, e.g. `git archive main | tar -x -C DIR`), the
 same commands run from DIR's advisor package too (PYTHONPATH, same interpreter and packages), and
-each of ours is given as a ratio to it.
+each of ours is given as a ratio to it. With --load N, N busy loops run while the commands are
+timed (bench_tui.py's, started and always stopped by the script; the load average printed is
+then the machine's with them): `--load 2` gives the figure at load 2.
 
     .venv/bin/python scripts/bench_startup.py [--device vda] [--runs 15] [--callgrind [N]]
-                                              [--baseline DIR]
+                                              [--baseline DIR] [--load N]
 """
 
 from __future__ import annotations
@@ -87,7 +89,17 @@ def main() -> int:
                     "(about 10 s per command and time; default 1)")
     ap.add_argument("--baseline", metavar="DIR",
                     help="another checkout to compare with, in the same run")
+    ap.add_argument("--load", type=int, default=0, metavar="N",
+                    help="N busy-loop processes running while the commands are timed (as "
+                    "bench_tui.py's --load: the figure on a busy machine)")
     args = ap.parse_args()
+    from bench_tui import busy_loops  # beside this script (sys.path[0])
+
+    with busy_loops(args.load):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     python = sys.executable
     device = args.device or next((p.name for p in sorted(Path("/sys/block").iterdir())
                                   if not p.name.startswith(("loop", "ram", "zram"))), None)

@@ -15,6 +15,7 @@ import bisect
 import contextlib
 import gc
 from collections.abc import Callable, Generator, Iterator
+from itertools import islice
 from typing import Any
 
 from advisor import SCHEMA_VERSION
@@ -128,16 +129,25 @@ class _Scan:
             nodes = [Node(f) for f in devices]
             if not packed:
                 return nodes, devices
-            return nodes, sent if sent is not None else parallel.pack(devices, HELD_CLASSES)
+            if sent is not None:  # the read's child packed it
+                return nodes, sent
+            try:
+                return nodes, parallel.pack(devices, HELD_CLASSES)
+            except (TypeError, ValueError):  # a value pack cannot carry: kept as read
+                return nodes, devices
 
+        def read_one(name: str) -> list[dict[str, Any]]:
+            return read_device(root, name, needed, hosts)
+
+        self.read_one = read_one
         read = parallel.read_pieces(root,
                                     root.listdir("sys/block") if entries is None else entries,
-                                    lambda name: read_device(root, name, needed, hosts),
-                                    HELD_CLASSES, make_fact, keep,
+                                    read_one, HELD_CLASSES, make_fact, keep,
                                     node_fields if packed else None)
         nodes: list[Node] = []
-        #: Each piece's devices (packed: as parallel.pack made them), and where they start.
-        self.pieces: list[Any] = []
+        #: Each piece's devices: as read (a list), or as parallel.pack made them (a tuple);
+        #: and where each piece starts in `nodes`, the devices in the order they were read.
+        self.pieces: list[list[dict[str, Any]] | parallel.Packed] = []
         self.starts: list[int] = []
         for piece_nodes, devices in read:
             self.starts.append(len(nodes))
@@ -147,7 +157,6 @@ class _Scan:
         for i, node in enumerate(nodes):
             node.i = i
         self.root = root
-        self.packed = packed
         self.headers: parallel.Headers = {}
         self.needed = needed
         self.by_name = prune_links(nodes)
@@ -165,13 +174,30 @@ class _Scan:
 
     def held(self, node: Node) -> dict[str, Any]:
         """The device's fields as read (a Held device), from its piece (unpacked now when
-        packed)."""
+        packed). A packed piece that does not unpack (garbled: the read's child sent it) is
+        read again, as read_pieces does with one that does not arrive whole: the result never
+        depends on the child."""
         at = bisect.bisect_right(self.starts, node.i) - 1
-        if not self.packed:
-            devices: list[dict[str, Any]] = self.pieces[at]
-            return devices[node.i - self.starts[at]]
-        return parallel.unpack_one(self.pieces[at], node.i - self.starts[at], HELD_CLASSES,
-                                   make_fact, self.headers, at)
+        piece = self.pieces[at]
+        if type(piece) is tuple:
+            try:
+                return parallel.unpack_one(piece, node.i - self.starts[at], HELD_CLASSES,
+                                           make_fact, self.headers, at)
+            except parallel.UNPACK_ERRORS:
+                piece = self.pieces[at] = self._read_again(at)
+        assert type(piece) is list
+        return piece[node.i - self.starts[at]]
+
+    def _read_again(self, at: int) -> list[dict[str, Any]]:
+        """Piece `at`'s devices read again: its /sys/block entries are its devices but their
+        partitions (read with their disk). DeviceProblem when they are no longer those."""
+        end = self.starts[at + 1] if at + 1 < len(self.starts) else len(self.by_name)
+        nodes = list(islice(self.by_name.values(), self.starts[at], end))  # in read order
+        devices = [f for n in nodes if n.kind != "part" for f in self.read_one(n.name)]
+        if [f["name"] for f in devices] != [n.name for n in nodes]:
+            raise DeviceProblem("the devices changed while they were read: "
+                                f"{', '.join(n.name for n in nodes)}")
+        return devices
 
     def device(self, node: Node) -> Device:
         """The Device of `node` (what it inherits passed up already, stacking.pass_up)."""

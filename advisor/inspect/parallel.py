@@ -28,7 +28,7 @@ import signal
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Sized
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, Final, TypeVar
 
 from advisor.errors import DeviceProblem
 from advisor.inspect.specs import HELD_CLASSES, Held, Layout, Reading, layout_of
@@ -125,7 +125,7 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
                 devices = unpack(packed, fact_classes, make_fact) if summaries is None else [
                     _fields(f, fact_classes, make_fact)
                     for f in marshal.loads(zlib.decompress(summaries))]
-            except (EOFError, ValueError, TypeError, IndexError, zlib.error):
+            except UNPACK_ERRORS:
                 break  # garbled: this piece and the rest of the child's are read here
             done[i] = keep(devices, packed)
         for i, piece in enumerate(pieces):  # what a failed child took and did not send
@@ -332,7 +332,7 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any
         elif isinstance(value, MdInfo):
             out[key] = ("md", {k: _fact_tuple(getattr(value, k), classes)
                                for k in MdInfo.model_fields})
-        elif value is None or isinstance(value, (str, int, list)):
+        elif isinstance(value, (str, int, list)):  # a subclass (bool is one of int's)
             out[key] = value
         else:
             raise TypeError(f"{key}: {type(value).__name__} cannot cross the pipe")
@@ -356,6 +356,13 @@ def _fact_tuple(fact: Fact[Any], classes: tuple[type[Fact[Any]], ...]) -> tuple[
 #: first device's marshal bytes), the others' marshal bytes each deflated on their own with the
 #: first as dictionary, one after the other, and where each of them ends (uint32s).
 Packed = tuple[bytes, bytes, bytes]
+
+#: Where each packed device but the first ends (array typecode) and its size in bytes.
+_END: Final = "I"
+_END_BYTES = array.array(_END).itemsize
+
+#: What unpacking a piece that is not what pack() made raises (a garbled piece).
+UNPACK_ERRORS = (EOFError, ValueError, TypeError, IndexError, KeyError, zlib.error)
 
 #: Raw deflate (no zlib header or checksum: a device's bytes are a few dozen) in a 4 KiB window
 #: with a small hash table: a device's record and the first one's fit in it, and a deflater of
@@ -385,7 +392,7 @@ def pack(devices: list[dict[str, Any]], classes: tuple[type[Fact[Any]], ...]) ->
         records.append(marshal.dumps(out))
     first = records[0] if records else b""
     blob: list[bytes] = []
-    ends = array.array("I")
+    ends = array.array(_END)
     end = 0
     for raw in records[1:]:
         deflate = zlib.compressobj(1, zlib.DEFLATED, _RAW, _MEMORY, zdict=first)
@@ -407,7 +414,8 @@ def unpack(packed: Packed, classes: tuple[type[Fact[Any]], ...],
            make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
     """Every device pack() packed, made again (a Held device as a Held)."""
     headers: Headers = {}
-    count = len(packed[2]) // 4 + 1 if _header(packed, 0, headers)[1] else 0
+    # The first device is in the header; each other one has an end (a uint32) in packed[2].
+    count = len(packed[2]) // _END_BYTES + 1 if _header(packed, 0, headers)[1] else 0
     return [unpack_one(packed, k, classes, make_fact, headers, 0) for k in range(count)]
 
 
@@ -420,7 +428,7 @@ def unpack_one(packed: Packed, k: int, classes: tuple[type[Fact[Any]], ...],
     if k == 0:
         raw = first
     else:
-        ends = memoryview(packed[2]).cast("I")
+        ends = memoryview(packed[2]).cast(_END)
         start = ends[k - 2] if k > 1 else 0
         inflate = zlib.decompressobj(_RAW, zdict=first)
         raw = inflate.decompress(memoryview(packed[1])[start:ends[k - 1]]) + inflate.flush()

@@ -34,7 +34,8 @@ class Node:
     tables), kept from its read until the last device is made, while the rest of its facts wait
     packed (a few fields instead of ~40 facts a device on a host with 100,000 devices). Read
     like the device's fields: node["kind"], node.get("md"), "thin" in node; a field the device
-    does not have is not in it; discard_max_bytes is its value alone (all that is read of it).
+    does not have is not in it (its own bookkeeping, below, i, hint and other_path, always is);
+    discard_max_bytes is its value alone (an int, not a Fact: all that is read of it).
     The stacking pass sets what the device inherits (storage_hint, thin, discard_below); `i`:
     the device's place in the scan's read order. Kept small: a host with 100,000 devices holds
     100,000 of them (a path only when it is not /dev/NAME, one tuple for a disk's children

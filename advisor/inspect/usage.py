@@ -160,7 +160,6 @@ def _by_device(fields: Sequence[Fields], entries: list[parsers.MountEntry]
     return out
 
 
-
 def _lookups(fields: Sequence[Fields], devnos: set[str] | None = None,
              paths: set[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """Device names by device number and by path (its own, then /dev/NAME over it), of those

@@ -5,6 +5,7 @@ of them made again alone, equal to what was read."""
 from __future__ import annotations
 
 import gc
+import os
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from advisor.inspect import devices, parallel
 from advisor.inspect.specs import HELD_CLASSES, Held, make_fact
 from advisor.inspect.sysblock import read_device
 from advisor.system.sysroot import SysRoot
-from tests.conftest import memory_folder
+from tests.conftest import memory_folder, require
 from tests.inspect.test_fixture_hosts import _host
 from tests.inspect.test_parallel import _generator
 
@@ -85,3 +86,53 @@ def test_a_packed_scan_holds_a_fraction_of_the_facts_it_read(hosts: dict[str, Pa
     assert count == same == 640
     assert packed < unpacked / 2, (packed, unpacked)
     assert packed / count < 800, packed / count
+
+
+def _rendered(root: Path) -> bytes:
+    """Each device's JSON, a line each (however the devices were cut into pieces)."""
+    return b"\n".join(devices.iter_rendered(SysRoot.open(root),
+                                            lambda d: d.model_dump_json().encode(),
+                                            separator=b"\n"))
+
+
+def test_a_piece_from_the_read_s_child_that_does_not_unpack_is_read_again(
+        hosts: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`devices --json` unpacks the child's pieces only when it makes their devices, after the
+    read: one that does not unpack then (here every piece the child packed after its first) is
+    read again, and the document is the same as with the child's pieces whole."""
+    require(parallel.usable_cpus() >= 2, "needs two CPUs")
+    whole = _rendered(hosts["san"])
+    real, parent, garbled = parallel.pack, os.getpid(), []
+
+    def garbling(devices: list[dict[str, Any]], classes: Any) -> parallel.Packed:
+        packed = real(devices, classes)
+        if os.getpid() == parent:
+            return packed
+        garbled.append(1)  # the child's own copy of the list: counts only there
+        return packed if len(garbled) == 1 else (b"not deflated", b"", b"")
+
+    monkeypatch.setattr(parallel, "pack", garbling)
+    read_again: list[int] = []
+    real_again = devices._Scan._read_again
+
+    def counted(scan: devices._Scan, at: int) -> list[dict[str, Any]]:
+        read_again.append(at)
+        return real_again(scan, at)
+
+    monkeypatch.setattr(devices._Scan, "_read_again", counted)
+    monkeypatch.setattr(parallel, "RENDER_CHUNK", 10**6)  # made in this process: counted here
+    assert _rendered(hosts["san"]) == whole
+    assert len(read_again) >= 2, read_again  # the child packed more than one piece
+
+
+def test_a_piece_pack_cannot_carry_is_kept_as_read(
+        hosts: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device field pack cannot carry (TypeError) keeps that piece as read, not packed: the
+    scan goes on, the document the same."""
+    whole = _rendered(hosts["hand"])
+
+    def refusing(devices: list[dict[str, Any]], classes: Any) -> parallel.Packed:
+        raise TypeError("cannot carry")
+
+    monkeypatch.setattr(parallel, "pack", refusing)
+    assert _rendered(hosts["hand"]) == whole

@@ -36,7 +36,6 @@ from advisor.inspect.stacking import (
     Node,
     entries_for,
     node_fields,
-    pass_up,
     passed_up,
     prune_links,
     stripe_of,
@@ -167,10 +166,13 @@ class _Scan:
         self.order = topological(nodes, self.by_name)
 
     def pass_up(self) -> None:
-        """stacking.pass_up of every device another is built on, parents first."""
+        """What each device another is built on inherits (stacking.passed_up), into its Node,
+        parents first, where the devices above it find it. Only those need it (Node.below): a
+        device at the top of a stack (a SAN host's multipath devices) gets it when it is made,
+        and its Node does not hold it."""
         for node in self.order:
             if node.below:
-                pass_up(self.root, node, self.by_name, self.needed)
+                node.update(passed_up(self.root, node, self.by_name, self.needed))
 
     def held(self, node: Node) -> dict[str, Any]:
         """The device's fields as read (a Held device), from its piece (unpacked now when
@@ -200,7 +202,7 @@ class _Scan:
         return devices
 
     def device(self, node: Node) -> Device:
-        """The Device of `node` (what it inherits passed up already, stacking.pass_up)."""
+        """The Device of `node` (what it inherits passed up already, _Scan.pass_up)."""
         needed = self.needed
         f = self.held(node)
         # The device's own Facts, made now and let go once it is written.

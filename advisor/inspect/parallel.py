@@ -67,26 +67,16 @@ def cut(names: list[str], capacity: int) -> list[list[str]]:
     return _cut(names, CHUNK, capacity)
 
 
-def read_all(root: SysRoot, names: list[str], read_one: ReadOne,
-             fact_classes: tuple[type[Fact[Any]], ...],
-             make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
-    """[*read_one(name) for name in names], in that order, on two CPUs when worth_forking.
-    `fact_classes`: the class of every Fact and Reading read_one makes (they cross the pipe as
-    an index); `make_fact(cls, value, source, path, raw, note)`: how this side builds a Fact
-    back."""
-    kept = read_pieces(root, names, read_one, fact_classes, make_fact,
-                       lambda devices, packed: devices)
-    return [f for piece in kept for f in piece]
-
-
 def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
                 fact_classes: tuple[type[Fact[Any]], ...], make_fact: Callable[..., Fact[Any]],
                 keep: Callable[[list[dict[str, Any]], Packed | None], T],
                 summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[T]:
     """keep(devices, packed) of each piece of `names` in order, where `devices` is
     [*read_one(name) for name in the piece] and `packed` what pack() made of them when the child
-    read them (None when this process did): on two CPUs when worth_forking (read_all's
-    arguments). keep is called as each piece is read (this process's) or received (the
+    read them (None when this process did): on two CPUs when worth_forking.
+    `fact_classes`: the class of every Fact and Reading read_one makes (they cross the pipe as
+    an index); `make_fact(cls, value, source, path, raw, note)`: how this side builds a Fact
+    back. keep is called as each piece is read (this process's) or received (the
     child's), so what it lets go of is never held for the whole host at once. `summary`: what
     keep reads of a device (some of its fields): given, the child sends it beside each packed
     piece, and keep gets the summaries of the child's devices instead of the devices (not
@@ -151,7 +141,7 @@ def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
              ) -> Iterator[bytes]:
     """render(piece) of each piece of `items` (RENDER_CHUNK of them or more), in order; on two
     CPUs when worth_forking: this process and a forked child take the next piece's number from a
-    shared queue (as read_all's do), the child sends what it renders through a pipe, and this
+    shared queue (as read_pieces' do), the child sends what it renders through a pipe, and this
     process gives each piece in turn, its own or the child's. `render` must not change what the
     other pieces read (the child sees `items` as they were at the fork). When the child fails
     or stops sending, this process renders what it did not send, so the result never depends

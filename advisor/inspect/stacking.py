@@ -174,14 +174,6 @@ def passed_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
     return out
 
 
-def pass_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
-            needed: frozenset[str] | None) -> None:
-    """passed_up into `dev`'s Node, where the devices above it find it. Only what something is
-    built on needs it (Node.below): a device at the top of a stack (a SAN host's multipath
-    devices) gets it when it is made, and its Node does not hold it."""
-    dev.update(passed_up(root, dev, by_name, needed))
-
-
 def topological(nodes: list[Node], by_name: dict[str, Node]) -> list[Node]:
     """Parents before children, otherwise in sysfs order (`nodes`, each its place as `i`)."""
     waiting = [sum(1 for p in n.parents if p in by_name) for n in nodes]

@@ -47,7 +47,7 @@ def san() -> Iterator[Path]:
 
 @pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """The pids of the children parallel.read_all forks during the test."""
+    """The pids of the children parallel.read_pieces forks during the test."""
     pids: list[int] = []
     real = os.fork
 
@@ -98,7 +98,10 @@ NAMES = [f"sd{i:04d}" for i in range(700)]
 
 
 def _read(read_one: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    return parallel.read_all(SysRoot(Path("/")), NAMES, read_one, CLASSES, make_fact)
+    """[*read_one(name) for name in NAMES], read as the scan reads (each piece kept whole)."""
+    pieces = parallel.read_pieces(SysRoot(Path("/")), NAMES, read_one, CLASSES, make_fact,
+                                  lambda devices, packed: devices)
+    return [f for piece in pieces for f in piece]
 
 
 def test_both_processes_take_pieces_and_the_order_is_kept(forks: list[int]) -> None:
@@ -224,8 +227,8 @@ parallel.os.fork = fork
 def read_one(name):
     time.sleep(0.002)
     return [{"name": name}]
-parallel.read_all(SysRoot(Path("/")), [f"sd{i}" for i in range(3000)], read_one,
-                  (FactInt, FactBool, FactStr), make_fact)
+parallel.read_pieces(SysRoot(Path("/")), [f"sd{i}" for i in range(3000)], read_one,
+                     (FactInt, FactBool, FactStr), make_fact, lambda devices, packed: devices)
 print("finished", flush=True)
 """
 

@@ -93,7 +93,7 @@ SD_MAJORS = (8, 65, 66, 67, 68, 69, 70, 71, 128, 129, 130, 131, 132, 133, 134, 1
 
 def _sd_devno(index: int) -> str:
     """MAJ:MIN of the index-th sd disk, as drivers/scsi/sd.c numbers them."""
-    minor = ((index & 0xF) << 4) | ((index & 0xFFF00) << 12)
+    minor = ((index & 0xF) << 4) | (index & 0xFFF00)
     return f"{SD_MAJORS[(index >> 4) & 0xF]}:{minor}"
 
 

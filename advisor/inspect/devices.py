@@ -14,8 +14,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
-from collections.abc import Callable, Generator, Iterator
-from itertools import islice
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from advisor import SCHEMA_VERSION
@@ -33,13 +32,13 @@ from advisor.inspect.specs import (
     make_fact,
 )
 from advisor.inspect.stacking import (
+    BELOW,
+    Graph,
     Node,
     entries_for,
     node_fields,
     passed_up,
-    prune_links,
     stripe_of,
-    topological,
 )
 from advisor.inspect.sysblock import read_device
 from advisor.inspect.usage import UsageTables, no_usage, usage_tables
@@ -95,84 +94,95 @@ def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bo
     devices are made and rendered on two CPUs (parallel.in_order): after the read, making and
     writing 100,000 devices is a third of the scan, on one CPU. Everything is read before the
     first piece is given (a vanished device is DeviceProblem then, and nothing is written).
-    Until its device is made, what the devices around a device read of it is kept as a
-    stacking.Node (a device's stripe and storage hint come from the devices below it), and the
-    rest of its facts packed with those read with it (parallel.pack): on a host with 100,000
-    devices neither their facts, nor the Device objects and their JSON, are ever all held at
-    once."""
+    Until its device is made, what the devices around a device read of it is kept in the
+    scan's stacking.Graph (a device's stripe and storage hint come from the devices below it),
+    and the rest of its facts packed with those read with it (parallel.pack): on a host with
+    100,000 devices neither their facts, nor the Device objects and their JSON, are ever all
+    held at once."""
     with _collector_paused():
         scan = _Scan(root, probe=probe, needed=fields_needed(fields), probes_used=[],
                      users=users, packed=True)
         scan.pass_up()  # first: a piece is made without the others
 
-        def piece(nodes: list[Node]) -> bytes:
-            return separator.join([render(scan.device(n)) for n in nodes])
+        def piece(places: Sequence[int]) -> bytes:
+            return separator.join([render(scan.device(Node(scan.graph, i))) for i in places])
 
         yield from parallel.in_order(root, scan.order, piece)
 
 
 class _Scan:
     """Every device read, in the order they are made (parents first), with what making them
-    takes: the devices by name, the probes and the usage tables. `entries`: the /sys/block
-    entries to read (None: every one); `users`: look for processes holding each device open
-    (as root on the live system); `packed`: keep each piece of devices read packed
-    (parallel.pack) until its devices are made, only their stacking.Node at hand."""
+    takes: the devices' graph (stacking.Graph: names, links, what the stacking pass reads), the
+    probes and the usage tables. `entries`: the /sys/block entries to read (None: every one);
+    `users`: look for processes holding each device open (as root on the live system);
+    `packed`: keep each piece of devices read packed (parallel.pack) until its devices are
+    made, only the graph at hand."""
 
     def __init__(self, root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
                  probes_used: list[Probes], entries: list[str] | None = None,
                  users: bool = False, packed: bool = False) -> None:
         hosts: dict[str, str] = {}
+        listing = root.listdir("sys/block") if entries is None else entries
 
-        def keep(devices: list[dict[str, Any]], sent: parallel.Packed | None
-                 ) -> tuple[list[Node], Any]:
-            nodes = [Node(f) for f in devices]
+        def keep(devices: list[dict[str, Any]] | None, sent: parallel.Packed | None,
+                 summaries: bytes | None) -> tuple[bytes | list[dict[str, Any]], Any]:
+            """What the graph is made of (the summaries of the piece's devices, compressed, or
+            the devices), and the devices' facts until they are made (packed, or as read)."""
+            if devices is None:  # the read's child packed and summarized them
+                assert summaries is not None
+                return summaries, sent
             if not packed:
-                return nodes, devices
-            if sent is not None:  # the read's child packed it
-                return nodes, sent
+                return devices, devices
             try:
-                return nodes, parallel.pack(devices, HELD_CLASSES)
+                return (parallel.summarize(devices, node_fields, HELD_CLASSES),
+                        parallel.pack(devices, HELD_CLASSES))
             except (TypeError, ValueError):  # a value pack cannot carry: kept as read
-                return nodes, devices
+                return devices, devices
 
         def read_one(name: str) -> list[dict[str, Any]]:
             return read_device(root, name, needed, hosts)
 
         self.read_one = read_one
-        read = parallel.read_pieces(root,
-                                    root.listdir("sys/block") if entries is None else entries,
-                                    read_one, HELD_CLASSES, make_fact, keep,
+        read = parallel.read_pieces(root, listing, read_one, HELD_CLASSES, make_fact, keep,
                                     node_fields if packed else None)
-        nodes: list[Node] = []
         #: Each piece's devices: as read (a list), or as parallel.pack made them (a tuple);
-        #: and where each piece starts in `nodes`, the devices in the order they were read.
+        #: and where each piece starts in the graph, the devices in the order they were read.
         self.pieces: list[list[dict[str, Any]] | parallel.Packed] = []
         self.starts: list[int] = []
-        for piece_nodes, devices in read:
-            self.starts.append(len(nodes))
+        #: What the devices around each device read of it (names, links, hints), made in read
+        #: order once every piece is read, each piece's summaries let go as they are added.
+        self.graph = graph = Graph(listing)
+        read.reverse()
+        while read:
+            made_of, devices = read.pop()
+            self.starts.append(len(graph))
             self.pieces.append(devices)
-            nodes.extend(piece_nodes)
+            for f in (parallel.summaries_of(made_of, HELD_CLASSES, make_fact)
+                      if isinstance(made_of, bytes) else made_of):
+                graph.add(f)
         del read
-        for i, node in enumerate(nodes):
-            node.i = i
+        graph.resolve()
         self.root = root
         self.headers: parallel.Headers = {}
         self.needed = needed
-        self.by_name = prune_links(nodes)
-        self.probes = _probes(root, nodes, probe, needed)
+        self.probes = _probes(root, graph.names, probe, needed)
         self.want_usage = needed is None or "usage" in needed
-        self.tables = usage_tables(root, nodes, users) if self.want_usage else UsageTables()
+        self.tables = usage_tables(root, graph.nodes(), users) if self.want_usage \
+            else UsageTables()
         probes_used.append(self.probes)
-        self.order = topological(nodes, self.by_name)
+        #: The devices' places in the graph, in the order they are made (parents first).
+        self.order = graph.order()
 
     def pass_up(self) -> None:
-        """What each device another is built on inherits (stacking.passed_up), into its Node,
-        parents first, where the devices above it find it. Only those need it (Node.below): a
-        device at the top of a stack (a SAN host's multipath devices) gets it when it is made,
-        and its Node does not hold it."""
-        for node in self.order:
-            if node.below:
-                node.update(passed_up(self.root, node, self.by_name, self.needed))
+        """What each device another is built on inherits (stacking.passed_up), into the graph,
+        parents first, where the devices above it find it. Only those need it (BELOW): a device
+        at the top of a stack (a SAN host's multipath devices) gets it when it is made, and the
+        graph does not hold it."""
+        graph = self.graph
+        for i in self.order:
+            if graph.flags[i] & BELOW:
+                node = Node(graph, i)
+                node.update(passed_up(self.root, node, graph, self.needed))
 
     def held(self, node: Node) -> dict[str, Any]:
         """The device's fields as read (a Held device), from its piece (unpacked now when
@@ -193,8 +203,8 @@ class _Scan:
     def _read_again(self, at: int) -> list[dict[str, Any]]:
         """Piece `at`'s devices read again: its /sys/block entries are its devices but their
         partitions (read with their disk). DeviceProblem when they are no longer those."""
-        end = self.starts[at + 1] if at + 1 < len(self.starts) else len(self.by_name)
-        nodes = list(islice(self.by_name.values(), self.starts[at], end))  # in read order
+        end = self.starts[at + 1] if at + 1 < len(self.starts) else len(self.graph)
+        nodes = [Node(self.graph, i) for i in range(self.starts[at], end)]  # in read order
         devices = [f for n in nodes if n.kind != "part" for f in self.read_one(n.name)]
         if [f["name"] for f in devices] != [n.name for n in nodes]:
             raise DeviceProblem("the devices changed while they were read: "
@@ -210,9 +220,9 @@ class _Scan:
             k: v.fact() if type(v) is Reading else v for k, v in f.items()}
         device.update(node.inherited())
         if not node.below:  # passed up to nothing: not held
-            device.update(passed_up(self.root, node, self.by_name, needed))
+            device.update(passed_up(self.root, node, self.graph, needed))
         if needed is None or "stripe" in needed:
-            device["stripe"] = stripe_of(device, self.by_name)
+            device["stripe"] = stripe_of(device, self.graph)
         # Given even when not asked: a default Usage is deep-copied per device (a third of the
         # time of a `--fields` scan of a SAN host).
         device["usage"] = self.tables.usage(device, self.probes) if self.want_usage \
@@ -228,11 +238,11 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
     scan = _Scan(root, probe=probe, needed=needed, probes_used=probes_used, entries=entries,
                  users=users)
     scan.pass_up()
-    for node in scan.order:
-        yield scan.device(node)
+    for i in scan.order:
+        yield scan.device(Node(scan.graph, i))
 
 
-def _probes(root: SysRoot, fields: list[Node], probe: bool,
+def _probes(root: SysRoot, names: list[str], probe: bool,
             needed: frozenset[str] | None) -> Probes:
     """The libblkid and udev results for the devices, when asked and a field needs them. The one
     place that decides: libblkid and udev on the live system as root, a capture's own probe
@@ -240,7 +250,7 @@ def _probes(root: SysRoot, fields: list[Node], probe: bool,
     if not probe or not (needed is None or not needed.isdisjoint(PROBED)):
         return Probes()
     if can_probe(root):
-        return probe_live([f["name"] for f in fields])
+        return probe_live(names)
     if not root.live:
         return load_probes(root)
     return Probes()

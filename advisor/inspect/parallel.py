@@ -27,7 +27,7 @@ import os
 import signal
 import threading
 import zlib
-from collections.abc import Callable, Iterator, Sized
+from collections.abc import Callable, Iterator, Sequence, Sized
 from typing import Any, BinaryIO, Final, TypeVar
 
 from advisor.errors import DeviceProblem
@@ -60,7 +60,7 @@ def worth_forking(root: SysRoot, names: Sized) -> bool:
 CHUNK = 64
 
 
-def cut(names: list[str], capacity: int) -> list[list[str]]:
+def cut(names: list[str], capacity: int) -> list[Sequence[str]]:
     """`names` in pieces of CHUNK or more, few enough that every piece's 2-byte number fits in
     a pipe of `capacity` bytes at once (written before the fork, with no reader yet: a pipe is
     64 KiB, but one page once its user holds more pipe pages than fs.pipe-user-pages-soft)."""
@@ -69,25 +69,25 @@ def cut(names: list[str], capacity: int) -> list[list[str]]:
 
 def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
                 fact_classes: tuple[type[Fact[Any]], ...], make_fact: Callable[..., Fact[Any]],
-                keep: Callable[[list[dict[str, Any]], Packed | None], T],
+                keep: Callable[[list[dict[str, Any]] | None, Packed | None, bytes | None], T],
                 summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[T]:
-    """keep(devices, packed) of each piece of `names` in order, where `devices` is
+    """keep(devices, packed, summaries) of each piece of `names` in order, where `devices` is
     [*read_one(name) for name in the piece] and `packed` what pack() made of them when the child
     read them (None when this process did): on two CPUs when worth_forking.
     `fact_classes`: the class of every Fact and Reading read_one makes (they cross the pipe as
     an index); `make_fact(cls, value, source, path, raw, note)`: how this side builds a Fact
     back. keep is called as each piece is read (this process's) or received (the
     child's), so what it lets go of is never held for the whole host at once. `summary`: what
-    keep reads of a device (some of its fields): given, the child sends it beside each packed
-    piece, and keep gets the summaries of the child's devices instead of the devices (not
-    unpacked here, then).
+    the caller reads of a device (some of its fields): given, the child sends summarize() of
+    each piece beside it packed, and keep gets those `summaries` (checked whole) instead of the
+    devices (None: not unpacked here, then); None otherwise.
 
     The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
     the next number until none is left, so a busy CPU or a slow child only means this process
     does more of the pieces (all of them, if the child never runs). The child packs each piece
     it reads (pack: ~70 bytes a device), and sends them all once the queue is empty."""
     if not worth_forking(root, names):
-        return [keep([f for name in piece for f in read_one(name)], None)
+        return [keep([f for name in piece for f in read_one(name)], None, None)
                 for piece in _cut(names, CHUNK, 1 << 30)]
     queue_r, queue_w = os.pipe()
     pieces = cut(names, fcntl.fcntl(queue_w, fcntl.F_GETPIPE_SZ))
@@ -97,7 +97,8 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
     parent = os.getpid()
     pid = _fork(queue_r, out_r, out_w)
     if pid is None:
-        return [keep([f for name in piece for f in read_one(name)], None) for piece in pieces]
+        return [keep([f for name in piece for f in read_one(name)], None, None)
+                for piece in pieces]
     if pid == 0:  # the child: read, send, exit without running anything of the parent's
         _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, summary, parent)
     os.close(out_w)
@@ -105,22 +106,20 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
     reaped = False
     try:
         for i in _take(queue_r):
-            done[i] = keep([f for name in pieces[i] for f in read_one(name)], None)
+            done[i] = keep([f for name in pieces[i] for f in read_one(name)], None, None)
         with os.fdopen(out_r, "rb") as pipe:
             sent = [pipe.read()]
         os.waitpid(pid, 0)
         reaped = True
         for i, packed, summaries in _received(sent):
             try:
-                devices = unpack(packed, fact_classes, make_fact) if summaries is None else [
-                    _fields(f, fact_classes, make_fact)
-                    for f in marshal.loads(zlib.decompress(summaries))]
+                devices = _sent_devices(packed, summaries, fact_classes, make_fact)
             except UNPACK_ERRORS:
                 break  # garbled: this piece and the rest of the child's are read here
-            done[i] = keep(devices, packed)
+            done[i] = keep(devices, packed, summaries)
         for i, piece in enumerate(pieces):  # what a failed child took and did not send
             if i not in done:
-                done[i] = keep([f for name in piece for f in read_one(name)], None)
+                done[i] = keep([f for name in piece for f in read_one(name)], None, None)
         return [done[i] for i in range(len(pieces))]
     finally:
         os.close(queue_r)
@@ -137,7 +136,7 @@ RENDER_CHUNK = 128
 RENDER_PIPE = 1 << 20
 
 
-def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
+def in_order(root: SysRoot, items: Sequence[T], render: Callable[[Sequence[T]], bytes]
              ) -> Iterator[bytes]:
     """render(piece) of each piece of `items` (RENDER_CHUNK of them or more), in order; on two
     CPUs when worth_forking: this process and a forked child take the next piece's number from a
@@ -173,7 +172,7 @@ def in_order(root: SysRoot, items: list[T], render: Callable[[list[T]], bytes]
         _kill(pid)  # done sending (or failed, or not wanted any more): reaped either way
 
 
-def _alone(items: list[T], render: Callable[[list[T]], bytes]) -> Iterator[bytes]:
+def _alone(items: Sequence[T], render: Callable[[Sequence[T]], bytes]) -> Iterator[bytes]:
     for i in range(0, len(items), RENDER_CHUNK):
         yield render(items[i:i + RENDER_CHUNK])
 
@@ -190,7 +189,7 @@ def _fork(*fds: int) -> int | None:
         return None
 
 
-def _in_turn(pieces: list[list[T]], render: Callable[[list[T]], bytes], take: Iterator[int],
+def _in_turn(pieces: list[Sequence[T]], render: Callable[[Sequence[T]], bytes], take: Iterator[int],
              pipe: BinaryIO) -> Iterator[bytes]:
     """The pieces in order: those this process takes from the queue rendered here, the others
     read from the child as they come (in the order it took them, which is theirs)."""
@@ -213,7 +212,7 @@ def _in_turn(pieces: list[list[T]], render: Callable[[list[T]], bytes], take: It
         yield render(piece)
 
 
-def _cut(items: list[T], chunk: int, capacity: int) -> list[list[T]]:
+def _cut(items: Sequence[T], chunk: int, capacity: int) -> list[Sequence[T]]:
     """cut, for pieces of `chunk` items or more."""
     size = max(chunk, -(-len(items) // (capacity // 2)))
     return [items[i:i + size] for i in range(0, len(items), size)]
@@ -230,8 +229,8 @@ def _frame(pipe: BinaryIO) -> tuple[int, bytes] | None:
     return (int.from_bytes(head[:4], "little"), data) if len(data) == size else None
 
 
-def _render_child(wfd: int, rfd: int, queue: int, pieces: list[list[T]],
-                  render: Callable[[list[T]], bytes], parent: int) -> None:
+def _render_child(wfd: int, rfd: int, queue: int, pieces: list[Sequence[T]],
+                  render: Callable[[Sequence[T]], bytes], parent: int) -> None:
     """The pieces it takes, rendered and sent in the order taken. Never returns (as _child)."""
     code = 1
     try:
@@ -265,7 +264,7 @@ def _take(queue: int) -> Iterator[int]:
         yield int.from_bytes(raw, "little")
 
 
-def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: ReadOne,
+def _child(wfd: int, rfd: int, queue: int, pieces: list[Sequence[str]], read_one: ReadOne,
            fact_classes: tuple[type[Fact[Any]], ...],
            summary: Callable[[dict[str, Any]], dict[str, Any]] | None, parent: int) -> None:
     """Never returns: os._exit, so no atexit handler, buffered stdout or finally of the
@@ -285,8 +284,7 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: Re
                     return
                 devices = [f for name in pieces[i] for f in read_one(name)]
                 done.append((i, pack(devices, fact_classes), None if summary is None else
-                             zlib.compress(marshal.dumps([_encode(summary(f), fact_classes)
-                                                          for f in devices]), 1)))
+                             summarize(devices, summary, fact_classes)))
             payload = ("ok", done)
         except DeviceProblem as err:
             payload = ("vanished", str(err))
@@ -294,6 +292,32 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[list[str]], read_one: Re
         code = 0
     finally:
         os._exit(code)
+
+
+def _sent_devices(packed: Packed, summaries: bytes | None, classes: tuple[type[Fact[Any]], ...],
+                  make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]] | None:
+    """The devices of a piece the child sent, unpacked; None when it sent their summaries,
+    which are only checked (the caller reads them when it needs them). UNPACK_ERRORS when
+    either is garbled."""
+    if summaries is None:
+        return unpack(packed, classes, make_fact)
+    if type(marshal.loads(zlib.decompress(summaries))) is not list:
+        raise ValueError("not a list of summaries")
+    return None
+
+
+def summarize(devices: list[dict[str, Any]], summary: Callable[[dict[str, Any]], dict[str, Any]],
+              classes: tuple[type[Fact[Any]], ...]) -> bytes:
+    """summary(device) of each device, as one compressed piece of bytes (~30 bytes a device
+    on a SAN host; summaries_of gives them back). TypeError for a value that is not plain data
+    (as _encode)."""
+    return zlib.compress(marshal.dumps([_encode(summary(f), classes) for f in devices]), 1)
+
+
+def summaries_of(data: bytes, classes: tuple[type[Fact[Any]], ...],
+                 make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
+    """The summaries summarize() made, their facts made again."""
+    return [_fields(f, classes, make_fact) for f in marshal.loads(zlib.decompress(data))]
 
 
 def _kill(pid: int) -> None:

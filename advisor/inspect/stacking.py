@@ -5,7 +5,11 @@ a dm layer drops, the storage a dm device sits on) is known when it is made."""
 
 from __future__ import annotations
 
+import array
+import bisect
 import heapq
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from advisor.inspect import geometry
@@ -14,104 +18,432 @@ from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
 from advisor.system.sysroot import SysRoot
 
-#: The fields of a device its Node keeps (of discard_max_bytes, the value).
+#: The fields of a device the Graph keeps (of discard_max_bytes, the value).
 NODE_FIELDS = ("name", "display_name", "path", "maj_min", "kind", "parents", "children",
                "holders", "dm_uuid", "storage_hint", "thin", "md", "discard_max_bytes")
 
 
 def node_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """What Node(fields) reads of a device's fields (what the child of a two-process read sends
-    of each device beside its packed facts)."""
+    """What Graph.add reads of a device's fields (each piece's summaries, kept compressed until
+    every piece is read: parallel.summarize)."""
     return {key: fields[key] for key in NODE_FIELDS if key in fields}
 
 
-#: The storage hints Nodes share (Node.storage_hint), by what they say.
-_HINTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+#: Sentinels of Graph's int columns (maj_min, discard_max_bytes): the device has no such field,
+#: or has it as None; any other value a column cannot hold is in Graph.extra.
+_ABSENT, _NONE = -1, -2
+#: What each int column holds besides its sentinels (maj_min: a device number as major << 20 |
+#: minor, the kernel's layout, in 31 bits; discard_max_bytes: 62).
+_LIMIT = {"maj_min": 1 << 31, "discard_max_bytes": 1 << 62}
+#: Graph.flags: another listed device is built on it (it passes up to them); its path is
+#: /dev/mapper/DISPLAY_NAME (a dm device's); its path is in Graph.extra.
+BELOW, MAPPER_PATH, OWN_PATH = 1, 2, 4
+#: Graph.hints: no storage hint; one in Graph.extra (not one of the shared templates).
+_NO_HINT, _OWN_HINT = 0, 0xFFFF
+#: Graph.holders: the holders are not the tail of the children (in Graph.extra).
+_HOLDERS_APART = 0xFFFFFFFF
+
+#: The kinds and storage hints Graphs share, by index (the hints that say no more than their
+#: class, value, source and note about the device's own folder: most of a SAN host's).
+_KINDS: list[str] = []
+_HINTS: list[tuple[Any, ...]] = []
+_HINT_INDEX: dict[tuple[Any, ...], int] = {}
+
+
+def _kind_index(kind: str) -> int:
+    try:
+        return _KINDS.index(kind)
+    except ValueError:
+        _KINDS.append(kind)
+        return len(_KINDS) - 1
+
+
+class Graph:
+    """What the devices around a device read of it (the stacking pass, the order devices are
+    made in, the usage tables), kept column by column from the read until the last device is
+    made, while the rest of each device's facts waits packed: on a host with 100,000 devices a
+    Python object per device and per link would be most of the scan's memory.
+
+    Device `i` is the i-th device read (sysfs order, each disk's partitions after it). Its name
+    is names[i] (the string of the /sys/block listing when it is an entry of it, so held once);
+    its kind, device number, discard_max_bytes, storage hint and flags are an int each; its
+    links (parents, then children, whose tail is its holders) a run of `links` ending at
+    link_end[i]. Fields few devices have (a dm device's display name, a thin pool's uuid, an
+    md array's geometry, thin provisioning, what a device inherits, a value a column cannot
+    hold) are in `extra`, by field and device.
+
+    A Graph is built a device at a time in read order (add), its links naming devices by their
+    place in the /sys/block listing (or, for a partition, by name in `unresolved`) until
+    resolve() makes them places in `names` and drops those not listed (an empty or excluded
+    device), as the tree shows them. Read like a mapping of names to devices (graph[name] is a
+    Node, `name in graph`)."""
+
+    def __init__(self, entries: Sequence[str]) -> None:
+        #: The /sys/block entries read, sorted (a name is found by bisection, not a dict of
+        #: 100,000 names and ints), or by a dict when they are not.
+        self.entries = entries
+        self.names: list[str] = []
+        self.kinds = bytearray()
+        self.flags = bytearray()
+        self.maj_min = array.array("i")
+        self.discard = array.array("q")
+        self.hints = array.array("H")
+        self.parent_count = array.array("I")
+        self.holder_count = array.array("I")
+        self.link_end = array.array("I")
+        self.links = array.array("i")
+        self.unresolved: list[str] = []
+        self.extra: dict[str, dict[int, Any]] = {}
+        #: After resolve(): each /sys/block entry's device (-1: none), partitions' by name.
+        self.at_entry = array.array("i")
+        self.partitions: dict[str, int] = {}
+        self._index: dict[str, int] | None = None
+        if any(a >= b for a, b in itertools.pairwise(entries)):
+            self._index = {name: k for k, name in enumerate(entries)}
+
+    # ---- building ----
+
+    def _entry(self, name: str) -> int:
+        """The place of `name` in the /sys/block listing; -1 when it is not an entry."""
+        if self._index is not None:
+            return self._index.get(name, -1)
+        k = bisect.bisect_left(self.entries, name)
+        return k if k < len(self.entries) and self.entries[k] == name else -1
+
+    def _link(self, name: str) -> int:
+        k = self._entry(name)
+        if k >= 0:
+            return k
+        self.unresolved.append(name)
+        return -len(self.unresolved)
+
+    def _set_extra(self, key: str, i: int, value: Any) -> None:
+        self.extra.setdefault(key, {})[i] = value
+
+    def add(self, fields: dict[str, Any]) -> None:
+        """A device read (its fields, or node_fields of them) as the next device."""
+        i = len(self.names)
+        name: str = fields["name"]
+        k = self._entry(name)
+        self.names.append(self.entries[k] if k >= 0 else name)
+        self.kinds.append(_kind_index(fields["kind"]))
+        flags = 0
+        display = fields["display_name"]
+        if display != name:
+            self._set_extra("display_name", i, display)
+        path = fields["path"]
+        if path == f"/dev/mapper/{display}" and path != f"/dev/{name}":
+            flags |= MAPPER_PATH
+        elif path != f"/dev/{name}":
+            flags |= OWN_PATH
+            self._set_extra("path", i, path)
+        self.flags.append(flags)
+        devno = fields["maj_min"]
+        self.maj_min.append(self._column(i, "maj_min", devno, _devno(devno)))
+        if "discard_max_bytes" in fields:
+            value = fields["discard_max_bytes"].value
+            self.discard.append(self._column(i, "discard_max_bytes", value,
+                                             value if type(value) is int else None))
+        else:
+            self.discard.append(_ABSENT)
+        self.hints.append(_NO_HINT)
+        if "storage_hint" in fields:
+            self.set_hint(i, fields["storage_hint"])
+        uuid = fields.get("dm_uuid")
+        if uuid is not None and uuid.endswith("-tpool"):  # what a device above reads of it
+            self._set_extra("dm_uuid", i, uuid)
+        for key in ("thin", "md"):
+            if key in fields:
+                self._set_extra(key, i, fields[key])
+        parents, children, holders = fields["parents"], fields["children"], fields["holders"]
+        links = self.links
+        links.extend([self._link(p) for p in parents])
+        links.extend([self._link(c) for c in children])
+        self.parent_count.append(len(parents))
+        if list(children[len(children) - len(holders):]) == list(holders):
+            self.holder_count.append(len(holders))
+        else:
+            self.holder_count.append(_HOLDERS_APART)
+            self._set_extra("holders", i, [self._link(h) for h in holders])
+        self.link_end.append(len(links))
+
+    def _column(self, i: int, key: str, value: Any, fits: int | None) -> int:
+        """The int a column holds for `value`: itself, a sentinel, or _ABSENT with the value in
+        extra (what the column cannot say)."""
+        if value is None:
+            return _NONE
+        if fits is not None and 0 <= fits < _LIMIT[key]:
+            return fits
+        self._set_extra(key, i, value)
+        return _ABSENT
+
+    def resolve(self) -> None:
+        """The links as places in `names`, each device's parents, children and holders cut to
+        those listed (a holder or slave that is excluded or empty is not shown), and those
+        another is built on marked BELOW."""
+        self.at_entry = at = array.array("i", [-1]) * len(self.entries)
+        for i, name in enumerate(self.names):
+            k = self._entry(name)
+            if k >= 0:
+                at[k] = i
+            else:
+                self.partitions[name] = i
+        named, parts = self.unresolved, self.partitions
+
+        def place(k: int) -> int:
+            return at[k] if k >= 0 else parts.get(named[-k - 1], -1)
+
+        links, ends, parents, holders = self.links, self.link_end, self.parent_count, \
+            self.holder_count
+        apart = self.extra.get("holders", {})
+        new = array.array("i")
+        start = 0
+        for i, end in enumerate(ends):
+            found = [place(k) for k in links[start:start + parents[i]]]
+            kept = [j for j in found if j >= 0]
+            for j in kept:
+                self.flags[j] |= BELOW
+            new.extend(kept)
+            parents[i] = len(kept)
+            children = [j for j in map(place, links[start + len(found):end]) if j >= 0]
+            new.extend(children)
+            if holders[i] == _HOLDERS_APART:
+                apart[i] = [j for j in map(place, apart[i]) if j >= 0]
+            else:
+                holders[i] = sum(1 for k in links[end - holders[i]:end] if place(k) >= 0)
+            start = end
+            ends[i] = len(new)
+        self.links = new
+        self.unresolved = []
+
+    def set_hint(self, i: int, hint: Any) -> None:
+        """Device i's storage hint: a template's index when it is one (made again when read),
+        itself in extra otherwise."""
+        if type(hint) is Reading and hint.file is None and hint.raw is None \
+                and hint.folder == f"sys/block/{self.names[i]}":
+            key = (hint.cls, hint.value, hint.source, hint.note)
+            found = _HINT_INDEX.get(key)
+            if found is None and len(_HINTS) < 64:
+                _HINTS.append(key)
+                found = _HINT_INDEX[key] = len(_HINTS)
+            if found is not None:
+                self.hints[i] = found
+                self.extra.get("storage_hint", {}).pop(i, None)
+                return
+        self.hints[i] = _OWN_HINT
+        self._set_extra("storage_hint", i, hint)
+
+    # ---- reading ----
+
+    def index(self, name: str) -> int:
+        """The place of the device called `name`; -1 when none is (after resolve)."""
+        k = self._entry(name)
+        if k >= 0:
+            return self.at_entry[k]
+        return self.partitions.get(name, -1)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return type(name) is str and self.index(name) >= 0
+
+    def __getitem__(self, name: str) -> Node:
+        i = self.index(name)
+        if i < 0:
+            raise KeyError(name)
+        return Node(self, i)
+
+    def get(self, name: str) -> Node | None:
+        i = self.index(name)
+        return None if i < 0 else Node(self, i)
+
+    def nodes(self) -> Nodes:
+        """Every device, as Nodes, in read order (each made as it is reached)."""
+        return Nodes(self)
+
+    def parents_of(self, i: int) -> array.array[int]:
+        start = self.link_end[i - 1] if i else 0
+        return self.links[start:start + self.parent_count[i]]
+
+    def children_of(self, i: int) -> array.array[int]:
+        start = self.link_end[i - 1] if i else 0
+        return self.links[start + self.parent_count[i]:self.link_end[i]]
+
+    def holders_of(self, i: int) -> Sequence[int]:
+        count = self.holder_count[i]
+        if count == _HOLDERS_APART:
+            held: list[int] = self.extra["holders"][i]
+            return held
+        end = self.link_end[i]
+        return self.links[end - count:end]
+
+    def order(self) -> array.array[int]:
+        """Parents before children, otherwise in sysfs order (read order); a cycle in a broken
+        tree keeps the rest in sysfs order. Those with no parent are taken in order as they
+        come, so the heap holds only those whose last parent has been taken."""
+        count = len(self.names)
+        waiting = array.array("I", self.parent_count)
+        parents = self.parent_count
+        done = bytearray(count)
+        order = array.array("i")
+        later: list[int] = []
+        first = 0
+        while True:
+            while first < count and parents[first]:
+                first += 1
+            if later and (first >= count or later[0] < first):
+                i = heapq.heappop(later)
+            elif first < count:
+                i = first
+                first += 1
+            else:
+                break
+            done[i] = 1
+            order.append(i)
+            for child in self.children_of(i):
+                if i in self.parents_of(child):
+                    waiting[child] -= 1
+                    if waiting[child] == 0:
+                        heapq.heappush(later, child)
+        if len(order) < count:
+            order.extend(i for i in range(count) if not done[i])
+        return order
+
+
+def _devno(text: Any) -> int | None:
+    """A device number "MAJOR:MINOR" as one int (major << 20 | minor), when it says exactly that
+    and fits in maj_min's column."""
+    if type(text) is not str:
+        return None
+    major, sep, minor = text.partition(":")
+    if not (sep and major.isdigit() and minor.isdigit() and major.isascii() and minor.isascii()
+            and len(major) < 6 and len(minor) < 9):
+        return None
+    devno = int(major) << 20 | int(minor)
+    return devno if int(major) < 1 << 11 and int(minor) < 1 << 20 \
+        and _format_devno(devno) == text else None
+
+
+class Nodes:
+    """A Graph's devices in read order, each a Node made when reached (the usage tables walk
+    them a few times)."""
+
+    __slots__ = ("graph",)
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+
+    def __len__(self) -> int:
+        return len(self.graph.names)
+
+    def __iter__(self) -> Iterator[Node]:
+        graph = self.graph
+        return (Node(graph, i) for i in range(len(graph.names)))
 
 
 class Node:
-    """What the devices around a device read of it (the stacking pass, the tree, the usage
-    tables), kept from its read until the last device is made, while the rest of its facts wait
-    packed (a few fields instead of ~40 facts a device on a host with 100,000 devices). Read
-    like the device's fields: node["kind"], node.get("md"), "thin" in node; a field the device
-    does not have is not in it (its own bookkeeping, below, i, hint and other_path, always is);
-    discard_max_bytes is its value alone (an int, not a Fact: all that is read of it).
-    The stacking pass sets what the device inherits (storage_hint, thin, discard_below); `i`:
-    the device's place in the scan's read order. Kept small: a host with 100,000 devices holds
-    100,000 of them (a path only when it is not /dev/NAME, one tuple for a disk's children
-    when they are its holders)."""
+    """Device `i` of a Graph, read like the device's fields: node["kind"], node.get("md"),
+    "thin" in node (a field the device does not have is not in it); discard_max_bytes is its
+    value alone (an int, not a Fact: all that is read of it). Made when needed, held by
+    nothing: the Graph holds the device."""
 
-    __slots__ = (
-        "below",
-        "children",
-        "discard_below",
-        "discard_max_bytes",
-        "display_name",
-        "dm_uuid",
-        "hint",
-        "holders",
-        "i",
-        "kind",
-        "maj_min",
-        "md",
-        "name",
-        "other_path",
-        "parents",
-        "thin",
-    )
+    __slots__ = ("graph", "i")
 
-    name: str
-    display_name: str
-    other_path: str | None
-    maj_min: str | None
-    kind: str
-    parents: tuple[str, ...]
-    children: tuple[str, ...]
-    holders: tuple[str, ...]
-    i: int
+    #: The fields every device has, and those some have (in Graph.extra or a column).
+    _ALWAYS = frozenset({"name", "display_name", "path", "maj_min", "kind", "parents",
+                         "children", "holders"})
 
-    def __init__(self, fields: dict[str, Any]) -> None:
-        #: Whether a listed device is built on it (prune_links): it passes up to it.
-        self.below = False
-        self.name = fields["name"]
-        self.display_name = fields["display_name"]
-        path = fields["path"]
-        self.other_path = None if path == f"/dev/{self.name}" else path
-        self.maj_min = fields["maj_min"]
-        self.kind = fields["kind"]
-        self.parents = tuple(fields["parents"])
-        self.holders = tuple(fields["holders"])
-        children = tuple(fields["children"])
-        self.children = self.holders if children == self.holders else children
-        for key in ("dm_uuid", "storage_hint", "thin", "md"):
-            if key in fields:
-                setattr(self, key, fields[key])  # the hint: through storage_hint's setter
-        if "discard_max_bytes" in fields:
-            self.discard_max_bytes = fields["discard_max_bytes"].value
+    def __init__(self, graph: Graph, i: int) -> None:
+        self.graph = graph
+        self.i = i
+
+    @property
+    def name(self) -> str:
+        return self.graph.names[self.i]
+
+    @property
+    def display_name(self) -> str:
+        graph, i = self.graph, self.i
+        names = graph.extra.get("display_name")
+        return graph.names[i] if names is None else names.get(i, graph.names[i])
 
     @property
     def path(self) -> str:
-        return f"/dev/{self.name}" if self.other_path is None else self.other_path
+        flags = self.graph.flags[self.i]
+        if flags & MAPPER_PATH:
+            return f"/dev/mapper/{self.display_name}"
+        if flags & OWN_PATH:
+            path: str = self.graph.extra["path"][self.i]
+            return path
+        return f"/dev/{self.name}"
+
+    @property
+    def kind(self) -> str:
+        return _KINDS[self.graph.kinds[self.i]]
+
+    @property
+    def below(self) -> bool:
+        """Whether a listed device is built on it: it passes up to it."""
+        return bool(self.graph.flags[self.i] & BELOW)
+
+    @property
+    def maj_min(self) -> str | None:
+        value: str | None = self._int("maj_min", self.graph.maj_min[self.i], _format_devno)
+        return value
+
+    @property
+    def discard_max_bytes(self) -> int | None:
+        value: int | None = self._int("discard_max_bytes", self.graph.discard[self.i], int)
+        return value
+
+    def _int(self, key: str, value: int, made: Callable[[int], Any]) -> Any:
+        if value >= 0:
+            return made(value)
+        if value == _NONE:
+            return None
+        values = self.graph.extra.get(key, {})
+        if self.i in values:
+            return values[self.i]
+        raise AttributeError(key)
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        names = self.graph.names
+        return tuple(names[j] for j in self.graph.parents_of(self.i))
+
+    @property
+    def children(self) -> tuple[str, ...]:
+        names = self.graph.names
+        return tuple(names[j] for j in self.graph.children_of(self.i))
+
+    @property
+    def holders(self) -> tuple[str, ...]:
+        names = self.graph.names
+        return tuple(names[j] for j in self.graph.holders_of(self.i))
 
     @property
     def storage_hint(self) -> Any:
-        """Its storage hint: as read (a Reading), passed up (a Fact), or made again from the
-        one template of the hints that say nothing more than their class, value, source and
-        note about the device's own folder (most of a SAN host's: one object for all)."""
-        hint = self.hint
-        if type(hint) is not tuple:
-            return hint
-        cls, value, source, note = hint
+        """Its storage hint: as read (a Reading), passed up (a Fact), or made again from its
+        template (class, value, source and note about the device's own folder)."""
+        at = self.graph.hints[self.i]
+        if at == _NO_HINT:
+            raise AttributeError("storage_hint")
+        if at == _OWN_HINT:
+            return self.graph.extra["storage_hint"][self.i]
+        cls, value, source, note = _HINTS[at - 1]
         return Reading(cls, value, source, f"sys/block/{self.name}", None, None, note)
 
-    @storage_hint.setter
-    def storage_hint(self, hint: Any) -> None:
-        if type(hint) is Reading and hint.file is None and hint.raw is None \
-                and hint.folder == f"sys/block/{self.name}":
-            key = (hint.cls, hint.value, hint.source, hint.note)
-            self.hint = _HINTS.setdefault(key, key) if len(_HINTS) < 64 else hint
-        else:
-            self.hint = hint
+    def _extra(self, key: str) -> Any:
+        values = self.graph.extra.get(key)
+        if values is None or self.i not in values:
+            raise AttributeError(key)
+        return values[self.i]
+
+    def __getattr__(self, key: str) -> Any:  # dm_uuid, thin, md, discard_below
+        if key in ("dm_uuid", "thin", "md", "discard_below"):
+            return self._extra(key)
+        raise AttributeError(key)
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -119,18 +451,21 @@ class Node:
         except AttributeError:
             raise KeyError(key) from None
 
-    def __setitem__(self, key: str, value: Any) -> None:
-        setattr(self, key, value)
-
     def __contains__(self, key: str) -> bool:
-        return hasattr(self, key)
+        return key in self._ALWAYS or hasattr(self, key)
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key, default)
 
     def update(self, values: dict[str, Any]) -> None:
+        """What the stacking pass sets: storage_hint, thin, discard_below."""
         for key, value in values.items():
-            setattr(self, key, value)
+            if key == "storage_hint":
+                self.graph.set_hint(self.i, value)
+            elif key in ("thin", "discard_below"):
+                self.graph._set_extra(key, self.i, value)
+            else:
+                raise KeyError(key)
 
     def inherited(self) -> dict[str, Any]:
         """The fields the stacking pass sets, as the device has them: its tree (cut to the
@@ -144,24 +479,11 @@ class Node:
         return out
 
 
-def prune_links(nodes: list[Node]) -> dict[str, Node]:
-    """The devices by name, each one's parents, children and holders cut to those listed (a
-    holder or slave that is excluded or empty is not shown), and those another is built on
-    marked (Node.below)."""
-    by_name = {n.name: n for n in nodes}
-    for n in nodes:
-        if not all(p in by_name for p in n.parents):
-            n.parents = tuple(p for p in n.parents if p in by_name)
-        for p in n.parents:
-            by_name[p].below = True
-        if not all(c in by_name for c in n.children):
-            n.children = tuple(c for c in n.children if c in by_name)
-        if not all(h in by_name for h in n.holders):
-            n.holders = tuple(h for h in n.holders if h in by_name)
-    return by_name
+def _format_devno(devno: int) -> str:
+    return f"{devno >> 20}:{devno & 0xFFFFF}"
 
 
-def passed_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
+def passed_up(root: SysRoot, dev: Node, by_name: Graph,
               needed: frozenset[str] | None) -> dict[str, Any]:
     """What `dev` inherits from the devices below it (passed up into theirs first: topological
     order): a dm device's storage hint, thin provisioning and discards below. (Its stripe,
@@ -172,27 +494,6 @@ def passed_up(root: SysRoot, dev: Node, by_name: dict[str, Node],
     if needed is None or not needed.isdisjoint(("thin", "discard_below")):
         out.update(thin_and_discards(root, dev, by_name))
     return out
-
-
-def topological(nodes: list[Node], by_name: dict[str, Node]) -> list[Node]:
-    """Parents before children, otherwise in sysfs order (`nodes`, each its place as `i`)."""
-    waiting = [sum(1 for p in n.parents if p in by_name) for n in nodes]
-    ready = [i for i, count in enumerate(waiting) if count == 0]
-    heapq.heapify(ready)
-    order: list[Node] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(nodes[i])
-        for child in nodes[i].children:
-            above = by_name.get(child)
-            if above is not None and nodes[i].name in above.parents:
-                waiting[above.i] -= 1
-                if waiting[above.i] == 0:
-                    heapq.heappush(ready, above.i)
-    if len(order) < len(nodes):  # a cycle in a broken tree: keep the rest in sysfs order
-        seen = {n.name for n in order}
-        order.extend(n for n in nodes if n.name not in seen)
-    return order
 
 
 def _md_origin(dev: dict[str, Any] | Node) -> tuple[tuple[int, int], str] | None:
@@ -210,7 +511,7 @@ def _md_origin(dev: dict[str, Any] | Node) -> tuple[tuple[int, int], str] | None
     return found, label
 
 
-def stripe_of(dev: dict[str, Any], by_name: dict[str, Node]) -> StripeGeometry:
+def stripe_of(dev: dict[str, Any], by_name: Graph) -> StripeGeometry:
     stripe = geometry.mkfs_detected_stripe(
         min_io=dev["min_io"].value, opt_io=dev["opt_io"].value,
         physical_sector=dev["physical_sector"].value, logical_sector=dev["logical_sector"].value,
@@ -240,7 +541,7 @@ def stripe_of(dev: dict[str, Any], by_name: dict[str, Node]) -> StripeGeometry:
 
 # ---- what sits below (thin provisioning, discards a dm layer drops) ----
 
-def thin_and_discards(root: SysRoot, dev: Node, by_name: dict[str, Node]) -> dict[str, Any]:
+def thin_and_discards(root: SysRoot, dev: Node, by_name: Graph) -> dict[str, Any]:
     """`thin` and `discard_below` of a device; parents are done first (topological order)."""
     out: dict[str, Any] = {}
     parents = [by_name[p] for p in dev["parents"] if p in by_name]
@@ -275,7 +576,7 @@ def thin_and_discards(root: SysRoot, dev: Node, by_name: dict[str, Node]) -> dic
     return out
 
 
-def inherited_hint(dev: Node, by_name: dict[str, Node]) -> Fact[str]:
+def inherited_hint(dev: Node, by_name: Graph) -> Fact[str]:
     """A dm device (LVM, dm-crypt, multipath) is on the storage of what it is built on, when all
     of that says the same."""
     hints = {by_name[p]["storage_hint"].value for p in dev["parents"] if p in by_name}

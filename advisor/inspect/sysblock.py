@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from sys import intern
 from typing import Any
 
 from advisor.errors import DeviceProblem
@@ -130,7 +129,6 @@ def read_device(root: SysRoot, name: str, needed: frozenset[str] | None = None,
     `needed`: the fields to read (fields_needed; None: all); the others keep their defaults.
     `hosts`: the SCSI hosts' drivers read so far in this scan (a SAN host has thousands of disks
     behind a few hosts), filled as they are read."""
-    name = intern(name)  # as in the links of the devices around it (_interned)
     base = f"sys/block/{name}"
     kind = kind_of(name)
     transport: str | None = None
@@ -238,23 +236,15 @@ def _links(root: SysRoot, folder: Folder, fields: dict[str, Any],
     # Hardware disks are built on nothing, and dm devices have no kernel partitions (kpartx makes
     # more dm devices): skipping those listings saves a syscall per path on a SAN host.
     hardware = kind in ("disk", "rom") and fields["transport"] is not None
-    fields["parents"] = [] if hardware else _interned(folder.listdir("slaves"))
-    holders = _interned(folder.listdir("holders"))
+    fields["parents"] = [] if hardware else folder.listdir("slaves")
+    holders = folder.listdir("holders")
     fields["holders"] = holders
-    partitions = [_read_partition(root, folder, intern(entry), fields, needed)
+    partitions = [_read_partition(root, folder, entry, fields, needed)
                   for entry in ([] if kind == "dm" else folder.listdir())
                   if entry.startswith(name) and entry != name
                   and folder.exists(f"{entry}/partition")]
     fields["children"] = [p["name"] for p in partitions] + holders
     return partitions
-
-
-def _interned(names: list[str]) -> list[str]:
-    """`names` (device names), each the one string of its name: a scan holds the names in every
-    device's links (a multipath device's paths, a disk's holder) until the last is made."""
-    for i, name in enumerate(names):
-        names[i] = intern(name)
-    return names
 
 
 def _md_info(base: str, level: Reading[str], chunk: Reading[int], disks: Reading[int],
@@ -280,7 +270,7 @@ def _read_partition(root: SysRoot, disk: Folder, name: str, disk_fields: dict[st
     with disk.folder(name) as folder:
         base = folder.rel
         facts = rd.batch(base, wanted(PARTITION, needed), folder)
-        holders = _interned(folder.listdir("holders"))
+        holders = folder.listdir("holders")
     fields: dict[str, Any] = {
         "name": name, "display_name": name, "path": f"/dev/{name}", "kind": "part",
         "maj_min": facts.pop("maj_min").value, "transport": disk_fields.get("transport"),

@@ -4,7 +4,7 @@ open."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,8 +18,8 @@ _NO_FSTYPE = FactStr()
 
 
 class Fields(Protocol):
-    """A device's fields as the tables read them (name, kind, maj_min, path): its dict, or the
-    stacking.Node a scan keeps of it."""
+    """A device's fields as the tables read them (name, kind, maj_min, path): its dict, or a
+    stacking.Node of the graph a scan keeps (the tables walk them more than once)."""
 
     def __getitem__(self, key: str) -> Any: ...
 
@@ -58,7 +58,7 @@ class UsageTables:
             held_open=None if self.held is None else self.held.get(name, []))
 
 
-def usage_tables(root: SysRoot, fields: Sequence[Fields], users: bool) -> UsageTables:
+def usage_tables(root: SysRoot, fields: Iterable[Fields], users: bool) -> UsageTables:
     """The mount table, swaps and loop devices of `root` by device; with `users`, the processes
     holding each device open (as root on the live system)."""
     loops = _loops_over(root, fields)
@@ -71,7 +71,7 @@ def usage_tables(root: SysRoot, fields: Sequence[Fields], users: bool) -> UsageT
     return UsageTables(table=table, mounts=mounts, swaps=swaps, loops=loops, held=held)
 
 
-def _held_open(fields: Sequence[Fields]) -> dict[str, list[OpenBy]]:
+def _held_open(fields: Iterable[Fields]) -> dict[str, list[OpenBy]]:
     """Device name -> the processes holding it, or its loop backing file, open or mapped (one
     scan of every process, this one left out)."""
     import os
@@ -104,7 +104,7 @@ def _held_open(fields: Sequence[Fields]) -> dict[str, list[OpenBy]]:
     return held
 
 
-def _loops_over(root: SysRoot, fields: Sequence[Fields]) -> dict[str, list[str]]:
+def _loops_over(root: SysRoot, fields: Iterable[Fields]) -> dict[str, list[str]]:
     """Device name -> the loop devices bound over it. On the live system the kernel says what
     each loop device is bound to (LOOP_GET_STATUS64: the backing's device number, whatever path
     it was opened by), falling back to the backing path when the device cannot be opened (not
@@ -148,7 +148,7 @@ def _mount_table(root: SysRoot) -> tuple[str, list[parsers.MountEntry]]:
     return "none", []
 
 
-def _by_device(fields: Sequence[Fields], entries: list[parsers.MountEntry]
+def _by_device(fields: Iterable[Fields], entries: list[parsers.MountEntry]
                ) -> dict[str, list[parsers.MountEntry]]:
     by_devno, by_path = _lookups(fields, {e.maj_min for e in entries if e.maj_min},
                                  {e.source for e in entries})
@@ -160,7 +160,7 @@ def _by_device(fields: Sequence[Fields], entries: list[parsers.MountEntry]
     return out
 
 
-def _lookups(fields: Sequence[Fields], devnos: set[str] | None = None,
+def _lookups(fields: Iterable[Fields], devnos: set[str] | None = None,
              paths: set[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """Device names by device number and by path (its own, then /dev/NAME over it), of those
     numbers and paths only when given: maps of every device of a host with 100,000 devices

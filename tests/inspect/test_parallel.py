@@ -7,11 +7,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ NAMES = [f"sd{i:04d}" for i in range(700)]
 def _read(read_one: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """[*read_one(name) for name in NAMES], read as the scan reads (each piece kept whole)."""
     pieces = parallel.read_pieces(SysRoot(Path("/")), NAMES, read_one, CLASSES, make_fact,
-                                  lambda devices, packed: devices)
+                                  lambda devices, packed, summaries: devices)
     return [f for piece in pieces for f in piece]
 
 
@@ -228,7 +229,7 @@ def read_one(name):
     time.sleep(0.002)
     return [{"name": name}]
 parallel.read_pieces(SysRoot(Path("/")), [f"sd{i}" for i in range(3000)], read_one,
-                     (FactInt, FactBool, FactStr), make_fact, lambda devices, packed: devices)
+                     (FactInt, FactBool, FactStr), make_fact, lambda *piece: piece[0])
 print("finished", flush=True)
 """
 
@@ -434,21 +435,40 @@ def test_a_closed_output_ends_the_render_child_at_once(san: Path, forks: list[in
 def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
                                                                slow: str) -> None:
     """The pieces go to whichever process asks first: a slow child (a busy CPU) leaves more of
-    them to the parent, and the other way round, and every piece comes out in its turn."""
+    them to the parent, and the other way round, and every piece comes out in its turn. Slow
+    for as long as it takes, not for a time: a parent stuck in its first piece until the child
+    has rendered most, a child 0.5 s a piece (its pieces are what the parent waits for last),
+    so a busy machine that holds up either process a while does not change who renders more."""
     _two_cpus()
     parent = os.getpid()
+    most = len(ITEMS) // parallel.RENDER_CHUNK // 2 + 1  # of the 11 pieces
+    signal_r, signal_w = os.pipe()
+    rendered: list[int] = []  # the child's own copy counts its pieces
 
-    def render(piece: list[int]) -> bytes:
+    def render(piece: Sequence[int]) -> bytes:
         here = os.getpid() == parent
-        time.sleep(0.05 if here == (slow == "parent") else 0.002)
+        if slow == "child":
+            time.sleep(0.002 if here else 0.5)
+        elif here:
+            select.select([signal_r], [], [], 60)  # until the child has rendered `most`
+        else:
+            rendered.append(1)
+            if len(rendered) == most:
+                os.write(signal_w, b"x")
         return f"{os.getpid()}:{','.join(map(str, piece))};".encode()
 
-    out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, render))
+    try:
+        out = list(parallel.in_order(SysRoot(Path("/")), ITEMS, render))
+    finally:
+        os.close(signal_r)
+        os.close(signal_w)
     items, _ = _rendered(out)
     assert items == ITEMS
     by_parent = sum(p.startswith(f"{parent}:".encode()) for p in out)
-    # (Whether a slow child renders any piece at all depends on when it is first scheduled.)
-    assert (by_parent > len(out) // 2) == (slow == "child") and by_parent >= 1
+    if slow == "child":  # (whether it renders any piece depends on when it is first scheduled)
+        assert by_parent > len(out) // 2
+    else:  # (whether the parent takes a piece before the child takes them all, likewise)
+        assert by_parent < most
 
 
 def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(

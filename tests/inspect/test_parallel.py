@@ -282,7 +282,16 @@ def test_every_piece_number_fits_in_the_pipe_before_the_fork(capacity: int, coun
 
 
 
-ITEMS = list(range(10 * parallel.RENDER_CHUNK + 5))
+#: Devices per rendered piece in the tests of in_order (render_chunk): 11 pieces of ITEMS,
+#: more than MIN_ENTRIES in all, so that two processes render them.
+CHUNK = 128
+ITEMS = list(range(10 * CHUNK + 5))
+assert len(ITEMS) >= parallel.MIN_ENTRIES
+
+
+@pytest.fixture
+def render_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "RENDER_CHUNK", CHUNK)
 
 
 @pytest.fixture
@@ -336,6 +345,7 @@ def _rendered(out: list[bytes]) -> tuple[list[int], set[int]]:
     return [int(i) for _, items in pieces for i in items.split(",")], {int(p) for p, _ in pieces}
 
 
+@pytest.mark.usefixtures("render_chunk")
 def test_both_processes_render_pieces_and_they_are_given_in_order(
         forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
     _two_cpus()
@@ -348,6 +358,7 @@ def test_both_processes_render_pieces_and_they_are_given_in_order(
         os.waitpid(-1, os.WNOHANG)  # reaped
 
 
+@pytest.mark.usefixtures("render_chunk")
 def test_a_child_that_fails_to_render_leaves_its_pieces_to_the_parent(
         forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
     _two_cpus()
@@ -361,6 +372,7 @@ def test_a_child_that_fails_to_render_leaves_its_pieces_to_the_parent(
     assert len(forks) == 1 and not Path(f"/proc/{forks[0]}").exists()
 
 
+@pytest.mark.usefixtures("render_chunk")
 @pytest.mark.parametrize("how", ["stops early", "fails"])
 def test_the_render_child_is_reaped_when_the_caller_stops_or_fails(forks: list[int],
                                                                    how: str) -> None:
@@ -431,6 +443,7 @@ def test_a_closed_output_ends_the_render_child_at_once(san: Path, forks: list[in
     assert len(forks) == 2 and all(not Path(f"/proc/{pid}").exists() for pid in forks)
 
 
+@pytest.mark.usefixtures("render_chunk")
 @pytest.mark.parametrize("slow", ["child", "parent"])
 def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
                                                                slow: str) -> None:
@@ -441,7 +454,7 @@ def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
     so a busy machine that holds up either process a while does not change who renders more."""
     _two_cpus()
     parent = os.getpid()
-    most = len(ITEMS) // parallel.RENDER_CHUNK // 2 + 1  # of the 11 pieces
+    most = len(ITEMS) // CHUNK // 2 + 1  # of the 11 pieces: 6
     signal_r, signal_w = os.pipe()
     rendered: list[int] = []  # the child's own copy counts its pieces
 
@@ -471,6 +484,7 @@ def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
         assert by_parent < most
 
 
+@pytest.mark.usefixtures("render_chunk")
 def test_a_child_failing_halfway_leaves_the_rest_to_the_parent(
         forks: list[int], child_started: tuple[Callable[[], None], Callable[[], None]]) -> None:
     _two_cpus()

@@ -142,9 +142,10 @@ class Process:
     The thread that waits for it (the main one, where Ctrl-C is raised) waits on a bare lock,
     not on a threading.Event: an Event's wait is Python code (Condition.wait) that takes its
     lock back in a `finally`, and a second interrupt landing there left the lock released by
-    the wrong thread (CPython gh-118433): the reader's set() then failed ("cannot notify on
-    un-acquired lock"), or the waiter's own release raised RuntimeError in place of the
-    interrupt. A lock's acquire, in C, is either cut before it takes the lock or not at all."""
+    the wrong thread (CPython gh-118433): the other thread's set() then failed ("cannot notify
+    on un-acquired lock"; a timer thread died so in its start-up), or the waiter's own release
+    raised RuntimeError in place of the interrupt. A lock's acquire, in C, is either cut before
+    it takes the lock or not at all."""
 
     def __init__(self, argv: list[str], input: str | None, cwd: str | None,
                  own_group: bool, shielded: bool = False, timeout: float | None = None

@@ -24,6 +24,9 @@ DEFAULT_TIMEOUT = 60.0
 #: How long a command killed because the advisor is ending is waited for (it is SIGKILLed; only
 #: a process stuck in the kernel takes longer).
 KILLED_WAIT = 2.0
+#: A waiter re-checks whether the command is done at least this often (Process.wait); it wakes at
+#: once when the command is done, unless another waiter took the wake-up.
+WAIT_SLICE = 1.0
 
 #: The Debian package of each external command the tool runs, for a "not found" message.
 DEBIAN_PACKAGES = {
@@ -133,10 +136,20 @@ def command_env() -> dict[str, str]:
 
 class Process:
     """A started command, its output collected by a thread as it runs (a command that fills a
-    pipe is never blocked by a reader that waits for its exit first)."""
+    pipe is never blocked by a reader that waits for its exit first). That thread also kills it
+    at its timeout: no timer thread is started per command.
+
+    The thread that waits for it (the main one, where Ctrl-C is raised) waits on a bare lock,
+    not on a threading.Event: an Event's wait is Python code (Condition.wait) that takes its
+    lock back in a `finally`, and a second interrupt landing there left the lock released by
+    the wrong thread (CPython gh-118433): the other thread's set() then failed ("cannot notify
+    on un-acquired lock"; a timer thread died so in its start-up), or the waiter's own release
+    raised RuntimeError in place of the interrupt. A lock's acquire, in C, is either cut before
+    it takes the lock or not at all."""
 
     def __init__(self, argv: list[str], input: str | None, cwd: str | None,
-                 own_group: bool, shielded: bool = False) -> None:
+                 own_group: bool, shielded: bool = False, timeout: float | None = None
+                 ) -> None:
         # Its own group is made in the child before it runs the command (process_group=0, no
         # Python in the child: safe beside other threads, unlike a preexec_fn). Until then the
         # child is in the advisor's group, with default handlers: a Ctrl-C sent to the whole
@@ -165,22 +178,37 @@ class Process:
         self._popen: subprocess.Popen[bytes] | None = popen
         self._returncode: int | None = None
         self._output: tuple[bytes, bytes] = (b"", b"")
-        self._done = threading.Event()
-        threading.Thread(target=self._collect, args=(popen, input), daemon=True,
+        #: Killed at its timeout (by the reader).
+        self.timed_out = False
+        #: Set once the command has exited and its output is read, before _exited is released.
+        self._finished = False
+        #: Held until then: what a waiter blocks on (see wait()).
+        self._exited = threading.Lock()
+        self._exited.acquire()
+        threading.Thread(target=self._collect, args=(popen, input, timeout), daemon=True,
                          name=f"output of {os.path.basename(argv[0])}").start()
 
-    def _collect(self, popen: subprocess.Popen[bytes], input: str | None) -> None:
+    def _collect(self, popen: subprocess.Popen[bytes], input: str | None,
+                 timeout: float | None) -> None:
         try:
-            self._output = popen.communicate(None if input is None else input.encode())
+            try:
+                self._output = popen.communicate(None if input is None else input.encode(),
+                                                 timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.timed_out = True
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    self.kill()
+                self._output = popen.communicate()  # what it wrote before; reaped
         finally:
             self._returncode = popen.returncode
             # The Popen is let go here, so that its finalizer (Python code) runs in this thread:
             # in the main one, a Ctrl-C landing inside it would be printed and dropped.
             self._popen = None
-            self._done.set()
+            self._finished = True
+            self._exited.release()
 
     def is_alive(self) -> bool:
-        return not self._done.is_set()
+        return not self._finished
 
     def kill(self) -> None:
         """SIGKILL to the command and every process below it, unless it has been reaped (the
@@ -191,7 +219,7 @@ class Process:
         starts another unseen. By its pid, as Popen.kill() does, without taking a reference to
         the Popen: taken here, the last one could be dropped in the caller's thread, the killed
         process's reader being done."""
-        if self._done.is_set():
+        if self._finished:
             return
         os.kill(self.pid, signal.SIGSTOP)
         tree = [self.pid]
@@ -208,9 +236,17 @@ class Process:
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the command has exited and its output is read; TimeoutError after `timeout`
-        seconds. Interruptible: Ctrl-C (and an ending signal) is raised here at once."""
-        if not self._done.wait(timeout):
-            raise TimeoutError(f"pid {self.pid} still running after {timeout}s")
+        seconds. Interruptible: Ctrl-C (and an ending signal) is raised here at once, and
+        leaves nothing half-done. The lock is only a wake-up: the reader releases it once,
+        after setting _finished, which is what is checked; a waiter never releases it, so an
+        interrupt landing just after the lock is taken (before the caller knows) loses
+        nothing, and any other waiter sees _finished within a WAIT_SLICE."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._finished:
+            left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"pid {self.pid} still running after {timeout}s")
+            self._exited.acquire(timeout=min(left, WAIT_SLICE))
 
     @property
     def exit_code(self) -> int:
@@ -244,15 +280,15 @@ def _children(pid: int) -> list[int]:
 
 
 def _spawn(exe: str, argv: list[str], input: str | None, cwd: str | None,
-           own_group: bool, shielded: bool = False) -> Process:
+           own_group: bool, shielded: bool = False, timeout: float | None = None) -> Process:
     """Start the command in the background, in command_env(). A command ended by a signal
-    (SIGKILL from the timer, or the terminal's SIGINT or SIGHUP, which reaches the whole
+    (SIGKILL at its timeout, or the terminal's SIGINT or SIGHUP, which reaches the whole
     process group) is a failed result, not an exception: clean-up retries it."""
-    return Process([exe, *argv[1:]], input, cwd, own_group, shielded)
+    return Process([exe, *argv[1:]], input, cwd, own_group, shielded, timeout)
 
 
 def _start(exe: str, argv: list[str], input: str | None, cwd: str | None, own_group: bool, *,
-           keep: bool) -> Process:
+           keep: bool, timeout: float | None = None) -> Process:
     """_spawn, with the ending signals deferred until the command is started (signals_deferred).
     One held meanwhile is raised here, before the caller knows the command: it is killed, with
     what it started, and reaped, not left running on its own; unless `keep` (clean-up's
@@ -260,7 +296,7 @@ def _start(exe: str, argv: list[str], input: str | None, cwd: str | None, own_gr
     started: list[Process] = []
     try:
         with signals_deferred():
-            started.append(_spawn(exe, argv, input, cwd, own_group, keep))
+            started.append(_spawn(exe, argv, input, cwd, own_group, keep, timeout))
     except BaseException:
         if started and not keep:
             with contextlib.suppress(ProcessLookupError, OSError):
@@ -291,36 +327,25 @@ def run(
         package = DEBIAN_PACKAGES.get(os.path.basename(argv[0]))
         raise ToolProblem(f"{argv[0]} not found: install it"
                           + (f" (Debian: apt-get install {package})" if package else ""))
-    # A timer kills the command at the timeout, and wait() returns as soon as it exits.
+    # The reader kills the command at the timeout, and wait() returns as soon as it exits.
     try:
-        proc = _start(exe, argv, input, cwd, own_group, keep=own_group)
+        proc = _start(exe, argv, input, cwd, own_group, keep=own_group, timeout=timeout or None)
     except OSError as err:  # found by which() but not runnable (permissions, a bad binary)
         raise ToolProblem(f"{argv[0]}: cannot run {exe}: {err.strerror or err}") from None
-    timed_out = threading.Event()
-
-    def kill() -> None:
-        timed_out.set()
-        with contextlib.suppress(ProcessLookupError, OSError):
-            proc.kill()
-
-    if not own_group:
-        _running[id(proc)] = proc
-        if _stopping.is_set():  # the advisor is ending: stop_children may have missed it
-            with contextlib.suppress(ProcessLookupError, OSError):
-                proc.kill()
-
-    timer = threading.Timer(timeout, kill) if timeout else None
-    if timer:
-        timer.daemon = True
-        timer.start()
+    # From here an interrupt may land anywhere: all of it is in the `try`.
     try:
+        if not own_group:
+            _running[id(proc)] = proc
+            if _stopping.is_set():  # the advisor is ending: stop_children may have missed it
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    proc.kill()
         proc.wait()
     except BaseException:
-        # Interrupted while waiting (an ending signal raised in this thread): the command
-        # is not left running on its own, unless it is clean-up, kept out of reach on
-        # purpose (own_group).
+        # Interrupted (an ending signal raised in this thread): the command is not left
+        # running on its own, unless it is clean-up, kept out of reach on purpose (own_group).
         if not own_group:
-            kill()
+            with contextlib.suppress(ProcessLookupError, OSError):
+                proc.kill()
             # Reaped before the signal goes on: a command still exiting holds what it had
             # open (a loop device that clean-up is about to detach is busy until then).
             with contextlib.suppress(Exception):
@@ -328,9 +353,7 @@ def run(
         raise
     finally:
         _running.pop(id(proc), None)
-        if timer:
-            timer.cancel()
-    if timed_out.is_set():
+    if proc.timed_out:
         raise ToolProblem(f"{' '.join(argv)} timed out after {timeout:g}s")
     result = Result(
         argv=tuple(argv),
@@ -364,17 +387,11 @@ class Background:
 
     def wait(self, timeout: float) -> Result:
         """Its result once it exits; after `timeout` seconds it is stopped first."""
-        done = threading.Event()
-
-        def wait() -> None:
-            self._proc.wait()
-            done.set()
-
-        waiter = threading.Thread(target=wait, daemon=True)
-        waiter.start()
-        if not done.wait(timeout):
+        try:
+            self._proc.wait(timeout)
+        except TimeoutError:
             self.stop()
-        waiter.join()
+            self._proc.wait()
         return Result(argv=tuple(self.argv), returncode=int(self._proc.exit_code),
                       stdout=_text(self._proc.stdout), stderr=_text(self._proc.stderr))
 

@@ -36,7 +36,7 @@ from advisor.inspect.stacking import (
     Graph,
     Node,
     entries_for,
-    node_fields,
+    node_record,
     passed_up,
     stripe_of,
 )
@@ -134,7 +134,7 @@ class _Scan:
             if not packed:
                 return devices, devices
             try:
-                return (parallel.summarize(devices, node_fields, HELD_CLASSES),
+                return (parallel.summarize(devices, node_record),
                         parallel.pack(devices, HELD_CLASSES))
             except (TypeError, ValueError):  # a value pack cannot carry: kept as read
                 return devices, devices
@@ -144,7 +144,7 @@ class _Scan:
 
         self.read_one = read_one
         read = parallel.read_pieces(root, listing, read_one, HELD_CLASSES, make_fact, keep,
-                                    node_fields if packed else None)
+                                    node_record if packed else None)
         #: Each piece's devices: as read (a list), or as parallel.pack made them (a tuple);
         #: and where each piece starts in the graph, the devices in the order they were read.
         self.pieces: list[list[dict[str, Any]] | parallel.Packed] = []
@@ -157,9 +157,9 @@ class _Scan:
             made_of, devices = read.pop()
             self.starts.append(len(graph))
             self.pieces.append(devices)
-            for f in (parallel.summaries_of(made_of, HELD_CLASSES, make_fact)
-                      if isinstance(made_of, bytes) else made_of):
-                graph.add(f)
+            for record in (parallel.summaries_of(made_of) if isinstance(made_of, bytes)
+                           else map(node_record, made_of)):
+                graph.add(record)
         del read
         graph.resolve()
         self.root = root

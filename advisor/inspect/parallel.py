@@ -70,7 +70,7 @@ def cut(names: list[str], capacity: int) -> list[Sequence[str]]:
 def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
                 fact_classes: tuple[type[Fact[Any]], ...], make_fact: Callable[..., Fact[Any]],
                 keep: Callable[[list[dict[str, Any]] | None, Packed | None, bytes | None], T],
-                summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[T]:
+                summary: Callable[[dict[str, Any]], Any] | None = None) -> list[T]:
     """keep(devices, packed, summaries) of each piece of `names` in order, where `devices` is
     [*read_one(name) for name in the piece] and `packed` what pack() made of them when the child
     read them (None when this process did): on two CPUs when worth_forking.
@@ -78,9 +78,9 @@ def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
     an index); `make_fact(cls, value, source, path, raw, note)`: how this side builds a Fact
     back. keep is called as each piece is read (this process's) or received (the
     child's), so what it lets go of is never held for the whole host at once. `summary`: what
-    the caller reads of a device (some of its fields): given, the child sends summarize() of
-    each piece beside it packed, and keep gets those `summaries` (checked whole) instead of the
-    devices (None: not unpacked here, then); None otherwise.
+    the caller reads of a device (some of its fields, as plain data): given, the child sends
+    summarize() of each piece beside it packed, and keep gets those `summaries` (checked whole)
+    instead of the devices (None: not unpacked here, then); None otherwise.
 
     The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
     the next number until none is left, so a busy CPU or a slow child only means this process
@@ -269,7 +269,7 @@ def _take(queue: int) -> Iterator[int]:
 
 def _child(wfd: int, rfd: int, queue: int, pieces: list[Sequence[str]], read_one: ReadOne,
            fact_classes: tuple[type[Fact[Any]], ...],
-           summary: Callable[[dict[str, Any]], dict[str, Any]] | None, parent: int) -> None:
+           summary: Callable[[dict[str, Any]], Any] | None, parent: int) -> None:
     """Never returns: os._exit, so no atexit handler, buffered stdout or finally of the
     parent's runs twice. Stops at the next piece when the parent is gone (killed by SIGTERM or
     SIGHUP, which it does not catch): nothing would read what it sends."""
@@ -287,7 +287,7 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[Sequence[str]], read_one
                     return
                 devices = [f for name in pieces[i] for f in read_one(name)]
                 done.append((i, pack(devices, fact_classes), None if summary is None else
-                             summarize(devices, summary, fact_classes)))
+                             summarize(devices, summary)))
             payload = ("ok", done)
         except DeviceProblem as err:
             payload = ("vanished", str(err))
@@ -309,18 +309,16 @@ def _sent_devices(packed: Packed, summaries: bytes | None, classes: tuple[type[F
     return None
 
 
-def summarize(devices: list[dict[str, Any]], summary: Callable[[dict[str, Any]], dict[str, Any]],
-              classes: tuple[type[Fact[Any]], ...]) -> bytes:
-    """summary(device) of each device, as one compressed piece of bytes (~30 bytes a device
-    on a SAN host; summaries_of gives them back). TypeError for a value that is not plain data
-    (as _encode)."""
-    return zlib.compress(marshal.dumps([_encode(summary(f), classes) for f in devices]), 1)
+def summarize(devices: list[dict[str, Any]], summary: Callable[[dict[str, Any]], Any]) -> bytes:
+    """summary(device) of each device (plain data), as one compressed piece of bytes (~30 bytes
+    a device on a SAN host; summaries_of gives them back)."""
+    return zlib.compress(marshal.dumps([summary(f) for f in devices]), 1)
 
 
-def summaries_of(data: bytes, classes: tuple[type[Fact[Any]], ...],
-                 make_fact: Callable[..., Fact[Any]]) -> list[dict[str, Any]]:
-    """The summaries summarize() made, their facts made again."""
-    return [_fields(f, classes, make_fact) for f in marshal.loads(zlib.decompress(data))]
+def summaries_of(data: bytes) -> list[Any]:
+    """The summaries summarize() made."""
+    summaries: list[Any] = marshal.loads(zlib.decompress(data))
+    return summaries
 
 
 def _kill(pid: int) -> None:

@@ -13,20 +13,52 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from advisor.inspect import geometry
-from advisor.inspect.specs import SYSFS, FactInt, FactStr, Reading, make_fact
+from advisor.inspect.specs import HELD_CLASSES, SYSFS, FactInt, FactStr, Reading, make_fact
 from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
 from advisor.system.sysroot import SysRoot
 
-#: The fields of a device the Graph keeps (of discard_max_bytes, the value).
-NODE_FIELDS = ("name", "display_name", "path", "maj_min", "kind", "parents", "children",
-               "holders", "dm_uuid", "storage_hint", "thin", "md", "discard_max_bytes")
+
+def node_record(fields: dict[str, Any]) -> tuple[Any, ...]:
+    """What Graph.add keeps of a device, as plain data (marshal carries it: each piece's records
+    are kept compressed until every piece is read, parallel.summarize): its name, display name,
+    path, device number, kind, parents, children and holders; a thin pool's dm uuid (None
+    otherwise); discard_max_bytes' value as a 1-tuple (None: not read); its storage hint as a
+    Reading's values (class index, value, source, folder, file, raw, note; None: not read); thin
+    provisioning as a Fact's (class index, value, source, path, raw, note) and an md array's
+    facts as {field: that}, None when it has none. TypeError for a value it cannot carry (a hint
+    that is not a Reading: read devices have none)."""
+    uuid = fields.get("dm_uuid")
+    discard = fields["discard_max_bytes"].value if "discard_max_bytes" in fields else _SKIP
+    hint = fields.get("storage_hint")
+    if hint is not None and type(hint) is not Reading:
+        raise TypeError(f"a storage hint that is not a Reading: {type(hint).__name__}")
+    thin, md = fields.get("thin"), fields.get("md")
+    return (fields["name"], fields["display_name"], fields["path"], fields["maj_min"],
+            fields["kind"], list(fields["parents"]), list(fields["children"]),
+            list(fields["holders"]),
+            uuid if uuid is not None and uuid.endswith("-tpool") else None,  # what is read of it
+            None if discard is _SKIP else (discard,),
+            None if hint is None else (HELD_CLASSES.index(hint.cls), hint.value, hint.source,
+                                       hint.folder, hint.file, hint.raw, hint.note),
+            None if thin is None else _fact_values(thin),
+            None if md is None else {k: _fact_values(getattr(md, k)) for k in MdInfo.model_fields})
 
 
-def node_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """What Graph.add reads of a device's fields (each piece's summaries, kept compressed until
-    every piece is read: parallel.summarize)."""
-    return {key: fields[key] for key in NODE_FIELDS if key in fields}
+_SKIP = object()
+
+
+def _fact_values(fact: Fact[Any] | Reading[Any]) -> tuple[Any, ...]:
+    if type(fact) is Reading:
+        return (HELD_CLASSES.index(fact.cls), fact.value, fact.source, fact.path, fact.raw,
+                fact.note)
+    d = fact.__dict__
+    return (HELD_CLASSES.index(type(fact)), d["value"], d["source"], d["path"], d["raw"],
+            d["note"])
+
+
+def _fact(values: tuple[Any, ...]) -> Fact[Any]:
+    return make_fact(HELD_CLASSES[values[0]], *values[1:])
 
 
 #: Sentinels of Graph's int columns (maj_min, discard_max_bytes): the device has no such field,
@@ -120,47 +152,48 @@ class Graph:
     def _set_extra(self, key: str, i: int, value: Any) -> None:
         self.extra.setdefault(key, {})[i] = value
 
-    def add(self, fields: dict[str, Any]) -> None:
-        """A device read (its fields, or node_fields of them) as the next device."""
+    def add(self, record: tuple[Any, ...]) -> None:
+        """A device read (its node_record) as the next device."""
+        (name, display, path, devno, kind, parents, children, holders, pool, discard, hint, thin,
+         md) = record
         i = len(self.names)
-        name: str = fields["name"]
         k = self._entry(name)
         self.names.append(self.entries[k] if k >= 0 else name)
-        self.kinds.append(_kind_index(fields["kind"]))
+        self.kinds.append(_kind_index(kind))
         flags = 0
-        display = fields["display_name"]
         if display != name:
             self._set_extra("display_name", i, display)
-        path = fields["path"]
         if path == f"/dev/mapper/{display}" and path != f"/dev/{name}":
             flags |= MAPPER_PATH
         elif path != f"/dev/{name}":
             flags |= OWN_PATH
             self._set_extra("path", i, path)
         self.flags.append(flags)
-        devno = fields["maj_min"]
         self.maj_min.append(self._column(i, "maj_min", devno, _devno(devno)))
-        if "discard_max_bytes" in fields:
-            value = fields["discard_max_bytes"].value
+        if discard is None:
+            self.discard.append(_ABSENT)
+        else:
+            value = discard[0]
             self.discard.append(self._column(i, "discard_max_bytes", value,
                                              value if type(value) is int else None))
-        else:
-            self.discard.append(_ABSENT)
         self.hints.append(_NO_HINT)
-        if "storage_hint" in fields:
-            self.set_hint(i, fields["storage_hint"])
-        uuid = fields.get("dm_uuid")
-        if uuid is not None and uuid.endswith("-tpool"):  # what a device above reads of it
-            self._set_extra("dm_uuid", i, uuid)
-        for key in ("thin", "md"):
-            if key in fields:
-                self._set_extra(key, i, fields[key])
-        parents, children, holders = fields["parents"], fields["children"], fields["holders"]
+        if hint is not None:
+            self._add_hint(i, *hint)
+        if pool is not None:
+            self._set_extra("dm_uuid", i, pool)
+        if thin is not None:
+            self._set_extra("thin", i, _fact(thin))
+        if md is not None:
+            self._set_extra("md", i, MdInfo(**{k: _fact(v) for k, v in md.items()}))
+        self._add_links(i, parents, children, holders)
+
+    def _add_links(self, i: int, parents: list[str], children: list[str],
+                   holders: list[str]) -> None:
         links = self.links
         links.extend([self._link(p) for p in parents])
         links.extend([self._link(c) for c in children])
         self.parent_count.append(len(parents))
-        if list(children[len(children) - len(holders):]) == list(holders):
+        if children[len(children) - len(holders):] == holders:
             self.holder_count.append(len(holders))
         else:
             self.holder_count.append(_HOLDERS_APART)
@@ -220,18 +253,32 @@ class Graph:
         """Device i's storage hint: a template's index when it is one (made again when read),
         itself in extra otherwise."""
         if type(hint) is Reading and hint.file is None and hint.raw is None \
-                and hint.folder == f"sys/block/{self.names[i]}":
-            key = (hint.cls, hint.value, hint.source, hint.note)
-            found = _HINT_INDEX.get(key)
-            if found is None and len(_HINTS) < 64:
-                _HINTS.append(key)
-                found = _HINT_INDEX[key] = len(_HINTS)
-            if found is not None:
-                self.hints[i] = found
-                self.extra.get("storage_hint", {}).pop(i, None)
-                return
+                and self._template(i, (hint.cls, hint.value, hint.source, hint.note), hint.folder):
+            return
         self.hints[i] = _OWN_HINT
         self._set_extra("storage_hint", i, hint)
+
+    def _add_hint(self, i: int, cls: int, value: Any, source: str, folder: str | None,
+                  file: str | None, raw: str | None, note: str | None) -> None:
+        """set_hint of the Reading these are the values of, made only when it is no template."""
+        if file is not None or raw is not None or not self._template(
+                i, (HELD_CLASSES[cls], value, source, note), folder):
+            self.set_hint(i, Reading(HELD_CLASSES[cls], value, source, folder, file, raw, note))
+
+    def _template(self, i: int, key: tuple[Any, ...], folder: str | None) -> bool:
+        """Device i's hint as the template `key` (class, value, source, note), when its folder
+        is the device's own and the template is one of the 64 shared: whether it is."""
+        if folder != f"sys/block/{self.names[i]}":
+            return False
+        found = _HINT_INDEX.get(key)
+        if found is None:
+            if len(_HINTS) >= 64:
+                return False
+            _HINTS.append(key)
+            found = _HINT_INDEX[key] = len(_HINTS)
+        self.hints[i] = found
+        self.extra.get("storage_hint", {}).pop(i, None)
+        return True
 
     # ---- reading ----
 

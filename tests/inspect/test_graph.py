@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.inspect.specs import SYSFS, FactInt, FactStr, Reading, make_fact
-from advisor.inspect.stacking import Graph, Node
+from advisor.inspect.stacking import Graph, Node, node_record
 
 
 def _dev(name: str, kind: str = "disk", *, parents: list[str] | None = None,
@@ -29,7 +29,7 @@ def _graph(entries: list[str], devices: list[dict[str, Any]]) -> Graph:
     """`devices` read from the /sys/block listing `entries`."""
     graph = Graph(entries)
     for f in devices:
-        graph.add(f)
+        graph.add(node_record(f))
     graph.resolve()
     return graph
 
@@ -98,11 +98,11 @@ def test_storage_hints_shared_or_their_own() -> None:
     devs = [_dev("a", storage_hint=template[0]), _dev("b", storage_hint=template[1]),
             _dev("c", storage_hint=own), _dev("d")]
     graph = _graph(["a", "b", "c", "d"], devs)
-    for name, hint in zip("abc", (*template, own), strict=True):
+    for name, hint in zip("abc", (*template, own), strict=True):  # as read, whichever way kept
         seen = graph[name].storage_hint
         assert (seen.cls, seen.value, seen.source, seen.path, seen.raw, seen.note) \
             == (hint.cls, hint.value, hint.source, hint.path, hint.raw, hint.note)
-    assert graph["c"].storage_hint is own and "storage_hint" not in graph["d"]
+    assert "storage_hint" not in graph["d"] and set(graph.extra["storage_hint"]) == {2}
     passed = make_fact(FactStr, "ssd", "derived", None, None, "from below")
     graph["a"].update({"storage_hint": passed, "thin": passed})
     graph["c"].update({"storage_hint": Reading(FactStr, "ssd", SYSFS, "sys/block/c", None, None,
@@ -111,6 +111,8 @@ def test_storage_hints_shared_or_their_own() -> None:
     assert graph["a"].storage_hint is passed and graph["a"]["thin"] is passed
     assert graph["c"].storage_hint.path == "sys/block/c" and graph["c"].storage_hint.raw is None
     assert graph["d"].storage_hint is template[1]
+    # kept as themselves: a's passed-up Fact and d's Reading of another folder; c's a template
+    assert set(graph.extra["storage_hint"]) == {graph.index("a"), graph.index("d")}
     assert graph["b"].storage_hint.path == "sys/block/b"  # its template untouched
 
 

@@ -8,6 +8,7 @@ a terminal, the interactive advisor starts.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import gc
 import json
@@ -15,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
@@ -81,10 +83,15 @@ def _resend_lost_interrupt(unraisable: Any) -> None:
     name = exc.args[0] if type(exc) is not KeyboardInterrupt and exc.args else "SIGINT"
     signum = getattr(signal.Signals, str(name), signal.SIGINT)
     # From another thread, a moment later: sent from here, its handler would run at once,
-    # still inside this hook, and be dropped again.
-    resend = threading.Timer(0.005, os.kill, (os.getpid(), signum))
-    resend.daemon = True
-    resend.start()
+    # still inside this hook, and be dropped again. A bare thread (_thread), whose start does
+    # not wait: threading's Thread.start waits in Condition.wait, where another Ctrl-C can
+    # break a lock (see advisor.system.runner.Process).
+    _thread.start_new_thread(_send_later, (signum,))
+
+
+def _send_later(signum: int) -> None:
+    time.sleep(0.005)
+    os.kill(os.getpid(), signum)
 
 
 def _forget_interrupt() -> None:

@@ -496,19 +496,15 @@ def _init_worker(rules_dir: str | None, open_session: OpenSession,
 def _forkable() -> bool:
     """Whether workers can be forked from this process: only while no other thread runs (a
     fork copies a lock another thread may hold, and the child could wait for it forever). The
-    threads of a proposal's mkfs.xfs dry runs end once their run is read: waited for, briefly."""
+    threads of a proposal's mkfs.xfs dry runs end once their run is read: waited for, briefly
+    (as the runner waits: Ctrl-C breaks no lock)."""
     import threading
-    import time
 
-    from advisor.system.mkfs import AHEAD_THREADS
+    from advisor.system.mkfs import end_ahead
 
     if not hasattr(os, "fork"):
         return False
-    until = time.monotonic() + 2
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and thread.name.startswith(AHEAD_THREADS):
-            thread.join(max(0.0, until - time.monotonic()))
-    return threading.active_count() == 1
+    return end_ahead(2) and threading.active_count() == 1
 
 
 def host_folders(results: Path) -> list[Path]:

@@ -346,6 +346,7 @@ class Session:
         from advisor.bench.calibration import CalibrationStore
         from advisor.bench.cleanup import stop_our_fio
         from advisor.bench.run import execute
+        from advisor.system.runner import start_thread
 
         store = CalibrationStore(Path(self.calibration_file) if self.calibration_file else None)
         store.check(writing=plan.calibrate)  # a corrupt file is bad input now, not after the run
@@ -372,7 +373,8 @@ class Session:
             if not finished.is_set():
                 stop_our_fio(sig=signal.SIGKILL)  # the runner takes a kill as a failed step
 
-        threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
+        # Started with Ctrl-C deferred: validate runs this in the main thread (start_thread).
+        start_thread(threading.Thread(target=watch, name="cancel-watch", daemon=True))
         try:
             return execute(plan, progress=step, store=store, resolve_b=resolve_b,
                            on_sample=on_sample, recovered=recovered, say=tell, hold=hold,
@@ -454,6 +456,7 @@ class Session:
         from advisor.bench.cleanup import Recovery
         from advisor.models import differences
         from advisor.system.loopdev import dev_name
+        from advisor.system.runner import start_thread
         from advisor.system.superblock import read_xfs_uuid
 
         if plan.device is not None and (hold is None or not hold.exclusive):
@@ -483,7 +486,7 @@ class Session:
                         mine.set()
                         return
 
-            threading.Thread(target=forward, name="attribute-cancel", daemon=True).start()
+            start_thread(threading.Thread(target=forward, name="attribute-cancel", daemon=True))
             try:
                 if hold is None:
                     return self.run_validation(p, progress=step, cancel=mine, say=say)

@@ -387,14 +387,11 @@ def test_ctrl_c_while_the_runner_forks_is_never_swallowed(tmp_path: Path) -> Non
     assert swallowed == 0, (runs, caught, swallowed)
 
 
-#: Runs commands through the runner in every way it waits (a command that ends, one killed at
-#: its timeout, a Background one), noting each call the main thread makes to threading's
-#: Python-level waits (Condition.wait, under Event.wait and Thread.start; Thread.join) while
-#: SIGINT's handler raises, that is, outside signals_deferred.
-_WAITS_IN_THREADING = """
+#: Notes each call the main thread makes to threading's Python-level waits (Condition.wait,
+#: under Event.wait and Thread.start; Thread.join) while SIGINT's handler raises, that is,
+#: outside signals_deferred; a script ends with _WAITS_SEEN, which prints their count and where.
+_TRACE_WAITS = """
 import signal, sys, threading
-from advisor.errors import ToolProblem
-from advisor.system.runner import Background, run
 signal.signal(signal.SIGINT, signal.default_int_handler)
 WAITS = {threading.Condition.wait.__code__, threading.Thread.join.__code__}
 seen = []
@@ -407,6 +404,17 @@ def profile(frame, event, arg):
         where = caller.f_code.co_qualname if caller else "?"
         seen.append(f"{frame.f_code.co_qualname} from {where}")
 sys.setprofile(profile)
+"""
+_WAITS_SEEN = """
+sys.setprofile(None)
+print("--- waits")
+print("\\n".join(seen))
+"""
+#: Runs commands through the runner in every way it waits (a command that ends, one killed at
+#: its timeout, a Background one).
+_RUNNER_WAITS = """
+from advisor.errors import ToolProblem
+from advisor.system.runner import Background, run
 run(["true"])
 run(["cat"], input="some input")
 try:
@@ -417,10 +425,39 @@ else:
     raise SystemExit("no timeout")
 Background(["sleep", "0.1"]).wait(5)
 Background(["sleep", "5"]).wait(0.2)
-sys.setprofile(None)
-print(len(seen))
-print("\\n".join(seen))
 """
+#: A proposal, whose dry run of the defaults runs ahead in a thread.
+_PROPOSAL_WAITS = f"""
+from advisor.cli import main
+assert main(["--device-file", {HOST!r}, "--json"]) == 0
+"""
+#: The fleet report's check before forking its workers, with a dry run ahead still running.
+_FORK_CHECK_WAITS = """
+from advisor.fleet import _forkable
+from advisor.system.mkfs import HostMkfs
+from tests.engine.helpers import GiB, device
+HostMkfs().defaults_ahead(device(10 * GiB))
+assert _forkable()
+"""
+#: A thread started by the helper that validate's cancel watch uses, and waited for.
+_START_THREAD_WAITS = """
+from advisor.system.runner import start_thread
+ran = threading.Lock()
+ran.acquire()
+start_thread(threading.Thread(target=ran.release, daemon=True))
+assert ran.acquire(timeout=10)
+"""
+
+
+def _waits_in_threading(tmp_path: Path, script: str) -> tuple[list[str], str, str]:
+    """Where `script`, traced, waited in threading's code while Ctrl-C raises; what it printed
+    before, on stdout and stderr."""
+    proc = subprocess.run([sys.executable, "-c", _TRACE_WAITS + script + _WAITS_SEEN],
+                          capture_output=True, text=True, cwd=REPO, env=_env(tmp_path),
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    before, _, seen = proc.stdout.rpartition("--- waits\n")
+    return [line for line in seen.splitlines() if line], before, proc.stderr
 
 
 def test_the_runner_never_waits_in_threading_code_while_ctrl_c_raises(tmp_path: Path) -> None:
@@ -431,11 +468,18 @@ def test_the_runner_never_waits_in_threading_code_while_ctrl_c_raises(tmp_path: 
     side: a timer thread died in its start-up ("Exception ignored in thread started by"), a
     thread whose start was cut began at exit and aborted the interpreter. The storm test above
     caught it 5 times in 560 runs at load 4; this sees the wait every time."""
-    proc = subprocess.run([sys.executable, "-c", _WAITS_IN_THREADING], capture_output=True,
-                          text=True, cwd=REPO, env=_env(tmp_path), timeout=60)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    count, *seen = proc.stdout.splitlines()
-    assert count == "0", seen
+    assert _waits_in_threading(tmp_path, _RUNNER_WAITS)[0] == []
+
+
+@pytest.mark.parametrize("script", [_PROPOSAL_WAITS, _FORK_CHECK_WAITS, _START_THREAD_WAITS],
+                         ids=["proposal", "fleet-fork-check", "start-thread"])
+def test_the_main_thread_never_waits_in_threading_code_while_ctrl_c_raises(
+        tmp_path: Path, script: str) -> None:
+    """The same for the threads beside the runner's: a proposal's dry run of the defaults ahead
+    (started in Thread.start's Condition.wait, its result read through Thread.join), the fleet
+    report's wait for such a thread before it forks, and validate's cancel watch (started
+    through start_thread) wait as the runner does, or start with Ctrl-C deferred."""
+    assert _waits_in_threading(tmp_path, script)[0] == []
 
 
 _LOST_IN_A_CALLBACK = """
@@ -462,11 +506,13 @@ except KeyboardInterrupt:
 def test_ctrl_c_in_a_callback_of_the_interpreter_is_sent_again(tmp_path: Path) -> None:
     """A KeyboardInterrupt raised inside a weakref callback (seen once in 40 Ctrl-C'd
     `--json --device` runs: WeakSet._remove) was dropped with "Exception ignored"; the CLI's
-    hook sends the signal again, so it is raised in the code that was running."""
-    proc = subprocess.run([sys.executable, "-c", _LOST_IN_A_CALLBACK], capture_output=True,
-                          text=True, cwd=REPO, env=_env(tmp_path), timeout=60)
-    assert proc.stdout.strip() == "raised", (proc.stdout, proc.stderr)
-    assert "Exception ignored" not in proc.stderr, proc.stderr
+    hook sends the signal again, so it is raised in the code that was running; from a thread
+    whose start does not wait in threading's Condition.wait (threading.Timer's did, in the main
+    thread, while Ctrl-C raises: see the runner's test above)."""
+    seen, stdout, stderr = _waits_in_threading(tmp_path, _LOST_IN_A_CALLBACK)
+    assert stdout.strip() == "raised", (stdout, stderr)
+    assert "Exception ignored" not in stderr, stderr
+    assert seen == []
 
 
 # ---- capture and sysroot ----

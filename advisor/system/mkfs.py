@@ -16,6 +16,7 @@ import re
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from advisor.models.environment import Environment, FeatureSet, parse_lts_conf
 from advisor.models.proposal import Check, MkfsGeometry
 from advisor.models.units import parse_size
 from advisor.system import argv
-from advisor.system.runner import Result, run
+from advisor.system.runner import Result, run, signals_deferred, start_thread, wait_on
 
 GiB = 1 << 30
 
@@ -282,26 +283,52 @@ AHEAD_THREADS = "mkfs-defaults"
 class _Ahead(threading.Thread):
     """One dry run in its own thread; `result` waits for it and raises its error in the
     caller's thread. (A plain thread: concurrent.futures imports logging, which a proposal has
-    no other use for: 12 M instructions of its start.)"""
+    no other use for: 12 M instructions of its start.) The caller, the main thread of a
+    proposal, waits for it the runner's way, not in threading's Event.wait or Thread.join,
+    where Ctrl-C can break a lock (advisor.system.runner.Process)."""
 
     def __init__(self, work: functools.partial[Check]) -> None:
         super().__init__(name=AHEAD_THREADS)
         self._work = work
         self._check: Check | None = None
         self._error: BaseException | None = None
+        self._finished = False
+        #: Held until run() is done: what the caller blocks on (runner.wait_on).
+        self._done = threading.Lock()
+        self._done.acquire()
 
     def run(self) -> None:
         try:
             self._check = self._work()
         except BaseException as e:  # raised again by result(), in the caller's thread
             self._error = e
+        finally:
+            self._finished = True
+            self._done.release()
+
+    def end(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds for the dry run, then for the thread to end (its last
+        instructions: joined with the ending signals deferred); whether it ended."""
+        if not wait_on(self._done, lambda: self._finished, timeout):
+            return False
+        with signals_deferred():
+            self.join()
+        return True
 
     def result(self) -> Check:
-        self.join()
+        self.end()
         if self._error is not None:
             raise self._error
         assert self._check is not None
         return self._check
+
+
+def end_ahead(timeout: float) -> bool:
+    """Wait up to `timeout` seconds in all for the dry runs still running ahead (advisor.fleet
+    forks only when no other thread runs); whether none is left."""
+    until = time.monotonic() + timeout
+    return all(thread.end(max(0.0, until - time.monotonic()))
+               for thread in threading.enumerate() if isinstance(thread, _Ahead))
 
 
 class HostMkfs:
@@ -323,7 +350,7 @@ class HostMkfs:
     def defaults_ahead(self, device: Device) -> None:
         """Start the dry run of the defaults in a thread (mkfs.xfs runs while Python works)."""
         ahead = _Ahead(functools.partial(self._dry_run, device, [], True))
-        ahead.start()
+        start_thread(ahead)
         self._ahead[device.path] = ahead
 
     def defaults(self, device: Device) -> Check:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -97,6 +97,29 @@ def signals_deferred() -> Iterator[None]:
         if caught:  # the first one, as it would have been handled without the deferral
             first, frame = caught[0]
             previous[first](first, frame)
+
+
+def wait_on(wake: threading.Lock, done: Callable[[], bool], timeout: float | None = None
+            ) -> bool:
+    """Until done() (True) or for `timeout` seconds (False), blocked on `wake`, a lock held
+    until done() turns true and then released once, by the thread that made it so: how the
+    main thread waits for another (Process's docstring says why not on an Event). A waiter
+    never releases it; it re-checks done() at least every WAIT_SLICE."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done():
+        left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            return False
+        wake.acquire(timeout=min(left, WAIT_SLICE))
+    return True
+
+
+def start_thread(thread: threading.Thread) -> None:
+    """Start `thread` with the ending signals deferred (signals_deferred): Thread.start waits
+    in threading's Condition.wait until the thread runs, where an interrupt can leave a lock
+    released by the wrong thread (see Process). The wait is short: the new thread's start."""
+    with signals_deferred():
+        thread.start()
 
 
 #: Commands running now (in any thread), but for clean-up's own-group ones: stop_children().
@@ -241,12 +264,8 @@ class Process:
         after setting _finished, which is what is checked; a waiter never releases it, so an
         interrupt landing just after the lock is taken (before the caller knows) loses
         nothing, and any other waiter sees _finished within a WAIT_SLICE."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._finished:
-            left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"pid {self.pid} still running after {timeout}s")
-            self._exited.acquire(timeout=min(left, WAIT_SLICE))
+        if not wait_on(self._exited, lambda: self._finished, timeout):
+            raise TimeoutError(f"pid {self.pid} still running after {timeout}s")
 
     @property
     def exit_code(self) -> int:

@@ -182,7 +182,7 @@ class _Scan:
         for i in self.order:
             if graph.flags[i] & BELOW:
                 node = Node(graph, i)
-                node.update(passed_up(self.root, node, graph, self.needed))
+                node.update(passed_up(node, self.needed))
 
     def held(self, node: Node) -> dict[str, Any]:
         """The device's fields as read (a Held device), from its piece (unpacked now when
@@ -220,9 +220,9 @@ class _Scan:
             k: v.fact() if type(v) is Reading else v for k, v in f.items()}
         device.update(node.inherited())
         if not node.below:  # passed up to nothing: not held
-            device.update(passed_up(self.root, node, self.graph, needed))
+            device.update(passed_up(node, needed))
         if needed is None or "stripe" in needed:
-            device["stripe"] = stripe_of(device, self.graph)
+            device["stripe"] = stripe_of(device, node)
         # Given even when not asked: a default Usage is deep-copied per device (a third of the
         # time of a `--fields` scan of a SAN host).
         device["usage"] = self.tables.usage(device, self.probes) if self.want_usage \

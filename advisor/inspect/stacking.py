@@ -481,16 +481,35 @@ class Node:
         cls, value, source, note = _HINTS[at - 1]
         return Reading(cls, value, source, f"sys/block/{self.name}", None, None, note)
 
+    @property
+    def dm_uuid(self) -> str:
+        """A thin pool's dm uuid (the only one the devices above read)."""
+        value: str = self._extra("dm_uuid")
+        return value
+
+    @property
+    def thin(self) -> Any:
+        return self._extra("thin")
+
+    @property
+    def md(self) -> MdInfo:
+        value: MdInfo = self._extra("md")
+        return value
+
+    @property
+    def discard_below(self) -> Any:
+        return self._extra("discard_below")
+
     def _extra(self, key: str) -> Any:
         values = self.graph.extra.get(key)
         if values is None or self.i not in values:
             raise AttributeError(key)
         return values[self.i]
 
-    def __getattr__(self, key: str) -> Any:  # dm_uuid, thin, md, discard_below
-        if key in ("dm_uuid", "thin", "md", "discard_below"):
-            return self._extra(key)
-        raise AttributeError(key)
+    def parent_nodes(self) -> list[Node]:
+        """The devices it is built on (those listed), in its parents' order."""
+        graph = self.graph
+        return [Node(graph, j) for j in graph.parents_of(self.i)]
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -530,16 +549,15 @@ def _format_devno(devno: int) -> str:
     return f"{devno >> 20}:{devno & 0xFFFFF}"
 
 
-def passed_up(root: SysRoot, dev: Node, by_name: Graph,
-              needed: frozenset[str] | None) -> dict[str, Any]:
+def passed_up(dev: Node, needed: frozenset[str] | None) -> dict[str, Any]:
     """What `dev` inherits from the devices below it (passed up into theirs first: topological
     order): a dm device's storage hint, thin provisioning and discards below. (Its stripe,
     which nothing above reads, is stripe_of's.) `needed`: the fields asked for (None: all)."""
     out: dict[str, Any] = {}
     if dev["kind"] == "dm" and (needed is None or "storage_hint" in needed):
-        out["storage_hint"] = inherited_hint(dev, by_name)
+        out["storage_hint"] = inherited_hint(dev)
     if needed is None or not needed.isdisjoint(("thin", "discard_below")):
-        out.update(thin_and_discards(root, dev, by_name))
+        out.update(thin_and_discards(dev))
     return out
 
 
@@ -558,7 +576,9 @@ def _md_origin(dev: dict[str, Any] | Node) -> tuple[tuple[int, int], str] | None
     return found, label
 
 
-def stripe_of(dev: dict[str, Any], by_name: Graph) -> StripeGeometry:
+def stripe_of(dev: dict[str, Any], node: Node) -> StripeGeometry:
+    """The stripe geometry of `dev` (a device's fields; `node`: its place in the graph): its
+    own, named after an md array it is, or passed up to, or hidden by a layer above one."""
     stripe = geometry.mkfs_detected_stripe(
         min_io=dev["min_io"].value, opt_io=dev["opt_io"].value,
         physical_sector=dev["physical_sector"].value, logical_sector=dev["logical_sector"].value,
@@ -567,16 +587,16 @@ def stripe_of(dev: dict[str, Any], by_name: Graph) -> StripeGeometry:
     if own is not None:
         return geometry.with_origin(stripe, own[1]) if stripe.source != "none" else stripe
     # An md array further down (LVM or dm-crypt on md RAID): name it as the origin.
-    seen: set[str] = set()
-    stack = list(dev["parents"])
+    seen: set[int] = set()
+    stack = node.parent_nodes()
     while stack:
-        name = stack.pop()
-        if name in seen or name not in by_name:
+        under = stack.pop()
+        if under.i in seen:
             continue
-        seen.add(name)
-        below = _md_origin(by_name[name])
+        seen.add(under.i)
+        below = _md_origin(under)
         if below is None:
-            stack.extend(by_name[name]["parents"])
+            stack.extend(under.parent_nodes())
             continue
         md_geometry, label = below
         if stripe.sunit_bytes == md_geometry[0] and stripe.swidth_bytes == md_geometry[1]:
@@ -588,10 +608,10 @@ def stripe_of(dev: dict[str, Any], by_name: Graph) -> StripeGeometry:
 
 # ---- what sits below (thin provisioning, discards a dm layer drops) ----
 
-def thin_and_discards(root: SysRoot, dev: Node, by_name: Graph) -> dict[str, Any]:
+def thin_and_discards(dev: Node) -> dict[str, Any]:
     """`thin` and `discard_below` of a device; parents are done first (topological order)."""
     out: dict[str, Any] = {}
-    parents = [by_name[p] for p in dev["parents"] if p in by_name]
+    parents = dev.parent_nodes()
     if dev["kind"] == "disk" and "thin" in dev:  # logical block provisioning, read with it
         out["thin"] = dev["thin"]
     pool = next((p for p in parents if (p.get("dm_uuid") or "").endswith("-tpool")), None)
@@ -613,8 +633,7 @@ def thin_and_discards(root: SysRoot, dev: Node, by_name: Graph) -> dict[str, Any
             seen.update(p["name"] for p in level)
             below = [(p["discard_max_bytes"], p["name"]) for p in level
                      if p["discard_max_bytes"]]
-            level = [by_name[n] for p in level for n in p["parents"]
-                     if n in by_name and n not in seen]
+            level = [q for p in level for q in p.parent_nodes() if q.name not in seen]
         if below:
             value, name = max(below)
             out["discard_below"] = make_fact(
@@ -623,14 +642,15 @@ def thin_and_discards(root: SysRoot, dev: Node, by_name: Graph) -> dict[str, Any
     return out
 
 
-def inherited_hint(dev: Node, by_name: Graph) -> Fact[str]:
+def inherited_hint(dev: Node) -> Fact[str]:
     """A dm device (LVM, dm-crypt, multipath) is on the storage of what it is built on, when all
     of that says the same."""
-    hints = {by_name[p]["storage_hint"].value for p in dev["parents"] if p in by_name}
+    parents = dev.parent_nodes()
+    hints = {p["storage_hint"].value for p in parents}
     if len(hints) != 1 or None in hints:
         return make_fact(FactStr, None, "derived", None, None,
                          "nothing below it says what the storage is")
-    first = by_name[dev["parents"][0]]["storage_hint"]
+    first = parents[0]["storage_hint"]
     return make_fact(FactStr, first.value, "derived", first.path, first.raw,
                      f"from {', '.join(dev['parents'])}: {first.note}")
 

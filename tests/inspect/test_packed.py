@@ -79,9 +79,9 @@ def _held_by_scan(root: Path, packed: bool) -> tuple[int, int]:
 
 def test_a_packed_scan_holds_a_fraction_of_the_facts_it_read(hosts: dict[str, Path]) -> None:
     """On a SAN host a scan that keeps each device's facts packed holds under a third of what
-    it would holding them as read, and under 500 bytes a device (~370 here, ~240 at 100,000
-    devices: the names and links the stacking pass reads in the scan's graph, and ~65 bytes of
-    packed facts; a Python object per device and per link held ~650)."""
+    it would holding them as read, and under 500 bytes a device (~360 here, ~230 at 100,000
+    devices: the names, links and few fields the stacking pass reads, in the scan's graph, and
+    ~65 bytes of packed facts; with a Python object per device it was ~610 here)."""
     packed, count = _held_by_scan(hosts["san"], packed=True)  # first: what a scan reads once
     unpacked, same = _held_by_scan(hosts["san"], packed=False)  # is counted against it
     assert count == same == 640

@@ -134,10 +134,10 @@ class _Scan:
             if not packed:
                 return devices, devices
             try:
-                return (parallel.summarize(devices, node_record),
-                        parallel.pack(devices, HELD_CLASSES))
+                facts: Any = parallel.pack(devices, HELD_CLASSES)
             except (TypeError, ValueError):  # a value pack cannot carry: kept as read
-                return devices, devices
+                facts = devices
+            return parallel.summarize(devices, node_record), facts
 
         def read_one(name: str) -> list[dict[str, Any]]:
             return read_device(root, name, needed, hosts)

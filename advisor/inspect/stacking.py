@@ -26,13 +26,14 @@ def node_record(fields: dict[str, Any]) -> tuple[Any, ...]:
     otherwise); discard_max_bytes' value as a 1-tuple (None: not read); its storage hint as a
     Reading's values (class index, value, source, folder, file, raw, note; None: not read); thin
     provisioning as a Fact's (class index, value, source, path, raw, note) and an md array's
-    facts as {field: that}, None when it has none. TypeError for a value it cannot carry (a hint
-    that is not a Reading: read devices have none)."""
+    facts as {field: that}, None when it has none. (A hint given as a Fact is the Reading of its
+    path as the folder: the same Fact again.)"""
     uuid = fields.get("dm_uuid")
     discard = fields["discard_max_bytes"].value if "discard_max_bytes" in fields else _SKIP
     hint = fields.get("storage_hint")
     if hint is not None and type(hint) is not Reading:
-        raise TypeError(f"a storage hint that is not a Reading: {type(hint).__name__}")
+        cls, value, source, path, raw, note = _fact_values(hint)
+        hint = Reading(HELD_CLASSES[cls], value, source, path, None, raw, note)
     thin, md = fields.get("thin"), fields.get("md")
     return (fields["name"], fields["display_name"], fields["path"], fields["maj_min"],
             fields["kind"], list(fields["parents"]), list(fields["children"]),

@@ -95,11 +95,15 @@ def test_storage_hints_shared_or_their_own() -> None:
     template = [Reading(FactStr, "ssd", SYSFS, f"sys/block/{n}", None, None, "rotational = 0")
                 for n in ("a", "b")]
     own = Reading(FactStr, "hdd", SYSFS, "sys/block/c", "queue/rotational", "1", None)
+    fact = make_fact(FactStr, "ssd", "derived", "sys/block/e", None, "a Fact, not a Reading")
     devs = [_dev("a", storage_hint=template[0]), _dev("b", storage_hint=template[1]),
-            _dev("c", storage_hint=own), _dev("d")]
-    graph = _graph(["a", "b", "c", "d"], devs)
-    for name, hint in zip("abc", (*template, own), strict=True):  # as read, whichever way kept
-        seen = graph[name].storage_hint
+            _dev("c", storage_hint=own), _dev("d"), _dev("e", storage_hint=fact)]
+    graph = _graph(["a", "b", "c", "d", "e"], devs)
+    for name, hint in zip("abce", (*template, own, fact.model_dump()), strict=True):
+        seen = graph[name].storage_hint  # as read, whichever way kept
+        if isinstance(hint, dict):
+            assert seen.fact() == fact
+            continue
         assert (seen.cls, seen.value, seen.source, seen.path, seen.raw, seen.note) \
             == (hint.cls, hint.value, hint.source, hint.path, hint.raw, hint.note)
     assert "storage_hint" not in graph["d"] and set(graph.extra["storage_hint"]) == {2}

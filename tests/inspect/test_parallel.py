@@ -447,11 +447,12 @@ def test_a_closed_output_ends_the_render_child_at_once(san: Path, forks: list[in
 @pytest.mark.parametrize("slow", ["child", "parent"])
 def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
                                                                slow: str) -> None:
-    """The pieces go to whichever process asks first: a slow child (a busy CPU) leaves more of
-    them to the parent, and the other way round, and every piece comes out in its turn. Slow
-    for as long as it takes, not for a time: a parent stuck in its first piece until the child
-    has rendered most, a child 0.5 s a piece (its pieces are what the parent waits for last),
-    so a busy machine that holds up either process a while does not change who renders more."""
+    """The pieces go to whichever process asks first, and every piece comes out in its turn. A
+    slow parent (a busy CPU) leaves most of them to the child: here stuck in its first piece
+    until the child has rendered most, for as long as that takes, not for a time. A slow child
+    (0.5 s a piece) leaves the parent at least every other piece: the parent renders one piece
+    ahead while it waits for the child's in turn, so which of them takes the first piece
+    decides who gets the odd one (5 or 6 of 11), not who is faster."""
     _two_cpus()
     parent = os.getpid()
     most = len(ITEMS) // CHUNK // 2 + 1  # of the 11 pieces: 6
@@ -478,8 +479,8 @@ def test_the_faster_process_renders_more_and_the_order_is_kept(forks: list[int],
     items, _ = _rendered(out)
     assert items == ITEMS
     by_parent = sum(p.startswith(f"{parent}:".encode()) for p in out)
-    if slow == "child":  # (whether it renders any piece depends on when it is first scheduled)
-        assert by_parent > len(out) // 2
+    if slow == "child":
+        assert by_parent >= len(out) // 2
     else:  # (whether the parent takes a piece before the child takes them all, likewise)
         assert by_parent < most
 

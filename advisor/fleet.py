@@ -27,9 +27,11 @@ import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -57,6 +59,7 @@ from advisor.models.fleet import (
 from advisor.models.session import Advising
 from advisor.models.units import human_size
 from advisor.models.workload import Workload
+from advisor.signals import ENDING_SIGNALS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -498,8 +501,6 @@ def _forkable() -> bool:
     fork copies a lock another thread may hold, and the child could wait for it forever). The
     threads of a proposal's mkfs.xfs dry runs end once their run is read: waited for, briefly
     (as the runner waits: Ctrl-C breaks no lock)."""
-    import threading
-
     from advisor.system.mkfs import end_ahead
 
     if not hasattr(os, "fork"):
@@ -554,18 +555,93 @@ def _pool(folders: list[Path], jobs: int,
           initargs: tuple[str | None, OpenSession, tuple[str, tuple[int, int]] | None,
                           RuleBook | None, str | None]) -> Iterator[FleetHost]:
     """The records of `folders` from `jobs` workers, forked from this process when it can be,
-    else started by the forkserver with _init_worker(*initargs)."""
+    else started by the forkserver with _init_worker(*initargs).
+
+    This process (the command line's main thread, where Ctrl-C is raised) never waits in
+    threading's Python code, where a second interrupt can leave a lock released by the wrong
+    thread (advisor.system.runner.Process): the pool is started (its manager thread's
+    Thread.start) and shut down (its Thread.join) with Ctrl-C and the ending signals deferred
+    (runner.signals_deferred), and each piece's records are waited for on a bare lock its
+    done-callback releases (runner.wait_on), not in Future.result. On an interrupt or any error
+    the pieces not yet started are cancelled and the workers killed before the pool is shut
+    down, so that the shut-down is short."""
+    from advisor.system.runner import signals_deferred
+
     chunks = max(1, min(32, len(folders) // (jobs * 8)))
-    if _forkable():
-        # No initializer: a forked worker has this process's state (_init_worker's above).
-        with ProcessPoolExecutor(max_workers=jobs,
-                                 mp_context=multiprocessing.get_context("fork")) as pool:
-            yield from pool.map(advise_host, folders, chunksize=chunks)
-        return
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker,
-                             initargs=initargs) as pool:
-        yield from pool.map(advise_host, folders, chunksize=chunks)
+    pieces = [folders[i:i + chunks] for i in range(0, len(folders), chunks)]
+    forked = _forkable()
+    # A forked worker has this process's state (_init_worker's above): it only sets its signals.
+    initializer: Callable[..., None] = _worker_signals if forked else _start_worker
+    context = multiprocessing.get_context("fork" if forked else "forkserver")
+    pool: ProcessPoolExecutor | None = None
+    waiting: list[Future[list[FleetHost]]] = []  # last first: each let go of once read
+    try:
+        with signals_deferred():  # the first submit starts the workers and the manager thread
+            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                       initializer=initializer,
+                                       initargs=() if forked else initargs)
+            for piece in reversed(pieces):
+                waiting.append(pool.submit(_advise_piece, piece))
+        while waiting:
+            _piece_done(waiting[-1])
+            hosts = waiting[-1].result()
+            waiting.pop()
+            yield from hosts
+    finally:
+        if pool is not None:
+            _shut(pool, waiting)
+
+
+def _worker_signals() -> None:
+    """A worker ignores Ctrl-C (the report, in the terminal's group too, kills its workers and
+    says so in one line; a worker's KeyboardInterrupt could print a traceback), and ends on SIGTERM,
+    SIGHUP or SIGQUIT as a process does without handlers (forked, it had the report's own, or
+    those of the deferral it was forked in), unless the report ignores them (nohup)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in ENDING_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def _start_worker(*initargs: Any) -> None:
+    """A worker started by the forkserver: its signals, then _init_worker(*initargs)."""
+    _worker_signals()
+    _init_worker(*initargs)
+
+
+def _advise_piece(folders: list[Path]) -> list[FleetHost]:
+    """The records of a worker's piece of the hosts."""
+    return [advise_host(f) for f in folders]
+
+
+def _piece_done(future: Future[list[FleetHost]]) -> None:
+    """Until `future` is done, waiting on a bare lock its done-callback releases (in the
+    manager thread; here at once when it is done already)."""
+    from advisor.system.runner import wait_on
+
+    wake = threading.Lock()
+    wake.acquire()
+    future.add_done_callback(lambda _: wake.release())
+    wait_on(wake, future.done)
+
+
+def _shut(pool: ProcessPoolExecutor, unread: list[Future[list[FleetHost]]]) -> None:
+    """Shut `pool` down, its manager thread joined with the ending signals deferred (a Ctrl-C
+    meanwhile is raised once it is done). With pieces `unread` (an interrupt, an error, the
+    caller stopped early), those not started are cancelled and the workers killed first, so
+    that nothing is left running and the join is short: the manager thread sees them gone, and
+    ends (shutdown alone waits for the pieces already handed to the workers). The executor has
+    no public way to stop its workers before Python 3.14 (kill_workers): its _processes."""
+    from advisor.system.runner import signals_deferred
+
+    if unread:
+        for future in unread:
+            future.cancel()
+        for process in list((pool._processes or {}).values()):
+            with contextlib.suppress(OSError, ValueError):
+                process.kill()
+    with signals_deferred():
+        pool.shutdown(wait=True, cancel_futures=bool(unread))
 
 
 def by_rule(hosts: list[FleetHost]) -> list[FleetRule]:

@@ -287,6 +287,99 @@ def test_a_shared_proposal_is_the_one_each_host_gets_alone(tmp_path: Path,
         fleet_module._init_worker(None, Session)
 
 
+#: `xfs-advisor fleet RESULTS --jobs 2` in this process (traced: tests.test_bad_input); with
+#: another thread running first (started with Ctrl-C deferred), so that the workers come from
+#: the forkserver.
+_POOL_WAITS = """
+from advisor.cli import main
+if {other_thread}:
+    from advisor.system.runner import start_thread
+    held = threading.Lock()
+    held.acquire()
+    start_thread(threading.Thread(target=held.acquire, daemon=True))
+assert main(["fleet", {results!r}, "--jobs", "2", "--json"]) == 0
+"""
+
+
+@pytest.mark.parametrize("other_thread", [False, True], ids=["forked", "forkserver"])
+def test_the_pool_never_waits_in_threading_code_while_ctrl_c_raises(
+        tmp_path: Path, raid_host: Path, other_thread: bool) -> None:
+    """The report with several workers waits as the runner does: its pool is started and shut
+    down (Thread.start, Thread.join) with Ctrl-C deferred, and each piece of records is waited
+    for on a bare lock, not in Future.result's Condition.wait, where a second interrupt can
+    leave a lock released by the wrong thread (CPython gh-118433). The same report as alone."""
+    from tests.fleet_hosts import replicate
+    from tests.test_bad_input import _waits_in_threading
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, [f"raid{i}" for i in range(8)])
+    script = _POOL_WAITS.format(other_thread=other_thread, results=str(results))
+    waits, out, err = _waits_in_threading(tmp_path, script)
+    assert waits == [], err[-2000:]
+    doc = json.loads(out)
+    assert doc["counts"] == {"hosts": 8, "ok": 8, "failed": 0}
+    assert fleet(str(results), "--jobs", "1")[1] == doc
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return found
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["terminal", "report-alone"])
+def test_ctrl_c_while_the_workers_run_is_one_line_exit_130(tmp_path: Path, raid_host: Path,
+                                                           group: bool) -> None:
+    """Ctrl-C once the workers run (sent to the whole group, as a terminal does, or to the report
+    alone): one line, exit 130, and no worker left running (they are killed, not waited for;
+    they ignore Ctrl-C: a worker's KeyboardInterrupt printed "Process ForkProcess-1:" and its
+    traceback)."""
+    import signal
+    import tempfile
+    import time
+
+    from tests.conftest import scratch_parent
+
+    # 800 hosts (about a second of the workers' time), in /dev/shm where it can be: 46,000
+    # files, which a busy disk took 8 s to remove.
+    scratch = Path(tempfile.mkdtemp(prefix="fleet-ctrl-c.", dir=scratch_parent()))
+    results = scratch / "results"
+    results.mkdir()
+    env = {**os.environ, "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
+    env.pop("XFS_ADVISOR_DEBUG", None)
+    proc: subprocess.Popen[str] | None = None
+    try:
+        shutil.copytree(raid_host, results / "raid000", symlinks=True)
+        for i in range(1, 800):  # hard links to the first copy
+            shutil.copytree(results / "raid000", results / f"raid{i:03d}", symlinks=True,
+                            copy_function=os.link)
+        proc = subprocess.Popen([sys.executable, "-m", "advisor", "fleet", str(results),
+                                 "--jobs", "2"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        workers: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            with contextlib.suppress(OSError):
+                workers = _children(proc.pid)
+        assert len(workers) == 2 and proc.poll() is None, (workers, proc.poll())
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert (proc.returncode, err) == (130, "xfs-advisor: interrupted\n")
+    assert [w for w in workers if os.path.exists(f"/proc/{w}")] == []
+
+
 def test_a_proposal_another_worker_is_making_is_waited_for(tmp_path: Path,
                                                           raid_host: Path) -> None:
     """Two workers needing the same proposal at once: one makes it, the other waits for it

@@ -439,7 +439,7 @@ from tests.engine.helpers import GiB, device
 HostMkfs().defaults_ahead(device(10 * GiB))
 assert _forkable()
 """
-#: A thread started by the helper that validate's cancel watch uses, and waited for.
+#: A thread started by runner.start_thread (as validate's cancel watch is), and waited for.
 _START_THREAD_WAITS = """
 from advisor.system.runner import start_thread
 ran = threading.Lock()

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence, Sized
 from typing import Any, BinaryIO, Final, TypeVar
 
 from advisor.errors import DeviceProblem
-from advisor.inspect.specs import HELD_CLASSES, Held, Layout, Reading, layout_of
+from advisor.inspect.specs import HELD_CLASSES, Held, Layout, Reading, fact_tuple, layout_of
 from advisor.models.device import Fact, MdInfo
 from advisor.system.sysroot import SysRoot
 
@@ -343,9 +343,9 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any
             out[key] = ("r", classes.index(value.cls), value.value, value.source, value.folder,
                         value.file, value.raw, value.note)
         elif isinstance(value, Fact):
-            out[key] = _fact_tuple(value, classes)
+            out[key] = fact_tuple(value, classes)
         elif isinstance(value, MdInfo):
-            out[key] = ("md", {k: _fact_tuple(getattr(value, k), classes)
+            out[key] = ("md", {k: fact_tuple(getattr(value, k), classes)
                                for k in MdInfo.model_fields})
         elif isinstance(value, (str, int, list)):  # a subclass (bool is one of int's)
             out[key] = value
@@ -360,11 +360,6 @@ def _encode(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...]) -> Any
 
 #: Types _encode gives as they are without asking more (a Fact's isinstance check is slow).
 _PLAIN = frozenset({str, int, bool, list})
-
-
-def _fact_tuple(fact: Fact[Any], classes: tuple[type[Fact[Any]], ...]) -> tuple[Any, ...]:
-    d = fact.__dict__
-    return (classes.index(type(fact)), d["value"], d["source"], d["path"], d["raw"], d["note"])
 
 
 #: A piece of devices packed (pack): its header (zlib: the layouts of its Held devices and the

@@ -135,6 +135,18 @@ class Reading(Generic[T]):
 HELD_CLASSES: tuple[type[Fact[Any]], ...] = (FactInt, FactBool, FactStr)
 _HELD_INDEX = {cls: i for i, cls in enumerate(HELD_CLASSES)}
 
+
+def fact_tuple(fact: Fact[Any] | Reading[Any],
+               classes: tuple[type[Fact[Any]], ...] = HELD_CLASSES) -> tuple[Any, ...]:
+    """A Fact (or a Reading, as its Fact) as plain data marshal carries: (its class's index in
+    `classes`, value, source, path, raw, note); make_fact(classes[t[0]], *t[1:]) makes it
+    again."""
+    if type(fact) is Reading:
+        return (classes.index(fact.cls), fact.value, fact.source, fact.path, fact.raw,
+                fact.note)
+    d = fact.__dict__
+    return (classes.index(type(fact)), d["value"], d["source"], d["path"], d["raw"], d["note"])
+
 #: (field, index in HELD_CLASSES, source, file (None: the folder is the path), slot of the
 #: folder, slot of the value, whether it has a note) of each fact a Held device keeps in its
 #: list: the value, then its raw text, then its note when it has one.

@@ -13,7 +13,15 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from advisor.inspect import geometry
-from advisor.inspect.specs import HELD_CLASSES, SYSFS, FactInt, FactStr, Reading, make_fact
+from advisor.inspect.specs import (
+    HELD_CLASSES,
+    SYSFS,
+    FactInt,
+    FactStr,
+    Reading,
+    fact_tuple,
+    make_fact,
+)
 from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
 from advisor.system.sysroot import SysRoot
@@ -32,7 +40,7 @@ def node_record(fields: dict[str, Any]) -> tuple[Any, ...]:
     discard = fields["discard_max_bytes"].value if "discard_max_bytes" in fields else _SKIP
     hint = fields.get("storage_hint")
     if hint is not None and type(hint) is not Reading:
-        cls, value, source, path, raw, note = _fact_values(hint)
+        cls, value, source, path, raw, note = fact_tuple(hint)
         hint = Reading(HELD_CLASSES[cls], value, source, path, None, raw, note)
     thin, md = fields.get("thin"), fields.get("md")
     return (fields["name"], fields["display_name"], fields["path"], fields["maj_min"],
@@ -42,20 +50,11 @@ def node_record(fields: dict[str, Any]) -> tuple[Any, ...]:
             None if discard is _SKIP else (discard,),
             None if hint is None else (HELD_CLASSES.index(hint.cls), hint.value, hint.source,
                                        hint.folder, hint.file, hint.raw, hint.note),
-            None if thin is None else _fact_values(thin),
-            None if md is None else {k: _fact_values(getattr(md, k)) for k in MdInfo.model_fields})
+            None if thin is None else fact_tuple(thin),
+            None if md is None else {k: fact_tuple(getattr(md, k)) for k in MdInfo.model_fields})
 
 
 _SKIP = object()
-
-
-def _fact_values(fact: Fact[Any] | Reading[Any]) -> tuple[Any, ...]:
-    if type(fact) is Reading:
-        return (HELD_CLASSES.index(fact.cls), fact.value, fact.source, fact.path, fact.raw,
-                fact.note)
-    d = fact.__dict__
-    return (HELD_CLASSES.index(type(fact)), d["value"], d["source"], d["path"], d["raw"],
-            d["note"])
 
 
 def _fact(values: tuple[Any, ...]) -> Fact[Any]:

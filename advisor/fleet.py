@@ -32,6 +32,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -525,11 +526,13 @@ def host_folders(results: Path) -> list[Path]:
 
 def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str | None = None,
                  jobs: int | None = None, kernel: tuple[str, tuple[int, int]] | None = None,
-                 book: RuleBook | None = None) -> Iterator[FleetHost]:
+                 book: RuleBook | None = None,
+                 notice: Callable[[str], None] | None = None) -> Iterator[FleetHost]:
     """Each host's record, in order; `jobs` worker processes (default: one per CPU), each
     making its hosts' sessions with `open_session` (a class or function a worker can import);
     `kernel`: the target kernel its findings are judged for as well (advisor.audit.kernel);
-    `book`: the rule book of `rules_dir`, when the caller has loaded it.
+    `book`: the rule book of `rules_dir`, when the caller has loaded it; `notice`: told, in one
+    line, when a worker died and this process advised the hosts the workers had not given back.
 
     The first host is advised in this process; the workers are then forked from it (when no
     other thread runs here), and start with what that host needed: the modules imported, the
@@ -546,16 +549,23 @@ def advise_hosts(folders: list[Path], open_session: OpenSession, rules_dir: str 
         _init_worker(rules_dir, open_session, kernel, book, shared)
         try:
             yield advise_host(folders[0])
-            yield from _pool(folders[1:], jobs, (rules_dir, open_session, kernel, None, shared))
+            yield from _pool(folders[1:], jobs, (rules_dir, open_session, kernel, None, shared),
+                             notice)
         finally:
             _SHARED = None
 
 
 def _pool(folders: list[Path], jobs: int,
           initargs: tuple[str | None, OpenSession, tuple[str, tuple[int, int]] | None,
-                          RuleBook | None, str | None]) -> Iterator[FleetHost]:
+                          RuleBook | None, str | None],
+          notice: Callable[[str], None] | None = None) -> Iterator[FleetHost]:
     """The records of `folders` from `jobs` workers, forked from this process when it can be,
     else started by the forkserver with _init_worker(*initargs).
+
+    A worker that dies (the kernel's OOM killer, an admin's kill) breaks the pool: the others
+    are stopped, and the hosts not yet given back are advised in this process, in order, with
+    `notice` told so. The report never depends on the workers, as a scan never depends on its
+    read's child (advisor.inspect.parallel).
 
     This process (the command line's main thread, where Ctrl-C is raised) never waits in
     threading's Python code, where a second interrupt can leave a lock released by the wrong
@@ -584,12 +594,21 @@ def _pool(folders: list[Path], jobs: int,
                 waiting.append(pool.submit(_advise_piece, piece))
         while waiting:
             _piece_done(waiting[-1])
-            hosts = waiting[-1].result()
+            try:
+                hosts = waiting[-1].result()
+            except BrokenProcessPool:
+                break
             waiting.pop()
             yield from hosts
     finally:
         if pool is not None:
             _shut(pool, waiting)
+    left = pieces[len(pieces) - len(waiting):]
+    if left and notice is not None:
+        notice(f"a worker process ended abruptly (killed, or out of memory): the "
+               f"{sum(map(len, left))} hosts not yet reported are advised in this process")
+    for piece in left:
+        yield from _advise_piece(piece)
 
 
 def _worker_signals() -> None:
@@ -680,10 +699,11 @@ def failing(hosts: list[FleetHost], fail_on: str) -> list[str]:
 
 def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None = None,
                  jobs: int | None = None, fail_on: str | None = None,
-                 kernel: str | None = None) -> FleetDocument:
+                 kernel: str | None = None,
+                 notice: Callable[[str], None] | None = None) -> FleetDocument:
     """The report for every host folder in `results`; `open_session` makes each host's session
     (advisor.session.Session); with `kernel` (a target kernel, spelt as must_mount_on_kernel),
-    will-break findings due by it are breaks."""
+    will-break findings due by it are breaks; `notice` as advise_hosts'."""
     from advisor.engine.decide import distribution_kernels
     from advisor.engine.rulebook import load_rulebook
 
@@ -694,7 +714,7 @@ def fleet_report(results: str, open_session: OpenSession, rules_dir: str | None 
 
         target = target_version(kernel, distribution_kernels(book))
     hosts = list(advise_hosts(host_folders(Path(results)), open_session, rules_dir, jobs,
-                              target, book))
+                              target, book, notice))
     groups: dict[str, list[FleetHost]] = {}
     for h in hosts:
         if h.shape is not None:
@@ -725,7 +745,8 @@ MAX_DOCUMENT_BYTES = 512 << 20
 
 
 def previous_report(old: str, open_session: OpenSession, rules_dir: str | None = None,
-                    jobs: int | None = None, kernel: str | None = None) -> FleetDocument:
+                    jobs: int | None = None, kernel: str | None = None,
+                    notice: Callable[[str], None] | None = None) -> FleetDocument:
     """The report of a previous collection: a results folder (reported again, with the same
     rules and target kernel) or a saved `fleet --json` file."""
     from pydantic import ValidationError
@@ -733,7 +754,7 @@ def previous_report(old: str, open_session: OpenSession, rules_dir: str | None =
     from advisor.system.files import read_text
 
     if os.path.isdir(old):
-        return fleet_report(old, open_session, rules_dir, jobs, kernel=kernel)
+        return fleet_report(old, open_session, rules_dir, jobs, kernel=kernel, notice=notice)
     text = read_text(old, "--since", MAX_DOCUMENT_BYTES, errors="replace")
     try:
         return FleetDocument.model_validate_json(text)

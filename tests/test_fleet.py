@@ -241,6 +241,51 @@ def test_workers_are_forked_from_the_report_unless_a_thread_runs(tmp_path: Path,
         other.join()
 
 
+#: The process a report runs in (set by the test using _dying_session).
+_REPORT_PID: int | None = None
+
+
+def _dying_session(sysroot: str, **kw: Any) -> Any:
+    """A session opener that kills the worker process given host raid3 (as the OOM killer
+    would), and opens the real session anywhere else."""
+    import signal
+
+    from advisor.session import Session
+
+    if Path(sysroot).parent.name == "raid3" and os.getpid() != _REPORT_PID:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return Session(sysroot, **kw)
+
+
+def test_a_worker_that_dies_leaves_its_hosts_to_the_report(tmp_path: Path,
+                                                         raid_host: Path) -> None:
+    """A worker killed mid-report (here: while it opens raid3's session) breaks the pool; the
+    hosts not yet given back are advised in the report's process, in order, and the report is
+    the one a single process makes, with one notice saying so."""
+    global _REPORT_PID
+    from advisor.fleet import advise_hosts, host_folders
+    from advisor.session import Session
+    from tests.fleet_hosts import replicate
+
+    results = tmp_path / "results"
+    replicate(raid_host, results, [f"raid{i}" for i in range(8)])
+    folders = host_folders(results)
+    alone = [h.model_dump_json() for h in advise_hosts(folders, Session, jobs=1)]
+    _REPORT_PID = os.getpid()
+    told: list[str] = []
+    try:
+        pooled = [h.model_dump_json()
+                  for h in advise_hosts(folders, _dying_session, jobs=2, notice=told.append)]
+    finally:
+        _REPORT_PID = None
+    assert pooled == alone
+    [line] = told
+    left = int(re.fullmatch(r"a worker process ended abruptly \(killed, or out of memory\): "
+                            r"the (\d+) hosts not yet reported are advised in this process",
+                            line)[1])  # type: ignore[index]
+    assert 5 <= left <= 7  # raid3 to raid7 at least; raid1 and raid2 too if not yet back
+
+
 def test_a_shared_proposal_is_the_one_each_host_gets_alone(tmp_path: Path,
                                                           raid_host: Path) -> None:
     """Workers share the proposals they make (one dry run per device, environment and workload

@@ -75,13 +75,17 @@ def run(args: argparse.Namespace) -> int:
     if args.since is not None and (args.markdown or args.html or args.csv):
         raise BadInput("--since prints the changes as text or --json: drop --markdown, --html "
                        "or --csv")
+    from advisor.console import notice
     from advisor.session import Session
 
+    def told(message: str) -> None:
+        notice(message, args.json)
+
     doc = fleet_report(args.dir, Session, getattr(args, "rules", None), args.jobs, args.fail_on,
-                       args.kernel)
+                       args.kernel, told)
     if args.since is not None:
         before = previous_report(args.since, Session, getattr(args, "rules", None), args.jobs,
-                                 args.kernel)
+                                 args.kernel, told)
         doc.since = since(doc, before, args.since)
     from advisor.render.inert import json_text, terminal_lines
 
@@ -101,7 +105,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = terminal_lines(markdown(doc) if args.markdown else table(doc))
     if args.output:
-        from advisor.console import notice
         from advisor.system.files import write_text_atomically
 
         written = write_text_atomically(args.output, text, "fleet report")

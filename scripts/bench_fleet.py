@@ -232,7 +232,9 @@ def main() -> int:
         made = []
         if order.exists():  # a --keep folder of an earlier run: its hosts are reused
             made = [protos / name for name in order.read_text().split()]
-        else:
+        else:  # a fresh folder, or one an interrupted run left: its hosts are made again
+            shutil.rmtree(work / "trees", ignore_errors=True)
+            shutil.rmtree(protos, ignore_errors=True)
             for name, tree in _trees(work / "trees").items():
                 devices, workload = REQUESTS.get(name, ([], {}))
                 made.append(collect(protos, name, tree, devices, workload))

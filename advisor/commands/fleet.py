@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import Any
 
@@ -78,9 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from advisor.console import notice
     from advisor.session import Session
 
-    def told(message: str) -> None:
-        notice(message, args.json)
-
+    told = functools.partial(notice, as_json=args.json)
     doc = fleet_report(args.dir, Session, getattr(args, "rules", None), args.jobs, args.fail_on,
                        args.kernel, told)
     if args.since is not None:

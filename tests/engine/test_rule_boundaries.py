@@ -344,3 +344,12 @@ def test_a_device_of_exactly_two_largest_possible_ags_is_not_told_to_be_that_siz
     assert (p.check.geometry.agcount, p.check.geometry.agsize_bytes) == (2, largest)
     [warning] = [w.message for w in p.warnings if "needs more than 256 AGs" in w.message]
     assert "AGs cannot exceed" in warning and "a device of exactly" not in warning, warning
+
+
+def test_the_largest_default_log_is_shown_as_mkfs_makes_it() -> None:
+    """At 8 TiB mkfs.xfs -N makes its largest log, 521,728 blocks of 4 KiB: 2038 MiB, which the
+    kept default gives as that, not rounded to "2 GiB"."""
+    made = dry_run(device(8 * TiB), []).geometry
+    assert made.log_blocks * made.block_size == 2038 * MiB
+    d = _decision(_proposal(device(8 * TiB, rotational=False)), "-l size")
+    assert not d.changed and d.default == "2038 MiB", d.default

@@ -10,7 +10,7 @@ from advisor.engine.context import Context
 from advisor.engine.rulebook import RuleBook
 from advisor.engine.rules.ag_concurrency import multidisk_agcount
 from advisor.engine.rules.inode_space import default_maxpct
-from advisor.engine.rules.log_size import LogSizeParams, log_size
+from advisor.engine.rules.log_size import LogSizeParams, log_size, reservation_per_writer
 from advisor.errors import ProposalBug
 from advisor.models.device import Device, StripeGeometry
 from advisor.models.environment import Environment
@@ -234,14 +234,14 @@ def test_two_data_disks_are_a_stripe(disks: int, options: list[str]) -> None:
     (100 * GiB, "5.15.0", None, [], False),
     (100 * GiB, "5.16.0", None, [], False),
     (TiB, "5.14.0", None, ["-l", "size=512m"], True),
-    (100 * GiB, "5.14.0", 200, ["-l", "size=165m"], False),
+    (100 * GiB, "5.14.0", 200, ["-l", "size=169m"], False),
 ])
 def test_a_captured_xfsprogs_before_5_15_gets_its_log_asked(
         size: int, target: str, writers: int | None, options: list[str], note: bool) -> None:
     """xfsprogs 5.15 made 64 MiB the smallest log; a captured host with an older one makes a
     smaller log than the local mkfs.xfs -N shows. 5.14 is older, 5.15 is not. At 100 GiB the
     64 MiB asked for is exactly the default shown, and still asked for (with the note that the
-    captured xfsprogs makes less); 1 TiB asks for the 512 MiB shown; 200 writers' 165 MiB is
+    captured xfsprogs makes less); 1 TiB asks for the 512 MiB shown; 200 writers' 169 MiB is
     beyond the default, with no such note."""
     env = environment().model_copy(update={"target_xfsprogs": target})
     answers = {} if writers is None else {"concurrent_writers": writers,
@@ -252,7 +252,7 @@ def test_a_captured_xfsprogs_before_5_15_gets_its_log_asked(
     assert ("xfsprogs 5.14.0 makes a smaller one" in d.reason) == note, d.reason
     assert p.check is not None
     assert p.check.geometry.log_bytes == max(dry_run(device(size), []).geometry.log_bytes,
-                                             165 * MiB if writers else 0)
+                                             169 * MiB if writers else 0)
 
 
 @pytest.mark.parametrize(("per_writer", "small"), [
@@ -269,7 +269,10 @@ def test_a_writers_log_of_exactly_the_old_minimum_is_the_writers(
                   env=environment("5.10.0"), geometry=defaults, size=100 * GiB)
     params = book.rules["log-size"].params
     assert isinstance(params, LogSizeParams)
-    outcome = log_size(ctx, params.model_copy(update={"reservation_bytes_per_writer": per_writer}))
+    # The figure the rule uses is logres x logcount plus what the kernel adds to each unit.
+    added = reservation_per_writer(params, 0) - params.reservation_bytes_per_writer
+    outcome = log_size(ctx, params.model_copy(
+        update={"reservation_bytes_per_writer": per_writer - added}))
     assert outcome.change is not None
     assert outcome.change.options == ["-l", "size=64m" if per_writer <= 48 * MiB else "size=65m"]
     assert ("5.10.0 makes small logs" in outcome.change.reason) == small, outcome.change.reason
@@ -293,14 +296,14 @@ def test_a_log_for_growth_only_when_mkfs_makes_a_larger_one_there(eventual: int,
 @pytest.mark.parametrize(("answers", "limited"), [
     ({"eventual_size": 4076 * GiB - 8 * MiB}, False),
     ({"eventual_size": 4076 * GiB}, False),
-    ({"concurrent_writers": 2483, "writer_activity": "metadata"}, False),
-    ({"concurrent_writers": 2484, "writer_activity": "metadata"}, True),
+    ({"concurrent_writers": 2424, "writer_activity": "metadata"}, False),
+    ({"concurrent_writers": 2425, "writer_activity": "metadata"}, True),
 ])
 def test_a_log_of_exactly_the_largest_is_not_limited(answers: dict[str, object],
                                                       limited: bool) -> None:
     """1 TiB: mkfs.xfs -N makes its largest log, 2038 MiB, from 4076 GiB (1/2048 of it) and
     one block less 8 MiB below. A log for growth to exactly there is the largest, not limited
-    to it; 2483 writers want just under 2038 MiB (whole MiB: 2038), 2484 just over."""
+    to it; 2424 writers want just under 2038 MiB (whole MiB: 2038), 2425 just over."""
     assert dry_run(device(4076 * GiB), []).geometry.log_bytes == 2038 * MiB
     assert dry_run(device(4076 * GiB - 8 * MiB), []).geometry.log_bytes == 2038 * MiB - 4 * KiB
     p = _proposal(device(TiB, rotational=False), **answers)
@@ -341,3 +344,12 @@ def test_a_device_of_exactly_two_largest_possible_ags_is_not_told_to_be_that_siz
     assert (p.check.geometry.agcount, p.check.geometry.agsize_bytes) == (2, largest)
     [warning] = [w.message for w in p.warnings if "needs more than 256 AGs" in w.message]
     assert "AGs cannot exceed" in warning and "a device of exactly" not in warning, warning
+
+
+def test_the_largest_default_log_is_shown_as_mkfs_makes_it() -> None:
+    """At 8 TiB mkfs.xfs -N makes its largest log, 521,728 blocks of 4 KiB: 2038 MiB, which the
+    kept default gives as that, not rounded to "2 GiB"."""
+    made = dry_run(device(8 * TiB), []).geometry
+    assert made.log_blocks * made.block_size == 2038 * MiB
+    d = _decision(_proposal(device(8 * TiB, rotational=False)), "-l size")
+    assert not d.changed and d.default == "2038 MiB", d.default

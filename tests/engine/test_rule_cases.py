@@ -9,7 +9,7 @@ import pytest
 
 from advisor.advice import propose
 from advisor.engine.rulebook import RuleBook
-from advisor.engine.rules.log_size import LogSizeParams
+from advisor.engine.rules.log_size import LogSizeParams, reservation_per_writer
 from advisor.models.device import Device, Fact, StripeGeometry, Usage
 from advisor.models.proposal import Decision, Proposal
 from advisor.models.workload import Workload
@@ -198,22 +198,22 @@ def test_stripe_ignored_by_mkfs_is_explained(book: RuleBook) -> None:
 def test_log_size_for_concurrent_metadata_work(book: RuleBook) -> None:
     params = book.rules["log-size"].params
     assert isinstance(params, LogSizeParams)
-    per_writer = params.reservation_bytes_per_writer * 100 / params.usable_log_percent
+    per_writer = reservation_per_writer(params, 0) * 100 / params.usable_log_percent
     fits = int((64 << 20) // per_writer)  # writers whose reservations the 64 MiB log holds
     assert decision(run(book, SSD, concurrent_writers=fits, access="mixed"),
                     "-l size").value == "default"
     p = run(book, SSD, concurrent_writers=fits + 1, access="mixed")
     assert decision(p, "-l size").value == "65m"
     p = run(book, SSD, concurrent_writers=200, access="mixed")
-    assert decision(p, "-l size").value == "165m"
-    assert p.check is not None and p.check.geometry.log_bytes == 165 << 20
+    assert decision(p, "-l size").value == "169m"
+    assert p.check is not None and p.check.geometry.log_bytes == 169 << 20
     assert p.check.geometry.log_bytes >= 200 * per_writer
 
 
 def test_log_size_does_not_depend_on_this_hosts_memory(book: RuleBook) -> None:
     small, large = (decision(run(book, SSD, memory=m, concurrent_writers=200), "-l size")
                     for m in (2 * GiB, 512 * GiB))
-    assert small.value == large.value == "165m"
+    assert small.value == large.value == "169m"
 
 
 def test_log_size_read_heavy_keeps_default(book: RuleBook) -> None:

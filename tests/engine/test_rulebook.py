@@ -174,7 +174,7 @@ def test_a_site_keep_wins_over_lower_priority_changes(tmp_path: Path) -> None:
     assert not log.changed and log.rule == "site-fixed-logs"
     assert log.reason == "log sizes are set by the storage team"
     assert log.resolution == ("site-fixed-logs (priority 95) keeps the default over log-size "
-                              "(wanted 165m)")
+                              "(wanted 169m)")
     assert "-l" not in p.mkfs_options
     # Without keep_wins the same rule only adds its reason to the pile: the change stands.
     book = load_rulebook(_site_dir(tmp_path / "y", {"keep.toml": keep.replace(

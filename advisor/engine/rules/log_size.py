@@ -22,6 +22,13 @@ class LogSizeParams(Model):
     """Log space one namespace transaction (create, mkdir, symlink, rename, remove) reserves
     while it runs: its log reservation times its log count (the largest, measured with
     `xfs_db -c logres`)."""
+    log_count: int = Field(ge=1)
+    """That transaction's log count: the kernel reserves its unit that many times over
+    (xfs_db logres `logcount`, the xfs:xfs_log_reserve tracepoint's `t_cnt`)."""
+    unit_overhead_bytes: int = Field(ge=0)
+    """What the kernel adds to each unit of a reservation besides the stripe padding: log
+    record and operation headers (fs/xfs/xfs_log.c xlog_calc_unit_res; measured with 32 KiB
+    log buffers, the xfs:xfs_log_reserve tracepoint's `t_unit_res` less logres and padding)."""
     usable_log_percent: int = Field(ge=1, le=100)
     """Share of the log that reservations may fill before the kernel pushes metadata out to make
     room (fs/xfs/xfs_log.c xlog_grant_push_threshold keeps a quarter free)."""
@@ -46,10 +53,13 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
     small_there = old and ctx.env.xfsprogs_at_least(5, 15)
     writers, who = metadata_writers(w)
     if writers is not None and w.access != "read-heavy":
-        want = math.ceil(writers * params.reservation_bytes_per_writer * 100
-                         / params.usable_log_percent)
-        why = (f"{who}: each holds up to {human_size(params.reservation_bytes_per_writer)} of log "
-               f"reservation, and reservations may fill {params.usable_log_percent}% of the log "
+        lsu = default_log_stripe_unit(ctx)
+        per_writer = reservation_per_writer(params, lsu)
+        want = math.ceil(writers * per_writer * 100 / params.usable_log_percent)
+        padded = (f" (with the {mkfs_size(lsu)} log stripe unit, which pads each of its "
+                  f"{params.log_count} units twice)" if lsu > 512 else "")
+        why = (f"{who}: each holds up to {human_size(per_writer)} of log reservation{padded}, "
+               f"and reservations may fill {params.usable_log_percent}% of the log "
                f"before metadata is pushed out, so {human_size(want)} of log lets all of them "
                "run at once")
         if old and want < params.old_xfsprogs_min_bytes:
@@ -87,6 +97,16 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
         values={"size": want}, reason=
         f"{why}: a {_mib(want)} log (default {_mib(default)})"
         + (f" ({'; '.join(limits)})" if limits else "")))
+
+
+def reservation_per_writer(params: LogSizeParams, log_stripe_unit: int) -> int:
+    """The log space one writer's largest namespace transaction holds, as the kernel grants it
+    (fs/xfs/xfs_log.c xlog_calc_unit_res): each of its log count's units is the transaction's
+    log reservation plus headers plus two paddings to the log stripe unit (512 bytes without
+    one). A 256 KiB log stripe unit makes it 2.1 MiB instead of 646 KiB."""
+    padding = 2 * max(log_stripe_unit, 512)
+    return (params.reservation_bytes_per_writer
+            + params.log_count * (params.unit_overhead_bytes + padding))
 
 
 def _grown_log(ctx: Context, params: LogSizeParams) -> tuple[int, str] | None:

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 def _site_rules(tmp_path: Path) -> Path:
     """Site rules replacing two built-in ones: 16 AGs for concurrency, not 32; 12 MiB of log
-    reservation per writer, not the measured 630 KiB (16 writers: 256 MiB of log)."""
+    reservation per writer, not the measured 630 KiB (16 writers, each also holding the
+    kernel's 15 KiB of headers and padding: 257 MiB of log)."""
     site = tmp_path / "site-rules"
     site.mkdir()
     for rule, old, new in (("ag-concurrency", "target_agcount = 32", "target_agcount = 16"),
@@ -96,7 +97,7 @@ def test_validate_proposes_with_the_site_rules(tmp_path: Path) -> None:
             cwd=REPO, env=env, timeout=120)
         assert done.returncode == 2, done.stderr
         # The loop device is no single disk (its storage is its backing file's): 16 AGs.
-        assert f"mkfs.xfs -f -K -d agcount=16 -l size=256m {dev}" in done.stderr, done.stderr
+        assert f"mkfs.xfs -f -K -d agcount=16 -l size=257m {dev}" in done.stderr, done.stderr
         assert checksum(backing) == before
 
 

@@ -65,7 +65,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("-d su/sw", "mkfs", "partly (mount -o sunit/swidth can change the alignment used)",
             _data_stripe),
     Setting("-d agcount/agsize", "mkfs", "no (mkfs)",
-            lambda g, env: f"agcount={g.agcount}, agsize {human_size(g.agsize_bytes)}"),
+            lambda g, env: (f"agcount={g.agcount}, agsize {g.agsize_blocks} blocks "
+                            f"({human_size(g.agsize_bytes)})")),
     Setting("-i size", "mkfs", "no (mkfs)",
             lambda g, env: str(g.inode_size)),
     Setting("-n size", "mkfs", "no (mkfs)",

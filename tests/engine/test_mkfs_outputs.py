@@ -78,6 +78,10 @@ def test_the_engine_drafts_from_captured_defaults(book: RuleBook) -> None:
     log_old = next(d for d in old.decisions if d.setting == "-l size")
     log_new = next(d for d in new.decisions if d.setting == "-l size")
     assert log_old.default == "50 MiB" and log_new.default == "64 MiB"
+    # The AG size as mkfs.xfs printed it (agsize=N blks), exact, beside the rounded size.
+    ag_new = next(d for d in new.decisions if d.setting == "-d agcount/agsize")
+    assert ag_new.default == "agcount=4, agsize 6553600 blocks (25 GiB)", ag_new.default
+    assert "agsize=6553600 blks" in (MKFS / "6.1.0-100g-defaults.txt").read_text()
     assert log_old.changed and log_old.options == ["-l", "size=64m"], log_old
     assert "5.10.0 makes small logs" in log_old.reason
     assert not log_new.changed, log_new

@@ -404,3 +404,13 @@ def test_a_device_node_naming_another_device_is_refused(tmp_path: Path,
         want = f"{part} is device {dev_name(os.stat(v).st_rdev)}, not {os.path.basename(part)}"
         assert want in proc.stderr and "a stale device node" in proc.stderr, proc.stderr
         assert checksum(victim) == before
+
+
+@pytest.mark.slow
+def test_a_free_partition_is_validated(tmp_path: Path, root_tools: None) -> None:
+    """A partition passes the guard and the run reads its counters where the kernel keeps a
+    partition's (/sys/class/block/NAME/stat: /sys/block holds whole disks only)."""
+    with partitioned(tmp_path / "disk.img") as (_disk, part):
+        proc = validate(part, "--yes", "--budget", "30", "--report", str(tmp_path / "r.json"))
+        assert proc.returncode in (0, 5), proc.stderr
+        assert "Verdict:" in proc.stdout, proc.stdout

@@ -197,12 +197,17 @@ def _whole_disks(dev: Device, above: list[Device], by_name: dict[str, Device]) -
     return list({d.name: d for d in found}.values())
 
 
-def _above_refusals(above: list[Device]) -> list[str]:
+def _above_refusals(inv: Inventory, above: list[Device], links: Links, scope: Scope,
+                    depth: int) -> list[str]:
     """What uses a device `dev` is built on (a partition's disk, a device-mapper or md device's
     slaves) in a way that reaches `dev`'s blocks: a loop device bound over it (at any offset),
-    a mount or swap on it."""
+    a mount or swap on it, and for a loop device, what else writes to its backing file or
+    device (a partition of a loop device writes to the loop device's file)."""
     reasons: list[str] = []
     for d in above:
+        if d.kind == "loop" and (inv.live or d.name in links.loops):
+            reasons += [f"it is part of {d.name}: {why}"
+                        for why in _loop_refusals(inv, d, links, depth, scope)]
         for name in d.usage.loops:
             reasons.append(f"{name} is a loop device over {d.name}, which it is part of")
         if d.usage.mountpoints:
@@ -259,7 +264,7 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
             reasons.append(f"{child.name} on it is mounted on {', '.join(child.usage.mountpoints)}")
         if child.usage.swap:
             reasons.append(f"{child.name} on it is in use as swap (/proc/swaps)")
-    reasons += _above_refusals(above)
+    reasons += _above_refusals(inv, above, links, scope, _depth)
     if links.openers is not None:
         reasons += _process_refusals(dev, below, _whole_disks(dev, above, scope.by_name),
                                      links.openers)

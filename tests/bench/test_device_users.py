@@ -414,3 +414,19 @@ def test_a_free_partition_is_validated(tmp_path: Path, root_tools: None) -> None
         proc = validate(part, "--yes", "--budget", "30", "--report", str(tmp_path / "r.json"))
         assert proc.returncode in (0, 5), proc.stderr
         assert "Verdict:" in proc.stdout, proc.stdout
+
+
+def test_a_partition_of_a_loop_device_whose_file_is_in_use_is_refused(tmp_path: Path,
+                                                                     root_tools: None) -> None:
+    """A partition of a loop device writes into the loop device's backing file: a process
+    holding that file open (a VM whose disk image it is) or another loop device bound to it
+    uses the partition's blocks too."""
+    backing = tmp_path / "vm-disk.img"
+    with partitioned(backing) as (disk, part):
+        name = os.path.basename(disk)
+        with holding_open(backing, tmp_path, "qemu") as pid:
+            refused(backing, part, f"it is part of {name}: pid {pid} (qemu) holds its backing "
+                    f"file ({backing}) open")
+        with attached(backing, 0) as other:
+            refused(backing, part, f"it is part of {name}: {os.path.basename(other)} is bound "
+                    f"to the same backing file")

@@ -248,7 +248,7 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
         links = live_links(inv) if inv.live else Links()
     if scope is None:
         scope = scope_of(inv)
-    reasons = _node_refusals(dev) if inv.live and _depth == 0 else []
+    reasons: list[str] = []
     below = built_on(dev, scope.by_name)
     above = inv.stacked(dev, "parents", scope.by_name)
     for mp in scope.under_system.get(dev.name, []):
@@ -305,8 +305,12 @@ def check_scratch(inv: Inventory, dev: Device, need_bytes: int, *,
                   unrecognized_ok: bool = False) -> None:
     """Raise DeviceProblem naming every reason the device is not scratch. When the only reasons
     are processes holding it open, the processes are looked at again for a moment first: udev
-    opens a device to probe it after every change (an umount, a wipefs) and lets go at once."""
-    reasons = refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
+    opens a device to probe it after every change (an umount, a wipefs) and lets go at once.
+    On the live system the device's node must also open the device judged (`refusals` reads
+    sysfs by name; the writes go through the node): checked here, where every write is decided
+    (before the prompt, and in check_now before each mkfs)."""
+    node = _node_refusals(dev) if inv.live else []
+    reasons = node + refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
     for _ in range(SETTLE_LOOKS):
         if not reasons or not all(r.startswith("pid ") for r in reasons):
             break

@@ -1,11 +1,12 @@
 """Mechanism counters: the work XFS and the block layer did per operation, next to the timings.
 
 XFS keeps per-mount counters in /sys/fs/xfs/<dev>/stats/stats (log writes and blocks, log forces,
-transactions) and the block layer per-device ones in /sys/block/<dev>/stat (IOs, sectors,
-flushes). They count work, not time, so they barely depend on the machine's load: they can show
-what an option does (logbsize=256k: fewer, larger log writes) where wall-clock throughput is lost
-in the noise. fio snapshots them before each phase (`exec_prerun`), the run once fio is done; the
-difference of consecutive snapshots is one phase's work.
+transactions) and the block layer per-device ones in /sys/class/block/<dev>/stat (IOs, sectors,
+flushes; a partition's are there too, not under /sys/block). They count work, not time, so they
+barely depend on the machine's load: they can show what an option does (logbsize=256k: fewer,
+larger log writes) where wall-clock throughput is lost in the noise. fio snapshots them before each
+phase (`exec_prerun`), the run once fio is done; the difference of consecutive snapshots is one
+phase's work.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def kernel_name(device: str) -> str:
 
 def _files(name: str) -> tuple[str, str]:
     """The counter files of device `name`: XFS's per-mount stats, then the block layer's."""
-    return f"/sys/fs/xfs/{name}/stats/stats", f"/sys/block/{name}/stat"
+    return f"/sys/fs/xfs/{name}/stats/stats", f"/sys/class/block/{name}/stat"
 
 
 def snapshot_command(name: str, path: str) -> str:

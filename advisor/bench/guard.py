@@ -11,6 +11,7 @@ st_rdev of the backing file) tells what it really writes to, so the guard follow
 from __future__ import annotations
 
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 
@@ -161,19 +162,76 @@ def _loop_refusals(inv: Inventory, dev: Device, links: Links, depth: int,
     return reasons
 
 
-def _process_refusals(dev: Device, below: list[Device], openers: Openers) -> list[str]:
-    """Processes holding the device, or anything built on it, open without claiming it."""
+def _number(dev: Device) -> int | None:
+    """The device number sysfs gives `dev`; None when it has none."""
+    major, _, minor = (dev.maj_min or "").partition(":")
+    if not (major.isdigit() and minor.isdigit()):
+        return None
+    return os.makedev(int(major), int(minor))
+
+
+def _process_refusals(dev: Device, below: list[Device], disks: list[Device],
+                      openers: Openers) -> list[str]:
+    """Processes holding the device, anything built on it, or the disk it is a partition of
+    (or built on a partition of) open without claiming it: whoever has the whole disk open
+    reads and writes the partition's blocks too."""
     reasons: list[str] = []
-    for d in [dev, *below]:
-        if d.maj_min is None:
+    for d in [dev, *below, *disks]:
+        number = _number(d)
+        if number is None:
             continue
-        major, _, minor = d.maj_min.partition(":")
-        if not (major.isdigit() and minor.isdigit()):
-            continue
-        for opener in openers.devices.get(os.makedev(int(major), int(minor)), []):
+        for opener in openers.devices.get(number, []):
             reasons.append(f"{opener.describe()} holds it open" if d is dev else
+                           f"{opener.describe()} holds {d.name} open, which it is part of"
+                           if d in disks else
                            f"{opener.describe()} holds {d.name} open, which is built on it")
     return reasons
+
+
+def _whole_disks(dev: Device, above: list[Device], by_name: dict[str, Device]) -> list[Device]:
+    """The disks that `dev`, or a device it is built on, is a partition of. (Only those: the
+    slaves of device-mapper or md are held by it, and a daemon's path checker may keep them
+    open.)"""
+    found = [by_name[name] for d in [dev, *above] if d.kind == "part" for name in d.parents
+             if name in by_name]
+    return list({d.name: d for d in found}.values())
+
+
+def _above_refusals(inv: Inventory, above: list[Device], links: Links, scope: Scope,
+                    depth: int) -> list[str]:
+    """What uses a device `dev` is built on (a partition's disk, a device-mapper or md device's
+    slaves) in a way that reaches `dev`'s blocks: a loop device bound over it (at any offset),
+    a mount or swap on it, and for a loop device, what else writes to its backing file or
+    device (a partition of a loop device writes to the loop device's file)."""
+    reasons: list[str] = []
+    for d in above:
+        if d.kind == "loop" and (inv.live or d.name in links.loops):
+            reasons += [f"it is part of {d.name}: {why}"
+                        for why in _loop_refusals(inv, d, links, depth, scope)]
+        for name in d.usage.loops:
+            reasons.append(f"{name} is a loop device over {d.name}, which it is part of")
+        if d.usage.mountpoints:
+            reasons.append(f"{d.name}, which it is part of, is mounted on "
+                           f"{', '.join(d.usage.mountpoints)}")
+        if d.usage.swap:
+            reasons.append(f"{d.name}, which it is part of, is in use as swap (/proc/swaps)")
+    return reasons
+
+
+def _node_refusals(dev: Device) -> list[str]:
+    """Why `dev.path` does not open the device sysfs describes (a stale or hand-made node
+    names another device: the checks would be of one device and the writes to another)."""
+    want = _number(dev)
+    try:
+        st = os.stat(dev.path)
+    except OSError as err:
+        return [f"its device node {dev.path} cannot be read ({err.strerror})"]
+    if not stat.S_ISBLK(st.st_mode):
+        return [f"{dev.path} is not a block device node"]
+    if want is None or st.st_rdev != want:
+        return [f"{dev.path} is device {dev_name(st.st_rdev)}, not {dev.name} "
+                f"({dev.maj_min or 'no number in sysfs'}): a stale device node"]
+    return []
 
 
 def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | None = None,
@@ -192,6 +250,7 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
         scope = scope_of(inv)
     reasons: list[str] = []
     below = built_on(dev, scope.by_name)
+    above = inv.stacked(dev, "parents", scope.by_name)
     for mp in scope.under_system.get(dev.name, []):
         reasons.append(f"it is the device under {mp}")
     own = {o.kind: o for o in obstacles(dev) if o.blocks}
@@ -205,8 +264,10 @@ def refusals(inv: Inventory, dev: Device, need_bytes: int, *, links: Links | Non
             reasons.append(f"{child.name} on it is mounted on {', '.join(child.usage.mountpoints)}")
         if child.usage.swap:
             reasons.append(f"{child.name} on it is in use as swap (/proc/swaps)")
+    reasons += _above_refusals(inv, above, links, scope, _depth)
     if links.openers is not None:
-        reasons += _process_refusals(dev, below, links.openers)
+        reasons += _process_refusals(dev, below, _whole_disks(dev, above, scope.by_name),
+                                     links.openers)
     if not dev.usage.probed:
         reasons.append(f"libblkid could not check it for existing data ({_unprobed_why(dev)})")
     elif dev.usage.signatures and "data" not in own:  # mounted or swap: listed all the same
@@ -244,8 +305,12 @@ def check_scratch(inv: Inventory, dev: Device, need_bytes: int, *,
                   unrecognized_ok: bool = False) -> None:
     """Raise DeviceProblem naming every reason the device is not scratch. When the only reasons
     are processes holding it open, the processes are looked at again for a moment first: udev
-    opens a device to probe it after every change (an umount, a wipefs) and lets go at once."""
-    reasons = refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
+    opens a device to probe it after every change (an umount, a wipefs) and lets go at once.
+    On the live system the device's node must also open the device judged (`refusals` reads
+    sysfs by name; the writes go through the node): checked here, where every write is decided
+    (before the prompt, and in check_now before each mkfs)."""
+    node = _node_refusals(dev) if inv.live else []
+    reasons = node + refusals(inv, dev, need_bytes, unrecognized_ok=unrecognized_ok)
     for _ in range(SETTLE_LOOKS):
         if not reasons or not all(r.startswith("pid ") for r in reasons):
             break

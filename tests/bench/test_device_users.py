@@ -19,6 +19,7 @@ import pytest
 from advisor.bench import guard
 from advisor.bench.plan import MIN_DEVICE_BYTES
 from advisor.inspect.devices import find_device, inspect_devices
+from advisor.system.loopdev import dev_name
 from advisor.system.sysroot import SysRoot
 from tests.bench.test_guard import GIB, attached, checksum, refused, validate
 from tests.conftest import REPO, mounted, require_root_tools, sh
@@ -346,3 +347,86 @@ def test_a_mount_point_with_line_breaks_python_knows_is_still_a_mount(tmp_path: 
             inv = inspect_devices(SysRoot(), probe=True)
             reasons = guard.refusals(inv, find_device(inv, dev), MIN_DEVICE_BYTES)
             assert f"it is mounted on {mnt}" in reasons, reasons
+
+
+@contextlib.contextmanager
+def partitioned(backing: Path) -> Iterator[tuple[str, str]]:
+    """A loop device over a new 2 GiB file holding one partition from 1 MiB to the end (big
+    enough to be a scratch device itself): (the disk, its partition)."""
+    from tests.bench.test_guard import _write_mbr
+
+    with attached(backing, 2 * GIB, "-P") as disk:
+        _write_mbr(disk, 2 * GIB // 512)
+        sh("blockdev", "--flushbufs", disk)
+        sh("partx", "-a", disk, check=False)  # the kernel does not always rescan on its own
+        part = f"{disk}p1"
+        assert Path(part).exists()
+        yield disk, part
+
+
+def test_a_partition_whose_disk_is_held_open_is_refused(tmp_path: Path,
+                                                        root_tools: None) -> None:
+    """Whoever holds the whole disk open (a VM on the raw disk) writes the partition's blocks
+    too: the kernel refuses only exclusive openers, so only the processes' file tables tell."""
+    backing = tmp_path / "disk.img"
+    with partitioned(backing) as (disk, part), holding_open(disk, tmp_path, "vm") as pid:
+        refused(backing, part,
+                f"pid {pid} (vm) holds {os.path.basename(disk)} open, which it is part of")
+
+
+def test_a_partition_whose_disk_a_loop_device_is_bound_over_is_refused(tmp_path: Path,
+                                                                       root_tools: None) -> None:
+    """A loop device over the whole disk shows the partition's blocks through another node."""
+    backing = tmp_path / "disk.img"
+    with partitioned(backing) as (disk, part), attached(Path(disk), 0) as w:
+        refused(backing, part, f"{os.path.basename(w)} is a loop device over "
+                f"{os.path.basename(disk)}, which it is part of")
+
+
+def test_a_device_node_naming_another_device_is_refused(tmp_path: Path,
+                                                        root_tools: None) -> None:
+    """A stale or hand-made node: /dev/NAME opens another device than the NAME sysfs describes,
+    so the checks and the writes would be of different devices. Built in a mount namespace of
+    its own (V's node bound over partition P's), so this host's /dev is not touched. (A
+    partition: a loop device's node is also asked for its binding, which would differ.)"""
+    require_root_tools("unshare")
+    victim = tmp_path / "victim.img"
+    with partitioned(tmp_path / "disk.img") as (_disk, part), attached(victim, GIB) as v:
+        before = checksum(victim)
+        script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+        proc = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", v, part,
+             sys.executable, "-m", "advisor", "validate", "--device", part, "--yes",
+             "--mkfs-options", "-n size=8k"],
+            capture_output=True, text=True, cwd=REPO, timeout=120,
+            env={**os.environ, "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")})
+        assert proc.returncode == 3, proc.stderr
+        want = f"{part} is device {dev_name(os.stat(v).st_rdev)}, not {os.path.basename(part)}"
+        assert want in proc.stderr and "a stale device node" in proc.stderr, proc.stderr
+        assert checksum(victim) == before
+
+
+@pytest.mark.slow
+def test_a_free_partition_is_validated(tmp_path: Path, root_tools: None) -> None:
+    """A partition passes the guard and the run reads its counters where the kernel keeps a
+    partition's (/sys/class/block/NAME/stat: /sys/block holds whole disks only)."""
+    with partitioned(tmp_path / "disk.img") as (_disk, part):
+        proc = validate(part, "--yes", "--budget", "30", "--report", str(tmp_path / "r.json"))
+        assert proc.returncode in (0, 5), proc.stderr
+        assert "Verdict:" in proc.stdout, proc.stdout
+
+
+def test_a_partition_of_a_loop_device_whose_file_is_in_use_is_refused(tmp_path: Path,
+                                                                     root_tools: None) -> None:
+    """A partition of a loop device writes into the loop device's backing file: a process
+    holding that file open (a VM whose disk image it is) or another loop device bound to it
+    uses the partition's blocks too."""
+    backing = tmp_path / "vm-disk.img"
+    with partitioned(backing) as (disk, part):
+        name = os.path.basename(disk)
+        with holding_open(backing, tmp_path, "qemu") as pid:
+            refused(backing, part, f"it is part of {name}: pid {pid} (qemu) holds its backing "
+                    f"file ({backing}) open")
+        with attached(backing, 0) as other:
+            refused(backing, part, f"it is part of {name}: {os.path.basename(other)} is bound "
+                    f"to the same backing file")

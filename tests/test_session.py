@@ -176,3 +176,32 @@ def test_both_front_ends_offer_attribution_from_one_choice() -> None:
         "Attribution: not offered: B differs from A in 1 option")
     assert Session.attribution_choice(one, report).announcement().startswith(
         "attribution: not run: B differs from A in 1 option")
+
+
+def test_a_link_to_a_device_names_the_device_itself(tmp_path: Path,
+                                                   shared_dumps: dict[str, Path]) -> None:
+    """`--device` given as a symbolic link to a device node (as /dev/disk/by-id/... are) is the
+    device it points to: the proposal is for it, and validate's plan and question name the
+    device itself, so that what the user confirms is what is written. Not confirmed: nothing
+    written. A captured tree's devices are not looked up through this machine's links."""
+    require_root_tools("losetup", "mkfs.xfs")
+    backing = tmp_path / "scratch.img"
+    link = tmp_path / "by-id-scratch"
+    with attached(backing, 2 * GIB) as dev:
+        link.symlink_to(dev)
+        done = cli("--json", "--device", str(link))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["proposal"]["mkfs_command"].endswith(f" {dev}")
+        before = checksum(backing)
+        env = {**os.environ, "XFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
+        asked = subprocess.run(
+            [sys.executable, "-m", "advisor", "validate", "--device", str(link)],
+            input="no\n", capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+        assert asked.returncode == 2, asked.stderr
+        assert f"Type its name ({dev}) to go on" in asked.stderr, asked.stderr
+        assert f"nothing was done to {dev}" in asked.stderr
+        assert checksum(backing) == before
+    (tmp_path / "nvme-link").symlink_to("/dev/nvme0n1")  # in the capture, not necessarily here
+    captured = cli("--json", "--sysroot", str(shared_dumps["simple-nvme"]), "--device",
+                   str(tmp_path / "nvme-link"))
+    assert captured.returncode == 3 and "unknown device" in captured.stderr, captured.stderr

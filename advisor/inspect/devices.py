@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import os
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
@@ -288,8 +289,14 @@ def inspect_one(root: SysRoot, name: str) -> Device | None:
 
 def find_device(inv: Inventory, name: str) -> Device:
     """The device called `name` (kernel name, dm name, /dev path); DeviceProblem listing the known
-    ones otherwise."""
+    ones otherwise. On the live system a symbolic link to a device node (/dev/disk/by-id/...,
+    /dev/VG/LV) names the device it points to now: resolved here once, so that everything after
+    (the guard's checks, the prompt, every write) names the device itself. A captured tree's
+    links are not on this machine: not followed."""
     dev = inv.get(name)
+    if dev is None and inv.live and os.path.islink(name):
+        real = os.path.realpath(name)
+        dev = inv.get(real) if real.startswith("/dev/") else None
     if dev is None:
         known = ", ".join(d.display_name for d in inv.devices) or "none"
         raise DeviceProblem(f"unknown device '{name}' (known: {known})")

@@ -264,6 +264,14 @@ def _own_state_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     tempfile.tempdir = None
 
 
+def own_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TMPDIR is this test's folder, for this test only. tempfile keeps the folder it first
+    found (gettempdir): it is forgotten for the test and given back after it, or every later
+    test in this process would make its temporary files in a folder that is gone."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+
 @pytest.fixture(scope="session")
 def shared_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The real sysfs captures of tests/data/sysfs-dumps, unpacked once per run."""

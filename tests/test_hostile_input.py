@@ -27,7 +27,7 @@ from advisor.errors import AdvisorError
 from advisor.session import Session
 from advisor.system import runner
 from tests.bench.test_adaptive import _report
-from tests.conftest import REPO, require_root_tools
+from tests.conftest import REPO, own_tmpdir, require_root_tools
 from tests.inspect.sysfs_builder import Dev, write_tree
 
 
@@ -126,7 +126,7 @@ def test_the_tuis_continuation_is_held_to_the_same_bounds(
         raise _Started("the run started")
 
     monkeypatch.setattr(Session, "run_validation", started)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    own_tmpdir(tmp_path, monkeypatch)
     session = Session()
     with pytest.raises(BadInput, match=needle.replace(".", r"\.")) as plan_refused:
         session.continuation_plan(report)

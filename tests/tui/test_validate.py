@@ -15,7 +15,7 @@ from advisor.models.bench import ValidationReport
 from advisor.models.device import Inventory
 from advisor.models.proposal import Proposal
 from advisor.models.workload import Workload
-from tests.conftest import leftovers, require_root_tools
+from tests.conftest import leftovers, own_tmpdir, require_root_tools
 from tests.tui.conftest import AppFactory, answer_prompt, cancel_run
 
 
@@ -92,7 +92,7 @@ async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_pat
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     require_root_tools("losetup", "mkfs.xfs", "fio", "mount")
     require_root_tools("xfs_info")
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    own_tmpdir(tmp_path, monkeypatch)
     app = make_app(device="loop0", workload=Workload(largest_directory_entries=20000),
                    start="validate")
     app.state.validation_bytes = 1 << 30

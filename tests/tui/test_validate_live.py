@@ -11,7 +11,7 @@ import pytest
 
 from advisor.models.workload import Workload
 from advisor.tui.validate import MetricPlot
-from tests.conftest import leftovers, require_root_tools
+from tests.conftest import leftovers, own_tmpdir, require_root_tools
 from tests.tui.conftest import AppFactory, cancel_run
 
 
@@ -22,7 +22,7 @@ def _plots(app: object) -> dict[str, MetricPlot]:
 async def test_plots_fill_in_while_the_run_goes(make_app: AppFactory, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     require_root_tools("losetup", "mkfs.xfs", "fio", "mount", "xfs_info")
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    own_tmpdir(tmp_path, monkeypatch)
     monkeypatch.setenv("XFS_ADVISOR_CALIBRATION", str(tmp_path / "calibration.json"))
     monkeypatch.setenv("XFS_ADVISOR_STATE_DIR", str(tmp_path / "state"))
     # The cheapest shape: a small directory, no fsync or sequential phases.

@@ -41,7 +41,9 @@ class LoopStatus:
     sizelimit: int
     flags: int
     file_name: str
-    """The first 63 bytes of the path given at attach time (informational: paths go stale)."""
+    """The backing file's path as given at attach time (informational: paths go stale). The
+    kernel's status keeps its first 63 bytes; a longer one is sysfs's loop/backing_file, or
+    those bytes and "…" when that cannot be read."""
 
     @property
     def on_block_device(self) -> bool:
@@ -64,9 +66,24 @@ def loop_status_fd(fd: int) -> LoopStatus | None:
         raise
     dev, ino, rdev, offset, sizelimit, _number, _etype, _ksize, flags, name, *_ = \
         _INFO64.unpack(bytes(buf))
+    raw = name.split(b"\0", 1)[0]
+    file_name = raw.decode("utf-8", "replace")
+    if len(raw) >= LO_NAME_SIZE - 1:  # all the status holds: the path may go on
+        file_name = _full_name(fd, raw) or file_name + "…"
     return LoopStatus(backing_dev=dev, backing_ino=ino, backing_rdev=rdev, offset=offset,
-                      sizelimit=sizelimit, flags=flags,
-                      file_name=name.split(b"\0", 1)[0].decode("utf-8", "replace"))
+                      sizelimit=sizelimit, flags=flags, file_name=file_name)
+
+
+def _full_name(fd: int, start: bytes) -> str | None:
+    """The backing file's whole path as sysfs gives it for the loop device open on `fd`, when it
+    begins with what the status gave (`start`); None otherwise."""
+    number = os.fstat(fd).st_rdev
+    try:
+        with open(f"/sys/dev/block/{dev_name(number)}/loop/backing_file", "rb") as f:
+            path = f.read(1 << 16).rstrip(b"\n")
+    except OSError:
+        return None
+    return path.decode("utf-8", "replace") if path.startswith(start) else None
 
 
 def loop_status(path: str) -> LoopStatus | None:

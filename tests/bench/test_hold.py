@@ -112,6 +112,22 @@ def test_loop_sharing_a_backing_file_is_refused(tmp_path: Path, root_tools: None
             assert checksum(img) == before
 
 
+def test_a_long_backing_file_path_is_named_whole(tmp_path: Path, root_tools: None) -> None:
+    """The kernel's loop status keeps 63 bytes of the backing file's path: a longer one is
+    named whole (from sysfs), so that a refusal names the file the user can look for."""
+    folder = tmp_path / ("a-folder-name-long-enough-to-pass-what-the-loop-status-keeps" * 2)
+    folder.mkdir()
+    img = folder / "disk.img"
+    with attached(img, 64 << 20) as dev:
+        status = loop_status(dev)
+        assert status is not None and len(str(img).encode()) > 63
+        assert status.file_name == str(img)
+    short = tmp_path / "s.img"
+    with attached(short, 64 << 20) as dev:
+        status = loop_status(dev)
+        assert status is not None and status.file_name == str(short)
+
+
 def test_links_name_circular_and_unknown_bindings(tmp_path: Path, root_tools: None) -> None:
     """What the kernel says a loop device is bound to, handed to the guard: a backing file on the
     device itself, a binding nobody could read, and a clean one."""

@@ -107,7 +107,7 @@ def check_log(reason: str, now: MkfsGeometry, before: Geometry) -> None:
 
 
 def check_log_stripe(reason: str, now: MkfsGeometry, before: Geometry) -> None:
-    for lsu in re.findall(r"padded because of the (\d+[kmg]?) stripe unit", reason):
+    for lsu in re.findall(r"is padded to the (\d+[kmg]?) log stripe unit", reason):
         old = before()
         assert old.log_sunit_blocks * old.block_size == parse_size(lsu), reason
         assert now.log_sunit_blocks == 1, reason

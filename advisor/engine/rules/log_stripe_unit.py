@@ -40,6 +40,7 @@ def log_stripe_unit(ctx: Context, params: LogStripeParams) -> Outcome:
     return Outcome(change=Change(
         mkfs_size(block), ["-l", f"su={mkfs_size(block)}"],
         values={"su": block}, reason=
-        f"{load[1]}: fsync latency dominates, and each fsync forces a log write padded because "
-        f"of the {mkfs_size(lsu)} stripe unit (more bytes per fsync in as many writes); one "
-        "block lets small log writes go out at once"))
+        f"{load[1]}: fsync latency dominates, and each log write an fsync forces (for a new "
+        f"size, an allocation, new timestamps) is padded to the {mkfs_size(lsu)} log stripe "
+        "unit, however little it holds (more bytes per fsync in as many writes); one block "
+        "lets small log writes go out at once"))

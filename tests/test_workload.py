@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -45,6 +46,18 @@ def test_sizes_parse_like_mkfs(text: object, expected: int) -> None:
 def test_bad_sizes_are_refused(bad: object) -> None:
     with pytest.raises(ValueError):
         parse_size(bad)
+
+
+def test_an_unknown_unit_lists_every_unit_a_size_takes() -> None:
+    """"10 gigs" is answered with the units that work, the decimal ones (as on a disk's label) too,
+    and each one named parses."""
+    with pytest.raises(ValueError) as err:
+        parse_size("10 gigs")
+    hint = str(err.value).split("(", 1)[1]
+    named = set(re.findall(r"\b([KMGTP]i?B|[kmgtp]|B)\b", hint))
+    assert {"KB", "MB", "GB", "TB", "PB", "KiB", "GiB", "PiB", "g", "B"} <= named
+    for unit in named:
+        assert parse_size(f"10 {unit}") > 0
 
 
 @given(st.integers(min_value=0, max_value=1 << 60))

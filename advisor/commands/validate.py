@@ -292,6 +292,11 @@ def _save(report: Any, path: Any, say: Any) -> Path | None:
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        say(f"the report was not saved: cannot make folder {err.filename or path.parent}: "
+            f"{err.strerror or err}")
+        return None
+    try:
         write_text_atomically(path, report.model_dump_json(indent=2) + "\n", "report")
     except (OSError, BadInput) as err:
         say(f"the report was not saved: {err}")

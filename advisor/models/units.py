@@ -61,7 +61,8 @@ def parse_size(value: Any) -> int:
     factor = _UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(
-            f"unknown unit {unit!r} in {value!r} (use B, KiB, MiB, GiB, TiB, or k, m, g, t)"
+            f"unknown unit {unit!r} in {value!r} (binary: KiB, MiB, GiB, TiB, PiB or k, m, g, t,"
+            " p; decimal: KB, MB, GB, TB, PB; or bytes: B)"
         )
     return _bounded(int(Fraction(number) * factor))  # exact: no float rounding of large byte counts
 

@@ -155,6 +155,15 @@ class AdvisorApp(App[int]):
         super().notify(terminal_lines(message), title=terminal(title), severity=severity,
                        timeout=timeout, markup=False)
 
+    def action_help_quit(self) -> None:
+        """ctrl+c does not quit a Textual app: it says which key does. Textual's own notice carries
+        markup (`[b]q[/b]`), which the plain-text notices here would show as it is."""
+        for active in self.active_bindings.values():
+            if active.binding.action in ("quit", "app.quit"):
+                self.notify(f"Press {self.get_key_display(active.binding)} to quit",
+                            title="Do you want to quit?")
+                return
+
     def __init__(
         self,
         state: AdvisorState,

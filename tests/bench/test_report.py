@@ -4,6 +4,7 @@ keeps every metric's title whole at 80 columns' worth of title."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 
@@ -126,3 +127,15 @@ def test_a_report_without_geometric_means_shows_the_ones_its_samples_give() -> N
     m = older.metrics[0]
     assert round(m.geo("A"), 3) == report.metrics[0].geo_mean_a
     assert m.geo("B") != m.geo("A")
+
+
+def test_a_report_folder_that_cannot_be_made_is_said_in_one_plain_line(tmp_path: Path) -> None:
+    """A state folder on a read-only filesystem, or a file where the folder should be: one line
+    naming the folder and why, as for a report file that cannot be written (no errno tuple)."""
+    from advisor.commands.validate import _save
+
+    (tmp_path / "state").write_text("a file, not a folder\n")
+    said: list[str] = []
+    assert _save(_open_report(), tmp_path / "state" / "reports" / "r.json", said.append) is None
+    assert said == [f"the report was not saved: cannot make folder {tmp_path}/state/reports: "
+                    "Not a directory"]

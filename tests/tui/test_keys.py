@@ -270,3 +270,17 @@ async def test_the_chosen_device_going_away_is_said_once(make_app: AppFactory,
         await pilot.pause()
         gone = [n.message for n in app._notifications if "loop0 is gone" in n.message]
     assert len(gone) == 1
+
+
+@pytest.mark.parametrize(("step", "quit_key"), [("devices", "q"), ("workload", "^q")])
+async def test_ctrl_c_names_the_quit_key_in_plain_text(
+        make_app: AppFactory, frozen_proposal: Proposal, step: str, quit_key: str) -> None:
+    app = make_app(device="nvme0n1", start=step)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        notices = [(n.title, n.message) for n in app._notifications]
+        assert app.is_running  # ctrl+c only says how to quit
+    assert notices == [("Do you want to quit?", f"Press {quit_key} to quit")]

@@ -269,35 +269,46 @@ class Session:
         """`side` (a proposal made for some device) as the scratch device can run it, and the
         options left out with mkfs.xfs's reason. `scratch`: the scratch device (None: the loop
         default, a plain disk of `device_bytes`)."""
-        from advisor.bench.fit import fit
+        from advisor.bench.fit import fit, same_as_defaults
         from advisor.models.device import Device, Fact
-        from advisor.system.mkfs import rejection
+        from advisor.models.units import human_size
+        from advisor.system.mkfs import dry_run, rejection
 
         stand_in = scratch or Device(
             name="loop", display_name="loop", path="/dev/loopN", kind="loop",
             size_bytes=Fact(value=device_bytes, source="plan"),
             logical_sector=Fact(value=512, source="plan"),
             physical_sector=Fact(value=512, source="plan"))
-        return fit(side, lambda options: rejection(stand_in, options))
+        ran, left = fit(side, lambda options: rejection(stand_in, options))
+        ran, same = same_as_defaults(
+            ran, lambda options: dry_run(stand_in, options, defaults=not options).geometry,
+            f"the {human_size(device_bytes)} scratch device")
+        return ran, left + same
 
     def fit_loop(self, plan: Plan, shown: SideConfig, target_bytes: int, *,
                  grow: bool = True) -> None:
         """B = `shown` (the proposal for a device of `target_bytes`) as a loop device can run it,
         for `validate --for DEV` and the TUI's loop run alike: options the loop device cannot
-        take are left out and named (plan.not_applied); with `grow`, a loop device as large as
-        that device (or as the loop folder has room for) is used when it leaves out fewer."""
-        from advisor.bench.plan import loop_room
+        take are left out and named (plan.not_applied), as are those that make no difference
+        there; with `grow`, a loop device of that device's size (when it is the smaller one), or
+        as large as it (or as the loop folder has room for), is used when it leaves out fewer."""
+        from advisor.bench.plan import MIN_DEVICE_BYTES, loop_room
 
         plan.proposed = shown
         plan.b, plan.not_applied = self.fit_to_scratch(shown, None, plan.device_bytes)
         if not plan.not_applied or not grow:
             return
-        room = loop_room(plan.loop_dir, target_bytes)
-        if room <= plan.device_bytes:
-            return
-        ran, left = self.fit_to_scratch(shown, None, room)
+        if MIN_DEVICE_BYTES <= target_bytes < plan.device_bytes:
+            # The device's own size (whole GiB): an option may be the default on a larger loop
+            # device, as 1 GiB AGs are on 4 GiB.
+            size = target_bytes >> 30 << 30
+        else:
+            size = loop_room(plan.loop_dir, target_bytes)
+            if size <= plan.device_bytes:
+                return
+        ran, left = self.fit_to_scratch(shown, None, size)
         if len(left) < len(plan.not_applied):
-            plan.device_bytes, plan.b, plan.not_applied = room, ran, left
+            plan.device_bytes, plan.b, plan.not_applied = size, ran, left
 
     def loop_side(self, workload: Workload) -> Callable[[str], SideConfig]:
         """For a loop run: B decided from the loop device's own facts, once it is attached."""

@@ -10,12 +10,18 @@ it, one sub-option at a time, keeping each that still passes with those kept bef
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from advisor.models.bench import NotApplied, SideConfig
 from advisor.models.differences import join_atoms, option_atoms
 
+if TYPE_CHECKING:
+    from advisor.models.proposal import MkfsGeometry
+
 #: `check(mkfs_options)`: None when mkfs.xfs accepts them for the scratch device, else its error.
 Check = Callable[[list[str]], str | None]
+#: `geometry(mkfs_options)`: what mkfs.xfs -N makes with them on the scratch device.
+Geometry = Callable[[list[str]], "MkfsGeometry"]
 
 
 #: Why an external log never runs in validate (the proposal's `-l logdev=` and `logdev=`).
@@ -80,3 +86,23 @@ def fit(side: SideConfig, check: Check) -> tuple[SideConfig, list[NotApplied]]:
             left.append(NotApplied(option=f"{atom[0]} {atom[1]}", reason=error))
     ran = side.model_copy(update={"mkfs_options": join_atoms(kept)})
     return ran, external + left
+
+
+def same_as_defaults(side: SideConfig, geometry: Geometry,
+                     scratch: str) -> tuple[SideConfig, list[NotApplied]]:
+    """`side` without its mkfs options when, on the scratch device (`scratch`: how to name it),
+    mkfs.xfs makes with them the very filesystem it makes without any (a proposal's
+    `-d agsize=1g` for a 2 GiB disk, run on a 4 GiB loop device that has 1 GiB AGs anyway): the
+    run would measure the defaults against themselves and call it the proposal. They are
+    named, as options the scratch device cannot run are."""
+    if not side.mkfs_options:
+        return side, []
+    made, default = geometry(side.mkfs_options), geometry([])
+    if made.model_dump(exclude={"mkfs_warnings"}) != default.model_dump(exclude={"mkfs_warnings"}):
+        return side, []
+    reason = (f"on {scratch} mkfs.xfs makes the same filesystem without it (agcount="
+              f"{default.agcount}, agsize {default.agsize_blocks} blocks, log "
+              f"{default.log_blocks} blocks): B would be the defaults again")
+    left = [NotApplied(option=f"{flag} {value}", reason=reason)
+            for flag, value in option_atoms(side.mkfs_options)]
+    return side.model_copy(update={"mkfs_options": []}), left

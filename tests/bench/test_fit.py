@@ -55,6 +55,34 @@ def test_the_loop_run_makes_the_proposal_b_the_same_way_for_both_front_ends(
     assert [n.option for n in fixed.not_applied] == ["-d agsize=4g"]
 
 
+def test_an_option_that_is_the_default_on_the_scratch_device_is_named_not_run(
+        tmp_path: Path) -> None:
+    """A `-d agsize=1g` proposal for a 2 GiB device: on the default 4 GiB loop device mkfs.xfs
+    makes 4 AGs of 1 GiB anyway, so B would be the defaults again, measured against themselves
+    and reported as the proposal. The option is left out and named (real dry runs compare the
+    two filesystems); growing, the loop device takes the device's own 2 GiB instead, where the
+    option makes 2 AGs, not 4, and B runs it exactly."""
+    require_root_tools("mkfs.xfs")
+    shown = SideConfig(label="B", source="proposal", mkfs_options=["-d", "agsize=1g"],
+                       mount_options=["noatime"])
+    ran, left = Session().fit_to_scratch(shown, None, 4 * GIB)
+    assert ran.mkfs_options == [] and ran.mount_options == ["noatime"]
+    assert [n.option for n in left] == ["-d agsize=1g"]
+    assert left[0].reason == ("on the 4 GiB scratch device mkfs.xfs makes the same filesystem "
+                              "without it (agcount=4, agsize 262144 blocks, log 16384 blocks): "
+                              "B would be the defaults again")
+    plan = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
+                device_bytes=4 * GIB, loop_dir=str(tmp_path))
+    Session().fit_loop(plan, shown, 2 * GIB)
+    assert plan.device_bytes == 2 * GIB and plan.not_applied == []
+    assert plan.b.mkfs_options == ["-d", "agsize=1g"]
+    fixed = Plan(a=SideConfig(label="A"), b=SideConfig(label="B"), workload=Workload(),
+                 device_bytes=4 * GIB, loop_dir=str(tmp_path))
+    Session().fit_loop(fixed, shown, 2 * GIB, grow=False)
+    assert fixed.device_bytes == 4 * GIB and fixed.b.mkfs_options == []
+    assert [n.option for n in fixed.not_applied] == ["-d agsize=1g"]
+
+
 def test_fit_keeps_order_and_asks_only_when_needed() -> None:
     asked: list[list[str]] = []
 

@@ -36,19 +36,20 @@ def external_log(ctx: Context, params: FsyncCostParams) -> Outcome:
         return Outcome(keep_reason=f"storage.log_device names {path}, the device being "
                        "formatted: an external log must be another device")
     kind, said_by = ctx.storage()
+    named = f"{path} is answered as the log device (storage.log_device)"
     if ctx.device.rotational.value is False or kind not in DISK_KINDS:
         what = ("the data device is solid-state (queue/rotational = 0)"
                 if ctx.device.rotational.value is False else f"the storage is {kind} ({said_by})"
                 + ("; answer storage.kind if it is disk RAID" if kind == "unknown" else ""))
-        return Outcome(keep_reason=f"{path} is available, but {what}: an external log pays on "
+        return Outcome(keep_reason=f"{named}, but {what}: an external log pays on "
                        "spinning disks, where every log write waits for a seek; elsewhere it "
                        "adds a device whose loss loses the filesystem, for little gain")
     load = fsync_load(ctx, params)
     if load is None:
-        return Outcome(keep_reason=f"{path} is available, but no fsync rate is answered "
+        return Outcome(keep_reason=f"{named}, but no fsync rate is answered "
                        "(fsyncs_per_second): an external log pays for fsync-heavy work only")
     if load[0] < params.heavy_utilisation:
-        return Outcome(keep_reason=f"{path} is available, but {load[1]}: under "
+        return Outcome(keep_reason=f"{named}, but {load[1]}: under "
                        f"{params.heavy_utilisation:.0%}, log writes do not queue behind data "
                        "writes enough to pay for a second device whose loss loses the filesystem")
     parts = [f"logdev={path}"]

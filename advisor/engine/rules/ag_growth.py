@@ -51,7 +51,7 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     warnings = [f"XFS can grow but never shrink: size it for {human_size(eventual)} now only "
                 "if that growth is real"]
     if factor > params.warn_growth_factor:
-        warnings.append(f"growth of {factor:.1f}x is beyond the ~{params.warn_growth_factor:g}x "
+        warnings.append(f"growth of {_times(factor)} is beyond the ~{params.warn_growth_factor:g}x "
                         "the guide recommends (2.1.2.2): AGs sized for the end are huge now, or "
                         "there are too many AGs later; consider a new filesystem at some point")
     if ctx.stripe():
@@ -107,7 +107,7 @@ def ag_growth(ctx: Context, params: AgGrowthParams) -> Outcome:
     return Outcome(change=Change(
         f"agsize={mkfs_size(agsize)}", ["-d", f"agsize={mkfs_size(agsize)}"],
         values={"agsize": agsize}, reason=
-        f"growing {factor:.1f}x to {human_size(eventual)}: the default "
+        f"growing {_times(factor)} to {human_size(eventual)}: the default "
         f"{human_size(default_agsize)} AGs would become {grown} AGs; AG size cannot change after "
         f"mkfs, so {shift or human_size(agsize) + ' AGs'} keep it to "
         f"{math.ceil(eventual / agsize)}; "
@@ -142,3 +142,8 @@ def _too_many(size: int, eventual: int, agsize: int, needed: int, align: int,
     whole = (f"; a device of exactly {2 * largest} bytes (two {human_size(largest)} AGs) "
              f"would keep it to {math.ceil(eventual / largest)}" if 2 * largest > size else "")
     return head + f"{limit}, so the largest that fill it whole are used ({_exact(agsize)}){whole}"
+
+
+def _times(factor: float) -> str:
+    """A growth factor as people write it: 2.5x, 4x, 20,480x."""
+    return f"{factor:,.1f}".removesuffix(".0") + "x"

@@ -248,6 +248,16 @@ def test_device_file_with_an_impossible_size(tmp_path: Path, size: int) -> None:
     one_line(cli(tmp_path, "--device-file", str(path)), 2, "size_bytes.value")
 
 
+def test_a_report_file_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
+    """`validate --report FILE` in a folder that cannot be made (a file stands where it would
+    be): refused before anything is measured, not said after the run."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file\n")
+    line = one_line(cli(tmp_path, "validate", "--report", str(blocker / "r.json")), 2,
+                    "--report")
+    assert f"{blocker} is not a directory" in line
+
+
 def test_empty_device_is_refused_everywhere(tmp_path: Path) -> None:
     one_line(cli(tmp_path, "--device", ""), 2, "is empty")
     one_line(cli(tmp_path, "propose", "--device", "", "--json"), 2, "is empty")

@@ -421,6 +421,7 @@ def _check_args(args: argparse.Namespace) -> int:
     if loop_size < bench.MIN_DEVICE_BYTES:
         raise BadInput(f"--loop-size must be at least {bench.MIN_DEVICE_BYTES >> 30}GiB (mkfs.xfs "
                        "and the workload need room)")
+    _check_report_folder(getattr(args, "report", None))
     CalibrationStore(_path(args.calibration_file)).check(writing=args.calibrate)
     check_host(need_loop=device is None)
     existing = bench.writable_folder("--loop-dir (or TMPDIR)", loop_dir)
@@ -443,6 +444,15 @@ def _check_name(what: str, text: str) -> None:
         raise BadInput(f"{what} {text!r} is not valid UTF-8") from None
     if not text.isprintable():
         raise BadInput(f"{what} {text!r} holds control characters")
+
+
+def _check_report_folder(report: str | None) -> None:
+    """A --report FILE whose folder cannot be made or written is found now, not after the run
+    (the report of the default place is only said not to be saved: it was not asked for)."""
+    from advisor.bench.plan import writable_folder
+
+    if report:
+        writable_folder("--report", os.path.dirname(os.path.abspath(report)))
 
 
 def _check_state_folder() -> None:

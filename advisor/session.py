@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from advisor.models.device import Device, Inventory
     from advisor.models.environment import Environment
     from advisor.models.profile import Profile
-    from advisor.models.proposal import Proposal
+    from advisor.models.proposal import Proposal, ProposalWarning
     from advisor.models.workload import Workload
     from advisor.observe.live import LiveObservation
 
@@ -159,9 +159,11 @@ class Session:
         return load_rulebook(Path(self.rules_dir) if self.rules_dir else None)
 
     def propose(self, device: Device, workload: Workload,
-                timings: dict[str, float] | None = None) -> Proposal:
+                timings: dict[str, float] | None = None, *,
+                of_this_host: bool = True) -> Proposal:
         """The checked proposal for `device` and `workload`, with this session's rules and
-        environment."""
+        environment. `of_this_host`: the device is one of the session's host (not described
+        by a --device-file), whose other devices (an external log's) are looked at too."""
         from advisor.advice import propose
         from advisor.system.mkfs import HostMkfs
 
@@ -169,8 +171,36 @@ class Session:
         if device.size_bytes.value and device.zoned.value != "host-managed":
             # mkfs.xfs -N runs while `mkfs.xfs -V` and the rule book are read
             mkfs.defaults_ahead(device)
-        return propose(device, workload, env=self.environment, rulebook=self.rulebook,
-                       mkfs=mkfs, timings=timings)
+        proposal = propose(device, workload, env=self.environment, rulebook=self.rulebook,
+                           mkfs=mkfs, timings=timings)
+        said = (self._log_device_warnings(proposal, workload.storage.log_device)
+                if of_this_host else [])
+        if not said:
+            return proposal
+        return proposal.model_copy(update={"warnings": [*proposal.warnings, *said]})
+
+    def _log_device_warnings(self, proposal: Proposal,
+                             path: str | None) -> list[ProposalWarning]:
+        """What stands in the way of the external log the proposal puts on `path` (the answer
+        storage.log_device), as this session's devices show it: mkfs.xfs writes the log there
+        and destroys what is on it. None is said when the proposal keeps the log inside."""
+        from advisor.errors import DeviceProblem
+        from advisor.inspect.devices import find_device
+        from advisor.models.obstacles import obstacles
+        from advisor.models.proposal import ProposalWarning
+
+        if path is None or not any(o.startswith("logdev=") or ",logdev=" in o
+                                   for o in proposal.mkfs_options):
+            return []
+        try:
+            log = find_device(self.inventory(), path)  # read now if not yet: seldom proposed
+        except DeviceProblem:
+            host = "this host" if self.live else "the captured host"
+            return [ProposalWarning(rule="external-log", message=(
+                f"the log device {path} (storage.log_device) is not a block device of {host}: "
+                f"`-l logdev={path}` fails there; answer a device it has"))]
+        return [ProposalWarning(rule="external-log", message=f"the log device {o.sentence(path)}")
+                for o in obstacles(log) if o.blocks]
 
     def obsolete_advice(self) -> list[ObsoleteAdvice]:
         """The rule book's obsolete advice, for the proposal's "why not" section."""

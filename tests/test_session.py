@@ -205,3 +205,32 @@ def test_a_link_to_a_device_names_the_device_itself(tmp_path: Path,
     captured = cli("--json", "--sysroot", str(shared_dumps["simple-nvme"]), "--device",
                    str(tmp_path / "nvme-link"))
     assert captured.returncode == 3 and "unknown device" in captured.stderr, captured.stderr
+
+
+def test_the_log_device_is_looked_for_among_the_hosts_devices(tmp_path: Path) -> None:
+    """An external log proposed on the answer storage.log_device: mkfs.xfs writes the log there,
+    so what stands in the way on that device (mounted, here) is a warning, as it is for the data
+    device; a log device the host does not have is said too. Dry runs only."""
+    from advisor.models.workload import Storage
+    from tests.inspect.sysfs_builder import Dev, write_tree
+
+    require_root_tools("mkfs.xfs")
+    root = write_tree(tmp_path / "host", [Dev("sda", 4000 * GIB, "8:0"),
+                                          Dev("sdb", 100 * GIB, "8:16", rotational=0)],
+                      mountinfo="1 0 8:16 / /srv rw - ext4 /dev/sdb rw")
+    session = Session(str(root))
+    device = session.device("sda")
+    for log, said in (("/dev/sdb", "the log device /dev/sdb is mounted on /srv: unmount it "
+                                    "first (mkfs.xfs destroys what is on it)"),
+                      ("/dev/sdz", "the log device /dev/sdz (storage.log_device) is not a block "
+                                   "device of the captured host: `-l logdev=/dev/sdz` fails "
+                                   "there; answer a device it has")):
+        work = Workload(fsyncs_per_second=500, storage=Storage(kind="hardware-raid",
+                                                               log_device=log))
+        proposal = session.propose(device, work)
+        assert any(o.startswith("logdev=") for o in proposal.mkfs_options), proposal.mkfs_options
+        assert [w.message for w in proposal.warnings if w.rule == "external-log"
+                and w.message.startswith("the log device")] == [said]
+    kept = session.propose(device, Workload(storage=Storage(log_device="/dev/sdz")))
+    assert not any("logdev=" in o for o in kept.mkfs_options)  # no fsync rate: log kept inside
+    assert not any(w.message.startswith("the log device") for w in kept.warnings)

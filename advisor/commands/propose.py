@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     phases: dict[str, float] = {}
     # The environment is read inside: after the dry run of the defaults is started, so that
     # `mkfs.xfs -V` runs beside it.
-    proposal = session.propose(device, workload, timings=phases)
+    proposal = session.propose(device, workload, timings=phases, of_this_host=not device_file)
     env = session.environment
     done = time.perf_counter()
     timings = {"imports": imported - started, "inspection": inspected - imported,

@@ -340,9 +340,14 @@ class Walker:
         finally:
             os.close(claims_in)
 
+        taken: list[int] = []  # the groups this process claimed (the forked one has its own)
+
         def claim() -> list[str]:
             number = os.read(claims_out, _CLAIM.size)  # one reader at a time takes a record
-            return groups[_CLAIM.unpack(number)[0]] if number else []
+            if not number:
+                return []
+            taken.append(_CLAIM.unpack(number)[0])
+            return groups[taken[-1]]
 
         counted = mmap.mmap(-1, _COUNT.size)
         results_out, results_in = os.pipe()
@@ -389,9 +394,21 @@ class Walker:
             os.waitpid(pid, 0)
             counted.close()
         if half is None:
-            return True  # its half is lost: a partial report of this one's
+            return self._lost_half(groups, taken, interrupted)
         self._merge(half)
         return interrupted or half.partial
+
+    def _lost_half(self, groups: list[list[str]], taken: list[int], interrupted: bool) -> bool:
+        """The forked process sent nothing whole. Interrupted: a partial report of this
+        process's half. Otherwise it died (the OOM killer, a kill) with what it had walked: the
+        groups it claimed, every one this process did not (`taken`), are walked here, as if it
+        had never run. Whether the walk was cut short."""
+        if interrupted:
+            return True
+        mine = set(taken)
+        lost = [path for i, group in enumerate(groups) if i not in mine for path in group]
+        self._scan(lost, lost.pop)
+        return False
 
     def _walk_other_half(self, claim: Callable[[], list[str]], counted: mmap.mmap,
                          results_out: int, results_in: int, parent: int,

@@ -117,6 +117,30 @@ def test_the_shared_walk_gives_one_walks_figures(memory_tmp: Path) -> None:
     assert both == one
 
 
+def test_a_forked_half_that_dies_is_walked_again_here(memory_tmp: Path) -> None:
+    """The forked process killed mid-walk (the OOM killer, a kill: here by itself, in a leaf it
+    claimed) sends nothing: the groups it claimed are walked by the walk's own process, and the
+    figures are one walk's, not a partial report."""
+    top, outside = memory_tmp / "tree", memory_tmp / "outside"
+    top.mkdir()
+    outside.mkdir()
+    make_tree(top, outside)
+    one = figures(Walker(processes=1), top)
+    parent, marker = os.getpid(), memory_tmp / "the-other-read"
+    waiting = wait_for_the_other(parent, top, marker)
+
+    def die_in_a_leaf(path: str) -> None:
+        waiting(path)
+        if os.getpid() != parent and marker.exists():
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    walker = Walker(processes=2, before_examine=die_in_a_leaf)
+    both = figures(walker, top)
+    assert walker.shared and marker.exists(), "the forked process read no leaf"
+    assert both["partial"] is False
+    assert both == one
+
+
 def test_ctrl_c_in_a_shared_walk_reports_both_halves_partial(memory_tmp: Path) -> None:
     make_leaves(memory_tmp)
     parent, calls = os.getpid(), 0

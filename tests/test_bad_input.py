@@ -258,6 +258,23 @@ def test_a_report_file_that_cannot_be_written_is_refused_before_the_run(tmp_path
     assert f"{blocker} is not a directory" in line
 
 
+def test_a_report_that_cannot_be_saved_where_it_goes_is_said_before_the_run(
+        tmp_path: Path) -> None:
+    """The report's default place (beside the calibration store) cannot be written: said
+    first, so that the run's report is not lost unawares (`--continue` needs it); the run goes
+    on (here to an unknown device's refusal)."""
+    require_root_tools("losetup")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file\n")
+    proc = cli(tmp_path, "validate", "--calibration-file", str(blocker / "calibration.json"),
+               "--device", "/dev/no-such-device")
+    assert proc.returncode == 3, proc.stderr
+    said, refused = proc.stderr.splitlines()
+    assert said == (f"xfs-advisor: the report will not be saved: {blocker} is not a writable "
+                    "folder (give --report FILE to keep it, as `validate --continue` needs)")
+    assert refused.startswith("xfs-advisor: unknown device '/dev/no-such-device'")
+
+
 def test_empty_device_is_refused_everywhere(tmp_path: Path) -> None:
     one_line(cli(tmp_path, "--device", ""), 2, "is empty")
     one_line(cli(tmp_path, "propose", "--device", "", "--json"), 2, "is empty")

@@ -214,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
                 budget_seconds=args.budget or DEFAULT_BUDGET)
     plan.loop_dir = _loop_dir(args)
     say = _sayer(as_json)
+    _say_if_unsaved(args, say)
     shown = None
     if args.for_device and not args.calibrate:
         # What `xfs-advisor --device DEV` shows, exactly; fitted to the scratch device below.
@@ -453,6 +454,20 @@ def _check_report_folder(report: str | None) -> None:
 
     if report:
         writable_folder("--report", os.path.dirname(os.path.abspath(report)))
+
+
+def _say_if_unsaved(args: argparse.Namespace, say: Any) -> None:
+    """Before the run: the report's default place (not asked for: --report is refused instead)
+    cannot be written, so the run's report will only be printed."""
+    from advisor.bench.plan import existing_folder
+
+    if getattr(args, "report", None):
+        return
+    folder = report_path(args).parent
+    existing = existing_folder(str(folder))
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        say(f"the report will not be saved: {existing} is not a writable folder (give --report "
+            "FILE to keep it, as `validate --continue` needs)")
 
 
 def _check_state_folder() -> None:

@@ -7,6 +7,7 @@ import asyncio
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input, Select, Static
@@ -111,6 +112,23 @@ async def test_cancelled_run_leaves_nothing_behind(make_app: AppFactory, tmp_pat
         await asyncio.sleep(1.0)
         await cancel_run(app, pilot, within=60)
     assert leftovers(tmp_path) == []
+
+
+async def test_a_finished_run_shows_its_verdict_first(make_app: AppFactory,
+                                                     frozen_proposal: Proposal) -> None:
+    """A run's end (nothing left on a device): the verdict at the top of the screen, not under
+    the command plan shown before the run (at 80x24 it was below the screen's bottom)."""
+    app = make_app(device="vg0-data", start="validate")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen: Any = app.screen
+        body, verdict = screen.query_one("#validate-body"), screen.query_one("#verdict")
+        screen.show_report(report_with_rounds(3))
+        await pilot.pause()
+        assert not body.region.contains_region(verdict.region)  # under the plan
+        screen._show_outcome()
+        await pilot.pause()
+        assert verdict.region.y == body.region.y, (verdict.region, body.region)
 
 
 async def test_report_shows_verdicts_and_a_plot_per_metric(make_app: AppFactory,

@@ -134,12 +134,19 @@ class RunView(TargetsView, ReportView):
         self.query_one("#progress").scroll_visible(top=True, animate=False)
 
     def _show_outcome(self) -> None:
-        """A finished run's outcome in view under the target: the body from its top (what the
-        list now says of the device, then the outcome), scrolled down only as far as the outcome
-        needs. Scrolled to the progress bar instead, the outcome went off the screen's top when
-        the guard above it got shorter after the devices were read again (at 80x24)."""
+        """A finished run's outcome in view. What the run left on a device it was given: under
+        the target, the body from its top (what the list now says of the device, then the
+        outcome), scrolled down only as far as the outcome needs. Scrolled to the progress bar
+        instead, the outcome went off the screen's top when the guard above it got shorter
+        after the devices were read again (at 80x24). Otherwise the verdict at the top: the
+        command plan above it is what was shown before the run, and below it the verdict was
+        off the screen."""
         body = self.query_one("#validate-body")
         body.scroll_home(animate=False, immediate=True)
+        if self.report is not None and not self.report.device_left:
+            body.scroll_to_widget(self.query_one("#verdict"), top=True, animate=False,
+                                  immediate=True)
+            return
         body.scroll_to_widget(self.query_one("#step"), animate=False, immediate=True)
 
     def action_attribute(self) -> None:

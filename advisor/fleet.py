@@ -572,7 +572,7 @@ def _pool(folders: list[Path], jobs: int,
     thread (advisor.system.runner.Process): the pool is started (its manager thread's
     Thread.start) and shut down (its Thread.join) with Ctrl-C and the ending signals deferred
     (runner.signals_deferred), and each piece's records are waited for on a bare lock its
-    done-callback releases (runner.wait_on), not in Future.result. On an interrupt or any error
+    done-callback sets (runner.Done), not in Future.result. On an interrupt or any error
     the pieces not yet started are cancelled and the workers killed before the pool is shut
     down, so that the shut-down is short."""
     from advisor.system.runner import signals_deferred
@@ -634,14 +634,13 @@ def _advise_piece(folders: list[Path]) -> list[FleetHost]:
 
 
 def _piece_done(future: Future[list[FleetHost]]) -> None:
-    """Until `future` is done, waiting on a bare lock its done-callback releases (in the
-    manager thread; here at once when it is done already)."""
-    from advisor.system.runner import wait_on
+    """Until `future` is done, waiting on a runner.Done its done-callback sets (in the manager
+    thread; here at once when it is done already)."""
+    from advisor.system.runner import Done
 
-    wake = threading.Lock()
-    wake.acquire()
-    future.add_done_callback(lambda _: wake.release())
-    wait_on(wake, future.done)
+    done = Done()
+    future.add_done_callback(lambda _: done.set())
+    done.wait()
 
 
 def _shut(pool: ProcessPoolExecutor, unread: list[Future[list[FleetHost]]]) -> None:

@@ -26,7 +26,7 @@ from advisor.models.environment import Environment, FeatureSet, parse_lts_conf
 from advisor.models.proposal import Check, MkfsGeometry
 from advisor.models.units import parse_size
 from advisor.system import argv
-from advisor.system.runner import Result, run, signals_deferred, start_thread, wait_on
+from advisor.system.runner import Done, Result, run, signals_deferred, start_thread
 
 GiB = 1 << 30
 
@@ -292,10 +292,7 @@ class _Ahead(threading.Thread):
         self._work = work
         self._check: Check | None = None
         self._error: BaseException | None = None
-        self._finished = False
-        #: Held until run() is done: what the caller blocks on (runner.wait_on).
-        self._done = threading.Lock()
-        self._done.acquire()
+        self._done = Done()  # set when run() is done
 
     def run(self) -> None:
         try:
@@ -303,13 +300,12 @@ class _Ahead(threading.Thread):
         except BaseException as e:  # raised again by result(), in the caller's thread
             self._error = e
         finally:
-            self._finished = True
-            self._done.release()
+            self._done.set()
 
     def end(self, timeout: float | None = None) -> bool:
         """Wait up to `timeout` seconds for the dry run, then for the thread to end (its last
         instructions: joined with the ending signals deferred); whether it ended."""
-        if not wait_on(self._done, lambda: self._finished, timeout):
+        if not self._done.wait(timeout):
             return False
         with signals_deferred():
             self.join()

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -99,19 +99,36 @@ def signals_deferred() -> Iterator[None]:
             previous[first](first, frame)
 
 
-def wait_on(wake: threading.Lock, done: Callable[[], bool], timeout: float | None = None
-            ) -> bool:
-    """Until done() (True) or for `timeout` seconds (False), blocked on `wake`, a lock held
-    until done() turns true and then released once, by the thread that made it so: how the
-    main thread waits for another (Process's docstring says why not on an Event). A waiter
-    never releases it; it re-checks done() at least every WAIT_SLICE."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while not done():
-        left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
-        if left <= 0:
-            return False
-        wake.acquire(timeout=min(left, WAIT_SLICE))
-    return True
+class Done:
+    """A flag another thread sets once, which the main thread (where Ctrl-C is raised) waits
+    for on a bare lock, not on a threading.Event (Process's docstring says why). The lock is
+    only a wake-up: held until set(), which sets the flag first and then releases it, once. A
+    waiter never releases it, so an interrupt landing just after the lock is taken (before the
+    waiter knows) loses nothing, and any other waiter sees the flag within a WAIT_SLICE."""
+
+    __slots__ = ("_set", "_wake")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._wake = threading.Lock()
+        self._wake.acquire()
+
+    def set(self) -> None:
+        self._set = True
+        self._wake.release()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until set() (True) or for `timeout` seconds (False)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._set:
+            left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._wake.acquire(timeout=min(left, WAIT_SLICE))
+        return True
 
 
 def start_thread(thread: threading.Thread) -> None:
@@ -203,11 +220,8 @@ class Process:
         self._output: tuple[bytes, bytes] = (b"", b"")
         #: Killed at its timeout (by the reader).
         self.timed_out = False
-        #: Set once the command has exited and its output is read, before _exited is released.
-        self._finished = False
-        #: Held until then: what a waiter blocks on (see wait()).
-        self._exited = threading.Lock()
-        self._exited.acquire()
+        #: Set once the command has exited and its output is read.
+        self._exited = Done()
         threading.Thread(target=self._collect, args=(popen, input, timeout), daemon=True,
                          name=f"output of {os.path.basename(argv[0])}").start()
 
@@ -227,11 +241,10 @@ class Process:
             # The Popen is let go here, so that its finalizer (Python code) runs in this thread:
             # in the main one, a Ctrl-C landing inside it would be printed and dropped.
             self._popen = None
-            self._finished = True
-            self._exited.release()
+            self._exited.set()
 
     def is_alive(self) -> bool:
-        return not self._finished
+        return not self._exited.is_set()
 
     def kill(self) -> None:
         """SIGKILL to the command and every process below it, unless it has been reaped (the
@@ -242,7 +255,7 @@ class Process:
         starts another unseen. By its pid, as Popen.kill() does, without taking a reference to
         the Popen: taken here, the last one could be dropped in the caller's thread, the killed
         process's reader being done."""
-        if self._finished:
+        if self._exited.is_set():
             return
         os.kill(self.pid, signal.SIGSTOP)
         tree = [self.pid]
@@ -260,11 +273,8 @@ class Process:
     def wait(self, timeout: float | None = None) -> None:
         """Until the command has exited and its output is read; TimeoutError after `timeout`
         seconds. Interruptible: Ctrl-C (and an ending signal) is raised here at once, and
-        leaves nothing half-done. The lock is only a wake-up: the reader releases it once,
-        after setting _finished, which is what is checked; a waiter never releases it, so an
-        interrupt landing just after the lock is taken (before the caller knows) loses
-        nothing, and any other waiter sees _finished within a WAIT_SLICE."""
-        if not wait_on(self._exited, lambda: self._finished, timeout):
+        leaves nothing half-done (Done)."""
+        if not self._exited.wait(timeout):
             raise TimeoutError(f"pid {self.pid} still running after {timeout}s")
 
     @property

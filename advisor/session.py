@@ -302,16 +302,18 @@ class Session:
         from advisor.bench.fit import fit, same_as_defaults
         from advisor.models.device import Device, Fact
         from advisor.models.units import human_size
-        from advisor.system.mkfs import dry_run, rejection
+        from advisor.system.mkfs import HostMkfs
 
         stand_in = scratch or Device(
             name="loop", display_name="loop", path="/dev/loopN", kind="loop",
             size_bytes=Fact(value=device_bytes, source="plan"),
             logical_sector=Fact(value=512, source="plan"),
             physical_sector=Fact(value=512, source="plan"))
-        ran, left = fit(side, lambda options: rejection(stand_in, options))
+        mkfs = HostMkfs()  # each dry run once: the set fit kept is the one compared
+        ran, left = fit(side, lambda options: mkfs.rejection(stand_in, options))
         ran, same = same_as_defaults(
-            ran, lambda options: dry_run(stand_in, options, defaults=not options).geometry,
+            ran, lambda options: (mkfs.check(stand_in, options) if options
+                                  else mkfs.defaults(stand_in)).geometry,
             f"the {human_size(device_bytes)} scratch device")
         return ran, left + same
 

@@ -223,29 +223,32 @@ def log_stand_in(options: Sequence[str], image: str) -> tuple[list[str], list[st
     return out, names
 
 
-def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -> Check:
-    """Run `mkfs.xfs -N -f` with the options on a stand-in for the device and parse the result.
-
-    A rejection of the defaults is a device problem (too small, odd sector size); a rejection of a
-    proposal is a bug in the rules."""
+def attempt(device: Device, options: Sequence[str]) -> Check | str:
+    """Run `mkfs.xfs -N -f` with the options on a stand-in for the device: the parsed result,
+    or the first line of mkfs.xfs's refusal (e.g. a proposal made for a larger device on a
+    scratch one)."""
     result, shown, method, emulated = _dry(device, options)
     if not result.ok:
-        what = " ".join(options) or "no options"
-        message = result.first_error_line()
-        if defaults:
-            raise DeviceProblem(f"{device.name}: mkfs.xfs rejects a filesystem of this device's "
-                                f"size and geometry: {message}")
-        raise ProposalBug(f"bug: the proposal ({what}) fails `mkfs.xfs -N`: {message} "
-                          "(please report it with the --json output)")
+        return result.first_error_line()
     return Check(argv=shown, method=method, emulated=emulated,
                  geometry=parse_mkfs_output(result.stdout, result.stderr))
 
 
-def rejection(device: Device, options: Sequence[str]) -> str | None:
-    """Why mkfs.xfs would refuse these options on this device (None: it accepts them), from a dry
-    run on a stand-in: e.g. whether a proposal made for a larger device fits a scratch one."""
-    result, _, _, _ = _dry(device, options)
-    return None if result.ok else result.first_error_line()
+def dry_run(device: Device, options: Sequence[str], *, defaults: bool = False) -> Check:
+    """attempt(), a refusal raised: of the defaults, a device problem (too small, odd sector
+    size); of a proposal, a bug in the rules."""
+    return _accepted(device, options, attempt(device, options), defaults)
+
+
+def _accepted(device: Device, options: Sequence[str], made: Check | str,
+              defaults: bool) -> Check:
+    if not isinstance(made, str):
+        return made
+    if defaults:
+        raise DeviceProblem(f"{device.name}: mkfs.xfs rejects a filesystem of this device's "
+                            f"size and geometry: {made}")
+    raise ProposalBug(f"bug: the proposal ({' '.join(options) or 'no options'}) fails "
+                      f"`mkfs.xfs -N`: {made} (please report it with the --json output)")
 
 
 @functools.lru_cache(maxsize=16)
@@ -334,14 +337,23 @@ class HostMkfs:
     asked ahead (`defaults_ahead`), while the caller reads the rule book."""
 
     def __init__(self) -> None:
-        self._checked: dict[tuple[str, int | None, bool, tuple[str, ...]], Check] = {}
+        self._made: dict[tuple[str, int | None, tuple[str, ...]], Check | str] = {}
         self._ahead: dict[str, _Ahead] = {}
 
+    def _attempt(self, device: Device, options: Sequence[str]) -> Check | str:
+        key = (device.path, device.size_bytes.value, tuple(options))
+        if key not in self._made:
+            self._made[key] = attempt(device, options)
+        return self._made[key]
+
     def _dry_run(self, device: Device, options: Sequence[str], defaults: bool) -> Check:
-        key = (device.path, device.size_bytes.value, defaults, tuple(options))
-        if key not in self._checked:
-            self._checked[key] = dry_run(device, options, defaults=defaults)
-        return self._checked[key]
+        return _accepted(device, options, self._attempt(device, options), defaults)
+
+    def rejection(self, device: Device, options: Sequence[str]) -> str | None:
+        """Why mkfs.xfs refuses these options on this device (None: it accepts them, and
+        check() then costs nothing)."""
+        made = self._attempt(device, options)
+        return made if isinstance(made, str) else None
 
     def defaults_ahead(self, device: Device) -> None:
         """Start the dry run of the defaults in a thread (mkfs.xfs runs while Python works)."""

@@ -111,13 +111,13 @@ def test_one_dry_run_per_distinct_option_set(monkeypatch: pytest.MonkeyPatch) ->
     from tests.engine.helpers import environment
 
     runs: list[tuple[str, ...]] = []
-    real = mkfs.dry_run
+    real = mkfs.attempt
 
-    def counted(dev: object, options: list[str], **kw: bool) -> object:
+    def counted(dev: object, options: list[str]) -> object:
         runs.append(tuple(options))
-        return real(dev, options, **kw)  # type: ignore[arg-type]
+        return real(dev, options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(mkfs, "dry_run", counted)
+    monkeypatch.setattr(mkfs, "attempt", counted)
     host = mkfs.HostMkfs()
     dev = device(100 * GiB)
     host.defaults_ahead(dev)

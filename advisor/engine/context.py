@@ -10,7 +10,7 @@ from typing import get_args
 from advisor.models.device import Device
 from advisor.models.environment import Environment, FeatureSet, parse_version
 from advisor.models.proposal import MkfsGeometry
-from advisor.models.units import parse_size
+from advisor.models.units import human_size, parse_size
 from advisor.models.workload import StorageKind, Workload, mount_target
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
@@ -219,6 +219,12 @@ def mkfs_size(n: int) -> str:
         if n and n % factor == 0:
             return f"{n // factor}{suffix}"
     return str(n)
+
+
+def log_size_text(n: int) -> str:
+    """A log size as mkfs.xfs makes and reports it: in whole MiB when it is (its largest is
+    2038 MiB, which rounded would read "2 GiB"), else rounded (human_size)."""
+    return f"{n // MiB} MiB" if n % MiB == 0 else human_size(n)
 
 
 def round_up(n: int, multiple: int) -> int:

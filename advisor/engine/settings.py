@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from advisor.engine.context import mkfs_size
+from advisor.engine.context import log_size_text, mkfs_size
 from advisor.models.environment import Environment
 from advisor.models.proposal import MkfsGeometry
 from advisor.models.units import human_size
@@ -45,12 +45,6 @@ def _features(g: MkfsGeometry, env: Environment) -> str:
             + ",".join(f"{k}={v}" for k, v in sorted(g.features.items())))
 
 
-def _log_size(n: int) -> str:
-    """A log size as mkfs.xfs makes it, in whole MiB when it is (its largest is 2038 MiB, which
-    rounded would read "2 GiB")."""
-    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else human_size(n)
-
-
 def _data_stripe(g: MkfsGeometry, env: Environment) -> str:
     if not g.sunit_blocks:
         return "none"
@@ -72,7 +66,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("-n size", "mkfs", "no (mkfs)",
             lambda g, env: mkfs_size(g.naming_block_size)),
     Setting("-l size", "mkfs", "no (mkfs; an external log needs a new mkfs too)",
-            lambda g, env: _log_size(g.log_bytes)),
+            lambda g, env: log_size_text(g.log_bytes)),
     Setting("-l su", "mkfs", "no (mkfs)",
             lambda g, env: (mkfs_size(g.log_sunit_blocks * g.block_size)
                            if g.log_sunit_blocks else "none")),

@@ -6,7 +6,15 @@ import math
 
 from pydantic import Field
 
-from advisor.engine.context import Change, Context, MiB, Outcome, mkfs_size, round_up
+from advisor.engine.context import (
+    Change,
+    Context,
+    MiB,
+    Outcome,
+    log_size_text,
+    mkfs_size,
+    round_up,
+)
 from advisor.engine.load import metadata_writers
 from advisor.engine.registry import decider
 from advisor.engine.rules.log_stripe_unit import default_log_stripe_unit
@@ -70,7 +78,7 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
         why = f"xfsprogs {progs} makes small logs"
     else:
         want, why = 0, (f"{who if writers is None else 'read-heavy access'}: the default "
-                        f"{_mib(default)} log is enough")
+                        f"{log_size_text(default)} log is enough")
     grown = _grown_log(ctx, params)
     if grown is not None and grown[0] > max(want, default):
         want, why = grown
@@ -86,16 +94,16 @@ def log_size(ctx: Context, params: LogSizeParams) -> Outcome:
         want -= math.lcm(MiB, default_log_stripe_unit(ctx) or 1)
     if want <= default and small_there:
         want = default
-        why += (f"; the {_mib(default)} log shown as the default is what the local xfsprogs "
-                f"{ctx.env.xfsprogs_version} makes, the captured host's xfsprogs {progs} makes "
-                "a smaller one unless asked")
+        why += (f"; the {log_size_text(default)} log shown as the default is what the local "
+                f"xfsprogs {ctx.env.xfsprogs_version} makes, the captured host's xfsprogs {progs} "
+                "makes a smaller one unless asked")
     elif want <= default:
-        return Outcome(keep_reason=f"{why}: the default {_mib(default)} log is already "
+        return Outcome(keep_reason=f"{why}: the default {log_size_text(default)} log is already "
                        f"that large" + (f" ({'; '.join(limits)})" if limits else ""))
     return Outcome(change=Change(
         mkfs_size(want), ["-l", f"size={mkfs_size(want)}"],
         values={"size": want}, reason=
-        f"{why}: a {_mib(want)} log (default {_mib(default)})"
+        f"{why}: a {log_size_text(want)} log (default {log_size_text(default)})"
         + (f" ({'; '.join(limits)})" if limits else "")))
 
 
@@ -119,12 +127,7 @@ def _grown_log(ctx: Context, params: LogSizeParams) -> tuple[int, str] | None:
     grown = min(params.max_log_bytes, eventual // params.size_per_log_byte // bs * bs,
                 ctx.size // params.grown_log_share // MiB * MiB)
     return grown, (f"growing to {human_size(eventual)}: an internal log cannot grow "
-                   f"(xfs_growfs(8)), and mkfs.xfs makes a {_mib(grown)} log at that size "
-                   f"(1/{params.size_per_log_byte} of it, at most "
-                   f"{_mib(params.max_log_bytes)}) where it makes {_mib(ctx.geometry.log_bytes)}"
-                   f" at {human_size(ctx.size)}")
-
-
-def _mib(n: int) -> str:
-    """A log size as mkfs.xfs reports it, exactly (2038 MiB, never "2 GiB")."""
-    return f"{n // MiB} MiB" if n % MiB == 0 else human_size(n)
+                   f"(xfs_growfs(8)), and mkfs.xfs makes a {log_size_text(grown)} log at that "
+                   f"size (1/{params.size_per_log_byte} of it, at most "
+                   f"{log_size_text(params.max_log_bytes)}) where it makes "
+                   f"{log_size_text(ctx.geometry.log_bytes)} at {human_size(ctx.size)}")

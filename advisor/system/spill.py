@@ -1,0 +1,260 @@
+"""Where a scan keeps what it holds per device beyond a few thousand devices: an unlinked
+temporary file on disk, read back a chunk at a time, so that a host with 100,000 block devices
+is scanned in about the memory of one with 10,000.
+
+SpillFile is the file: made on first use, in TMPDIR when it is set and /var/tmp otherwise (a
+disk, where /tmp may be memory: tmpfs), unlinked at once, so nothing is left behind whatever
+ends the process. Chunks is a list (of ints of one array type, of strings, or of any picklable
+values) cut into chunks of CHUNK items, of which the KEEP used last stay in memory and the
+others are in the file: a list of fewer than CHUNK * KEEP items never touches the disk. When no
+temporary folder takes a file, everything stays in memory, as before: a scan never fails for
+want of a place to spill.
+"""
+
+from __future__ import annotations
+
+import array
+import marshal
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, overload
+
+#: Items per chunk, as a power of two.
+BITS: Final = 12
+CHUNK: Final = 1 << BITS
+_MASK: Final = CHUNK - 1
+#: Chunks of each list held in memory (those used last).
+KEEP: Final = 6
+
+#: Where the file goes when TMPDIR does not say (a disk on Debian, where /tmp may be tmpfs).
+DEFAULT_FOLDER: Final = "/var/tmp"
+
+
+class SpillFile:
+    """An unlinked temporary file that chunks are appended to and read back from (pread and
+    pwrite: the file's offset is never used, so a forked child may hold its own). `folder`:
+    where to make it (None: TMPDIR, else /var/tmp, else the temporary folder Python finds)."""
+
+    def __init__(self, folder: str | None = None) -> None:
+        self.folder = folder
+        self._fd: int | None = None
+        self._failed = False
+        self.size = 0
+
+    def usable(self) -> bool:
+        """Whether a chunk can go to the file (made now when it was not): False when no folder
+        takes one, and everything stays in memory."""
+        if self._fd is None and not self._failed:
+            self._fd = _unlinked_file(self.folder)
+            self._failed = self._fd is None
+        return self._fd is not None
+
+    def put(self, data: bytes) -> int:
+        """Append `data`; its offset in the file."""
+        at = self.size
+        self.put_at(at, data)
+        self.size += len(data)
+        return at
+
+    def put_at(self, at: int, data: bytes) -> None:
+        """`data` written at offset `at` (over what was there)."""
+        assert self._fd is not None, "put before usable()"
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(self._fd, view, at + len(data) - len(view)):]
+
+    def get(self, at: int, size: int) -> bytes:
+        """The `size` bytes at offset `at`."""
+        assert self._fd is not None
+        data = os.pread(self._fd, size, at)
+        while len(data) < size:  # a short read: rare, but pread may give part
+            more = os.pread(self._fd, size - len(data), at + len(data))
+            if not more:
+                raise OSError(f"the scan's temporary file ended at {at + len(data)}")
+            data += more
+        return data
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _unlinked_file(folder: str | None) -> int | None:
+    """A new file's descriptor, already unlinked (O_TMPFILE where the file system has it);
+    None when no candidate folder takes one."""
+    import tempfile  # here: only a large scan spills
+
+    candidates = [folder] if folder is not None else \
+        [os.environ.get("TMPDIR") or DEFAULT_FOLDER, tempfile.gettempdir()]
+    for where in candidates:
+        if not where:
+            continue
+        try:
+            return os.open(where, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        except (OSError, AttributeError):
+            pass
+        try:
+            fd, path = tempfile.mkstemp(prefix=".xfs-advisor-scan-", dir=where)
+        except OSError:
+            continue
+        os.unlink(path)
+        return fd
+    return None
+
+
+class Chunks:
+    """A list of `kind` values: an array typecode ("b", "B", "H", "i", "I", "q"), "s" (strings)
+    or "o" (any picklable value), whose chunks past the KEEP used last are in `spill` (read
+    back when used, written again when changed). Indexing, slices, len, iteration, append,
+    extend and item assignment, as a list or an array."""
+
+    __slots__ = ("_at", "_dirty", "_hot", "_hot_k", "_len", "_mem", "kind", "spill")
+
+    def __init__(self, kind: str, spill: SpillFile, items: Iterable[Any] = ()) -> None:
+        self.kind = kind
+        self.spill = spill
+        self._len = 0
+        #: Each chunk's place in the file (offset, size, room; None: never written).
+        self._at: list[tuple[int, int, int] | None] = []
+        #: The chunks in memory, by number, oldest use first.
+        self._mem: dict[int, Any] = {}
+        self._dirty: set[int] = set()
+        self._hot: Any = None
+        self._hot_k = -1
+        self.extend(items)
+
+    def _new(self) -> Any:
+        return array.array(self.kind) if len(self.kind) == 1 and self.kind not in "so" else []
+
+    # ---- chunks ----
+
+    def _chunk(self, k: int) -> Any:
+        """Chunk k, read back when it is not in memory."""
+        if k == self._hot_k:
+            return self._hot
+        chunk = self._mem.get(k)
+        if chunk is None:
+            if not 0 <= k < len(self._at):
+                raise IndexError("list index out of range")
+            chunk = self._load(k)
+        self._hot, self._hot_k = chunk, k
+        return chunk
+
+    def _load(self, k: int) -> Any:
+        where = self._at[k]
+        assert where is not None, "a chunk neither in memory nor in the file"
+        data = self.spill.get(where[0], where[1])
+        if self.kind == "s":
+            chunk: Any = marshal.loads(data)
+        elif self.kind == "o":
+            import pickle
+
+            chunk = pickle.loads(data)
+        else:
+            chunk = array.array(self.kind)
+            chunk.frombytes(data)
+        self._mem[k] = chunk
+        self._evict()
+        return chunk
+
+    def _evict(self) -> None:
+        """Chunks past KEEP out of memory, oldest use first (the last, still growing, stays),
+        written first when new or changed; none when the file cannot be had."""
+        last = len(self._at) - 1
+        while len(self._mem) > KEEP:
+            k = next((k for k in self._mem if k != last and k != self._hot_k), None)
+            if k is None or ((self._at[k] is None or k in self._dirty) and \
+                    not self.spill.usable()):
+                return
+            chunk = self._mem.pop(k)
+            if self._at[k] is None or k in self._dirty:
+                self._write(k, self._dump(chunk))
+                self._dirty.discard(k)
+
+    def _write(self, k: int, data: bytes) -> None:
+        """Chunk k's bytes into the file: over its last copy when they fit in its room (a
+        changed array chunk always does), appended otherwise."""
+        where = self._at[k]
+        if where is not None and len(data) <= where[2]:
+            self.spill.put_at(where[0], data)
+            self._at[k] = (where[0], len(data), where[2])
+        else:
+            self._at[k] = (self.spill.put(data), len(data), len(data))
+
+    def _dump(self, chunk: Any) -> bytes:
+        if self.kind == "s":
+            return marshal.dumps(chunk)
+        if self.kind == "o":
+            import pickle
+
+            return pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+        data: bytes = chunk.tobytes()
+        return data
+
+    def spilled(self) -> int:
+        """How many chunks are in the file only (for tests and the benchmark)."""
+        return sum(1 for k in range(len(self._at)) if k not in self._mem)
+
+    # ---- a list ----
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if type(i) is int:
+            if i < 0:
+                i += self._len
+                if i < 0:
+                    raise IndexError("list index out of range")
+            return self._chunk(i >> BITS)[i & _MASK]
+        assert isinstance(i, slice)
+        start, stop, step = i.indices(self._len)
+        if step != 1:
+            return [self[j] for j in range(start, stop, step)]
+        out: list[Any] = []
+        while start < stop:
+            k = start >> BITS
+            end = min(stop, (k + 1) << BITS)
+            out.extend(self._chunk(k)[start & _MASK:(end - 1 & _MASK) + 1])
+            start = end
+        return out
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("list assignment index out of range")
+        k = i >> BITS
+        self._chunk(k)[i & _MASK] = value
+        if self._at[k] is not None:
+            self._dirty.add(k)
+
+    def __iter__(self) -> Iterator[Any]:
+        for k in range(len(self._at)):
+            yield from self._chunk(k)[:]
+
+    def append(self, value: Any) -> None:
+        if self._len & _MASK == 0:
+            self._start_chunk()
+        self._chunk(len(self._at) - 1).append(value)
+        self._len += 1
+
+    def _start_chunk(self) -> None:
+        self._at.append(None)
+        k = len(self._at) - 1
+        self._mem[k] = self._new()
+        self._evict()
+
+    def extend(self, values: Iterable[Any]) -> None:
+        for value in values:
+            self.append(value)

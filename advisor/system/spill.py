@@ -14,6 +14,8 @@ want of a place to spill.
 from __future__ import annotations
 
 import array
+import bisect
+import heapq
 import marshal
 import os
 from collections.abc import Iterable, Iterator
@@ -22,7 +24,6 @@ from typing import Any, Final, overload
 #: Items per chunk, as a power of two.
 BITS: Final = 12
 CHUNK: Final = 1 << BITS
-_MASK: Final = CHUNK - 1
 #: Chunks of each list held in memory (those used last).
 KEEP: Final = 6
 
@@ -112,17 +113,22 @@ class Chunks:
     back when used, written again when changed). Indexing, slices, len, iteration, append,
     extend and item assignment, as a list or an array."""
 
-    __slots__ = ("_at", "_dirty", "_hot", "_hot_k", "_len", "_mem", "kind", "spill")
+    __slots__ = ("_at", "_bits", "_dirty", "_firsts", "_hot", "_hot_k", "_keep", "_len", "_mask",
+                 "_mem", "kind", "spill")
 
-    def __init__(self, kind: str, spill: SpillFile, items: Iterable[Any] = ()) -> None:
+    def __init__(self, kind: str, spill: SpillFile, items: Iterable[Any] = (), *,
+                 bits: int = BITS, keep: int = KEEP) -> None:
         self.kind = kind
         self.spill = spill
+        self._bits, self._mask, self._keep = bits, (1 << bits) - 1, keep
         self._len = 0
         #: Each chunk's place in the file (offset, size, room; None: never written).
         self._at: list[tuple[int, int, int] | None] = []
         #: The chunks in memory, by number, oldest use first.
         self._mem: dict[int, Any] = {}
         self._dirty: set[int] = set()
+        #: Each chunk's first item (bisect_left looks in one chunk only).
+        self._firsts: list[Any] = []
         self._hot: Any = None
         self._hot_k = -1
         self.extend(items)
@@ -158,15 +164,16 @@ class Chunks:
             chunk = array.array(self.kind)
             chunk.frombytes(data)
         self._mem[k] = chunk
-        self._evict()
+        self._evict(k)
         return chunk
 
-    def _evict(self) -> None:
-        """Chunks past KEEP out of memory, oldest use first (the last, still growing, stays),
-        written first when new or changed; none when the file cannot be had."""
+    def _evict(self, wanted: int) -> None:
+        """Chunks past KEEP out of memory, oldest use first (not `wanted`, the one in use or
+        the last, still growing), written first when new or changed; none when the file cannot
+        be had."""
         last = len(self._at) - 1
-        while len(self._mem) > KEEP:
-            k = next((k for k in self._mem if k != last and k != self._hot_k), None)
+        while len(self._mem) > self._keep:
+            k = next((k for k in self._mem if k not in (last, wanted, self._hot_k)), None)
             if k is None or ((self._at[k] is None or k in self._dirty) and \
                     not self.spill.usable()):
                 return
@@ -216,16 +223,17 @@ class Chunks:
                 i += self._len
                 if i < 0:
                     raise IndexError("list index out of range")
-            return self._chunk(i >> BITS)[i & _MASK]
+            return self._chunk(i >> self._bits)[i & self._mask]
         assert isinstance(i, slice)
         start, stop, step = i.indices(self._len)
         if step != 1:
             return [self[j] for j in range(start, stop, step)]
         out: list[Any] = []
+        bits, mask = self._bits, self._mask
         while start < stop:
-            k = start >> BITS
-            end = min(stop, (k + 1) << BITS)
-            out.extend(self._chunk(k)[start & _MASK:(end - 1 & _MASK) + 1])
+            k = start >> bits
+            end = min(stop, (k + 1) << bits)
+            out.extend(self._chunk(k)[start & mask:(end - 1 & mask) + 1])
             start = end
         return out
 
@@ -234,8 +242,10 @@ class Chunks:
             i += self._len
         if not 0 <= i < self._len:
             raise IndexError("list assignment index out of range")
-        k = i >> BITS
-        self._chunk(k)[i & _MASK] = value
+        k = i >> self._bits
+        self._chunk(k)[i & self._mask] = value
+        if i & self._mask == 0:
+            self._firsts[k] = value
         if self._at[k] is not None:
             self._dirty.add(k)
 
@@ -243,9 +253,17 @@ class Chunks:
         for k in range(len(self._at)):
             yield from self._chunk(k)[:]
 
+    def bisect_left(self, x: Any) -> int:
+        """bisect.bisect_left of a sorted list, reading one chunk (the one `x` would be in)."""
+        k = bisect.bisect_left(self._firsts, x) - 1  # the last chunk starting below x
+        if k < 0:
+            return 0
+        return (k << self._bits) + bisect.bisect_left(self._chunk(k), x)
+
     def append(self, value: Any) -> None:
-        if self._len & _MASK == 0:
+        if self._len & self._mask == 0:
             self._start_chunk()
+            self._firsts.append(value)
         self._chunk(len(self._at) - 1).append(value)
         self._len += 1
 
@@ -253,8 +271,113 @@ class Chunks:
         self._at.append(None)
         k = len(self._at) - 1
         self._mem[k] = self._new()
-        self._evict()
+        self._evict(k)
 
     def extend(self, values: Iterable[Any]) -> None:
         for value in values:
             self.append(value)
+
+
+#: A map's missing value (Sparse): pickled as itself.
+class _Missing:
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+
+class Sparse:
+    """A map of device numbers (ints from 0) to values, for a field few devices have, kept as a
+    Chunks of every device up to the last one that has it (MISSING for the others): read like
+    the dict it replaces (get, in, [], pop, iteration over the numbers that have a value)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, store: Store) -> None:
+        self._values = store.chunks("o")
+
+    def get(self, i: int, default: Any = None) -> Any:
+        if i >= len(self._values):
+            return default
+        value = self._values[i]
+        return default if value is MISSING else value
+
+    def __contains__(self, i: object) -> bool:
+        return type(i) is int and self.get(i, MISSING) is not MISSING
+
+    def __getitem__(self, i: int) -> Any:
+        value = self.get(i, MISSING)
+        if value is MISSING:
+            raise KeyError(i)
+        return value
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        values = self._values
+        while len(values) <= i:
+            values.append(MISSING)
+        values[i] = value
+
+    def pop(self, i: int, default: Any = None) -> Any:
+        value = self.get(i, MISSING)
+        if value is MISSING:
+            return default
+        self._values[i] = MISSING
+        return value
+
+    def __iter__(self) -> Iterator[int]:
+        return (i for i, value in enumerate(self._values) if value is not MISSING)
+
+
+class Store:
+    """The lists of one scan and the file they spill to: `bits` and `keep` (chunks of 2**bits
+    items, `keep` of each list in memory) are small in tests, so that a few devices spill."""
+
+    def __init__(self, *, bits: int = BITS, keep: int = KEEP, folder: str | None = None) -> None:
+        self.bits, self.keep = bits, keep
+        self.spill = SpillFile(folder)
+
+    def chunks(self, kind: str, items: Iterable[Any] = ()) -> Chunks:
+        return Chunks(kind, self.spill, items, bits=self.bits, keep=self.keep)
+
+    def sparse(self) -> Sparse:
+        return Sparse(self)
+
+
+#: Strings a block of a sorted run holds (sorted_strings reads one block of each run at a time).
+_RUN_BLOCK: Final = 256
+
+
+def sorted_strings(items: Iterable[str], store: Store) -> Chunks:
+    """`items` sorted (as sorted() does), as a Chunks of strings, never all held at once when
+    there are more than a chunk of them: each chunk's worth is sorted and written to the file as
+    a run of small blocks, and the runs are merged a block of each at a time. Without a file,
+    sorted in memory."""
+    pending: list[str] = []
+    runs: list[list[tuple[int, int]]] = []
+    size = 1 << store.bits
+    for item in items:
+        pending.append(item)
+        if len(pending) >= size and store.spill.usable():
+            runs.append(_write_run(sorted(pending), store.spill))
+            pending = []
+    if not runs:
+        return store.chunks("s", sorted(pending))
+    if pending:
+        runs.append(_write_run(sorted(pending), store.spill))
+    return store.chunks("s", heapq.merge(*(_read_run(run, store.spill) for run in runs)))
+
+
+def _write_run(run: list[str], spill: SpillFile) -> list[tuple[int, int]]:
+    blocks = []
+    for start in range(0, len(run), _RUN_BLOCK):
+        data = marshal.dumps(run[start:start + _RUN_BLOCK])
+        blocks.append((spill.put(data), len(data)))
+    return blocks
+
+
+def _read_run(blocks: list[tuple[int, int]], spill: SpillFile) -> Iterator[str]:
+    for at, size in blocks:
+        yield from marshal.loads(spill.get(at, size))

@@ -44,6 +44,7 @@ from advisor.inspect.stacking import (
 from advisor.inspect.sysblock import read_device
 from advisor.inspect.usage import UsageTables, no_usage, usage_tables
 from advisor.models.device import Device, Inventory
+from advisor.system.spill import Store, sorted_strings
 from advisor.system.sysroot import SysRoot
 
 
@@ -123,7 +124,10 @@ class _Scan:
                  probes_used: list[Probes], entries: list[str] | None = None,
                  users: bool = False, packed: bool = False) -> None:
         hosts: dict[str, str] = {}
-        listing = root.listdir("sys/block") if entries is None else entries
+        #: Where the scan's lists go past a few thousand devices (advisor.system.spill).
+        self.store = store = Store()
+        listing: Sequence[str] = sorted_strings(root.iter_names("sys/block"), store) \
+            if entries is None else entries
 
         def keep(devices: list[dict[str, Any]] | None, sent: parallel.Packed | None,
                  summaries: bytes | None) -> tuple[bytes | list[dict[str, Any]], Any]:
@@ -152,7 +156,7 @@ class _Scan:
         self.starts: list[int] = []
         #: What the devices around each device read of it (names, links, hints), made in read
         #: order once every piece is read, each piece's summaries let go as they are added.
-        self.graph = graph = Graph(listing)
+        self.graph = graph = Graph(listing, store)
         read.reverse()
         while read:
             made_of, devices = read.pop()
@@ -243,7 +247,7 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
         yield scan.device(Node(scan.graph, i))
 
 
-def _probes(root: SysRoot, names: list[str], probe: bool,
+def _probes(root: SysRoot, names: Sequence[str], probe: bool,
             needed: frozenset[str] | None) -> Probes:
     """The libblkid and udev results for the devices, when asked and a field needs them. The one
     place that decides: libblkid and udev on the live system as root, a capture's own probe

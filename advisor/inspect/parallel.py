@@ -60,14 +60,14 @@ def worth_forking(root: SysRoot, names: Sized) -> bool:
 CHUNK = 64
 
 
-def cut(names: list[str], capacity: int) -> list[Sequence[str]]:
+def cut(names: Sequence[str], capacity: int) -> list[Sequence[str]]:
     """`names` in pieces of CHUNK or more, few enough that every piece's 2-byte number fits in
     a pipe of `capacity` bytes at once (written before the fork, with no reader yet: a pipe is
     64 KiB, but one page once its user holds more pipe pages than fs.pipe-user-pages-soft)."""
     return _cut(names, CHUNK, capacity)
 
 
-def read_pieces(root: SysRoot, names: list[str], read_one: ReadOne,
+def read_pieces(root: SysRoot, names: Sequence[str], read_one: ReadOne,
                 fact_classes: tuple[type[Fact[Any]], ...], make_fact: Callable[..., Fact[Any]],
                 keep: Callable[[list[dict[str, Any]] | None, Packed | None, bytes | None], T],
                 summary: Callable[[dict[str, Any]], Any] | None = None) -> list[T]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,7 @@ def can_probe(root: SysRoot) -> bool:
     return root.live and os.geteuid() == 0
 
 
-def probe_live(names: list[str]) -> Probes:
+def probe_live(names: Sequence[str]) -> Probes:
     """Ask libblkid about every device (read-only opens of /dev/NAME), and udev about them."""
     from advisor.system.blkid import probe_signatures
 

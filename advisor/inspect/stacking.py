@@ -5,8 +5,6 @@ a dm layer drops, the storage a dm device sits on) is known when it is made."""
 
 from __future__ import annotations
 
-import array
-import bisect
 import heapq
 import itertools
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +22,7 @@ from advisor.inspect.specs import (
 )
 from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
+from advisor.system.spill import Chunks, Sparse, Store
 from advisor.system.sysroot import SysRoot
 
 
@@ -59,6 +58,31 @@ _SKIP = object()
 
 def _fact(values: tuple[Any, ...]) -> Fact[Any]:
     return make_fact(HELD_CLASSES[values[0]], *values[1:])
+
+
+def _extra_data(value: Any) -> tuple[Any, ...]:
+    """A value of Graph.extra as plain data marshal carries (it may be in the scan's temporary
+    file): a Reading, a Fact, an MdInfo, or a value marshal carries as it is."""
+    if type(value) is Reading:
+        return ("r", HELD_CLASSES.index(value.cls), value.value, value.source, value.folder,
+                value.file, value.raw, value.note)
+    if isinstance(value, Fact):
+        return ("f", fact_tuple(value))
+    if type(value) is MdInfo:
+        return ("m", {k: fact_tuple(getattr(value, k)) for k in MdInfo.model_fields})
+    return ("=", value)
+
+
+def _extra_value(data: tuple[Any, ...]) -> Any:
+    """_extra_data's value made again."""
+    tag = data[0]
+    if tag == "=":
+        return data[1]
+    if tag == "r":
+        return Reading(HELD_CLASSES[data[1]], *data[2:])
+    if tag == "f":
+        return _fact(data[1])
+    return MdInfo(**{k: _fact(v) for k, v in data[1].items()})
 
 
 #: Sentinels of Graph's int columns (maj_min, discard_max_bytes): the device has no such field,
@@ -108,30 +132,39 @@ class Graph:
     place in the /sys/block listing (or, for a partition, by name in `unresolved`) until
     resolve() makes them places in `names` and drops those not listed (an empty or excluded
     device), as the tree shows them. Read like a mapping of names to devices (graph[name] is a
-    Node, `name in graph`)."""
+    Node, `name in graph`).
 
-    def __init__(self, entries: Sequence[str]) -> None:
+    Every list and map of it is a `store`'s (advisor.system.spill): past a few chunks of
+    devices, what is not in use is in the scan's temporary file, so a host of 100,000 devices
+    takes about the memory of one of 20,000."""
+
+    def __init__(self, entries: Sequence[str], store: Store | None = None) -> None:
+        self.store = store = Store() if store is None else store
         #: The /sys/block entries read, sorted (a name is found by bisection, not a dict of
         #: 100,000 names and ints), or by a dict when they are not.
-        self.entries = entries
-        self.names: list[str] = []
-        self.kinds = bytearray()
-        self.flags = bytearray()
-        self.maj_min = array.array("i")
-        self.discard = array.array("q")
-        self.hints = array.array("H")
-        self.parent_count = array.array("I")
-        self.holder_count = array.array("I")
-        self.link_end = array.array("I")
-        self.links = array.array("i")
-        self.unresolved: list[str] = []
-        self.extra: dict[str, dict[int, Any]] = {}
-        #: After resolve(): each /sys/block entry's device (-1: none), partitions' by name.
-        self.at_entry = array.array("i")
-        self.partitions: dict[str, int] = {}
+        self.entries: Chunks = entries if isinstance(entries, Chunks) \
+            else store.chunks("s", entries)
+        self.names = store.chunks("s")
+        self.kinds = store.chunks("B")
+        self.flags = store.chunks("B")
+        self.maj_min = store.chunks("i")
+        self.discard = store.chunks("q")
+        self.hints = store.chunks("H")
+        self.parent_count = store.chunks("I")
+        self.holder_count = store.chunks("I")
+        self.link_end = store.chunks("I")
+        self.links = store.chunks("i")
+        self.unresolved = store.chunks("s")
+        self.extra: dict[str, Sparse] = {}
+        #: After resolve(): each /sys/block entry's device (-1: none); the partitions as
+        #: "NAME\0PLACE", sorted (found by bisection).
+        self.at_entry = store.chunks("i")
+        self.partitions = store.chunks("s")
+        #: The listing's next entry, as read order follows it (add finds most names there).
+        self._next = 0
         self._index: dict[str, int] | None = None
-        if any(a >= b for a, b in itertools.pairwise(entries)):
-            self._index = {name: k for k, name in enumerate(entries)}
+        if any(a >= b for a, b in itertools.pairwise(self.entries)):
+            self._index = {name: k for k, name in enumerate(self.entries)}
 
     # ---- building ----
 
@@ -139,8 +172,12 @@ class Graph:
         """The place of `name` in the /sys/block listing; -1 when it is not an entry."""
         if self._index is not None:
             return self._index.get(name, -1)
-        k = bisect.bisect_left(self.entries, name)
-        return k if k < len(self.entries) and self.entries[k] == name else -1
+        entries = self.entries
+        k = self._next
+        if k < len(entries) and entries[k] == name:
+            return k
+        k = entries.bisect_left(name)
+        return k if k < len(entries) and entries[k] == name else -1
 
     def _link(self, name: str) -> int:
         k = self._entry(name)
@@ -150,7 +187,10 @@ class Graph:
         return -len(self.unresolved)
 
     def _set_extra(self, key: str, i: int, value: Any) -> None:
-        self.extra.setdefault(key, {})[i] = value
+        values = self.extra.get(key)
+        if values is None:
+            values = self.extra[key] = self.store.sparse(_extra_data, _extra_value)
+        values[i] = value
 
     def add(self, record: tuple[Any, ...]) -> None:
         """A device read (its node_record) as the next device."""
@@ -158,7 +198,9 @@ class Graph:
          md) = record
         i = len(self.names)
         k = self._entry(name)
-        self.names.append(self.entries[k] if k >= 0 else name)
+        if k >= 0:
+            self._next = k + 1
+        self.names.append(name)
         self.kinds.append(_kind_index(kind))
         flags = 0
         if display != name:
@@ -214,22 +256,26 @@ class Graph:
         """The links as places in `names`, each device's parents, children and holders cut to
         those listed (a holder or slave that is excluded or empty is not shown), and those
         another is built on marked BELOW."""
-        self.at_entry = at = array.array("i", [-1]) * len(self.entries)
+        self.at_entry = at = self.store.chunks("i", itertools.repeat(-1, len(self.entries)))
+        partitions: list[str] = []
+        self._next = 0
         for i, name in enumerate(self.names):
             k = self._entry(name)
             if k >= 0:
                 at[k] = i
+                self._next = k + 1
             else:
-                self.partitions[name] = i
-        named, parts = self.unresolved, self.partitions
+                partitions.append(f"{name}\0{i}")
+        self.partitions = self.store.chunks("s", sorted(partitions))
+        named = self.unresolved
 
         def place(k: int) -> int:
-            return at[k] if k >= 0 else parts.get(named[-k - 1], -1)
+            return at[k] if k >= 0 else self._partition(named[-k - 1])
 
         links, ends, parents, holders = self.links, self.link_end, self.parent_count, \
             self.holder_count
-        apart = self.extra.get("holders", {})
-        new = array.array("i")
+        apart = self.extra.get("holders")
+        new = self.store.chunks("i")
         start = 0
         for i, end in enumerate(ends):
             found = [place(k) for k in links[start:start + parents[i]]]
@@ -241,13 +287,22 @@ class Graph:
             children = [j for j in map(place, links[start + len(found):end]) if j >= 0]
             new.extend(children)
             if holders[i] == _HOLDERS_APART:
+                assert apart is not None
                 apart[i] = [j for j in map(place, apart[i]) if j >= 0]
             else:
                 holders[i] = sum(1 for k in links[end - holders[i]:end] if place(k) >= 0)
             start = end
             ends[i] = len(new)
         self.links = new
-        self.unresolved = []
+        self.unresolved = self.store.chunks("s")
+
+    def _partition(self, name: str) -> int:
+        """The place of the partition `name`; -1 when it is not one."""
+        key = f"{name}\0"
+        k = self.partitions.bisect_left(key)
+        if k < len(self.partitions) and self.partitions[k].startswith(key):
+            return int(self.partitions[k][len(key):])
+        return -1
 
     def set_hint(self, i: int, hint: Any) -> None:
         """Device i's storage hint: a template's index when it is one (made again when read),
@@ -277,7 +332,9 @@ class Graph:
             _HINTS.append(key)
             found = _HINT_INDEX[key] = len(_HINTS)
         self.hints[i] = found
-        self.extra.get("storage_hint", {}).pop(i, None)
+        own = self.extra.get("storage_hint")
+        if own is not None:
+            own.pop(i, None)
         return True
 
     # ---- reading ----
@@ -286,8 +343,9 @@ class Graph:
         """The place of the device called `name`; -1 when none is (after resolve)."""
         k = self._entry(name)
         if k >= 0:
-            return self.at_entry[k]
-        return self.partitions.get(name, -1)
+            place: int = self.at_entry[k]
+            return place
+        return self._partition(name)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -309,11 +367,11 @@ class Graph:
         """Every device, as Nodes, in read order (each made as it is reached)."""
         return Nodes(self)
 
-    def parents_of(self, i: int) -> array.array[int]:
+    def parents_of(self, i: int) -> list[int]:
         start = self.link_end[i - 1] if i else 0
         return self.links[start:start + self.parent_count[i]]
 
-    def children_of(self, i: int) -> array.array[int]:
+    def children_of(self, i: int) -> list[int]:
         start = self.link_end[i - 1] if i else 0
         return self.links[start + self.parent_count[i]:self.link_end[i]]
 
@@ -325,15 +383,16 @@ class Graph:
         end = self.link_end[i]
         return self.links[end - count:end]
 
-    def order(self) -> array.array[int]:
+    def order(self) -> Chunks:
         """Parents before children, otherwise in sysfs order (read order); a cycle in a broken
         tree keeps the rest in sysfs order. Those with no parent are taken in order as they
         come, so the heap holds only those whose last parent has been taken."""
         count = len(self.names)
-        waiting = array.array("I", self.parent_count)
+        store = self.store
+        waiting = store.chunks("I", self.parent_count)
         parents = self.parent_count
-        done = bytearray(count)
-        order = array.array("i")
+        done = store.chunks("B", itertools.repeat(0, count))
+        order = store.chunks("i")
         later: list[int] = []
         first = 0
         while True:
@@ -407,13 +466,15 @@ class Node:
 
     @property
     def name(self) -> str:
-        return self.graph.names[self.i]
+        name: str = self.graph.names[self.i]
+        return name
 
     @property
     def display_name(self) -> str:
         graph, i = self.graph, self.i
         names = graph.extra.get("display_name")
-        return graph.names[i] if names is None else names.get(i, graph.names[i])
+        name: str = graph.names[i]
+        return name if names is None else names.get(i, name)
 
     @property
     def path(self) -> str:
@@ -427,7 +488,8 @@ class Node:
 
     @property
     def kind(self) -> str:
-        return _KINDS[self.graph.kinds[self.i]]
+        at: int = self.graph.kinds[self.i]
+        return _KINDS[at]
 
     @property
     def below(self) -> bool:
@@ -449,8 +511,8 @@ class Node:
             return made(value)
         if value == _NONE:
             return None
-        values = self.graph.extra.get(key, {})
-        if self.i in values:
+        values = self.graph.extra.get(key)
+        if values is not None and self.i in values:
             return values[self.i]
         raise AttributeError(key)
 

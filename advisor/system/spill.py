@@ -4,8 +4,8 @@ is scanned in about the memory of one with 10,000.
 
 SpillFile is the file: made on first use, in TMPDIR when it is set and /var/tmp otherwise (a
 disk, where /tmp may be memory: tmpfs), unlinked at once, so nothing is left behind whatever
-ends the process. Chunks is a list (of ints of one array type, of strings, or of any picklable
-values) cut into chunks of CHUNK items, of which the KEEP used last stay in memory and the
+ends the process. Chunks is a list (of ints of one array type, or of strings and other values
+marshal carries) cut into chunks of CHUNK items, of which the KEEP used last stay in memory and the
 others are in the file: a list of fewer than CHUNK * KEEP items never touches the disk. When no
 temporary folder takes a file, everything stays in memory, as before: a scan never fails for
 want of a place to spill.
@@ -18,7 +18,7 @@ import bisect
 import heapq
 import marshal
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, overload
 
 #: Items per chunk, as a power of two.
@@ -107,11 +107,12 @@ def _unlinked_file(folder: str | None) -> int | None:
     return None
 
 
-class Chunks:
-    """A list of `kind` values: an array typecode ("b", "B", "H", "i", "I", "q"), "s" (strings)
-    or "o" (any picklable value), whose chunks past the KEEP used last are in `spill` (read
-    back when used, written again when changed). Indexing, slices, len, iteration, append,
-    extend and item assignment, as a list or an array."""
+class Chunks(Sequence[Any]):
+    """A list of `kind` values: an array typecode ("b", "B", "H", "i", "I", "q") or "s"
+    (strings, or any value marshal carries: tuples, lists, dicts, ints, None), whose chunks
+    past the KEEP used last are in `spill` (read back when used, written again when changed).
+    Indexing, slices, len, iteration, append, extend and item assignment, as a list or an
+    array."""
 
     __slots__ = ("_at", "_bits", "_dirty", "_firsts", "_hot", "_hot_k", "_keep", "_len", "_mask",
                  "_mem", "kind", "spill")
@@ -134,7 +135,7 @@ class Chunks:
         self.extend(items)
 
     def _new(self) -> Any:
-        return array.array(self.kind) if len(self.kind) == 1 and self.kind not in "so" else []
+        return [] if self.kind == "s" else array.array(self.kind)
 
     # ---- chunks ----
 
@@ -156,10 +157,6 @@ class Chunks:
         data = self.spill.get(where[0], where[1])
         if self.kind == "s":
             chunk: Any = marshal.loads(data)
-        elif self.kind == "o":
-            import pickle
-
-            chunk = pickle.loads(data)
         else:
             chunk = array.array(self.kind)
             chunk.frombytes(data)
@@ -195,10 +192,6 @@ class Chunks:
     def _dump(self, chunk: Any) -> bytes:
         if self.kind == "s":
             return marshal.dumps(chunk)
-        if self.kind == "o":
-            import pickle
-
-            return pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
         data: bytes = chunk.tobytes()
         return data
 
@@ -278,57 +271,57 @@ class Chunks:
             self.append(value)
 
 
-#: A map's missing value (Sparse): pickled as itself.
-class _Missing:
-    __slots__ = ()
-
-    def __reduce__(self) -> str:
-        return "MISSING"
+def _boxed(value: Any) -> Any:
+    return (value,)
 
 
-MISSING: Final = _Missing()
+def _unboxed(box: Any) -> Any:
+    return box[0]
 
 
 class Sparse:
     """A map of device numbers (ints from 0) to values, for a field few devices have, kept as a
-    Chunks of every device up to the last one that has it (MISSING for the others): read like
-    the dict it replaces (get, in, [], pop, iteration over the numbers that have a value)."""
+    Chunks of every device up to the last one that has it (None for the others): read like the
+    dict it replaces (get, in, [], pop, iteration over the numbers that have a value). Values
+    are kept as encode(value), which marshal carries and is never None (default: the value in
+    a 1-tuple), and read back as decode(that): equal to what was put, not the same object."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_decode", "_encode", "_values")
 
-    def __init__(self, store: Store) -> None:
-        self._values = store.chunks("o")
+    def __init__(self, store: Store, encode: Callable[[Any], Any] = _boxed,
+                 decode: Callable[[Any], Any] = _unboxed) -> None:
+        self._values = store.chunks("s")
+        self._encode, self._decode = encode, decode
 
     def get(self, i: int, default: Any = None) -> Any:
         if i >= len(self._values):
             return default
         value = self._values[i]
-        return default if value is MISSING else value
+        return default if value is None else self._decode(value)
 
     def __contains__(self, i: object) -> bool:
-        return type(i) is int and self.get(i, MISSING) is not MISSING
+        return type(i) is int and i < len(self._values) and self._values[i] is not None
 
     def __getitem__(self, i: int) -> Any:
-        value = self.get(i, MISSING)
-        if value is MISSING:
+        if i not in self:
             raise KeyError(i)
-        return value
+        return self._decode(self._values[i])
 
     def __setitem__(self, i: int, value: Any) -> None:
         values = self._values
         while len(values) <= i:
-            values.append(MISSING)
-        values[i] = value
+            values.append(None)
+        values[i] = self._encode(value)
 
     def pop(self, i: int, default: Any = None) -> Any:
-        value = self.get(i, MISSING)
-        if value is MISSING:
+        if i not in self:
             return default
-        self._values[i] = MISSING
+        value = self._decode(self._values[i])
+        self._values[i] = None
         return value
 
     def __iter__(self) -> Iterator[int]:
-        return (i for i, value in enumerate(self._values) if value is not MISSING)
+        return (i for i, value in enumerate(self._values) if value is not None)
 
 
 class Store:
@@ -342,8 +335,9 @@ class Store:
     def chunks(self, kind: str, items: Iterable[Any] = ()) -> Chunks:
         return Chunks(kind, self.spill, items, bits=self.bits, keep=self.keep)
 
-    def sparse(self) -> Sparse:
-        return Sparse(self)
+    def sparse(self, encode: Callable[[Any], Any] = _boxed,
+               decode: Callable[[Any], Any] = _unboxed) -> Sparse:
+        return Sparse(self, encode, decode)
 
 
 #: Strings a block of a sorted run holds (sorted_strings reads one block of each run at a time).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +108,18 @@ class SysRoot:
             return sorted(os.listdir(self._abs(rel)))
         except OSError:
             return []
+
+    def iter_names(self, rel: str) -> Iterator[str]:
+        """The entries of a directory one at a time, in the order the file system gives them
+        (not sorted: a host's 100,000 /sys/block entries are never all held); none when it is
+        missing or unreadable."""
+        self._note(rel)
+        try:
+            with os.scandir(self._abs(rel)) as found:
+                for entry in found:
+                    yield entry.name
+        except OSError:
+            return
 
     def readlink(self, rel: str) -> str | None:
         """The target of a symlink, or None."""

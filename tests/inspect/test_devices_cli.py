@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +113,19 @@ class VanishingRoot(SysRoot):
     def listdir(self, rel: str) -> list[str]:
         entries = super().listdir(rel)
         if rel == "sys/block":
-            link = self.path(f"sys/block/{self.victim}")
-            shutil.rmtree(link.resolve())
-            link.unlink()
+            self._remove_victim()
         return entries
+
+    def iter_names(self, rel: str) -> Iterator[str]:
+        entries = list(super().iter_names(rel))
+        if rel == "sys/block":
+            self._remove_victim()
+        yield from entries
+
+    def _remove_victim(self) -> None:
+        link = self.path(f"sys/block/{self.victim}")
+        shutil.rmtree(link.resolve())
+        link.unlink()
 
 
 def test_device_vanishing_mid_scan(small_host: Path, capsys: pytest.CaptureFixture[str],

@@ -8,11 +8,13 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.inspect.specs import SYSFS, FactInt, FactStr, Reading, make_fact
 from advisor.inspect.stacking import Graph, Node, node_record
+from advisor.system.spill import Store
 
 
 def _dev(name: str, kind: str = "disk", *, parents: list[str] | None = None,
@@ -25,13 +27,22 @@ def _dev(name: str, kind: str = "disk", *, parents: list[str] | None = None,
             "children": holders if children is None else children, "holders": holders, **more}
 
 
-def _graph(entries: list[str], devices: list[dict[str, Any]]) -> Graph:
-    """`devices` read from the /sys/block listing `entries`."""
-    graph = Graph(entries)
+def _graph(entries: list[str], devices: list[dict[str, Any]], tiny: bool = False) -> Graph:
+    """`devices` read from the /sys/block listing `entries`; `tiny`: in chunks of two devices,
+    two of each list in memory, so that nearly everything is read back from the file."""
+    graph = Graph(entries, Store(bits=1, keep=2) if tiny else None)
     for f in devices:
         graph.add(node_record(f))
     graph.resolve()
     return graph
+
+
+def _reading(hint: Reading[Any]) -> tuple[Any, ...]:
+    return (hint.cls, hint.value, hint.source, hint.folder, hint.file, hint.raw, hint.note)
+
+
+#: Every test on a Graph held in memory, and on one whose lists are nearly all in the file.
+tiny = pytest.mark.parametrize("tiny", [False, True], ids=["memory", "spilled"])
 
 
 def _seen(node: Node) -> dict[str, Any]:
@@ -58,8 +69,9 @@ DEVICES = [
 ]
 
 
-def test_links_name_the_devices_listed_and_drop_the_rest() -> None:
-    graph = _graph(ENTRIES, DEVICES)
+@tiny
+def test_links_name_the_devices_listed_and_drop_the_rest(tiny: bool) -> None:
+    graph = _graph(ENTRIES, DEVICES, tiny)
     assert "sdc" not in graph and "sda1" in graph and graph.get("sdx") is None
     assert graph["dm-0"].parents == ("sda1", "sdb")  # sdc: empty, not listed
     assert graph["sda1"].holders == ("dm-0",) and graph["sda"].children == ("sda1",)
@@ -70,7 +82,8 @@ def test_links_name_the_devices_listed_and_drop_the_rest() -> None:
     assert [graph.names[i] for i in graph.order()] == ["sda", "sda1", "sdb", "dm-0", "dm-1"]
 
 
-def test_values_the_columns_cannot_hold_read_back_as_read() -> None:
+@tiny
+def test_values_the_columns_cannot_hold_read_back_as_read(tiny: bool) -> None:
     odd = [
         _dev("a", maj_min="08:01"), _dev("b", maj_min=None), _dev("c", maj_min="x"),
         _dev("d", maj_min="2047:1048575", path="/dev/disk/by-id/d"), _dev("i", maj_min="2048:0"),
@@ -81,7 +94,7 @@ def test_values_the_columns_cannot_hold_read_back_as_read() -> None:
         _dev("g", discard_max_bytes=make_fact(FactInt, 1 << 63, SYSFS, "p", "big", None)),
         _dev("h", discard_max_bytes=make_fact(FactInt, 4096, SYSFS, "p", "4096", None)),
     ]
-    graph = _graph([d["name"] for d in odd], odd)
+    graph = _graph([d["name"] for d in odd], odd, tiny)
     assert [graph[d["name"]].maj_min for d in odd[:7]] \
         == ["08:01", None, "x", "2047:1048575", "2048:0", "1:1048576", f"1:{1 << 40}"]
     assert graph["d"].path == "/dev/disk/by-id/d" and graph["a"].path == "/dev/a"
@@ -89,7 +102,8 @@ def test_values_the_columns_cannot_hold_read_back_as_read() -> None:
     assert [graph[n].discard_max_bytes for n in "efgh"] == [None, -5, 1 << 63, 4096]
 
 
-def test_storage_hints_shared_or_their_own() -> None:
+@tiny
+def test_storage_hints_shared_or_their_own(tiny: bool) -> None:
     """A hint that says no more than its class, value, source and note of the device's folder is
     one template for all; any other is kept as it is; the stacking pass may replace either."""
     template = [Reading(FactStr, "ssd", SYSFS, f"sys/block/{n}", None, None, "rotational = 0")
@@ -98,7 +112,8 @@ def test_storage_hints_shared_or_their_own() -> None:
     fact = make_fact(FactStr, "ssd", "derived", "sys/block/e", None, "a Fact, not a Reading")
     devs = [_dev("a", storage_hint=template[0]), _dev("b", storage_hint=template[1]),
             _dev("c", storage_hint=own), _dev("d"), _dev("e", storage_hint=fact)]
-    graph = _graph(["a", "b", "c", "d", "e"], devs)
+    graph = _graph(["a", "b", "c", "d", "e"], devs, tiny)
+    hint: Any
     for name, hint in zip("abce", (*template, own, fact.model_dump()), strict=True):
         seen = graph[name].storage_hint  # as read, whichever way kept
         if isinstance(hint, dict):
@@ -112,18 +127,19 @@ def test_storage_hints_shared_or_their_own() -> None:
     graph["c"].update({"storage_hint": Reading(FactStr, "ssd", SYSFS, "sys/block/c", None, None,
                                                "rotational = 0")})
     graph["d"].update({"storage_hint": template[1]})  # another device's folder: its own
-    assert graph["a"].storage_hint is passed and graph["a"]["thin"] is passed
+    assert graph["a"].storage_hint == passed and graph["a"]["thin"] == passed
     assert graph["c"].storage_hint.path == "sys/block/c" and graph["c"].storage_hint.raw is None
-    assert graph["d"].storage_hint is template[1]
+    assert _reading(graph["d"].storage_hint) == _reading(template[1])
     # kept as themselves: a's passed-up Fact and d's Reading of another folder; c's a template
     assert set(graph.extra["storage_hint"]) == {graph.index("a"), graph.index("d")}
     assert graph["b"].storage_hint.path == "sys/block/b"  # its template untouched
 
 
-def test_holders_apart_from_the_children_and_a_listing_out_of_order() -> None:
+@tiny
+def test_holders_apart_from_the_children_and_a_listing_out_of_order(tiny: bool) -> None:
     devs = [_dev("z", holders=["y"], children=["x"]), _dev("y", parents=["z"]),
             _dev("x", parents=["z"])]
-    graph = _graph(["z", "y", "x"], devs)  # not sorted: found by a dict
+    graph = _graph(["z", "y", "x"], devs, tiny)  # not sorted: found by a dict
     assert graph["z"].holders == ("y",) and graph["z"].children == ("x",)
     # y names z as a parent, but z does not name y among its children: y comes last, as in a
     # cycle (what a broken tree gets)
@@ -174,5 +190,6 @@ def _hosts(draw: st.DrawFn) -> list[dict[str, Any]]:
 @settings(max_examples=300, deadline=None)
 @given(_hosts())
 def test_the_order_is_parents_first_then_sysfs_order(devs: list[dict[str, Any]]) -> None:
-    graph = _graph([d["name"] for d in devs], devs)
-    assert [graph.names[i] for i in graph.order()] == _reference_order(devs)
+    for tiny in (False, True):
+        graph = _graph([d["name"] for d in devs], devs, tiny)
+        assert [graph.names[i] for i in graph.order()] == _reference_order(devs)

@@ -49,7 +49,7 @@ def test_an_int_list_reads_as_the_list_it_replaces(start: list[int],
 def test_most_chunks_are_in_the_file_and_changes_survive_being_written_and_read() -> None:
     store = Store(**_TINY)
     strings = store.chunks("s", (f"dev{i}" for i in range(100)))
-    objects = store.chunks("o", ({"n": i} for i in range(100)))
+    objects = store.chunks("s", ({"n": i} for i in range(100)))
     assert strings.spilled() >= 20 and objects.spilled() >= 20  # 25 chunks, 2 kept
     for i in range(0, 100, 7):
         strings[i] = f"new{i}"
@@ -83,7 +83,8 @@ def test_sorted_strings_sorts_as_sorted_and_bisects_as_bisect(names: list[str],
 
 def test_a_sparse_map_reads_as_a_dict() -> None:
     store = Store(**_TINY)
-    sparse, ref = store.sparse(), {}
+    sparse: Any = store.sparse()
+    ref: dict[int, Any] = {}
     for i, value in ((40, "a"), (3, None), (17, ["x"]), (40, "b"), (5, ("t", 1))):
         sparse[i] = value
         ref[i] = value

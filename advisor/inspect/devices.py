@@ -118,7 +118,7 @@ class _Scan:
     probes and the usage tables. `entries`: the /sys/block entries to read (None: every one);
     `users`: look for processes holding each device open (as root on the live system);
     `packed`: keep each piece of devices read packed (parallel.pack) until its devices are
-    made, only the graph at hand."""
+    made, only the graph at hand, and no device's probe results once it is made."""
 
     def __init__(self, root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
                  probes_used: list[Probes], entries: list[str] | None = None,
@@ -170,7 +170,7 @@ class _Scan:
         self.root = root
         self.headers: parallel.Headers = {}
         self.needed = needed
-        self.probes = _probes(root, graph.names, probe, needed)
+        self.probes = _probes(root, probe, needed, keep=not packed)
         self.want_usage = needed is None or "usage" in needed
         self.tables = usage_tables(root, graph.nodes(), users) if self.want_usage \
             else UsageTables()
@@ -247,15 +247,15 @@ def _inspect(root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
         yield scan.device(Node(scan.graph, i))
 
 
-def _probes(root: SysRoot, names: Sequence[str], probe: bool,
-            needed: frozenset[str] | None) -> Probes:
+def _probes(root: SysRoot, probe: bool, needed: frozenset[str] | None, keep: bool) -> Probes:
     """The libblkid and udev results for the devices, when asked and a field needs them. The one
-    place that decides: libblkid and udev on the live system as root, a capture's own probe
-    file for a captured tree, nothing on the live system otherwise."""
+    place that decides: libblkid and udev on the live system as root (each device asked when it
+    is made; `keep`: every result kept, for capture), a capture's own probe file for a captured
+    tree, nothing on the live system otherwise."""
     if not probe or not (needed is None or not needed.isdisjoint(PROBED)):
         return Probes()
     if can_probe(root):
-        return probe_live(names)
+        return probe_live(keep=keep)
     if not root.live:
         return load_probes(root)
     return Probes()
@@ -264,10 +264,11 @@ def _probes(root: SysRoot, names: Sequence[str], probe: bool,
 def _probed(f: dict[str, Any], probes: Probes, needed: frozenset[str] | None) -> None:
     """What libblkid and udev say of the device, into its fields: a probe error as a note, and
     udev's model, serial and WWN over sysfs'."""
-    error = probes.errors.get(f["name"])
+    probed = probes.of(f["name"])
+    error = probed.error
     if error:
         f["notes"] = [*f["notes"], f"libblkid: {error}"]
-    udev = probes.udev.get(f["name"], {})
+    udev = probed.udev
     for attr, key in (("model", "ID_MODEL"), ("serial", "ID_SERIAL_SHORT"), ("wwn", "ID_WWN")):
         if key in udev and (needed is None or attr in needed):
             f[attr] = FactStr(value=udev[key], source="udev", path=f"udev:{key}", raw=udev[key],

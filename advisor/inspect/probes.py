@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +21,50 @@ UDEV_KEYS = ("ID_MODEL", "ID_SERIAL_SHORT", "ID_SERIAL", "ID_WWN", "ID_BUS", "ID
 
 
 @dataclass
+class Probed:
+    """What the probes say of one device: its signatures (libblkid), whether it was probed, the
+    probe's error, its udev properties."""
+
+    signatures: list[Fact[str]]
+    probed: bool
+    error: str | None
+    udev: dict[str, str]
+
+
+@dataclass
 class Probes:
-    """libblkid signatures and udev properties by kernel name; `probed` False when not asked."""
+    """libblkid signatures and udev properties by kernel name; `probed` False when not asked.
+    Read a device at a time with of(name). Live ones (probe_live) probe each device when it is
+    first asked of, and keep every result in the maps only when `keep` (a capture writes them
+    all); otherwise only the last device's: a host with 100,000 devices would hold ~1 KB of
+    udev properties and signatures for each."""
 
     probed: bool = False
     signatures: dict[str, list[Fact[str]]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     udev: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Live: probe(name) gives a device's Probed, asked once per device.
+    probe: Any = None
+    keep: bool = True
+    _last: tuple[str, Probed] | None = None
+
+    def of(self, name: str) -> Probed:
+        """What the probes say of the device `name`."""
+        if self.probe is None:
+            return Probed(self.signatures.get(name, []), self.probed and name in self.signatures,
+                          self.errors.get(name), self.udev.get(name, {}))
+        if self._last is not None and self._last[0] == name:
+            return self._last[1]
+        found: Probed = self.probe(name)
+        self._last = (name, found)
+        if self.keep:
+            if found.probed:
+                self.signatures[name] = found.signatures
+            if found.error is not None:
+                self.errors[name] = found.error
+            if found.udev:
+                self.udev[name] = found.udev
+        return found
 
     def to_json(self) -> str:
         doc = {
@@ -45,41 +81,64 @@ def can_probe(root: SysRoot) -> bool:
     return root.live and os.geteuid() == 0
 
 
-def probe_live(names: Sequence[str]) -> Probes:
-    """Ask libblkid about every device (read-only opens of /dev/NAME), and udev about them."""
-    from advisor.system.blkid import probe_signatures
+def probe_live(*, keep: bool = True) -> Probes:
+    """libblkid (a read-only open of /dev/NAME) and udev, asked of each device when it is first
+    asked of (Probes.of), on the live system as root."""
+    return Probes(probed=True, probe=_LiveProbe(), keep=keep)
 
-    probes = Probes(probed=True, udev=_udev_properties(set(names)))
-    for name in names:
+
+class _LiveProbe:
+    """One device's libblkid signatures and udev properties, asked now."""
+
+    def __init__(self) -> None:
+        self._udev: Any = None  # pyudev's Context, made at the first device (False: none)
+
+    def __call__(self, name: str) -> Probed:
+        from advisor.system.blkid import probe_signatures
+
         try:
-            probes.signatures[name] = probe_signatures(f"/dev/{name}")
+            signatures, probed, error = probe_signatures(f"/dev/{name}"), True, None
         except AdvisorError as err:
-            probes.errors[name] = err.message
-    return probes
+            signatures, probed, error = [], False, err.message
+        return Probed(signatures, probed, error, self._properties(name))
+
+    def _properties(self, name: str) -> dict[str, str]:
+        if self._udev is None:
+            self._udev = _udev_context()
+        if self._udev is False:
+            return {}
+        return _udev_properties(self._udev, name)
 
 
 #: Where udevd keeps device properties; without it (no udevd, a container) there are none.
 UDEV_DATA = "/run/udev/data"
 
 
-def _udev_properties(names: set[str]) -> dict[str, dict[str, str]]:
+def _udev_context() -> Any:
+    """pyudev's Context; False when there is no udev database (no udevd, a container) or no
+    pyudev: udev facts are optional, sysfs and libblkid carry the rest."""
     if not os.path.isdir(UDEV_DATA):
-        return {}
+        return False
     try:
         import pyudev
-    except ImportError:  # udev facts are optional: sysfs and libblkid carry the rest
-        return {}
-    out: dict[str, dict[str, str]] = {}
+    except ImportError:
+        return False
     try:
-        for dev in pyudev.Context().list_devices(subsystem="block"):
-            if dev.sys_name not in names:
-                continue
-            props = {k: str(dev.properties[k]) for k in UDEV_KEYS if k in dev.properties}
-            if props:
-                out[dev.sys_name] = props
+        return pyudev.Context()
+    except Exception:  # a broken udev set-up must not stop the inspection
+        return False
+
+
+def _udev_properties(context: Any, name: str) -> dict[str, str]:
+    """The udev properties of the block device `name` that UDEV_KEYS names; none when udev does
+    not know it."""
+    import pyudev
+
+    try:
+        dev = pyudev.Devices.from_name(context, "block", name)
+        return {k: str(dev.properties[k]) for k in UDEV_KEYS if k in dev.properties}
     except Exception:  # a broken udev database must not stop the inspection
-        return out
-    return out
+        return {}
 
 
 def load_probes(root: SysRoot) -> Probes:

@@ -44,16 +44,16 @@ class UsageTables:
         if entries:
             fstype = make_fact(FactStr, entries[0].fstype, "mountinfo", self.table,
                                entries[0].raw, None)
-        signatures = probes.signatures.get(name, [])
+        probed = probes.of(name)
+        signatures = probed.signatures
         if fstype.value is None:
             for sig in signatures:
                 if sig.raw and sig.raw.startswith("TYPE="):
                     fstype = sig
                     break
-        probed = probes.probed and name in probes.signatures
         return Usage(
             mountpoints=[e.mountpoint for e in entries], fstype=fstype,
-            swap=name in self.swaps, signatures=signatures, probed=probed,
+            swap=name in self.swaps, signatures=signatures, probed=probed.probed,
             loops=self.loops.get(name, []),
             held_open=None if self.held is None else self.held.get(name, []))
 

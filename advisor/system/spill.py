@@ -212,6 +212,8 @@ class Chunks(Sequence[Any]):
 
     def __getitem__(self, i: int | slice) -> Any:
         if type(i) is int:
+            if i >> self._bits == self._hot_k and i >= 0:  # the chunk read last: most reads
+                return self._hot[i & self._mask]
             if i < 0:
                 i += self._len
                 if i < 0:

@@ -22,7 +22,7 @@ from advisor.inspect.specs import (
 )
 from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
-from advisor.system.spill import Chunks, Sparse, Store
+from advisor.system.spill import Chunks, Sparse, Store, sorted_strings
 from advisor.system.sysroot import SysRoot
 
 
@@ -257,16 +257,13 @@ class Graph:
         those listed (a holder or slave that is excluded or empty is not shown), and those
         another is built on marked BELOW."""
         self.at_entry = at = self.store.chunks("i", itertools.repeat(-1, len(self.entries)))
-        partitions: list[str] = []
         self._next = 0
         for i, name in enumerate(self.names):
             k = self._entry(name)
             if k >= 0:
                 at[k] = i
                 self._next = k + 1
-            else:
-                partitions.append(f"{name}\0{i}")
-        self.partitions = self.store.chunks("s", sorted(partitions))
+        self.partitions = sorted_strings(self._partition_keys(), self.store)
         named = self.unresolved
 
         def place(k: int) -> int:
@@ -295,6 +292,16 @@ class Graph:
             ends[i] = len(new)
         self.links = new
         self.unresolved = self.store.chunks("s")
+
+    def _partition_keys(self) -> Iterator[str]:
+        """"NAME\0PLACE" of each device that is not a /sys/block entry: a partition."""
+        self._next = 0
+        for i, name in enumerate(self.names):
+            k = self._entry(name)
+            if k >= 0:
+                self._next = k + 1
+            else:
+                yield f"{name}\0{i}"
 
     def _partition(self, name: str) -> int:
         """The place of the partition `name`; -1 when it is not one."""

@@ -115,7 +115,7 @@ class Chunks(Sequence[Any]):
     array."""
 
     __slots__ = ("_at", "_bits", "_dirty", "_firsts", "_hot", "_hot_k", "_keep", "_len", "_mask",
-                 "_mem", "kind", "spill")
+                 "_mem", "_room", "_size", "_strings", "kind", "spill")
 
     def __init__(self, kind: str, spill: SpillFile, items: Iterable[Any] = (), *,
                  bits: int = BITS, keep: int = KEEP) -> None:
@@ -123,13 +123,17 @@ class Chunks(Sequence[Any]):
         self.spill = spill
         self._bits, self._mask, self._keep = bits, (1 << bits) - 1, keep
         self._len = 0
-        #: Each chunk's place in the file (offset, size, room; None: never written).
-        self._at: list[tuple[int, int, int] | None] = []
+        #: Each chunk's place in the file: its offset (-1: never written), size and room (the
+        #: most it ever took there), in arrays: a few bytes a chunk of thousands of items.
+        self._at = array.array("q")
+        self._size = array.array("I")
+        self._room = array.array("I")
         #: The chunks in memory, by number, oldest use first.
         self._mem: dict[int, Any] = {}
         self._dirty: set[int] = set()
-        #: Each chunk's first item (bisect_left looks in one chunk only).
+        #: Each chunk's first string (bisect_left looks in one chunk only).
         self._firsts: list[Any] = []
+        self._strings = kind == "s"
         self._hot: Any = None
         self._hot_k = -1
         self.extend(items)
@@ -152,9 +156,8 @@ class Chunks(Sequence[Any]):
         return chunk
 
     def _load(self, k: int) -> Any:
-        where = self._at[k]
-        assert where is not None, "a chunk neither in memory nor in the file"
-        data = self.spill.get(where[0], where[1])
+        assert self._at[k] >= 0, "a chunk neither in memory nor in the file"
+        data = self.spill.get(self._at[k], self._size[k])
         if self.kind == "s":
             chunk: Any = marshal.loads(data)
         else:
@@ -171,23 +174,23 @@ class Chunks(Sequence[Any]):
         last = len(self._at) - 1
         while len(self._mem) > self._keep:
             k = next((k for k in self._mem if k not in (last, wanted, self._hot_k)), None)
-            if k is None or ((self._at[k] is None or k in self._dirty) and \
+            if k is None or ((self._at[k] < 0 or k in self._dirty) and \
                     not self.spill.usable()):
                 return
             chunk = self._mem.pop(k)
-            if self._at[k] is None or k in self._dirty:
+            if self._at[k] < 0 or k in self._dirty:
                 self._write(k, self._dump(chunk))
                 self._dirty.discard(k)
 
     def _write(self, k: int, data: bytes) -> None:
         """Chunk k's bytes into the file: over its last copy when they fit in its room (a
         changed array chunk always does), appended otherwise."""
-        where = self._at[k]
-        if where is not None and len(data) <= where[2]:
-            self.spill.put_at(where[0], data)
-            self._at[k] = (where[0], len(data), where[2])
+        if self._at[k] >= 0 and len(data) <= self._room[k]:
+            self.spill.put_at(self._at[k], data)
         else:
-            self._at[k] = (self.spill.put(data), len(data), len(data))
+            self._at[k] = self.spill.put(data)
+            self._room[k] = len(data)
+        self._size[k] = len(data)
 
     def _dump(self, chunk: Any) -> bytes:
         if self.kind == "s":
@@ -239,9 +242,9 @@ class Chunks(Sequence[Any]):
             raise IndexError("list assignment index out of range")
         k = i >> self._bits
         self._chunk(k)[i & self._mask] = value
-        if i & self._mask == 0:
+        if i & self._mask == 0 and self._strings:
             self._firsts[k] = value
-        if self._at[k] is not None:
+        if self._at[k] >= 0:
             self._dirty.add(k)
 
     def __iter__(self) -> Iterator[Any]:
@@ -249,7 +252,8 @@ class Chunks(Sequence[Any]):
             yield from self._chunk(k)[:]
 
     def bisect_left(self, x: Any) -> int:
-        """bisect.bisect_left of a sorted list, reading one chunk (the one `x` would be in)."""
+        """bisect.bisect_left of a sorted list of strings, reading one chunk (the one `x` would
+        be in)."""
         k = bisect.bisect_left(self._firsts, x) - 1  # the last chunk starting below x
         if k < 0:
             return 0
@@ -258,12 +262,15 @@ class Chunks(Sequence[Any]):
     def append(self, value: Any) -> None:
         if self._len & self._mask == 0:
             self._start_chunk()
-            self._firsts.append(value)
+            if self._strings:
+                self._firsts.append(value)
         self._chunk(len(self._at) - 1).append(value)
         self._len += 1
 
     def _start_chunk(self) -> None:
-        self._at.append(None)
+        self._at.append(-1)
+        self._size.append(0)
+        self._room.append(0)
         k = len(self._at) - 1
         self._mem[k] = self._new()
         self._evict(k)

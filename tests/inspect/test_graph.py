@@ -5,7 +5,9 @@ parents first, otherwise sysfs order."""
 
 from __future__ import annotations
 
+import gc
 import heapq
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -193,3 +195,48 @@ def test_the_order_is_parents_first_then_sysfs_order(devs: list[dict[str, Any]])
     for tiny in (False, True):
         graph = _graph([d["name"] for d in devs], devs, tiny)
         assert [graph.names[i] for i in graph.order()] == _reference_order(devs)
+
+
+def _san(luns: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """A SAN host's listing and devices: `luns` multipath dm devices over 4 paths each."""
+    devs: list[dict[str, Any]] = []
+    for lun in range(luns):
+        paths = [f"sd{4 * lun + p:07}" for p in range(4)]
+        devs.append(_dev(f"dm-{lun:06}", "dm", parents=paths, maj_min=f"253:{lun}",
+                         display=f"mpath{lun}", path=f"/dev/mapper/mpath{lun}"))
+        devs += [_dev(p, holders=[f"dm-{lun:06}"], maj_min=f"8:{4 * lun + k}")
+                 for k, p in enumerate(paths)]
+    devs.sort(key=lambda d: d["name"])
+    return [d["name"] for d in devs], devs
+
+
+def _held(luns: int, store: Store | None) -> int:
+    """The bytes a SAN host's graph holds once resolved and ordered."""
+    entries, devs = _san(luns)
+    records = [node_record(d) for d in devs]
+    del devs
+    gc.collect()
+    tracemalloc.start()
+    try:
+        graph = Graph(entries, store)
+        for record in records:
+            graph.add(record)
+        graph.resolve()
+        order = graph.order()
+        assert len(order) == len(records)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return held
+
+
+def test_a_spilled_graph_holds_the_same_memory_for_four_times_the_devices() -> None:
+    """With its lists in the file past two chunks of 64 devices, the graph of 4,000 devices
+    holds about what the graph of 1,000 does (each chunk's place in the file: 16 bytes for 64
+    devices, in each of a dozen lists); held in memory, it grows by tens of bytes a device."""
+    small, big = 200, 800  # LUNs: 1,000 and 4,000 devices
+    added = (big - small) * 5
+    spilled = (_held(big, Store(bits=6, keep=2)) - _held(small, Store(bits=6, keep=2))) / added
+    memory = (_held(big, None) - _held(small, None)) / added
+    assert spilled < 8, spilled
+    assert memory > 40, memory

@@ -11,6 +11,7 @@ and udev probes (advisor.inspect.probes).
 
 from __future__ import annotations
 
+import array
 import bisect
 import contextlib
 import gc
@@ -44,6 +45,7 @@ from advisor.inspect.stacking import (
 from advisor.inspect.sysblock import read_device
 from advisor.inspect.usage import UsageTables, no_usage, usage_tables
 from advisor.models.device import Device, Inventory
+from advisor.system.spill import SpillFile
 from advisor.system.sysroot import SysRoot
 
 
@@ -125,20 +127,27 @@ class _Scan:
         hosts: dict[str, str] = {}
         listing = root.listdir("sys/block") if entries is None else entries
 
+        #: Each piece's packed facts, and its devices' summaries until the graph is made of
+        #: them: in a temporary file (when a packed scan can have one), only where each is here.
+        self.facts = parallel.Shelf(SpillFile(parallel.SPILL_FOLDER) if packed else None, 3)
+        summaries = parallel.Shelf(self.facts.spill, 1)
+
         def keep(devices: list[dict[str, Any]] | None, sent: parallel.Packed | None,
-                 summaries: bytes | None) -> tuple[bytes | list[dict[str, Any]], Any]:
-            """What the graph is made of (the summaries of the piece's devices, compressed, or
-            the devices), and the devices' facts until they are made (packed, or as read)."""
+                 made_of: bytes | None) -> tuple[int | list[dict[str, Any]],
+                                                 int | list[dict[str, Any]]]:
+            """What the graph is made of (the number of the piece's devices' summaries, or the
+            devices), and the devices' facts until they are made (the number of the piece
+            packed, or the devices as read)."""
             if devices is None:  # the read's child packed and summarized them
-                assert summaries is not None
-                return summaries, sent
+                assert sent is not None and made_of is not None
+                return summaries.put((made_of,)), self.facts.put(sent)
             if not packed:
                 return devices, devices
+            made = summaries.put((parallel.summarize(devices, node_record),))
             try:
-                facts: Any = parallel.pack(devices, HELD_CLASSES)
-            except (TypeError, ValueError):  # a value pack cannot carry: kept as read
-                facts = devices
-            return parallel.summarize(devices, node_record), facts
+                return made, self.facts.put(parallel.pack(devices, HELD_CLASSES))
+            except (TypeError, ValueError):  # a value pack cannot carry: kept as read (rare)
+                return made, devices
 
         def read_one(name: str) -> list[dict[str, Any]]:
             return read_device(root, name, needed, hosts)
@@ -146,20 +155,21 @@ class _Scan:
         self.read_one = read_one
         read = parallel.read_pieces(root, listing, read_one, HELD_CLASSES, make_fact, keep,
                                     node_record if packed else None)
-        #: Each piece's devices: as read (a list), or as parallel.pack made them (a tuple);
-        #: and where each piece starts in the graph, the devices in the order they were read.
-        self.pieces: list[list[dict[str, Any]] | parallel.Packed] = []
-        self.starts: list[int] = []
+        #: Each piece's packed facts, by their number in `facts` (-1: kept as read, in
+        #: `as_read`); and where each piece starts in the graph, the devices in read order.
+        self.pieces = array.array("q")
+        self.as_read: dict[int, list[dict[str, Any]]] = {}
+        self.starts = array.array("q")
         #: What the devices around each device read of it (names, links, hints), made in read
         #: order once every piece is read, each piece's summaries let go as they are added.
         self.graph = graph = Graph(listing)
-        read.reverse()
-        while read:
-            made_of, devices = read.pop()
+        for made_of, facts in read:
             self.starts.append(len(graph))
-            self.pieces.append(devices)
-            for record in (parallel.summaries_of(made_of) if isinstance(made_of, bytes)
-                           else map(node_record, made_of)):
+            if isinstance(facts, list):
+                self.as_read[len(self.pieces)] = facts
+            self.pieces.append(-1 if isinstance(facts, list) else facts)
+            for record in (map(node_record, made_of) if isinstance(made_of, list)
+                           else parallel.summaries_of(summaries.take(made_of)[0])):
                 graph.add(record)
         del read
         graph.resolve()
@@ -191,15 +201,15 @@ class _Scan:
         read again, as read_pieces does with one that does not arrive whole: the result never
         depends on the child."""
         at = bisect.bisect_right(self.starts, node.i) - 1
-        piece = self.pieces[at]
-        if type(piece) is tuple:
+        k = self.pieces[at]
+        if k >= 0:
             try:
-                return parallel.unpack_one(piece, node.i - self.starts[at], HELD_CLASSES,
-                                           make_fact, self.headers, at)
+                return parallel.unpack_one(self.facts.get(k), node.i - self.starts[at],
+                                           HELD_CLASSES, make_fact, self.headers, at)
             except parallel.UNPACK_ERRORS:
-                piece = self.pieces[at] = self._read_again(at)
-        assert type(piece) is list
-        return piece[node.i - self.starts[at]]
+                self.as_read[at] = self._read_again(at)
+                self.pieces[at] = -1
+        return self.as_read[at][node.i - self.starts[at]]
 
     def _read_again(self, at: int) -> list[dict[str, Any]]:
         """Piece `at`'s devices read again: its /sys/block entries are its devices but their

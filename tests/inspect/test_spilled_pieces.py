@@ -82,6 +82,28 @@ def test_a_piece_put_away_is_got_back_equal(tmp_path: Path, where: str) -> None:
             shelf.get(4)
 
 
+def test_a_file_that_stops_taking_pieces_leaves_the_rest_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk (ENOSPC) while the scan writes: what is in the file is read from there, the
+    rest kept in memory, every group the same."""
+    import errno
+
+    spill = SpillFile(str(tmp_path))
+    shelf = parallel.Shelf(spill, 3)
+    first = shelf.put(GROUPS[0])
+    real_put = spill.put
+
+    def full(data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(spill, "put", full)
+    second = shelf.put(GROUPS[1])
+    monkeypatch.setattr(spill, "put", real_put)
+    third = shelf.put(GROUPS[2])  # not tried again: in memory too
+    assert not shelf.writing and spill.size == len(b"".join(GROUPS[0]))
+    assert [shelf.get(k) for k in (first, second, third)] == GROUPS[:3]
+
+
 def test_a_packed_piece_spilled_unpacks_to_the_devices_read(san: Path, tmp_path: Path) -> None:
     """A scan's pieces, packed, written to its file and read back: every device the same."""
     root = SysRoot.open(san)

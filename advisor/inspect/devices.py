@@ -99,9 +99,9 @@ def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bo
     first piece is given (a vanished device is DeviceProblem then, and nothing is written).
     Until its device is made, what the devices around a device read of it is kept in the
     scan's stacking.Graph (a device's stripe and storage hint come from the devices below it),
-    and the rest of its facts packed with those read with it (parallel.pack): on a host with
-    100,000 devices neither their facts, nor the Device objects and their JSON, are ever all
-    held at once."""
+    and the rest of its facts packed with those read with it (parallel.pack), in a temporary
+    file (parallel.Shelf): on a host with 100,000 devices neither their facts, nor the Device
+    objects and their JSON, are ever all held at once."""
     with _collector_paused():
         scan = _Scan(root, probe=probe, needed=fields_needed(fields), probes_used=[],
                      users=users, packed=True)
@@ -119,7 +119,8 @@ class _Scan:
     probes and the usage tables. `entries`: the /sys/block entries to read (None: every one);
     `users`: look for processes holding each device open (as root on the live system);
     `packed`: keep each piece of devices read packed (parallel.pack) until its devices are
-    made, only the graph at hand."""
+    made, in a temporary file (parallel.Shelf: in memory when none can be made), only the
+    graph at hand."""
 
     def __init__(self, root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
                  probes_used: list[Probes], entries: list[str] | None = None,

@@ -1,6 +1,8 @@
 """Reading a large host's /sys/block on two CPUs: this process and a forked child take pieces of
-the entries from a shared queue (a pipe) until none is left; the child sends its devices back
-over another pipe, each piece packed (pack: what a scan keeps of a device until it is made).
+the entries from a shared queue (a pipe) until none is left; the child writes each piece it
+reads packed (pack: what a scan keeps of a device until it is made) to a temporary file made
+before the fork (advisor.system.spill.SpillFile), and sends over another pipe only where each
+one is, read back here one piece at a time (with no such file, the pieces themselves).
 Making and rendering the devices once read (in_order) is shared the same way, with a second
 child: it sends each piece rendered, and this process gives the pieces in order.
 

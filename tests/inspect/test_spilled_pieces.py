@@ -6,6 +6,7 @@ of that file is garbled never changes the answer."""
 from __future__ import annotations
 
 import array
+import marshal
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -180,6 +181,25 @@ def test_a_child_s_garbled_account_of_its_file_leaves_the_rest_to_the_parent(
     by_child = sum(d["pid"] == forks[0] for d in out)
     assert {d["pid"] for d in out} <= {os.getpid(), forks[0]}
     assert by_child == 0 if how == "size" else 0 < by_child <= parallel.CHUNK  # its first piece
+
+
+def test_a_child_without_a_file_sends_its_pieces_whole(
+        forks: list[int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No file for the child (the folder takes none): it sends its pieces themselves, as it did
+    before it had one, and they are taken."""
+    _two_cpus()
+    monkeypatch.setattr(parallel, "SPILL_FOLDER", str(tmp_path / "no-such-folder"))
+    sent: list[str] = []
+    real = parallel._received
+
+    def seen(raw: list[bytes], spill: SpillFile | None, count: int) -> Any:
+        sent.append(marshal.loads(raw[0])[0])
+        return real(raw, spill, count)
+
+    monkeypatch.setattr(parallel, "_received", seen)
+    out = _read(_pid_reader(delay=0.002))
+    assert [d["name"] for d in out] == NAMES and sent == ["ok"]
+    assert {d["pid"] for d in out} == {os.getpid(), forks[0]}
 
 
 def test_a_scan_with_a_garbled_child_gives_the_same_devices(

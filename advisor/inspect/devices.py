@@ -11,6 +11,7 @@ and udev probes (advisor.inspect.probes).
 
 from __future__ import annotations
 
+import array
 import bisect
 import contextlib
 import gc
@@ -98,9 +99,9 @@ def iter_rendered(root: SysRoot, render: Callable[[Device], bytes], *, probe: bo
     first piece is given (a vanished device is DeviceProblem then, and nothing is written).
     Until its device is made, what the devices around a device read of it is kept in the
     scan's stacking.Graph (a device's stripe and storage hint come from the devices below it),
-    and the rest of its facts packed with those read with it (parallel.pack): on a host with
-    100,000 devices neither their facts, nor the Device objects and their JSON, are ever all
-    held at once."""
+    and the rest of its facts packed with those read with it (parallel.pack), in a temporary
+    file (parallel.Shelf): on a host with 100,000 devices neither their facts, nor the Device
+    objects and their JSON, are ever all held at once."""
     with _collector_paused():
         scan = _Scan(root, probe=probe, needed=fields_needed(fields), probes_used=[],
                      users=users, packed=True)
@@ -118,31 +119,40 @@ class _Scan:
     probes and the usage tables. `entries`: the /sys/block entries to read (None: every one);
     `users`: look for processes holding each device open (as root on the live system);
     `packed`: keep each piece of devices read packed (parallel.pack) until its devices are
-    made, only the graph at hand, and no device's probe results once it is made."""
+    made, in the scan's temporary file (parallel.Shelf: in memory when none can be made), only
+    the graph at hand, and no device's probe results once it is made."""
 
     def __init__(self, root: SysRoot, *, probe: bool, needed: frozenset[str] | None,
                  probes_used: list[Probes], entries: list[str] | None = None,
                  users: bool = False, packed: bool = False) -> None:
         hosts: dict[str, str] = {}
-        #: Where the scan's lists go past a few thousand devices (advisor.system.spill).
-        self.store = store = Store()
+        #: Where the scan's lists go past a few thousand devices (advisor.system.spill), and a
+        #: packed scan's pieces.
+        self.store = store = Store(folder=parallel.SPILL_FOLDER)
         listing: Sequence[str] = sorted_strings(root.iter_names("sys/block"), store) \
             if entries is None else entries
 
+        #: Each piece's packed facts, and its devices' summaries until the graph is made of
+        #: them: in a temporary file (when a packed scan can have one), only where each is here.
+        self.facts = parallel.Shelf(store.spill if packed else None, 3)
+        summaries = parallel.Shelf(self.facts.spill, 1)
+
         def keep(devices: list[dict[str, Any]] | None, sent: parallel.Packed | None,
-                 summaries: bytes | None) -> tuple[bytes | list[dict[str, Any]], Any]:
-            """What the graph is made of (the summaries of the piece's devices, compressed, or
-            the devices), and the devices' facts until they are made (packed, or as read)."""
+                 made_of: bytes | None) -> tuple[int | list[dict[str, Any]],
+                                                 int | list[dict[str, Any]]]:
+            """What the graph is made of (the number of the piece's devices' summaries, or the
+            devices), and the devices' facts until they are made (the number of the piece
+            packed, or the devices as read)."""
             if devices is None:  # the read's child packed and summarized them
-                assert summaries is not None
-                return summaries, sent
+                assert sent is not None and made_of is not None
+                return summaries.put((made_of,)), self.facts.put(sent)
             if not packed:
                 return devices, devices
+            made = summaries.put((parallel.summarize(devices, node_record),))
             try:
-                facts: Any = parallel.pack(devices, HELD_CLASSES)
-            except (TypeError, ValueError):  # a value pack cannot carry: kept as read
-                facts = devices
-            return parallel.summarize(devices, node_record), facts
+                return made, self.facts.put(parallel.pack(devices, HELD_CLASSES))
+            except (TypeError, ValueError):  # a value pack cannot carry: kept as read (rare)
+                return made, devices
 
         def read_one(name: str) -> list[dict[str, Any]]:
             return read_device(root, name, needed, hosts)
@@ -150,20 +160,21 @@ class _Scan:
         self.read_one = read_one
         read = parallel.read_pieces(root, listing, read_one, HELD_CLASSES, make_fact, keep,
                                     node_record if packed else None)
-        #: Each piece's devices: as read (a list), or as parallel.pack made them (a tuple);
-        #: and where each piece starts in the graph, the devices in the order they were read.
-        self.pieces: list[list[dict[str, Any]] | parallel.Packed] = []
-        self.starts: list[int] = []
+        #: Each piece's packed facts, by their number in `facts` (-1: kept as read, in
+        #: `as_read`); and where each piece starts in the graph, the devices in read order.
+        self.pieces = array.array("q")
+        self.as_read: dict[int, list[dict[str, Any]]] = {}
+        self.starts = array.array("q")
         #: What the devices around each device read of it (names, links, hints), made in read
         #: order once every piece is read, each piece's summaries let go as they are added.
         self.graph = graph = Graph(listing, store)
-        read.reverse()
-        while read:
-            made_of, devices = read.pop()
+        for made_of, facts in read:
             self.starts.append(len(graph))
-            self.pieces.append(devices)
-            for record in (parallel.summaries_of(made_of) if isinstance(made_of, bytes)
-                           else map(node_record, made_of)):
+            if isinstance(facts, list):
+                self.as_read[len(self.pieces)] = facts
+            self.pieces.append(-1 if isinstance(facts, list) else facts)
+            for record in (map(node_record, made_of) if isinstance(made_of, list)
+                           else parallel.summaries_of(summaries.take(made_of)[0])):
                 graph.add(record)
         del read
         graph.resolve()
@@ -195,15 +206,15 @@ class _Scan:
         read again, as read_pieces does with one that does not arrive whole: the result never
         depends on the child."""
         at = bisect.bisect_right(self.starts, node.i) - 1
-        piece = self.pieces[at]
-        if type(piece) is tuple:
+        k = self.pieces[at]
+        if k >= 0:
             try:
-                return parallel.unpack_one(piece, node.i - self.starts[at], HELD_CLASSES,
-                                           make_fact, self.headers, at)
+                return parallel.unpack_one(self.facts.get(k), node.i - self.starts[at],
+                                           HELD_CLASSES, make_fact, self.headers, at)
             except parallel.UNPACK_ERRORS:
-                piece = self.pieces[at] = self._read_again(at)
-        assert type(piece) is list
-        return piece[node.i - self.starts[at]]
+                self.as_read[at] = self._read_again(at)
+                self.pieces[at] = -1
+        return self.as_read[at][node.i - self.starts[at]]
 
     def _read_again(self, at: int) -> list[dict[str, Any]]:
         """Piece `at`'s devices read again: its /sys/block entries are its devices but their

@@ -1,6 +1,8 @@
 """Reading a large host's /sys/block on two CPUs: this process and a forked child take pieces of
-the entries from a shared queue (a pipe) until none is left; the child sends its devices back
-over another pipe, each piece packed (pack: what a scan keeps of a device until it is made).
+the entries from a shared queue (a pipe) until none is left; the child writes each piece it
+reads packed (pack: what a scan keeps of a device until it is made) to a temporary file made
+before the fork (advisor.system.spill.SpillFile), and sends over another pipe only where each
+one is, read back here one piece at a time (with no such file, the pieces themselves).
 Making and rendering the devices once read (in_order) is shared the same way, with a second
 child: it sends each piece rendered, and this process gives the pieces in order.
 
@@ -22,17 +24,19 @@ from __future__ import annotations
 import array
 import contextlib
 import fcntl
+import itertools
 import marshal
 import os
 import signal
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence, Sized
-from typing import Any, BinaryIO, Final, TypeVar
+from typing import Any, BinaryIO, Final, TypeVar, overload
 
 from advisor.errors import DeviceProblem
 from advisor.inspect.specs import HELD_CLASSES, Held, Layout, Reading, fact_tuple, layout_of
 from advisor.models.device import Fact, MdInfo
+from advisor.system.spill import SpillFile
 from advisor.system.sysroot import SysRoot
 
 #: Below this many /sys/block entries one process reads them all: forking and merging cost
@@ -60,11 +64,17 @@ def worth_forking(root: SysRoot, names: Sized) -> bool:
 CHUNK = 64
 
 
-def cut(names: Sequence[str], capacity: int) -> list[Sequence[str]]:
+def cut(names: Sequence[str], capacity: int) -> Pieces[str]:
     """`names` in pieces of CHUNK or more, few enough that every piece's 2-byte number fits in
     a pipe of `capacity` bytes at once (written before the fork, with no reader yet: a pipe is
     64 KiB, but one page once its user holds more pipe pages than fs.pipe-user-pages-soft)."""
     return _cut(names, CHUNK, capacity)
+
+
+#: Where the scan's temporary files go (advisor.system.spill.SpillFile's `folder`: None is
+#: TMPDIR, else /var/tmp). A folder that takes no file keeps everything in memory, as on a host
+#: without one (what the tests of that case point it at).
+SPILL_FOLDER: str | None = None
 
 
 def read_pieces(root: SysRoot, names: Sequence[str], read_one: ReadOne,
@@ -82,49 +92,150 @@ def read_pieces(root: SysRoot, names: Sequence[str], read_one: ReadOne,
     summarize() of each piece beside it packed, and keep gets those `summaries` (checked whole)
     instead of the devices (None: not unpacked here, then); None otherwise.
 
-    The entries are cut into pieces of CHUNK, whose numbers wait in a pipe; both processes take
-    the next number until none is left, so a busy CPU or a slow child only means this process
-    does more of the pieces (all of them, if the child never runs). The child packs each piece
-    it reads (pack: ~70 bytes a device), and sends them all once the queue is empty."""
+    The entries are cut into pieces of CHUNK (sliced from `names` when taken: any sequence, never
+    copied whole), whose numbers wait in a pipe; both processes take the next number until none
+    is left, so a busy CPU or a slow child only means this process does more of the pieces (all
+    of them, if the child never runs). The child packs each piece it reads (pack: ~70 bytes a
+    device) and writes it to a SpillFile made before the fork, at once: once the queue is empty
+    it sends only where each piece is, and this process reads them back one at a time (with no
+    SpillFile, it sends the pieces themselves, all at once)."""
     if not worth_forking(root, names):
-        return [keep([f for name in piece for f in read_one(name)], None, None)
+        return [keep(_read_piece(piece, read_one), None, None)
                 for piece in _cut(names, CHUNK, 1 << 30)]
     queue_r, queue_w = os.pipe()
     pieces = cut(names, fcntl.fcntl(queue_w, fcntl.F_GETPIPE_SZ))
     os.write(queue_w, b"".join(i.to_bytes(2, "little") for i in range(len(pieces))))
     os.close(queue_w)
     out_r, out_w = os.pipe()
+    spill = SpillFile(SPILL_FOLDER)  # the child's: this process reads what it wrote there
+    written = spill if spill.usable() else None
     parent = os.getpid()
     pid = _fork(queue_r, out_r, out_w)
     if pid is None:
-        return [keep([f for name in piece for f in read_one(name)], None, None)
-                for piece in pieces]
+        spill.close()
+        return [keep(_read_piece(piece, read_one), None, None) for piece in pieces]
     if pid == 0:  # the child: read, send, exit without running anything of the parent's
-        _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, summary, parent)
+        _child(out_w, out_r, queue_r, pieces, read_one, fact_classes, summary, parent, written)
     os.close(out_w)
     done: dict[int, T] = {}
     reaped = False
     try:
         for i in _take(queue_r):
-            done[i] = keep([f for name in pieces[i] for f in read_one(name)], None, None)
+            done[i] = keep(_read_piece(pieces[i], read_one), None, None)
         with os.fdopen(out_r, "rb") as pipe:
             sent = [pipe.read()]
         os.waitpid(pid, 0)
         reaped = True
-        for i, packed, summaries in _received(sent):
+        for i, packed, summaries in _received(sent, written, len(pieces)):
             try:
                 devices = _sent_devices(packed, summaries, fact_classes, make_fact)
             except UNPACK_ERRORS:
                 break  # garbled: this piece and the rest of the child's are read here
             done[i] = keep(devices, packed, summaries)
-        for i, piece in enumerate(pieces):  # what a failed child took and did not send
+        for i in range(len(pieces)):  # what a failed child took and did not send
             if i not in done:
-                done[i] = keep([f for name in piece for f in read_one(name)], None, None)
+                done[i] = keep(_read_piece(pieces[i], read_one), None, None)
         return [done[i] for i in range(len(pieces))]
     finally:
         os.close(queue_r)
+        spill.close()
         if not reaped:
             _kill(pid)
+
+
+def _read_piece(piece: Sequence[str], read_one: ReadOne) -> list[dict[str, Any]]:
+    return [f for name in piece for f in read_one(name)]
+
+
+class Pieces(Sequence[Sequence[T]]):
+    """`items` cut into pieces of `size` (the last may be shorter): piece i is sliced from
+    `items` when it is asked for, so that no piece but the one at hand is ever a copy."""
+
+    def __init__(self, items: Sequence[T], size: int) -> None:
+        self.items, self.size = items, size
+
+    def __len__(self) -> int:
+        return -(-len(self.items) // self.size)
+
+    @overload
+    def __getitem__(self, i: int) -> Sequence[T]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Sequence[T]]: ...
+
+    def __getitem__(self, i: int | slice) -> Sequence[T] | list[Sequence[T]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("piece index out of range")
+        return self.items[i * self.size:(i + 1) * self.size]
+
+
+#: Pieces whose bytes a Shelf keeps after reading them back (get): devices are made nearly in
+#: the order they were read, a piece's a few times over (its partitions, the devices above).
+RECENT = 8
+
+
+class Shelf:
+    """Groups of `parts` bytes objects each (a piece's packed facts, its summaries), put away as
+    they come and got back by number: in `spill` (one write a group, only where each is and how
+    long each part held here, 12 + 4 * `parts` bytes), the last RECENT got kept; in memory when
+    the file cannot be had (or stops taking them: a full disk), as a scan held them before."""
+
+    def __init__(self, spill: SpillFile | None, parts: int) -> None:
+        self.spill = spill
+        self.parts = parts
+        self.writing = spill is not None and spill.usable()
+        #: Each group's offset in the file (-1: in memory, in `kept`), and its parts' sizes.
+        self._at = array.array("q")
+        self._sizes = array.array("I")
+        self._kept: dict[int, tuple[bytes, ...]] = {}
+        self._recent: dict[int, tuple[bytes, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def put(self, group: Sequence[bytes]) -> int:
+        """`group` put away; its number."""
+        assert len(group) == self.parts
+        k = len(self._at)
+        if self.writing and self.spill is not None:
+            try:
+                self._at.append(self.spill.put(b"".join(group)))
+                self._sizes.extend(map(len, group))
+                return k
+            except OSError:  # ENOSPC: the rest stays in memory
+                self.writing = False
+        self._at.append(-1)
+        self._sizes.extend([0] * self.parts)
+        self._kept[k] = tuple(group)
+        return k
+
+    def get(self, k: int) -> tuple[bytes, ...]:
+        """Group k's bytes."""
+        found = self._kept.get(k) or self._recent.get(k)
+        if found is not None:
+            return found
+        sizes = self._sizes[k * self.parts:(k + 1) * self.parts]
+        assert self.spill is not None
+        data = self.spill.get(self._at[k], sum(sizes))
+        ends = list(itertools.accumulate(sizes, initial=0))
+        found = tuple(data[ends[n]:ends[n + 1]] for n in range(self.parts))
+        if len(self._recent) >= RECENT:
+            del self._recent[next(iter(self._recent))]
+        self._recent[k] = found
+        return found
+
+    def take(self, k: int) -> tuple[bytes, ...]:
+        """Group k's bytes, not kept after (in memory neither: read once)."""
+        found = self._kept.pop(k, None)
+        if found is not None:
+            return found
+        found = self.get(k)
+        del self._recent[k]
+        return found
 
 
 #: Devices per piece a scan makes and renders (in_order): ~180 KB of a SAN host's JSON. While
@@ -192,8 +303,8 @@ def _fork(*fds: int) -> int | None:
         return None
 
 
-def _in_turn(pieces: list[Sequence[T]], render: Callable[[Sequence[T]], bytes], take: Iterator[int],
-             pipe: BinaryIO) -> Iterator[bytes]:
+def _in_turn(pieces: Sequence[Sequence[T]], render: Callable[[Sequence[T]], bytes],
+             take: Iterator[int], pipe: BinaryIO) -> Iterator[bytes]:
     """The pieces in order: those this process takes from the queue rendered here, the others
     read from the child as they come (in the order it took them, which is theirs)."""
     mine: dict[int, bytes] = {}  # rendered here before its turn: one piece at most
@@ -215,10 +326,9 @@ def _in_turn(pieces: list[Sequence[T]], render: Callable[[Sequence[T]], bytes], 
         yield render(piece)
 
 
-def _cut(items: Sequence[T], chunk: int, capacity: int) -> list[Sequence[T]]:
+def _cut(items: Sequence[T], chunk: int, capacity: int) -> Pieces[T]:
     """cut, for pieces of `chunk` items or more."""
-    size = max(chunk, -(-len(items) // (capacity // 2)))
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return Pieces(items, max(chunk, -(-len(items) // (capacity // 2))))
 
 
 def _frame(pipe: BinaryIO) -> tuple[int, bytes] | None:
@@ -232,7 +342,7 @@ def _frame(pipe: BinaryIO) -> tuple[int, bytes] | None:
     return (int.from_bytes(head[:4], "little"), data) if len(data) == size else None
 
 
-def _render_child(wfd: int, rfd: int, queue: int, pieces: list[Sequence[T]],
+def _render_child(wfd: int, rfd: int, queue: int, pieces: Sequence[Sequence[T]],
                   render: Callable[[Sequence[T]], bytes], parent: int) -> None:
     """The pieces it takes, rendered and sent in the order taken. Never returns (as _child)."""
     code = 1
@@ -267,9 +377,10 @@ def _take(queue: int) -> Iterator[int]:
         yield int.from_bytes(raw, "little")
 
 
-def _child(wfd: int, rfd: int, queue: int, pieces: list[Sequence[str]], read_one: ReadOne,
+def _child(wfd: int, rfd: int, queue: int, pieces: Sequence[Sequence[str]], read_one: ReadOne,
            fact_classes: tuple[type[Fact[Any]], ...],
-           summary: Callable[[dict[str, Any]], Any] | None, parent: int) -> None:
+           summary: Callable[[dict[str, Any]], Any] | None, parent: int,
+           spill: SpillFile | None) -> None:
     """Never returns: os._exit, so no atexit handler, buffered stdout or finally of the
     parent's runs twice. Stops at the next piece when the parent is gone (killed by SIGTERM or
     SIGHUP, which it does not catch): nothing would read what it sends."""
@@ -278,23 +389,51 @@ def _child(wfd: int, rfd: int, queue: int, pieces: list[Sequence[str]], read_one
         os.close(rfd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
         payload: Any
-        # Each piece's summaries compressed too: loaded all at once in the parent, they would be
-        # ~1 KB a device (50 MB of a host with 100,000 devices) before keep lets go of them.
-        done: list[tuple[int, Packed, bytes | None]] = []
         try:
-            for i in _take(queue):
-                if os.getppid() != parent:
-                    return
-                devices = [f for name in pieces[i] for f in read_one(name)]
-                done.append((i, pack(devices, fact_classes), None if summary is None else
-                             summarize(devices, summary)))
-            payload = ("ok", done)
+            payload = _read_share(queue, pieces, read_one, fact_classes, summary, parent, spill)
         except DeviceProblem as err:
             payload = ("vanished", str(err))
-        _write_all(wfd, marshal.dumps(payload))
-        code = 0
+        if payload is not None:
+            _write_all(wfd, marshal.dumps(payload))
+            code = 0
     finally:
         os._exit(code)
+
+
+#: What the child sends of each piece it wrote to its SpillFile (int64s): the piece's number,
+#: where it starts in the file, the sizes of pack()'s three parts and of its summaries (-1:
+#: none), and the CRC-32 of all of it.
+_RECORD: Final = 7
+
+
+def _read_share(queue: int, pieces: Sequence[Sequence[str]], read_one: ReadOne,
+                fact_classes: tuple[type[Fact[Any]], ...],
+                summary: Callable[[dict[str, Any]], Any] | None, parent: int,
+                spill: SpillFile | None) -> Any:
+    """The child's pieces, read, packed and summarized: ("spilled", its _RECORDs) once each is
+    written to `spill` (one after the other from its start, with pwrite at offsets counted here:
+    the file's own offset is shared with the parent), or ("ok", [(number, packed, summaries)])
+    without one; None when the parent is gone."""
+    # Each piece's summaries compressed too: loaded all at once in the parent, they would be
+    # ~1 KB a device (50 MB of a host with 100,000 devices) before keep lets go of them.
+    done: list[tuple[int, Packed, bytes | None]] = []
+    records = array.array("q")
+    at = 0
+    for i in _take(queue):
+        if os.getppid() != parent:
+            return None
+        devices = _read_piece(pieces[i], read_one)
+        packed = pack(devices, fact_classes)
+        summaries = None if summary is None else summarize(devices, summary)
+        if spill is None:
+            done.append((i, packed, summaries))
+            continue
+        data = b"".join((*packed, summaries or b""))
+        spill.put_at(at, data)
+        records.extend((i, at, *map(len, packed), -1 if summaries is None else len(summaries),
+                        zlib.crc32(data)))
+        at += len(data)
+    return ("ok", done) if spill is None else ("spilled", records.tobytes())
 
 
 def _sent_devices(packed: Packed, summaries: bytes | None, classes: tuple[type[Fact[Any]], ...],
@@ -429,7 +568,7 @@ def unpack(packed: Packed, classes: tuple[type[Fact[Any]], ...],
     return [unpack_one(packed, k, classes, make_fact, headers, 0) for k in range(count)]
 
 
-def unpack_one(packed: Packed, k: int, classes: tuple[type[Fact[Any]], ...],
+def unpack_one(packed: Sequence[bytes], k: int, classes: tuple[type[Fact[Any]], ...],
                make_fact: Callable[..., Fact[Any]], headers: Headers, piece: int
                ) -> dict[str, Any]:
     """Device `k` of those pack() packed, made again. `headers`: the headers of the last
@@ -451,7 +590,7 @@ def unpack_one(packed: Packed, k: int, classes: tuple[type[Fact[Any]], ...],
     return held
 
 
-def _header(packed: Packed, piece: int, headers: Headers) -> tuple[list[Layout], bytes]:
+def _header(packed: Sequence[bytes], piece: int, headers: Headers) -> tuple[list[Layout], bytes]:
     found = headers.get(piece)
     if found is None:
         entries, first = marshal.loads(zlib.decompress(packed[0]))
@@ -461,20 +600,63 @@ def _header(packed: Packed, piece: int, headers: Headers) -> tuple[list[Layout],
     return found
 
 
-def _received(sent: list[bytes]) -> list[tuple[int, Packed, bytes | None]]:
+def _received(sent: list[bytes], spill: SpillFile | None, count: int
+              ) -> Iterator[tuple[int, Packed, bytes | None]]:
     """The child's pieces, each packed (with its devices' summaries compressed, or None), from
-    `sent` (the one bytes object it sent, let go of once loaded); empty when it sent nothing
-    usable (it failed: the caller reads its pieces); DeviceProblem when it saw a device
-    vanish."""
+    `sent` (the one bytes object it sent, let go of once loaded) and, when it wrote them there,
+    read back one at a time from `spill`; none (or not all) when it sent nothing usable (it
+    failed, or what it wrote is garbled: the caller reads its pieces); DeviceProblem when it saw
+    a device vanish."""
     try:
         kind, body = marshal.loads(sent.pop())
     except (EOFError, ValueError, TypeError):
-        return []
+        return
     if kind == "vanished":
         raise DeviceProblem(body)
-    if kind != "ok":
-        return []
-    return [(i, packed, summaries) for i, packed, summaries in body]
+    if kind == "ok":
+        yield from ((i, packed, summaries) for i, packed, summaries in body)
+    elif kind == "spilled" and spill is not None and type(body) is bytes:
+        yield from _spilled(body, spill, count)
+
+
+def _spilled(body: bytes, spill: SpillFile, count: int
+             ) -> Iterator[tuple[int, Packed, bytes | None]]:
+    """The pieces the child wrote to `spill`, as its records say, until one is not what it
+    wrote. They follow one another from the file's start and the last ends where the file does
+    (checked first: no size read here makes this process allocate more than the child wrote),
+    and each one's bytes have the CRC-32 the child sent."""
+    records = array.array("q")
+    with contextlib.suppress(ValueError):
+        records.frombytes(body)
+    if len(records) % _RECORD:
+        return
+    rows = [records[k:k + _RECORD] for k in range(0, len(records), _RECORD)]
+    if not rows or any(min(row[2:5]) < 0 or row[5] < -1 for row in rows) \
+            or not _ends_at(spill, sum(sum(row[2:5]) + max(row[5], 0) for row in rows)):
+        return
+    at = 0
+    for i, start, a, b, c, d, crc in rows:
+        if start != at or not 0 <= i < count:
+            return
+        data = spill.get(at, a + b + c + max(d, 0))
+        if zlib.crc32(data) != crc:
+            return
+        at += len(data)
+        yield i, (data[:a], data[a:a + b], data[a + b:a + b + c]), \
+            None if d < 0 else data[a + b + c:]
+
+
+def _ends_at(spill: SpillFile, end: int) -> bool:
+    """Whether `spill`'s last byte is at `end` - 1."""
+    try:
+        spill.get(end - 1, 1)
+    except (OSError, ValueError):  # shorter (ValueError: a negative offset)
+        return False
+    try:
+        spill.get(end, 1)
+    except OSError:
+        return True
+    return False
 
 
 def _fields(fields: dict[str, Any], classes: tuple[type[Fact[Any]], ...],

@@ -38,13 +38,19 @@ class SpillFile:
 
     def __init__(self, folder: str | None = None) -> None:
         self.folder = folder
+        #: The process that writes it: a forked child only reads (its appends would land where
+        #: the parent's next ones do).
+        self._pid = os.getpid()
         self._fd: int | None = None
         self._failed = False
         self.size = 0
 
     def usable(self) -> bool:
-        """Whether a chunk can go to the file (made now when it was not): False when no folder
-        takes one, and everything stays in memory."""
+        """Whether a chunk can go to the file from this process (made now when it was not):
+        False when no folder takes one, and everything stays in memory, or in a forked child
+        (it reads what is there; what it would write stays in its memory)."""
+        if os.getpid() != self._pid:
+            return False
         if self._fd is None and not self._failed:
             self._fd = _unlinked_file(self.folder)
             self._failed = self._fd is None
@@ -169,18 +175,25 @@ class Chunks(Sequence[Any]):
 
     def _evict(self, wanted: int) -> None:
         """Chunks past KEEP out of memory, oldest use first (not `wanted`, the one in use or
-        the last, still growing), written first when new or changed; none when the file cannot
-        be had."""
+        the last, still growing), written first when new or changed; those that cannot be
+        written (no file, or a forked child) stay."""
+        if len(self._mem) <= self._keep:
+            return
         last = len(self._at) - 1
-        while len(self._mem) > self._keep:
-            k = next((k for k in self._mem if k not in (last, wanted, self._hot_k)), None)
-            if k is None or ((self._at[k] < 0 or k in self._dirty) and \
-                    not self.spill.usable()):
+        writable: bool | None = None
+        for k in list(self._mem):
+            if len(self._mem) <= self._keep:
                 return
-            chunk = self._mem.pop(k)
+            if k in (last, wanted, self._hot_k):
+                continue
             if self._at[k] < 0 or k in self._dirty:
-                self._write(k, self._dump(chunk))
+                if writable is None:
+                    writable = self.spill.usable()
+                if not writable:
+                    continue
+                self._write(k, self._dump(self._mem[k]))
                 self._dirty.discard(k)
+            del self._mem[k]
 
     def _write(self, k: int, data: bytes) -> None:
         """Chunk k's bytes into the file: over its last copy when they fit in its room (a

@@ -125,3 +125,27 @@ def test_a_forked_child_reading_the_file_does_not_move_the_parents_reads() -> No
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert list(chunks) == list(range(64))
+
+
+def test_a_forked_child_never_writes_where_the_parent_does() -> None:
+    """A child forked with chunks not yet in the file (the listing a scan's read child cuts its
+    pieces from, the graph its render child reads) keeps them in its memory: its appends would
+    land on what the parent writes after the fork."""
+    store = Store(**_TINY)
+    shared = store.chunks("i", range(40))  # the last chunks in memory only
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_w)
+        os.read(ready_r, 1)  # the parent has written after the fork
+        shared[3] = -3  # a changed chunk, then every chunk read in turn
+        code = 0 if list(shared) == [-3 if i == 3 else i for i in range(40)] else 1
+        os._exit(code)
+    os.close(ready_r)
+    later = store.chunks("i", range(1000, 1100))  # the parent's writes after the fork
+    assert later.spilled() > 0
+    os.write(ready_w, b"x")
+    os.close(ready_w)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert list(later) == list(range(1000, 1100)) and list(shared) == list(range(40))

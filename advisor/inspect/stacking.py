@@ -729,55 +729,74 @@ def entries_for(root: SysRoot, name: str) -> tuple[str, list[str]] | None:
     entries its facts depend on: those it is built on (transitively), those built on it
     (whether they are listed), the loop devices (which of them is bound over it), in sysfs
     order. Every dm device's name is read (which one `name` may be). None when `name` does not
-    name exactly one entry or partition this way."""
-    entries = root.listdir("sys/block")
-    present = set(entries)
+    name exactly one entry or partition this way.
+
+    The listing is gone through once and not kept (on a host with 100,000 devices it would be
+    most of a proposal's memory): what is kept of it is the entries `name` may be and the loop
+    devices; whether a name is an entry is asked of sysfs (SysRoot.has_entry)."""
     key = name.removeprefix("/dev/mapper/").removeprefix("/dev/")
     found: set[tuple[str, str]] = set()  # (its /sys/block entry, its name)
-    if key in present:
-        found.add((key, key))
-    dms = [e for e in entries if e.startswith("dm-")]
-    for entry, dm_name in zip(dms, root.read_many("sys/block", [f"{e}/dm/name" for e in dms]),
-                              strict=True):
-        if dm_name == key:
-            found.add((entry, entry))
-    for entry in entries:  # a partition: sys/block/DISK/NAME
+    loops: list[str] = []
+    dms: list[str] = []  # dm devices whose name is not read yet
+
+    def read_dm_names() -> None:
+        names = root.read_many("sys/block", [f"{e}/dm/name" for e in dms])
+        found.update((entry, entry) for entry, dm_name in zip(dms, names, strict=True)
+                     if dm_name == key)
+        dms.clear()
+
+    for entry in root.iter_names("sys/block"):
+        if entry == key:
+            found.add((key, key))
+        if entry.startswith("dm-"):
+            dms.append(entry)
+            if len(dms) == _DM_NAMES_AT_ONCE:
+                read_dm_names()
+        elif entry.startswith("loop") and kind_of(entry) == "loop":  # the prefix first: cheaper
+            loops.append(entry)
         if key.startswith(entry) and key != entry and "/" not in key \
-                and root.exists(f"sys/block/{entry}/{key}/partition"):
+                and root.exists(f"sys/block/{entry}/{key}/partition"):  # sys/block/DISK/NAME
             found.add((entry, key))
+        if len(found) > 1:
+            return None
+    read_dm_names()
     if len(found) != 1:
         return None
     (unit, kernel_name), = found
-    wanted = _built_on(root, unit, present)
+    wanted = _built_on(root, unit)
     here = f"sys/block/{unit}" if unit == kernel_name else f"sys/block/{unit}/{kernel_name}"
-    wanted.update(h for h in root.listdir(f"{here}/holders") if h in present)
-    wanted.update(e for e in entries if kind_of(e) == "loop")
-    return kernel_name, [e for e in entries if e in wanted]
+    wanted.update(h for h in root.listdir(f"{here}/holders") if root.has_entry("sys/block", h))
+    wanted.update(loops)
+    return kernel_name, sorted(wanted)
 
 
-def _built_on(root: SysRoot, unit: str, present: set[str]) -> set[str]:
+#: How many dm devices' names entries_for reads at once (through one open of /sys/block).
+_DM_NAMES_AT_ONCE = 128
+
+
+def _built_on(root: SysRoot, unit: str) -> set[str]:
     """`unit` and the /sys/block entries it is built on, and what those are built on."""
     wanted = {unit}
     todo = [unit]
     while todo:
         entry = todo.pop()
         for slave in root.listdir(f"sys/block/{entry}/slaves"):
-            below = _entry_of(root, entry, slave, present)
+            below = _entry_of(root, entry, slave)
             if below is not None and below not in wanted:
                 wanted.add(below)
                 todo.append(below)
     return wanted
 
 
-def _entry_of(root: SysRoot, holder: str, slave: str, present: set[str]) -> str | None:
+def _entry_of(root: SysRoot, holder: str, slave: str) -> str | None:
     """The /sys/block entry of `slave` (a name under sys/block/HOLDER/slaves): itself, or the
-    disk of a partition, as the slave link's target says (.../block/DISK/PART)."""
-    if slave in present:
+    disk of a partition, as the slave link's target says (.../block/DISK/PART), or else the
+    longest entry its name starts with."""
+    if root.has_entry("sys/block", slave):
         return slave
     link = root.readlink(f"sys/block/{holder}/slaves/{slave}") or ""
     parts = link.rstrip("/").split("/")
-    if len(parts) >= 2 and parts[-1] == slave and parts[-2] in present:
+    if len(parts) >= 2 and parts[-1] == slave and root.has_entry("sys/block", parts[-2]):
         return parts[-2]
-    return next((e for e in sorted(present, key=len, reverse=True)
-                 if slave.startswith(e) and slave != e), None)
-
+    return next((slave[:n] for n in range(len(slave) - 1, 0, -1)
+                 if root.has_entry("sys/block", slave[:n])), None)

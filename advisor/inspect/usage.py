@@ -108,28 +108,35 @@ def _loops_over(root: SysRoot, fields: Iterable[Fields]) -> dict[str, list[str]]
     """Device name -> the loop devices bound over it. On the live system the kernel says what
     each loop device is bound to (LOOP_GET_STATUS64: the backing's device number, whatever path
     it was opened by), falling back to the backing path when the device cannot be opened (not
-    root); a capture has only that path (`/dev/NAME`)."""
+    root); a capture has only that path (`/dev/NAME`). The devices are looked up by those
+    numbers and paths only: maps of every device (a SAN host's 100,000) for a loop device or
+    two would be most of a scan's memory."""
     from advisor.system.loopdev import dev_name, loop_status
 
-    loops = [f for f in fields if f["kind"] == "loop"]
-    if not loops:  # no maps of every device (a SAN host's 100,000) for nothing
+    loops = [f["name"] for f in fields if f["kind"] == "loop"]
+    if not loops:
         return {}
-    by_devno, by_path = _lookups(fields)
-    found: dict[str, list[str]] = {}
-    for f in loops:
-        under: str | None = None
-        if root.live:
+    backing_devno: dict[str, str] = {}  # loop device -> what it is bound to, as the kernel says
+    if root.live:
+        for name in loops:
             try:
-                status = loop_status(f"/dev/{f['name']}")
+                status = loop_status(f"/dev/{name}")
             except OSError:
                 status = None
             if status is not None and status.on_block_device:
-                under = by_devno.get(dev_name(status.backing_rdev))
-        if under is None:
-            backing = (root.read(f"sys/block/{f['name']}/loop/backing_file") or "").strip()
-            under = by_path.get(backing)
-        if under is not None and under != f["name"]:
-            found.setdefault(under, []).append(f["name"])
+                backing_devno[name] = dev_name(status.backing_rdev)
+    by_devno = _lookups(fields, set(backing_devno.values()), set())[0]
+    under: dict[str, str | None] = {name: by_devno.get(backing_devno.get(name, ""))
+                                    for name in loops}
+    backing_path = {name: (root.read(f"sys/block/{name}/loop/backing_file") or "").strip()
+                    for name in loops if under[name] is None}
+    by_path = _lookups(fields, set(), set(backing_path.values()) - {""})[1]
+    under.update((name, by_path.get(path)) for name, path in backing_path.items())
+    found: dict[str, list[str]] = {}
+    for name in loops:
+        device = under[name]
+        if device is not None and device != name:
+            found.setdefault(device, []).append(name)
     return found
 
 
@@ -160,14 +167,18 @@ def _by_device(fields: Iterable[Fields], entries: list[parsers.MountEntry]
     return out
 
 
-def _lookups(fields: Iterable[Fields], devnos: set[str] | None = None,
-             paths: set[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+def _lookups(fields: Iterable[Fields], devnos: set[str], paths: set[str]
+             ) -> tuple[dict[str, str], dict[str, str]]:
     """Device names by device number and by path (its own, then /dev/NAME over it), of those
-    numbers and paths only when given: maps of every device of a host with 100,000 devices
-    would be ~30 MB for a few mounts."""
-    by_devno = {f["maj_min"]: f["name"] for f in fields
-                if f["maj_min"] and (devnos is None or f["maj_min"] in devnos)}
-    by_path = {f["path"]: f["name"] for f in fields if paths is None or f["path"] in paths}
-    by_path.update({f"/dev/{f['name']}": f["name"] for f in fields
-                    if paths is None or f"/dev/{f['name']}" in paths})
+    numbers and paths only: maps of every device of a host with 100,000 devices would be ~30 MB
+    for a few mounts. The devices are not gone through for a map of nothing."""
+    by_devno: dict[str, str] = {}
+    if devnos:
+        by_devno = {f["maj_min"]: f["name"] for f in fields
+                    if f["maj_min"] and f["maj_min"] in devnos}
+    by_path: dict[str, str] = {}
+    if paths:
+        by_path = {f["path"]: f["name"] for f in fields if f["path"] in paths}
+        by_path.update({f"/dev/{f['name']}": f["name"] for f in fields
+                        if f"/dev/{f['name']}" in paths})
     return by_devno, by_path

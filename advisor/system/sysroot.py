@@ -121,6 +121,15 @@ class SysRoot:
         except OSError:
             return
 
+    def has_entry(self, rel: str, name: str) -> bool:
+        """Whether `name` is an entry of the directory `rel` (a dangling link counts): `name in
+        listdir(rel)` with one lstat instead of the listing. Recorded as listdir is (the
+        folder), since that is what it asks of."""
+        self._note(rel)
+        if not name or "/" in name or name in (".", ".."):
+            return False
+        return os.path.lexists(f"{self._abs(rel)}/{name}")
+
     def readlink(self, rel: str) -> str | None:
         """The target of a symlink, or None."""
         self._note(rel)

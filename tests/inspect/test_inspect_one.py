@@ -10,6 +10,8 @@ import pytest
 
 from advisor.errors import DeviceProblem
 from advisor.inspect.devices import inspect_devices, inspect_one
+from advisor.inspect.stacking import entries_for
+from advisor.inspect.sysblock import kind_of
 from advisor.session import Session
 from advisor.system.sysroot import SysRoot
 from tests.inspect.sysfs_builder import Dev, Part, write_tree
@@ -100,3 +102,117 @@ def test_names_that_are_not_one_device_go_to_the_full_scan(tmp_path: Path) -> No
     assert session.device("/dev/mapper/vg-data").usage.mountpoints == ["/srv"]
     assert session.device("sdb1").usage.swap
     assert session.device("sdd").usage.loops == ["loop0"]
+
+
+def _from_the_listing(root: SysRoot, name: str) -> tuple[str, list[str]] | None:
+    """entries_for as it was written over the whole /sys/block listing, held: the answers the
+    listing gone through once must still give."""
+    entries = root.listdir("sys/block")
+    present = set(entries)
+    key = name.removeprefix("/dev/mapper/").removeprefix("/dev/")
+    found: set[tuple[str, str]] = set()
+    if key in present:
+        found.add((key, key))
+    dms = [e for e in entries if e.startswith("dm-")]
+    for entry, dm_name in zip(dms, root.read_many("sys/block", [f"{e}/dm/name" for e in dms]),
+                              strict=True):
+        if dm_name == key:
+            found.add((entry, entry))
+    for entry in entries:
+        if key.startswith(entry) and key != entry and "/" not in key \
+                and root.exists(f"sys/block/{entry}/{key}/partition"):
+            found.add((entry, key))
+    if len(found) != 1:
+        return None
+    (unit, kernel_name), = found
+    wanted, todo = {unit}, [unit]
+    while todo:
+        entry = todo.pop()
+        for slave in root.listdir(f"sys/block/{entry}/slaves"):
+            below: str | None = slave if slave in present else None
+            if below is None:
+                parts = (root.readlink(f"sys/block/{entry}/slaves/{slave}") or "").split("/")
+                if len(parts) >= 2 and parts[-1] == slave and parts[-2] in present:
+                    below = parts[-2]
+            if below is None:
+                below = next((e for e in sorted(present, key=len, reverse=True)
+                              if slave.startswith(e) and slave != e), None)
+            if below is not None and below not in wanted:
+                wanted.add(below)
+                todo.append(below)
+    here = f"sys/block/{unit}" if unit == kernel_name else f"sys/block/{unit}/{kernel_name}"
+    wanted.update(h for h in root.listdir(f"{here}/holders") if h in present)
+    wanted.update(e for e in entries if kind_of(e) == "loop")
+    return kernel_name, [e for e in entries if e in wanted]
+
+
+def _unlinked_slaves_host(root: Path) -> Path:
+    """Slaves whose links do not say their disk (a capture that copied them as folders): the
+    longest entry a slave's name starts with is its disk (nvme0n1 for nvme0n1p1, not nvme0n).
+    Names that look like several things: a dm named like a partition, a loop device's name."""
+    devs = [
+        Dev("nvme0n1", 1 * TiB, "259:0", partitions=[Part("nvme0n1p1", 2048, 512 * GiB,
+                                                          holders=["md5"])]),
+        Dev("nvme0n", 1 * TiB, "259:8"),
+        Dev("md5", 512 * GiB, "9:5", slaves=["nvme0n1p1", "xvdq3"], holders=["dm-3"],
+            md={"level": "raid1", "chunk_size": "0", "raid_disks": "2", "layout": "0"}),
+        Dev("dm-3", 512 * GiB, "253:3", slaves=["md5"], dm_name="nvme0n1p2"),
+        Dev("loop3", 0, "7:3"),
+        Dev("loop12", 1 * GiB, "7:12", files={"loop/backing_file": "/dev/md5"}),
+    ]
+    write_tree(root, devs)
+    slaves = root / "sys" / "devices" / "virtual" / "block" / "md5" / "slaves"
+    for slave in ("nvme0n1p1", "xvdq3"):  # xvdq3: no entry starts it (a disk gone)
+        (slaves / slave).unlink()
+        (slaves / slave).mkdir()
+    return root
+
+
+def test_entries_for_gives_what_the_whole_listing_gave(
+        tmp_path_factory: pytest.TempPathFactory, shared_dumps: dict[str, Path]) -> None:
+    trees = {**_trees(tmp_path_factory, shared_dumps),
+             "unlinked": _unlinked_slaves_host(tmp_path_factory.mktemp("unlinked"))}
+    checked = 0
+    for label, tree in trees.items():
+        root = SysRoot.open(tree)
+        names = {"nothing", "", ".", "..", "/dev/", "/dev/mapper/", "sda/sda1", "nvme0n1p2"}
+        for dev in inspect_devices(root).devices:
+            names.update({dev.name, dev.display_name, dev.path, f"/dev/{dev.name}"})
+        for name in sorted(names):
+            assert entries_for(root, name) == _from_the_listing(root, name), f"{label}: {name}"
+            checked += 1
+    assert checked > 150
+    root = SysRoot.open(trees["unlinked"])
+    assert entries_for(root, "nvme0n1p2") == ("dm-3", ["dm-3", "loop12", "loop3", "md5",
+                                                        "nvme0n1"])
+    assert entries_for(root, "nvme0n1p1") == ("nvme0n1p1", ["loop12", "loop3", "md5",
+                                                            "nvme0n1"])
+
+
+def test_entries_for_holds_no_listing(tmp_path: Path) -> None:
+    """On a wide host what entries_for holds at its peak does not grow with the devices: the
+    listing is gone through, not kept, and the dm names are read a batch at a time."""
+    import tracemalloc
+
+    block = tmp_path / "sys" / "block"
+    block.mkdir(parents=True)
+    for i in range(6_000):
+        (block / f"sd{i:05}").mkdir()
+    for i in range(300):
+        (block / f"dm-{i}" / "dm").mkdir(parents=True)
+        (block / f"dm-{i}" / "dm" / "name").write_text(f"mpath{i}\n")
+    (block / "sd00007" / "slaves").mkdir()
+    (block / "dm-9" / "slaves").mkdir()
+    (block / "dm-9" / "slaves" / "sd00007").symlink_to("../../sd00007")
+    root = SysRoot.open(tmp_path)
+    expected = ("dm-9", ["dm-9", "sd00007"])
+    assert _from_the_listing(root, "/dev/mapper/mpath9") == expected
+    tracemalloc.start()
+    try:
+        found = entries_for(root, "/dev/mapper/mpath9")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == expected
+    # The listing alone is 6,300 names (~0.6 MiB with its set); what it holds ~90 KiB.
+    assert peak < 192 << 10, peak

@@ -50,3 +50,34 @@ def test_only_the_root_itself_is_the_live_system(tmp_path: Path) -> None:
     assert SysRoot.open(str(tmp_path / "to-slash" / "sys" / "..")).live
     assert not SysRoot.open(str(tmp_path / "capture")).live
     assert not SysRoot.open(str(tmp_path / "to-capture")).live
+
+
+def test_iter_names_gives_listdir_entries_one_at_a_time(tmp_path: Path) -> None:
+    block = tmp_path / "sys" / "block"
+    block.mkdir(parents=True)
+    for name in ("sdb", "sda", "dm-0", "loop7"):
+        (block / name).mkdir()
+    (block / "gone").symlink_to("nowhere")  # a dangling link is an entry too
+    root = SysRoot(tmp_path, recorded=set())
+    scanned = root.iter_names("sys/block")
+    first = next(scanned)  # one at a time: the rest are still to come
+    assert sorted([first, *scanned]) == root.listdir("sys/block")
+    assert sorted(root.iter_names("sys/block")) == root.listdir("sys/block") == [
+        "dm-0", "gone", "loop7", "sda", "sdb"]
+    assert list(root.iter_names("sys/nothing")) == [] == root.listdir("sys/nothing")
+    assert list(root.iter_names("sys/block/sda/size")) == []  # not a folder
+    assert root.recorded == {"sys/block", "sys/nothing", "sys/block/sda/size"}  # as listdir
+
+
+def test_has_entry_is_membership_of_the_listing(tmp_path: Path) -> None:
+    block = tmp_path / "sys" / "block"
+    (block / "sda" / "sda1").mkdir(parents=True)
+    (block / "gone").symlink_to("nowhere")
+    (tmp_path / "sys" / "elsewhere").mkdir()
+    root = SysRoot(tmp_path, recorded=set())
+    names = ["sda", "gone", "sdb", "", ".", "..", "sda/sda1", "../elsewhere", "sd\0a", "sd"]
+    assert [root.has_entry("sys/block", n) for n in names] == [
+        n in root.listdir("sys/block") for n in names] == [
+        True, True, False, False, False, False, False, False, False, False]
+    assert not root.has_entry("sys/nothing", "sda")
+    assert root.recorded == {"sys/block", "sys/nothing"}  # the folder asked of, as listdir

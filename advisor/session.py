@@ -185,7 +185,6 @@ class Session:
         storage.log_device), as this session's devices show it: mkfs.xfs writes the log there
         and destroys what is on it. None is said when the proposal keeps the log inside."""
         from advisor.errors import DeviceProblem
-        from advisor.inspect.devices import find_device
         from advisor.models.obstacles import obstacles
         from advisor.models.proposal import ProposalWarning
 
@@ -193,7 +192,7 @@ class Session:
                                    for o in proposal.mkfs_options):
             return []
         try:
-            log = find_device(self.inventory(), path)  # read now if not yet: seldom proposed
+            log = self.device(path)  # its stack only, as the data device's
         except DeviceProblem:
             host = "this host" if self.live else "the captured host"
             return [ProposalWarning(rule="external-log", message=(

@@ -231,6 +231,8 @@ def test_the_log_device_is_looked_for_among_the_hosts_devices(tmp_path: Path) ->
         assert any(o.startswith("logdev=") for o in proposal.mkfs_options), proposal.mkfs_options
         assert [w.message for w in proposal.warnings if w.rule == "external-log"
                 and w.message.startswith("the log device")] == [said]
+        # a device of the host: its stack read, not every device (one it lacks: all, to say so)
+        assert (session._inventory is None) == (log == "/dev/sdb")
     kept = session.propose(device, Workload(storage=Storage(log_device="/dev/sdz")))
     assert not any("logdev=" in o for o in kept.mkfs_options)  # no fsync rate: log kept inside
     assert not any(w.message.startswith("the log device") for w in kept.warnings)

@@ -60,9 +60,12 @@ def _fact(values: tuple[Any, ...]) -> Fact[Any]:
     return make_fact(HELD_CLASSES[values[0]], *values[1:])
 
 
-def _extra_data(value: Any) -> tuple[Any, ...]:
+def _extra_data(value: Any) -> Any:
     """A value of Graph.extra as plain data marshal carries (it may be in the scan's temporary
-    file): a Reading, a Fact, an MdInfo, or a value marshal carries as it is."""
+    file): a string as itself (a dm name, a path: most of them), a Reading, a Fact, an MdInfo,
+    or another value marshal carries, tagged."""
+    if type(value) is str:
+        return value
     if type(value) is Reading:
         return ("r", HELD_CLASSES.index(value.cls), value.value, value.source, value.folder,
                 value.file, value.raw, value.note)
@@ -73,8 +76,10 @@ def _extra_data(value: Any) -> tuple[Any, ...]:
     return ("=", value)
 
 
-def _extra_value(data: tuple[Any, ...]) -> Any:
+def _extra_value(data: Any) -> Any:
     """_extra_data's value made again."""
+    if type(data) is str:
+        return data
     tag = data[0]
     if tag == "=":
         return data[1]

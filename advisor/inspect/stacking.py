@@ -140,8 +140,8 @@ class Graph:
     Node, `name in graph`).
 
     Every list and map of it is a `store`'s (advisor.system.spill): past a few chunks of
-    devices, what is not in use is in the scan's temporary file, so a host of 100,000 devices
-    takes about the memory of one of 20,000."""
+    devices, what is not in use is in the scan's temporary file, so a host of 200,000 devices
+    takes the memory of one of 10,000."""
 
     def __init__(self, entries: Sequence[str], store: Store | None = None) -> None:
         self.store = store = Store() if store is None else store

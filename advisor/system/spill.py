@@ -1,6 +1,6 @@
 """Where a scan keeps what it holds per device beyond a few thousand devices: an unlinked
-temporary file on disk, read back a chunk at a time, so that a host with 100,000 block devices
-is scanned in about the memory of one with 10,000.
+temporary file on disk, read back a chunk at a time, so that a host with 200,000 block devices
+is scanned in the memory of one with 10,000.
 
 SpillFile is the file: made on first use, in TMPDIR when it is set and /var/tmp otherwise (a
 disk, where /tmp may be memory: tmpfs), unlinked at once, so nothing is left behind whatever
@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, overload
 
 #: Items per chunk, as a power of two.
-BITS: Final = 12
+BITS: Final = 11
 CHUNK: Final = 1 << BITS
 #: Chunks of each list held in memory (those used last).
-KEEP: Final = 6
+KEEP: Final = 4
 
 #: Where the file goes when TMPDIR does not say (a disk on Debian, where /tmp may be tmpfs).
 DEFAULT_FOLDER: Final = "/var/tmp"

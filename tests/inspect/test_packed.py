@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import select
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,15 +105,27 @@ def test_a_piece_from_the_read_s_child_that_does_not_unpack_is_read_again(
     require(parallel.usable_cpus() >= 2, "needs two CPUs")
     whole = _rendered(hosts["san"])
     real, parent, garbled = parallel.pack, os.getpid(), []
+    # The parent reads its first device once the child has packed three pieces (or after a
+    # minute): on a busy machine a late child could otherwise get one piece or none.
+    packed_r, packed_w = os.pipe()
+    real_read, waited = devices.read_device, []
 
     def garbling(devices: list[dict[str, Any]], classes: Any) -> parallel.Packed:
         packed = real(devices, classes)
         if os.getpid() == parent:
             return packed
         garbled.append(1)  # the child's own copy of the list: counts only there
+        os.write(packed_w, b"p")
         return packed if len(garbled) == 1 else (b"not deflated", b"", b"")
 
+    def after_the_child(root: SysRoot, name: str, *rest: Any) -> list[dict[str, Any]]:
+        while os.getpid() == parent and len(waited) < 3 \
+                and select.select([packed_r], [], [], 60)[0]:
+            waited.append(os.read(packed_r, 1))
+        return real_read(root, name, *rest)
+
     monkeypatch.setattr(parallel, "pack", garbling)
+    monkeypatch.setattr(devices, "read_device", after_the_child)
     read_again: list[int] = []
     real_again = devices._Scan._read_again
 
@@ -122,7 +135,11 @@ def test_a_piece_from_the_read_s_child_that_does_not_unpack_is_read_again(
 
     monkeypatch.setattr(devices._Scan, "_read_again", counted)
     monkeypatch.setattr(parallel, "RENDER_CHUNK", 10**6)  # made in this process: counted here
-    assert _rendered(hosts["san"]) == whole
+    try:
+        assert _rendered(hosts["san"]) == whole
+    finally:
+        os.close(packed_r)
+        os.close(packed_w)
     assert len(read_again) >= 2, read_again  # the child packed more than one piece
 
 

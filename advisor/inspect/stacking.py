@@ -5,9 +5,11 @@ a dm layer drops, the storage a dm device sits on) is known when it is made."""
 
 from __future__ import annotations
 
+import array
+import bisect
 import heapq
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from advisor.inspect import geometry
@@ -22,7 +24,7 @@ from advisor.inspect.specs import (
 )
 from advisor.inspect.sysblock import kind_of
 from advisor.models.device import Fact, MdInfo, StripeGeometry
-from advisor.system.spill import Chunks, Sparse, Store, sorted_strings
+from advisor.system.spill import Chunks, Store, sorted_strings
 from advisor.system.sysroot import SysRoot
 
 
@@ -58,6 +60,17 @@ _SKIP = object()
 
 def _fact(values: tuple[Any, ...]) -> Fact[Any]:
     return make_fact(HELD_CLASSES[values[0]], *values[1:])
+
+
+#: Graph's columns (those add() fills) and their kinds.
+_COLUMNS = {"names": "s", "kinds": "B", "flags": "B", "maj_min": "i", "discard": "q",
+            "hints": "H", "parent_count": "I", "holder_count": "I", "link_end": "I",
+            "links": "i", "unresolved": "s"}
+
+
+def _bisect(names: Sequence[str], name: str) -> int:
+    """bisect_left of a sorted list of names, which may be a Chunks (one chunk read)."""
+    return names.bisect_left(name) if type(names) is Chunks else bisect.bisect_left(names, name)
 
 
 def _extra_data(value: Any) -> Any:
@@ -144,27 +157,31 @@ class Graph:
     takes the memory of one of 10,000."""
 
     def __init__(self, entries: Sequence[str], store: Store | None = None) -> None:
-        self.store = store = Store() if store is None else store
+        self.store = Store() if store is None else store
+        #: Whether the lists are the store's Chunks (past its memory cap: a host of thousands
+        #: of devices) or arrays and lists (all in memory, as fast as Python reads them).
+        self.chunked = len(entries) > self.store.cap
         #: The /sys/block entries read, sorted (a name is found by bisection, not a dict of
         #: 100,000 names and ints), or by a dict when they are not.
-        self.entries: Chunks = entries if isinstance(entries, Chunks) \
-            else store.chunks("s", entries)
-        self.names = store.chunks("s")
-        self.kinds = store.chunks("B")
-        self.flags = store.chunks("B")
-        self.maj_min = store.chunks("i")
-        self.discard = store.chunks("q")
-        self.hints = store.chunks("H")
-        self.parent_count = store.chunks("I")
-        self.holder_count = store.chunks("I")
-        self.link_end = store.chunks("I")
-        self.links = store.chunks("i")
-        self.unresolved = store.chunks("s")
-        self.extra: dict[str, Sparse] = {}
+        self.entries = entries
+        # Each column: an array, bytearray or list, or a Chunks of the same (see chunked).
+        self.names: Any = self._list("s")
+        self.kinds: Any = self._list("B")
+        self.flags: Any = self._list("B")
+        self.maj_min: Any = self._list("i")
+        self.discard: Any = self._list("q")
+        self.hints: Any = self._list("H")
+        self.parent_count: Any = self._list("I")
+        self.holder_count: Any = self._list("I")
+        self.link_end: Any = self._list("I")
+        self.links: Any = self._list("i")
+        self.unresolved: Any = self._list("s")
+        #: Fields few devices have, by device: dicts, or the store's Sparse maps when chunked.
+        self.extra: dict[str, Any] = {}
         #: After resolve(): each /sys/block entry's device (-1: none); the partitions as
         #: "NAME\0PLACE", sorted (found by bisection).
-        self.at_entry = store.chunks("i")
-        self.partitions = store.chunks("s")
+        self.at_entry: Any = self._list("i")
+        self.partitions: Sequence[str] = []
         #: The listing's next entry, as read order follows it (add finds most names there).
         self._next = 0
         self._index: dict[str, int] | None = None
@@ -172,6 +189,33 @@ class Graph:
             self._index = {name: k for k, name in enumerate(self.entries)}
 
     # ---- building ----
+
+    def _list(self, kind: str, items: Iterable[Any] = ()) -> Any:
+        """A new list of `kind` (an array typecode, or "s"): the store's Chunks when chunked."""
+        if self.chunked:
+            return self.store.chunks(kind, items)
+        if kind == "s":
+            return list(items)
+        return bytearray(items) if kind == "B" else array.array(kind, items)
+
+    def _next_place(self) -> int:
+        """The next device's place; every list chunked first when it is past the cap."""
+        i = len(self.names)
+        if i == self.store.cap and not self.chunked:
+            self._chunk_all()
+        return i
+
+    def _chunk_all(self) -> None:
+        """Every list and map into the store's Chunks and Sparse maps: the devices read (a
+        listing's partitions) have passed the store's memory cap."""
+        self.chunked = True
+        for attr, kind in _COLUMNS.items():
+            setattr(self, attr, self._list(kind, getattr(self, attr)))
+        for key, values in self.extra.items():
+            sparse = self.store.sparse(_extra_data, _extra_value)
+            for i in sorted(values):
+                sparse[i] = values[i]
+            self.extra[key] = sparse
 
     def _entry(self, name: str) -> int:
         """The place of `name` in the /sys/block listing; -1 when it is not an entry."""
@@ -181,7 +225,7 @@ class Graph:
         k = self._next
         if k < len(entries) and entries[k] == name:
             return k
-        k = entries.bisect_left(name)
+        k = _bisect(entries, name)
         return k if k < len(entries) and entries[k] == name else -1
 
     def _link(self, name: str) -> int:
@@ -194,14 +238,15 @@ class Graph:
     def _set_extra(self, key: str, i: int, value: Any) -> None:
         values = self.extra.get(key)
         if values is None:
-            values = self.extra[key] = self.store.sparse(_extra_data, _extra_value)
+            values = self.extra[key] = self.store.sparse(_extra_data, _extra_value) \
+                if self.chunked else {}
         values[i] = value
 
     def add(self, record: tuple[Any, ...]) -> None:
         """A device read (its node_record) as the next device."""
         (name, display, path, devno, kind, parents, children, holders, pool, discard, hint, thin,
          md) = record
-        i = len(self.names)
+        i = self._next_place()
         k = self._entry(name)
         if k >= 0:
             self._next = k + 1
@@ -261,7 +306,7 @@ class Graph:
         """The links as places in `names`, each device's parents, children and holders cut to
         those listed (a holder or slave that is excluded or empty is not shown), and those
         another is built on marked BELOW."""
-        self.at_entry = at = self.store.chunks("i", itertools.repeat(-1, len(self.entries)))
+        self.at_entry = at = self._list("i", itertools.repeat(-1, len(self.entries)))
         self._next = 0
         for i, name in enumerate(self.names):
             k = self._entry(name)
@@ -277,7 +322,7 @@ class Graph:
         links, ends, parents, holders = self.links, self.link_end, self.parent_count, \
             self.holder_count
         apart = self.extra.get("holders")
-        new = self.store.chunks("i")
+        new = self._list("i")
         start = 0
         for i, end in enumerate(ends):
             found = [place(k) for k in links[start:start + parents[i]]]
@@ -296,7 +341,7 @@ class Graph:
             start = end
             ends[i] = len(new)
         self.links = new
-        self.unresolved = self.store.chunks("s")
+        self.unresolved = self._list("s")
 
     def _partition_keys(self) -> Iterator[str]:
         """"NAME\0PLACE" of each device that is not a /sys/block entry: a partition."""
@@ -311,7 +356,7 @@ class Graph:
     def _partition(self, name: str) -> int:
         """The place of the partition `name`; -1 when it is not one."""
         key = f"{name}\0"
-        k = self.partitions.bisect_left(key)
+        k = _bisect(self.partitions, key)
         if k < len(self.partitions) and self.partitions[k].startswith(key):
             return int(self.partitions[k][len(key):])
         return -1
@@ -379,13 +424,15 @@ class Graph:
         """Every device, as Nodes, in read order (each made as it is reached)."""
         return Nodes(self)
 
-    def parents_of(self, i: int) -> list[int]:
+    def parents_of(self, i: int) -> Sequence[int]:
         start = self.link_end[i - 1] if i else 0
-        return self.links[start:start + self.parent_count[i]]
+        found: Sequence[int] = self.links[start:start + self.parent_count[i]]
+        return found
 
-    def children_of(self, i: int) -> list[int]:
+    def children_of(self, i: int) -> Sequence[int]:
         start = self.link_end[i - 1] if i else 0
-        return self.links[start + self.parent_count[i]:self.link_end[i]]
+        found: Sequence[int] = self.links[start + self.parent_count[i]:self.link_end[i]]
+        return found
 
     def holders_of(self, i: int) -> Sequence[int]:
         count = self.holder_count[i]
@@ -393,18 +440,18 @@ class Graph:
             held: list[int] = self.extra["holders"][i]
             return held
         end = self.link_end[i]
-        return self.links[end - count:end]
+        found: Sequence[int] = self.links[end - count:end]
+        return found
 
-    def order(self) -> Chunks:
+    def order(self) -> Sequence[int]:
         """Parents before children, otherwise in sysfs order (read order); a cycle in a broken
         tree keeps the rest in sysfs order. Those with no parent are taken in order as they
         come, so the heap holds only those whose last parent has been taken."""
         count = len(self.names)
-        store = self.store
-        waiting = store.chunks("I", self.parent_count)
+        waiting = self._list("I", self.parent_count)
         parents = self.parent_count
-        done = store.chunks("B", itertools.repeat(0, count))
-        order = store.chunks("i")
+        done = self._list("B", itertools.repeat(0, count))
+        order = self._list("i")
         later: list[int] = []
         first = 0
         while True:
@@ -426,7 +473,8 @@ class Graph:
                         heapq.heappush(later, child)
         if len(order) < count:
             order.extend(i for i in range(count) if not done[i])
-        return order
+        made: Sequence[int] = order
+        return made
 
 
 def _devno(text: Any) -> int | None:

@@ -352,6 +352,9 @@ class Store:
 
     def __init__(self, *, bits: int = BITS, keep: int = KEEP, folder: str | None = None) -> None:
         self.bits, self.keep = bits, keep
+        #: Items a list of it holds in memory at most: a list no longer than this may as well
+        #: be a plain one (sorted_strings gives one).
+        self.cap = keep << bits
         self.spill = SpillFile(folder)
 
     def chunks(self, kind: str, items: Iterable[Any] = ()) -> Chunks:
@@ -366,21 +369,21 @@ class Store:
 _RUN_BLOCK: Final = 256
 
 
-def sorted_strings(items: Iterable[str], store: Store) -> Chunks:
-    """`items` sorted (as sorted() does), as a Chunks of strings, never all held at once when
-    there are more than a chunk of them: each chunk's worth is sorted and written to the file as
-    a run of small blocks, and the runs are merged a block of each at a time. Without a file,
-    sorted in memory."""
+def sorted_strings(items: Iterable[str], store: Store) -> Sequence[str]:
+    """`items` sorted (as sorted() does): a list when there are no more than the store's cap,
+    else a Chunks of strings, never all held at once: past the cap, each chunk's worth is sorted
+    and written to the file as a run of small blocks, and the runs are merged a block of each
+    at a time. Without a file, a list sorted in memory."""
     pending: list[str] = []
     runs: list[list[tuple[int, int]]] = []
     size = 1 << store.bits
     for item in items:
         pending.append(item)
-        if len(pending) >= size and store.spill.usable():
+        if len(pending) > (size if runs else store.cap) and store.spill.usable():
             runs.append(_write_run(sorted(pending), store.spill))
             pending = []
     if not runs:
-        return store.chunks("s", sorted(pending))
+        return sorted(pending)
     if pending:
         runs.append(_write_run(sorted(pending), store.spill))
     return store.chunks("s", heapq.merge(*(_read_run(run, store.spill) for run in runs)))

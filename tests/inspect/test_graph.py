@@ -197,6 +197,26 @@ def test_the_order_is_parents_first_then_sysfs_order(devs: list[dict[str, Any]])
         assert [graph.names[i] for i in graph.order()] == _reference_order(devs)
 
 
+def test_partitions_past_the_cap_put_every_list_in_chunks() -> None:
+    """Two disks (under the store's cap of four) with seven partitions: the lists become
+    chunks at the fifth device, and the graph reads as the one held in memory."""
+    devs = []
+    for disk in ("sda", "sdb"):
+        parts = [f"{disk}{n}" for n in range(1, 5 if disk == "sda" else 4)]
+        devs.append(_dev(disk, children=parts, display=f"{disk}-disk"))
+        devs += [_dev(p, "part", parents=[disk], holders=["sdb1"] if p == "sda2" else [],
+                      maj_min="8:1", display=f"{p}-part") for p in parts]
+    small = _graph(["sda", "sdb"], devs)
+    tiny = _graph(["sda", "sdb"], devs, tiny=True)
+    assert not small.chunked and tiny.chunked and len(tiny) == 9
+    assert {key: sorted(values) for key, values in tiny.extra.items()} \
+        == {key: sorted(values) for key, values in small.extra.items()}
+    for name in [d["name"] for d in devs]:
+        assert _seen(tiny[name]) == _seen(small[name])
+    assert list(tiny.order()) == list(small.order())
+    assert tiny["sda2"].holders == ("sdb1",) and tiny["sdb1"].parents == ("sdb",)
+
+
 def _san(luns: int) -> tuple[list[str], list[dict[str, Any]]]:
     """A SAN host's listing and devices: `luns` multipath dm devices over 4 paths each."""
     devs: list[dict[str, Any]] = []

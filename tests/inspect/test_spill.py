@@ -77,8 +77,10 @@ def test_sorted_strings_sorts_as_sorted_and_bisects_as_bisect(names: list[str],
     found = sorted_strings(iter(names), Store(**_TINY))
     ref = sorted(names)
     assert list(found) == ref
+    assert isinstance(found, Chunks) == (len(names) > 8)  # a plain list up to the cap
     for x in probes + names:
-        assert found.bisect_left(x) == bisect.bisect_left(ref, x)
+        at = found.bisect_left(x) if isinstance(found, Chunks) else bisect.bisect_left(found, x)
+        assert at == bisect.bisect_left(ref, x)
 
 
 def test_a_sparse_map_reads_as_a_dict() -> None:

@@ -46,22 +46,6 @@ def san() -> Iterator[Path]:
         yield root
 
 
-@pytest.fixture
-def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """The pids of the children parallel.read_pieces forks during the test."""
-    pids: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(parallel.os, "fork", fork)
-    yield pids
-
-
 def _two_cpus() -> None:
     require(parallel.usable_cpus() >= 2, "needs two CPUs")
 

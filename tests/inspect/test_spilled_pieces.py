@@ -18,9 +18,16 @@ from advisor.inspect import devices, parallel
 from advisor.inspect.specs import make_fact
 from advisor.system.spill import SpillFile
 from advisor.system.sysroot import SysRoot
-from tests.conftest import memory_folder, require
+from tests.conftest import memory_folder
 from tests.inspect.test_packed import _rendered
-from tests.inspect.test_parallel import CLASSES, NAMES, _generator, _pid_reader, _read
+from tests.inspect.test_parallel import (
+    CLASSES,
+    NAMES,
+    _generator,
+    _pid_reader,
+    _read,
+    _two_cpus,
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,26 +42,6 @@ def san() -> Iterator[Path]:
 def whole(san: Path) -> bytes:
     """`devices --json`'s devices of the SAN host, a line each, as a scan that spills makes them."""
     return _rendered(san)
-
-
-@pytest.fixture
-def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """The pids of the children forked during the test."""
-    pids: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(parallel.os, "fork", fork)
-    yield pids
-
-
-def _two_cpus() -> None:
-    require(parallel.usable_cpus() >= 2, "needs two CPUs")
 
 
 GROUPS = [(b"header", b"", b"ends" * 300), (b"\x00" * 5000, b"x", b"y"), (b"", b"", b"")]

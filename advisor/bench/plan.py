@@ -330,14 +330,23 @@ def existing_folder(folder: str) -> str:
     return path
 
 
+def folder_problem(folder: str) -> tuple[str, str | None]:
+    """The directory `folder` is, or would be made in (existing_folder), and why nothing can be
+    written there ("is not a directory", "is not writable"; None: it can)."""
+    existing = existing_folder(folder)
+    if not os.path.isdir(existing):
+        return existing, "is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only filesystem
+        return existing, "is not writable"
+    return existing, None
+
+
 def writable_folder(what: str, folder: str) -> str:
     """The run makes its work folder (and `folder` itself, when missing) there: it must be, or
     be made in, a writable directory. Returns the directory that exists."""
-    existing = existing_folder(folder)
-    if not os.path.isdir(existing):
-        raise BadInput(f"{what} {folder}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only filesystem
-        raise BadInput(f"{what} {folder}: {existing} is not writable")
+    existing, problem = folder_problem(folder)
+    if problem is not None:
+        raise BadInput(f"{what} {folder}: {existing} {problem}")
     return existing
 
 

@@ -459,13 +459,12 @@ def _check_report_folder(report: str | None) -> None:
 def _say_if_unsaved(args: argparse.Namespace, say: Any) -> None:
     """Before the run: the report's default place (not asked for: --report is refused instead)
     cannot be written, so the run's report will only be printed."""
-    from advisor.bench.plan import existing_folder
+    from advisor.bench.plan import folder_problem
 
     if getattr(args, "report", None):
         return
-    folder = report_path(args).parent
-    existing = existing_folder(str(folder))
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+    existing, problem = folder_problem(str(report_path(args).parent))
+    if problem is not None:
         say(f"the report will not be saved: {existing} is not a writable folder (give --report "
             "FILE to keep it, as `validate --continue` needs)")
 

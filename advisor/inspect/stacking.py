@@ -307,13 +307,7 @@ class Graph:
         those listed (a holder or slave that is excluded or empty is not shown), and those
         another is built on marked BELOW."""
         self.at_entry = at = self._list("i", itertools.repeat(-1, len(self.entries)))
-        self._next = 0
-        for i, name in enumerate(self.names):
-            k = self._entry(name)
-            if k >= 0:
-                at[k] = i
-                self._next = k + 1
-        self.partitions = sorted_strings(self._partition_keys(), self.store)
+        self.partitions = sorted_strings(self._places(at), self.store)
         named = self.unresolved
 
         def place(k: int) -> int:
@@ -343,12 +337,14 @@ class Graph:
         self.links = new
         self.unresolved = self._list("s")
 
-    def _partition_keys(self) -> Iterator[str]:
-        """"NAME\0PLACE" of each device that is not a /sys/block entry: a partition."""
+    def _places(self, at: Any) -> Iterator[str]:
+        """Each device's place, in one pass: into `at` by its /sys/block entry; as "NAME\0PLACE"
+        (what Graph.partitions holds, sorted) for one that is not an entry, a partition."""
         self._next = 0
         for i, name in enumerate(self.names):
             k = self._entry(name)
             if k >= 0:
+                at[k] = i
                 self._next = k + 1
             else:
                 yield f"{name}\0{i}"

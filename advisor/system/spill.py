@@ -145,7 +145,7 @@ class Chunks(Sequence[Any]):
         self.extend(items)
 
     def _new(self) -> Any:
-        return [] if self.kind == "s" else array.array(self.kind)
+        return [] if self._strings else array.array(self.kind)
 
     # ---- chunks ----
 
@@ -164,7 +164,7 @@ class Chunks(Sequence[Any]):
     def _load(self, k: int) -> Any:
         assert self._at[k] >= 0, "a chunk neither in memory nor in the file"
         data = self.spill.get(self._at[k], self._size[k])
-        if self.kind == "s":
+        if self._strings:
             chunk: Any = marshal.loads(data)
         else:
             chunk = array.array(self.kind)
@@ -206,7 +206,7 @@ class Chunks(Sequence[Any]):
         self._size[k] = len(data)
 
     def _dump(self, chunk: Any) -> bytes:
-        if self.kind == "s":
+        if self._strings:
             return marshal.dumps(chunk)
         data: bytes = chunk.tobytes()
         return data

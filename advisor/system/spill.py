@@ -43,13 +43,16 @@ class SpillFile:
         self._pid = os.getpid()
         self._fd: int | None = None
         self._failed = False
+        #: A write failed (a full disk): nothing more is written, what is there is read.
+        self._full = False
         self.size = 0
 
     def usable(self) -> bool:
         """Whether a chunk can go to the file from this process (made now when it was not):
         False when no folder takes one, and everything stays in memory, or in a forked child
-        (it reads what is there; what it would write stays in its memory)."""
-        if os.getpid() != self._pid:
+        (it reads what is there; what it would write stays in its memory), or once a write has
+        failed (a full disk: the same)."""
+        if os.getpid() != self._pid or self._full:
             return False
         if self._fd is None and not self._failed:
             self._fd = _unlinked_file(self.folder)
@@ -64,11 +67,16 @@ class SpillFile:
         return at
 
     def put_at(self, at: int, data: bytes) -> None:
-        """`data` written at offset `at` (over what was there)."""
+        """`data` written at offset `at` (over what was there). OSError when it cannot be (a
+        full disk), after which the file is not usable() to write: the caller keeps `data`."""
         assert self._fd is not None, "put before usable()"
         view = memoryview(data)
-        while view:
-            view = view[os.pwrite(self._fd, view, at + len(data) - len(view)):]
+        try:
+            while view:
+                view = view[os.pwrite(self._fd, view, at + len(data) - len(view)):]
+        except OSError:
+            self._full = True
+            raise
 
     def get(self, at: int, size: int) -> bytes:
         """The `size` bytes at offset `at`."""
@@ -191,7 +199,11 @@ class Chunks(Sequence[Any]):
                     writable = self.spill.usable()
                 if not writable:
                     continue
-                self._write(k, self._dump(self._mem[k]))
+                try:
+                    self._write(k, self._dump(self._mem[k]))
+                except OSError:  # a full disk: this chunk, and any not written yet, stay
+                    writable = False
+                    continue
                 self._dirty.discard(k)
             del self._mem[k]
 
@@ -373,20 +385,37 @@ def sorted_strings(items: Iterable[str], store: Store) -> Sequence[str]:
     """`items` sorted (as sorted() does): a list when there are no more than the store's cap,
     else a Chunks of strings, never all held at once: past the cap, each chunk's worth is sorted
     and written to the file as a run of small blocks, and the runs are merged a block of each
-    at a time. Without a file, a list sorted in memory."""
+    at a time. Without a file (or when it stops taking runs: a full disk), a list sorted in
+    memory."""
     pending: list[str] = []
     runs: list[list[tuple[int, int]]] = []
     size = 1 << store.bits
+    items = iter(items)
     for item in items:
         pending.append(item)
         if len(pending) > (size if runs else store.cap) and store.spill.usable():
-            runs.append(_write_run(sorted(pending), store.spill))
+            if not _add_run(runs, pending, store.spill):
+                break
             pending = []
-    if not runs:
-        return sorted(pending)
-    if pending:
-        runs.append(_write_run(sorted(pending), store.spill))
-    return store.chunks("s", heapq.merge(*(_read_run(run, store.spill) for run in runs)))
+    else:
+        if not runs:
+            return sorted(pending)
+        if not pending or _add_run(runs, pending, store.spill):
+            return store.chunks("s", _merged(runs, store.spill))
+    return sorted([*_merged(runs, store.spill), *pending, *items])
+
+
+def _add_run(runs: list[list[tuple[int, int]]], pending: list[str], spill: SpillFile) -> bool:
+    """`pending`, sorted, written as the next run; False when the file does not take it."""
+    try:
+        runs.append(_write_run(sorted(pending), spill))
+    except OSError:
+        return False
+    return True
+
+
+def _merged(runs: list[list[tuple[int, int]]], spill: SpillFile) -> Iterator[str]:
+    return heapq.merge(*(_read_run(run, spill) for run in runs))
 
 
 def _write_run(run: list[str], spill: SpillFile) -> list[tuple[int, int]]:

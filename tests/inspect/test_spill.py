@@ -5,10 +5,12 @@ usable folder everything stays in memory."""
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,3 +153,33 @@ def test_a_forked_child_never_writes_where_the_parent_does() -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert list(later) == list(range(1000, 1100)) and list(shared) == list(range(40))
+
+
+def _disk_fills_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
+    """pwrite fails with ENOSPC after `writes` calls, as on a full disk."""
+    real, done = os.pwrite, [0]
+
+    def pwrite(fd: int, data: Any, at: int) -> int:
+        done[0] += 1
+        if done[0] > writes:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data, at)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+
+
+@pytest.mark.parametrize("writes", [0, 3, 10])
+def test_a_full_disk_keeps_the_rest_in_memory(monkeypatch: pytest.MonkeyPatch,
+                                              writes: int) -> None:
+    """Once the file takes no more, what is in it is read from there, the rest stays in memory:
+    every list reads the same, and nothing more is written."""
+    store = Store(**_TINY)
+    assert store.spill.usable()
+    _disk_fills_after(monkeypatch, writes)
+    ints = store.chunks("i", range(100))
+    ints[1] = -1  # a chunk in the file changed, perhaps written again
+    names = sorted_strings((f"n{i:03}" for i in reversed(range(60))), store)
+    assert not store.spill.usable()
+    assert list(ints) == [-1 if i == 1 else i for i in range(100)]
+    assert list(names) == [f"n{i:03}" for i in range(60)]
+    assert [ints[i] for i in (99, 0, 50, 1)] == [99, 0, 50, -1]
